@@ -1,0 +1,248 @@
+/* The MPFR oracle (SPEC §2).
+ *
+ * Finite elements: every term alpha*a*b and beta*c is formed exactly (precision 3*53 and 2*53
+ * bits), and the sum is rounded once, with mpfr_sum, straight to the output format. To honour
+ * the output's exponent range without double rounding and without touching MPFR's global
+ * exponent range, the exact sum is first rounded toward zero at the output precision, which
+ * fixes its binade 2^e <= |x| < 2^(e+1) exactly; the precision that puts the output grid's
+ * quantum 2^(max(e, emin) - p + 1) at the last bit is then p' = min(p, e - emin + p), and a
+ * second mpfr_sum rounds the exact sum to p' bits (nearest even): the single correct rounding
+ * to a normal or subnormal value. Values beyond max + ulp(max)/2 round to 2^(emax+1) or above
+ * and become ±Inf. Non-finite inputs and exact zeros follow the IEEE rules spelled out in
+ * docs/SEMANTICS.md, decided before any arithmetic. */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <mpfr.h>
+
+#include "gemmcheck/oracle.h"
+
+/* Exact products need 2*53 bits, scaled products 3*53. */
+#define PREC_TERM 159
+
+typedef struct oracle_ws {
+    mpfr_t *terms;
+    mpfr_ptr *ptrs;
+    size_t cap;
+    mpfr_t alpha, beta, a, b, ab, z, r;
+} oracle_ws;
+
+static bool ws_init(oracle_ws *w, int64_t k) {
+    w->cap = (size_t)k + 1;
+    w->terms = malloc(w->cap * sizeof *w->terms);
+    w->ptrs = malloc(w->cap * sizeof *w->ptrs);
+    if (!w->terms || !w->ptrs) {
+        free(w->terms);
+        free(w->ptrs);
+        return false;
+    }
+    for (size_t t = 0; t < w->cap; t++) {
+        mpfr_init2(w->terms[t], PREC_TERM);
+        w->ptrs[t] = w->terms[t];
+    }
+    mpfr_inits2(53, w->alpha, w->beta, w->a, w->b, (mpfr_ptr)0);
+    mpfr_init2(w->ab, 106);
+    mpfr_inits2(53, w->z, w->r, (mpfr_ptr)0);
+    return true;
+}
+
+static void ws_free(oracle_ws *w) {
+    for (size_t t = 0; t < w->cap; t++) mpfr_clear(w->terms[t]);
+    free(w->terms);
+    free(w->ptrs);
+    mpfr_clears(w->alpha, w->beta, w->a, w->b, w->ab, w->z, w->r, (mpfr_ptr)0);
+}
+
+/* Pointers to the first element of batch member `bi` of each operand. */
+static const void *member(const void *base, gck_format f, int64_t stride, int64_t bi) {
+    return (const char *)base + (size_t)(bi * stride) * (size_t)gck_format_get(f)->storage_bytes;
+}
+
+/* Round the exact sum of the n terms once to `out` and return it as a double. */
+static double round_sum(oracle_ws *w, size_t n, gck_format out) {
+    const gck_format_info *f = gck_format_get(out);
+    mpfr_set_prec(w->z, f->precision);
+    int inex = mpfr_sum(w->z, w->ptrs, n, MPFR_RNDZ);
+    if (mpfr_zero_p(w->z)) return 0.0; /* exact zero; the caller decides the sign */
+    int e = (int)mpfr_get_exp(w->z) - 1; /* 2^e <= |x| < 2^(e+1) */
+    int p = f->precision;
+    long pp = e - f->emin + p < p ? (long)e - f->emin + p : p;
+    int neg = mpfr_signbit(w->z);
+    if (pp <= 0) {
+        /* |x| < 2^(q) with q the quantum of the subnormals: 0 or the smallest subnormal.
+         * pp == 0 means 2^(q-1) <= |x| < 2^q; exactly 2^(q-1) is the tie, which goes to 0. */
+        double tiny = f->min_subnormal;
+        bool tie = pp == 0 && inex == 0 && mpfr_cmp_d(w->z, neg ? -0.5 * tiny : 0.5 * tiny) == 0;
+        double mag = (pp == 0 && !tie) ? tiny : 0.0;
+        return neg ? -mag : mag;
+    }
+    mpfr_set_prec(w->r, (mpfr_prec_t)pp);
+    mpfr_sum(w->r, w->ptrs, n, MPFR_RNDN);
+    double d = mpfr_get_d(w->r, MPFR_RNDN); /* exact: r is on the output grid or >= 2^1024 */
+    if (fabs(d) > f->max) return neg ? -INFINITY : INFINITY;
+    return d;
+}
+
+static double element(oracle_ws *w, const gck_case *c, const void *A, const void *B,
+                      const void *C, int64_t bi, int64_t i, int64_t j) {
+    gck_format out = gck_case_type(c, GCK_D);
+    bool rab = gck_case_reads_ab(c), rc = gck_case_reads_c(c);
+    int64_t ars, acs, brs, bcs, crs, ccs;
+    gck_case_op_strides(c, GCK_A, &ars, &acs);
+    gck_case_op_strides(c, GCK_B, &brs, &bcs);
+    gck_case_op_strides(c, GCK_C, &crs, &ccs);
+    const void *Ab = rab ? member(A, c->type_a, c->stride_a, bi) : NULL;
+    const void *Bb = rab ? member(B, c->type_b, c->stride_b, bi) : NULL;
+
+    /* Pass 1: IEEE special values and the sign of an exact zero. */
+    bool nan = false, pos_inf = false, neg_inf = false;
+    bool s_neg_zero = rab;  /* S is -0 only when every product is a zero of negative sign */
+    bool any_nonzero = false;
+    for (int64_t k = 0; rab && k < c->k; k++) {
+        double a = gck_load(Ab, c->type_a, i * ars + k * acs);
+        double b = gck_load(Bb, c->type_b, k * brs + j * bcs);
+        bool neg = signbit(a) != signbit(b);
+        if (isnan(a) || isnan(b)) {
+            nan = true;
+        } else if (isinf(a) || isinf(b)) {
+            if (a == 0.0 || b == 0.0) nan = true; /* Inf * 0 */
+            else if (neg != signbit(c->alpha)) neg_inf = true;
+            else pos_inf = true;
+        }
+        if (a != 0.0 && b != 0.0) any_nonzero = true;
+        if (!(a == 0.0 || b == 0.0) || !neg) s_neg_zero = false;
+    }
+    double cv = 0.0;
+    if (rc) {
+        cv = gck_load(member(C, c->type_c, c->stride_c, bi), c->type_c, i * crs + j * ccs);
+        if (isnan(cv)) nan = true;
+        else if (isinf(cv)) {
+            if (signbit(cv) != signbit(c->beta)) neg_inf = true;
+            else pos_inf = true;
+        }
+        if (cv != 0.0) any_nonzero = true;
+    }
+    if (nan || (pos_inf && neg_inf)) return NAN;
+    if (pos_inf) return INFINITY;
+    if (neg_inf) return -INFINITY;
+
+    /* Pass 2: exact terms, one rounding. */
+    size_t n = 0;
+    if (rab && any_nonzero) {
+        mpfr_set_d(w->alpha, c->alpha, MPFR_RNDN);
+        for (int64_t k = 0; k < c->k; k++) {
+            double a = gck_load(Ab, c->type_a, i * ars + k * acs);
+            double b = gck_load(Bb, c->type_b, k * brs + j * bcs);
+            if (a == 0.0 || b == 0.0) continue;
+            mpfr_set_d(w->a, a, MPFR_RNDN);
+            mpfr_set_d(w->b, b, MPFR_RNDN);
+            mpfr_mul(w->ab, w->a, w->b, MPFR_RNDN);               /* exact: 106 bits */
+            mpfr_mul(w->terms[n++], w->ab, w->alpha, MPFR_RNDN);  /* exact: 159 bits */
+        }
+    }
+    if (rc && cv != 0.0) {
+        mpfr_set_d(w->beta, c->beta, MPFR_RNDN);
+        mpfr_set_d(w->a, cv, MPFR_RNDN);
+        mpfr_mul(w->terms[n++], w->a, w->beta, MPFR_RNDN);        /* exact */
+    }
+    double d = n ? round_sum(w, n, out) : 0.0;
+    if (d != 0.0) return d;
+    if (n && !mpfr_zero_p(w->z)) return d; /* a non-zero value that underflowed keeps its sign */
+    /* Exact zero: IEEE evaluation of alpha*S + beta*c. */
+    if (any_nonzero) return 0.0; /* x + (-x) = +0 */
+    bool as_neg = s_neg_zero != (bool)signbit(c->alpha);
+    if (!rc) return as_neg ? -0.0 : 0.0;
+    bool bc_neg = (bool)signbit(cv) != (bool)signbit(c->beta);
+    return (as_neg && bc_neg) ? -0.0 : 0.0;
+}
+
+double gck_oracle_mpfr_element(const gck_case *c, const void *A, const void *B, const void *C,
+                               int64_t b, int64_t i, int64_t j) {
+    oracle_ws w;
+    if (!ws_init(&w, c->k)) return NAN;
+    double d = element(&w, c, A, B, C, b, i, j);
+    ws_free(&w);
+    mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
+    return d;
+}
+
+typedef struct oracle_job {
+    const gck_case *c;
+    const void *A, *B, *C;
+    void *D;
+    int64_t first, last; /* flat element range [first, last) over batch x n x m */
+    bool ok;
+} oracle_job;
+
+static void *run_job(void *arg) {
+    oracle_job *job = arg;
+    const gck_case *c = job->c;
+    oracle_ws w;
+    job->ok = ws_init(&w, c->k);
+    if (!job->ok) return NULL;
+    int64_t drs, dcs;
+    gck_case_op_strides(c, GCK_D, &drs, &dcs);
+    gck_format out = gck_case_type(c, GCK_D);
+    int64_t sd = gck_case_stride(c, GCK_D);
+    for (int64_t t = job->first; t < job->last; t++) {
+        int64_t i = t % c->m, j = (t / c->m) % c->n, bi = t / (c->m * c->n);
+        double d = element(&w, c, job->A, job->B, job->C, bi, i, j);
+        gck_store(job->D, out, bi * sd + i * drs + j * dcs, d);
+    }
+    ws_free(&w);
+    mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
+    return NULL;
+}
+
+gck_status gck_oracle_mpfr(const gck_case *c, const void *A, const void *B, const void *C,
+                           void *D, int threads, char *msg, size_t msg_len) {
+    gck_status s = gck_case_validate(c, msg, msg_len);
+    if (s != GCK_OK) return s;
+    if (c->d_is_c && D != C) {
+        snprintf(msg, msg_len, "D must be C's buffer when the case computes D in place");
+        return GCK_EINVAL;
+    }
+    int64_t total = c->m * c->n * c->batch;
+    if (total == 0) return GCK_OK; /* quick return: nothing is written */
+    if ((gck_case_reads_ab(c) && (!A || !B)) || (gck_case_reads_c(c) && !C) || !D) {
+        snprintf(msg, msg_len, "a buffer the case reads or writes is NULL");
+        return GCK_EINVAL;
+    }
+    if (threads <= 0) threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (threads < 1 || !mpfr_buildopt_tls_p()) threads = 1;
+    if (threads > total) threads = (int)total;
+    /* With D in place, element (i,j) reads only c_ij and writes only d_ij, so threads that
+     * own disjoint element ranges never race. */
+    oracle_job *jobs = calloc((size_t)threads, sizeof *jobs);
+    pthread_t *tids = calloc((size_t)threads, sizeof *tids);
+    bool *running = calloc((size_t)threads, sizeof *running);
+    if (!jobs || !tids || !running) {
+        free(jobs);
+        free(tids);
+        free(running);
+        snprintf(msg, msg_len, "out of memory");
+        return GCK_ENOMEM;
+    }
+    for (int t = 0; t < threads; t++) {
+        jobs[t] = (oracle_job){c, A, B, C, D, total * t / threads, total * (t + 1) / threads,
+                               false};
+        if (t > 0) running[t] = pthread_create(&tids[t], NULL, run_job, &jobs[t]) == 0;
+    }
+    for (int t = 0; t < threads; t++)
+        if (!running[t]) run_job(&jobs[t]); /* this thread's share, and any that failed to start */
+    for (int t = 1; t < threads; t++)
+        if (running[t]) pthread_join(tids[t], NULL);
+    free(running);
+    bool ok = true;
+    for (int t = 0; t < threads; t++) ok = ok && jobs[t].ok;
+    free(jobs);
+    free(tids);
+    if (!ok) {
+        snprintf(msg, msg_len, "out of memory (K = %lld terms per element)", (long long)c->k);
+        return GCK_ENOMEM;
+    }
+    return GCK_OK;
+}

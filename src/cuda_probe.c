@@ -1,0 +1,31 @@
+/* CUDA availability through the CUDA runtime API. Built only when the toolkit is found. */
+#include "cuda_probe.h"
+
+#include <stdio.h>
+
+#include <cuda_runtime_api.h>
+
+bool gck_cuda_probe(char *what, size_t len) {
+    int rt = 0, drv = 0, count = 0;
+    cudaRuntimeGetVersion(&rt);
+    cudaError_t derr = cudaDriverGetVersion(&drv);
+    cudaError_t err = cudaGetDeviceCount(&count);
+    char versions[96];
+    if (derr == cudaSuccess && drv)
+        snprintf(versions, sizeof versions, "runtime %d.%d, driver %d.%d", rt / 1000,
+                 (rt % 1000) / 10, drv / 1000, (drv % 1000) / 10);
+    else
+        snprintf(versions, sizeof versions, "runtime %d.%d, no driver", rt / 1000,
+                 (rt % 1000) / 10);
+    if (err != cudaSuccess) {
+        snprintf(what, len, "unavailable: %s (%s; %s)", cudaGetErrorString(err),
+                 cudaGetErrorName(err), versions);
+        return false;
+    }
+    if (count == 0) {
+        snprintf(what, len, "unavailable: no CUDA device (%s)", versions);
+        return false;
+    }
+    snprintf(what, len, "%d device%s (%s)", count, count == 1 ? "" : "s", versions);
+    return true;
+}
