@@ -74,9 +74,9 @@ static double round_sum(oracle_ws *w, size_t n, gck_format out) {
     if (pp <= 0) {
         /* |x| < 2^(q) with q the quantum of the subnormals: 0 or the smallest subnormal.
          * pp == 0 means 2^(q-1) <= |x| < 2^q; exactly 2^(q-1) is the tie, which goes to 0. */
-        double tiny = f->min_subnormal;
-        bool tie = pp == 0 && inex == 0 && mpfr_cmp_d(w->z, neg ? -0.5 * tiny : 0.5 * tiny) == 0;
-        double mag = (pp == 0 && !tie) ? tiny : 0.0;
+        long q = (long)f->emin - p + 1; /* min_subnormal = 2^q */
+        bool tie = pp == 0 && inex == 0 && mpfr_cmp_si_2exp(w->z, neg ? -1 : 1, q - 1) == 0;
+        double mag = (pp == 0 && !tie) ? f->min_subnormal : 0.0;
         return neg ? -mag : mag;
     }
     mpfr_set_prec(w->r, (mpfr_prec_t)pp);
@@ -151,8 +151,10 @@ static double element(oracle_ws *w, const gck_case *c, const void *A, const void
     double d = n ? round_sum(w, n, out) : 0.0;
     if (d != 0.0) return d;
     if (n && !mpfr_zero_p(w->z)) return d; /* a non-zero value that underflowed keeps its sign */
-    /* Exact zero: IEEE evaluation of alpha*S + beta*c. */
-    if (any_nonzero) return 0.0; /* x + (-x) = +0 */
+    /* Exact zero: IEEE evaluation of alpha*S + beta*c. A non-zero beta*c cancelled a
+     * non-zero alpha*S: x + (-x) = +0. Otherwise alpha*S is itself an exact zero: S is -0 only
+     * when every product is a zero of negative sign (non-zero products that cancel give +0). */
+    if (rc && cv != 0.0) return 0.0;
     bool as_neg = s_neg_zero != (bool)signbit(c->alpha);
     if (!rc) return as_neg ? -0.0 : 0.0;
     bool bc_neg = (bool)signbit(cv) != (bool)signbit(c->beta);

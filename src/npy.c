@@ -254,7 +254,7 @@ gck_status gck_npy_write(const char *path, gck_npy_dtype t, int ndim, const int6
     unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xff),
                              (unsigned char)(hlen >> 8)};
     FILE *f = fopen(path, "wb");
-    if (!f) return fail(GCK_EIO, msg, msg_len, "%s: %s", path, strerror(errno));
+    if (!f) return fail(GCK_EIO, msg, msg_len, "%s: cannot create: %s", path, strerror(errno));
     bool ok = fwrite(pre, 1, sizeof pre, f) == sizeof pre &&
               fwrite(dict, 1, (size_t)n, f) == (size_t)n;
     for (size_t i = 0; ok && i < pad; i++) ok = fputc(' ', f) != EOF;

@@ -56,7 +56,7 @@ static double mpfr_decode16(uint16_t h, gck_format fmt) {
 /* Next value of the format in direction rnd (RNDU / RNDD) after x, by MPFR. */
 static double mpfr_next(double x, gck_format fmt, mpfr_rnd_t rnd) {
     mpfr_t v;
-    mpfr_init2(v, 200);
+    mpfr_init2(v, 3300); /* x + 2^-3000 exactly */
     mpfr_set_d(v, x, MPFR_RNDN);
     mpfr_t tiny;
     mpfr_init2(tiny, 8);

@@ -1,0 +1,184 @@
+/* The gemmcheck command as a user runs it: a mixed-type oracle run whose output equals the
+ * library oracle, and bad input giving one line on stderr and exit code 2. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "npy.h"
+#include "testutil.h"
+
+static char dir[] = "/tmp/gck_cli_XXXXXX";
+
+static void setup(void) { cr_assert_not_null(mkdtemp(dir)); }
+static void teardown(void) {
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+static const char *path(const char *name) {
+    static char buf[8][256];
+    static int slot;
+    char *p = buf[slot++ % 8];
+    snprintf(p, 256, "%s/%s", dir, name);
+    return p;
+}
+
+/* Run gemmcheck with `args`; returns the exit code and stderr (stdout discarded). */
+static int run(const char *args, char *err, size_t len) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1 >/dev/null", GCK_BINARY, args);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t n = fread(err, 1, len - 1, p);
+    err[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void write_matrix(const char *name, gck_npy_dtype t, int64_t r, int64_t c,
+                         const void *data) {
+    char msg[256];
+    int64_t shape[2] = {r, c};
+    cr_assert_eq(gck_npy_write(path(name), t, 2, shape, data, msg, sizeof msg), GCK_OK, "%s", msg);
+}
+
+/* A: 5x7 bf16, B: 7x4 f16, C: 5x4 f32, all with random values. */
+static void make_inputs(uint16_t *A, uint16_t *B, float *C) {
+    test_rng r = {test_seed("cli", 77)};
+    for (int e = 0; e < 35; e++) A[e] = gck_bf16_from_double(random_value(&r, GCK_BF16, 1));
+    for (int e = 0; e < 28; e++) B[e] = gck_f16_from_double(random_value(&r, GCK_F16, 2));
+    for (int e = 0; e < 20; e++) C[e] = (float)random_value(&r, GCK_F32, 1);
+    write_matrix("a.npy", GCK_NPY_U2, 5, 7, A);
+    write_matrix("b.npy", GCK_NPY_F2, 7, 4, B);
+    write_matrix("c.npy", GCK_NPY_F4, 5, 4, C);
+}
+
+Test(cli, mixed_bf16_f16_f32_to_f16_equals_the_library_oracle, .init = setup, .fini = teardown) {
+    uint16_t A[35], B[28];
+    float C[20];
+    make_inputs(A, B, C);
+    char args[1024], err[4096];
+    snprintf(args, sizeof args, "oracle --a %s --a-type bf16 --b %s --c %s --alpha 1.5 "
+             "--beta=-0.25 --out-type f16 --out %s", path("a.npy"), path("b.npy"), path("c.npy"),
+             path("d.npy"));
+    cr_assert_eq(run(args, err, sizeof err), 0, "%s", err);
+    gck_npy d;
+    char msg[256];
+    cr_assert_eq(gck_npy_read(path("d.npy"), &d, msg, sizeof msg), GCK_OK, "%s", msg);
+    cr_assert_eq(d.dtype, GCK_NPY_F2);
+    cr_assert_eq(d.shape[0], 5);
+    cr_assert_eq(d.shape[1], 4);
+    gck_case c;
+    gck_case_init(&c, 5, 4, 7);
+    c.order = GCK_ROW_MAJOR;
+    c.lda = 7;
+    c.ldb = c.ldc = c.ldd = 4;
+    c.type_a = GCK_BF16;
+    c.type_b = GCK_F16;
+    c.type_c = GCK_F32;
+    c.type_d = GCK_F16;
+    c.d_is_c = false;
+    c.alpha = 1.5;
+    c.beta = -0.25;
+    uint16_t want[20];
+    cr_assert_eq(gck_oracle_mpfr(&c, A, B, C, want, 1, msg, sizeof msg), GCK_OK, "%s", msg);
+    cr_expect_eq(memcmp(d.data, want, sizeof want), 0);
+    gck_npy_free(&d);
+
+    /* transposes: op(A) = A^T with A stored 7x5 gives the same product shape rules */
+    snprintf(args, sizeof args, "oracle --a %s --a-type bf16 --transa T --b %s --out-type f32 "
+             "--out %s", path("a.npy"), path("b.npy"), path("d.npy"));
+    cr_expect_eq(run(args, err, sizeof err), 2);
+    cr_expect(strstr(err, "op(A) is 7x5") != NULL && strstr(err, "(5, 7)") != NULL &&
+              strstr(err, "(7, 4)") != NULL, "%s", err);
+}
+
+/* Each bad invocation: exit 2, exactly one line on stderr, containing `needle`. */
+static void expect_usage_error(const char *args, const char *needle) {
+    char err[4096];
+    int code = run(args, err, sizeof err);
+    cr_expect_eq(code, 2, "exit %d for: %s\n%s", code, args, err);
+    size_t lines = 0;
+    for (const char *p = err; *p; p++) lines += *p == '\n';
+    cr_expect_eq(lines, 1, "%zu lines for: %s\n%s", lines, args, err);
+    cr_expect(strstr(err, needle) != NULL, "'%s' lacks '%s'", err, needle);
+}
+
+Test(cli, bad_input_gives_one_line_and_exit_code_2, .init = setup, .fini = teardown) {
+    uint16_t A[35], B[28];
+    float C[20];
+    make_inputs(A, B, C);
+    const char *a = path("a.npy"), *b = path("b.npy"), *c = path("c.npy"), *d = path("d.npy");
+    char args[1024];
+#define BAD(needle, ...)                                                                          \
+    do {                                                                                          \
+        snprintf(args, sizeof args, __VA_ARGS__);                                                 \
+        expect_usage_error(args, needle);                                                         \
+    } while (0)
+    BAD("No such file", "oracle --a %s/missing.npy --b %s --out-type f32 --out %s", dir, b, d);
+    BAD("dtype <u2: pass --a-type bf16", "oracle --a %s --b %s --out-type f32 --out %s", a, b, d);
+    BAD("--b-type bf16 contradicts", "oracle --a %s --a-type bf16 --b %s --b-type bf16 "
+        "--out-type f32 --out %s", a, b, d);
+    BAD("shapes do not match", "oracle --a %s --a-type bf16 --b %s --transb T --out-type f32 "
+        "--out %s", a, b, d);
+    BAD("has shape (5, 4) but op(A)*op(B) is (7, 4)", "oracle --a %s --a-type bf16 --transa T "
+        "--b %s --c %s --out-type f32 --out %s", a, c, c, d);
+    BAD("unknown type 'f8' for --out-type", "oracle --a %s --a-type bf16 --b %s --out-type f8 "
+        "--out %s", a, b, d);
+    BAD("--beta 2 needs --c", "oracle --a %s --a-type bf16 --b %s --beta 2 --out-type f32 "
+        "--out %s", a, b, d);
+    BAD("--alpha 'x1' is not", "oracle --a %s --a-type bf16 --b %s --alpha x1 --out-type f32 "
+        "--out %s", a, b, d);
+    BAD("--alpha 'nan' is not", "oracle --a %s --a-type bf16 --b %s --alpha nan --out-type f32 "
+        "--out %s", a, b, d);
+    BAD("--transa 'X' must be N or T", "oracle --a %s --b %s --transa X --out-type f32 --out %s",
+        a, b, d);
+    BAD("missing --out-type", "oracle --a %s --a-type bf16 --b %s --out %s", a, b, d);
+    BAD("missing --b", "oracle --a %s --out-type f32 --out %s", a, d);
+    BAD("unknown argument '--bogus'", "oracle --bogus");
+    BAD("--a given twice", "oracle --a %s --a %s", a, a);
+    BAD("--out needs a value", "oracle --a %s --b %s --out-type f32 --out", a, b);
+    BAD("unknown command 'frobnicate'", "frobnicate");
+    BAD("cannot create", "oracle --a %s --a-type bf16 --b %s --out-type f32 --out %s/no/dir/d.npy",
+        a, b, dir);
+    /* a truncated file, a 1-D array, a text file */
+    FILE *f = fopen(a, "rb");
+    unsigned char img[512];
+    size_t n = fread(img, 1, sizeof img, f);
+    fclose(f);
+    f = fopen(path("trunc.npy"), "wb");
+    fwrite(img, 1, n - 3, f);
+    fclose(f);
+    BAD("truncated", "oracle --a %s --a-type bf16 --b %s --out-type f32 --out %s",
+        path("trunc.npy"), b, d);
+    int64_t shape1[1] = {6};
+    char msg[256];
+    cr_assert_eq(gck_npy_write(path("v.npy"), GCK_NPY_F4, 1, shape1, C, msg, sizeof msg), GCK_OK);
+    BAD("expected a 2-D array, got shape (6,)", "oracle --a %s --b %s --out-type f32 --out %s",
+        path("v.npy"), b, d);
+    f = fopen(path("t.npy"), "w");
+    fputs("hello\n", f);
+    fclose(f);
+    BAD("bad magic", "oracle --a %s --b %s --out-type f32 --out %s", path("t.npy"), b, d);
+#undef BAD
+}
+
+Test(cli, help_and_version_exit_zero) {
+    char err[4096];
+    cr_expect_eq(run("--help", err, sizeof err), 0);
+    cr_expect_eq(run("oracle --help", err, sizeof err), 0);
+    cr_expect_eq(run("--version", err, sizeof err), 0);
+    char out[4096];
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "'%s' --version", GCK_BINARY);
+    FILE *p = popen(cmd, "r");
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    pclose(p);
+    cr_expect(strstr(out, "gemmcheck " GEMMCHECK_VERSION) != NULL, "%s", out);
+    cr_expect(strstr(out, "MPFR ") != NULL && strstr(out, "CUDA: ") != NULL, "%s", out);
+}
