@@ -89,7 +89,7 @@ static double pick_scale(test_rng *r, gck_format st) {
 Test(oracle, matches_gmp_rationals_on_random_cases_of_every_type_tuple) {
     test_rng r = {test_seed("oracle.gmp", 42)};
     long cases = 0, elements = 0, bits = 0;
-    for (int rep = 0; rep < 12; rep++) {
+    for (int rep = 0; rep < 40; rep++) {
         for (int ta = 0; ta < 4; ta++)
             for (int tb = 0; tb < 4; tb++)
                 for (int tc = 0; tc < 4; tc++)

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Install gemmcheck's build and test dependencies from Debian 12's packages. Idempotent: only
+# missing packages are installed, and apt is not touched when everything is present.
+set -euo pipefail
+pkgs=(build-essential cmake pkg-config clang
+      libmpfr-dev libgmp-dev libopenblas-dev libblis-dev libblas-dev libcriterion-dev
+      python3 python3-numpy)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#pkgs[@]} packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+sudo=""
+if [ "$(id -u)" != 0 ]; then sudo=sudo; fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
