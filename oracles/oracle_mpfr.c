@@ -66,7 +66,7 @@ static double round_sum(oracle_ws *w, size_t n, gck_format out) {
     const gck_format_info *f = gck_format_get(out);
     mpfr_set_prec(w->z, f->precision);
     int inex = mpfr_sum(w->z, w->ptrs, n, MPFR_RNDZ);
-    if (mpfr_zero_p(w->z)) return 0.0; /* exact zero; the caller decides the sign */
+    if (mpfr_zero_p(w->z)) return 0.0;   /* exact zero; the caller decides the sign */
     int e = (int)mpfr_get_exp(w->z) - 1; /* 2^e <= |x| < 2^(e+1) */
     int p = f->precision;
     long pp = e - f->emin + p < p ? (long)e - f->emin + p : p;
@@ -86,8 +86,8 @@ static double round_sum(oracle_ws *w, size_t n, gck_format out) {
     return d;
 }
 
-static double element(oracle_ws *w, const gck_case *c, const void *A, const void *B,
-                      const void *C, int64_t bi, int64_t i, int64_t j) {
+static double element(oracle_ws *w, const gck_case *c, const void *A, const void *B, const void *C,
+                      int64_t bi, int64_t i, int64_t j) {
     gck_format out = gck_case_type(c, GCK_D);
     bool rab = gck_case_reads_ab(c), rc = gck_case_reads_c(c);
     int64_t ars, acs, brs, bcs, crs, ccs;
@@ -99,7 +99,7 @@ static double element(oracle_ws *w, const gck_case *c, const void *A, const void
 
     /* Pass 1: IEEE special values and the sign of an exact zero. */
     bool nan = false, pos_inf = false, neg_inf = false;
-    bool s_neg_zero = rab;  /* S is -0 only when every product is a zero of negative sign */
+    bool s_neg_zero = rab; /* S is -0 only when every product is a zero of negative sign */
     bool any_nonzero = false;
     for (int64_t k = 0; rab && k < c->k; k++) {
         double a = gck_load(Ab, c->type_a, i * ars + k * acs);
@@ -108,9 +108,12 @@ static double element(oracle_ws *w, const gck_case *c, const void *A, const void
         if (isnan(a) || isnan(b)) {
             nan = true;
         } else if (isinf(a) || isinf(b)) {
-            if (a == 0.0 || b == 0.0) nan = true; /* Inf * 0 */
-            else if (neg != signbit(c->alpha)) neg_inf = true;
-            else pos_inf = true;
+            if (a == 0.0 || b == 0.0)
+                nan = true; /* Inf * 0 */
+            else if (neg != signbit(c->alpha))
+                neg_inf = true;
+            else
+                pos_inf = true;
         }
         if (a != 0.0 && b != 0.0) any_nonzero = true;
         if (!(a == 0.0 || b == 0.0) || !neg) s_neg_zero = false;
@@ -118,10 +121,13 @@ static double element(oracle_ws *w, const gck_case *c, const void *A, const void
     double cv = 0.0;
     if (rc) {
         cv = gck_load(member(C, c->type_c, c->stride_c, bi), c->type_c, i * crs + j * ccs);
-        if (isnan(cv)) nan = true;
+        if (isnan(cv))
+            nan = true;
         else if (isinf(cv)) {
-            if (signbit(cv) != signbit(c->beta)) neg_inf = true;
-            else pos_inf = true;
+            if (signbit(cv) != signbit(c->beta))
+                neg_inf = true;
+            else
+                pos_inf = true;
         }
         if (cv != 0.0) any_nonzero = true;
     }
@@ -139,14 +145,14 @@ static double element(oracle_ws *w, const gck_case *c, const void *A, const void
             if (a == 0.0 || b == 0.0) continue;
             mpfr_set_d(w->a, a, MPFR_RNDN);
             mpfr_set_d(w->b, b, MPFR_RNDN);
-            mpfr_mul(w->ab, w->a, w->b, MPFR_RNDN);               /* exact: 106 bits */
-            mpfr_mul(w->terms[n++], w->ab, w->alpha, MPFR_RNDN);  /* exact: 159 bits */
+            mpfr_mul(w->ab, w->a, w->b, MPFR_RNDN);              /* exact: 106 bits */
+            mpfr_mul(w->terms[n++], w->ab, w->alpha, MPFR_RNDN); /* exact: 159 bits */
         }
     }
     if (rc && cv != 0.0) {
         mpfr_set_d(w->beta, c->beta, MPFR_RNDN);
         mpfr_set_d(w->a, cv, MPFR_RNDN);
-        mpfr_mul(w->terms[n++], w->a, w->beta, MPFR_RNDN);        /* exact */
+        mpfr_mul(w->terms[n++], w->a, w->beta, MPFR_RNDN); /* exact */
     }
     double d = n ? round_sum(w, n, out) : 0.0;
     if (d != 0.0) return d;
@@ -199,8 +205,8 @@ static void *run_job(void *arg) {
     return NULL;
 }
 
-gck_status gck_oracle_mpfr(const gck_case *c, const void *A, const void *B, const void *C,
-                           void *D, int threads, char *msg, size_t msg_len) {
+gck_status gck_oracle_mpfr(const gck_case *c, const void *A, const void *B, const void *C, void *D,
+                           int threads, char *msg, size_t msg_len) {
     gck_status s = gck_case_validate(c, msg, msg_len);
     if (s != GCK_OK) return s;
     if (c->d_is_c && D != C) {
@@ -229,8 +235,8 @@ gck_status gck_oracle_mpfr(const gck_case *c, const void *A, const void *B, cons
         return GCK_ENOMEM;
     }
     for (int t = 0; t < threads; t++) {
-        jobs[t] = (oracle_job){c, A, B, C, D, total * t / threads, total * (t + 1) / threads,
-                               false};
+        jobs[t] =
+            (oracle_job){c, A, B, C, D, total * t / threads, total * (t + 1) / threads, false};
         if (t > 0) running[t] = pthread_create(&tids[t], NULL, run_job, &jobs[t]) == 0;
     }
     for (int t = 0; t < threads; t++)

@@ -69,8 +69,8 @@ static const void *member(const void *base, gck_format f, int64_t stride, int64_
     return (const char *)base + (size_t)(bi * stride) * (size_t)gck_format_get(f)->storage_bytes;
 }
 
-gck_status gck_ref_gemm(const gck_case *c, const gck_ref_model *model, const void *A,
-                        const void *B, const void *C, void *D, char *msg, size_t msg_len) {
+gck_status gck_ref_gemm(const gck_case *c, const gck_ref_model *model, const void *A, const void *B,
+                        const void *C, void *D, char *msg, size_t msg_len) {
     gck_status s = gck_case_validate(c, msg, msg_len);
     if (s != GCK_OK) return s;
     gck_format cf = model->compute, sf = model->scale_compute;
@@ -83,10 +83,11 @@ gck_status gck_ref_gemm(const gck_case *c, const gck_ref_model *model, const voi
                  (unsigned)sf < GCK_FORMAT_COUNT ? gck_format_get(sf)->name : "?");
         return GCK_EINVAL;
     }
-    if (cf != GCK_F64 && !model->round_inputs &&
-        (c->type_a == GCK_F64 || c->type_b == GCK_F64)) {
-        snprintf(msg, msg_len, "model compute=%s with round_inputs=no cannot take f64 inputs "
-                 "exactly; round the inputs or compute in f64", gck_format_get(cf)->name);
+    if (cf != GCK_F64 && !model->round_inputs && (c->type_a == GCK_F64 || c->type_b == GCK_F64)) {
+        snprintf(msg, msg_len,
+                 "model compute=%s with round_inputs=no cannot take f64 inputs "
+                 "exactly; round the inputs or compute in f64",
+                 gck_format_get(cf)->name);
         return GCK_EINVAL;
     }
     if (c->d_is_c && D != C) {
@@ -122,8 +123,7 @@ gck_status gck_ref_gemm(const gck_case *c, const gck_ref_model *model, const voi
                             a = gck_round_to(a, cf);
                             b = gck_round_to(b, cf);
                         }
-                        acc = model->fma ? fma_c(a, b, acc, cf)
-                                         : add_c(mul_c(a, b, cf), acc, cf);
+                        acc = model->fma ? fma_c(a, b, acc, cf) : add_c(mul_c(a, b, cf), acc, cf);
                     }
                     t = scale_mul(alpha, acc, sf);
                 }

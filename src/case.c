@@ -8,12 +8,25 @@
 
 void gck_case_init(gck_case *c, int64_t m, int64_t n, int64_t k) {
     *c = (gck_case){
-        .m = m, .n = n, .k = k,
-        .alpha = 1.0, .beta = 0.0, .scale_type = GCK_F64,
-        .order = GCK_COL_MAJOR, .transa = GCK_OP_N, .transb = GCK_OP_N,
-        .lda = m > 1 ? m : 1, .ldb = k > 1 ? k : 1, .ldc = m > 1 ? m : 1, .ldd = m > 1 ? m : 1,
-        .d_is_c = true, .batch = 1,
-        .type_a = GCK_F64, .type_b = GCK_F64, .type_c = GCK_F64, .type_d = GCK_F64,
+        .m = m,
+        .n = n,
+        .k = k,
+        .alpha = 1.0,
+        .beta = 0.0,
+        .scale_type = GCK_F64,
+        .order = GCK_COL_MAJOR,
+        .transa = GCK_OP_N,
+        .transb = GCK_OP_N,
+        .lda = m > 1 ? m : 1,
+        .ldb = k > 1 ? k : 1,
+        .ldc = m > 1 ? m : 1,
+        .ldd = m > 1 ? m : 1,
+        .d_is_c = true,
+        .batch = 1,
+        .type_a = GCK_F64,
+        .type_b = GCK_F64,
+        .type_c = GCK_F64,
+        .type_d = GCK_F64,
         .compute = GCK_F64,
     };
 }
@@ -125,12 +138,11 @@ static gck_status check_layout(const gck_case *c, gck_operand x, char *msg, size
     bool colmaj = c->order == GCK_COL_MAJOR;
     int64_t need = colmaj ? rows : cols;
     int64_t ld = gck_case_ld(c, x);
-    const char *opdesc = x == GCK_A ? (c->transa == GCK_OP_N ? " for op(A)=N" : " for op(A)=T")
+    const char *opdesc = x == GCK_A   ? (c->transa == GCK_OP_N ? " for op(A)=N" : " for op(A)=T")
                          : x == GCK_B ? (c->transb == GCK_OP_N ? " for op(B)=N" : " for op(B)=T")
                                       : "";
     const char *ord = colmaj ? "column-major" : "row-major";
-    if (ld < 1)
-        return fail(msg, len, "%s (%" PRId64 ") must be >= 1", ld_name(x), ld);
+    if (ld < 1) return fail(msg, len, "%s (%" PRId64 ") must be >= 1", ld_name(x), ld);
     if (ld < need)
         return fail(msg, len, "%s (%" PRId64 ") < %s (%" PRId64 ")%s, %s", ld_name(x), ld,
                     dim_name(c, x, colmaj), need, opdesc, ord);
@@ -142,20 +154,24 @@ static gck_status check_layout(const gck_case *c, gck_operand x, char *msg, size
     int64_t fp = gck_case_footprint(c, x);
     int64_t stride = gck_case_stride(c, x);
     const char *sname = (const char *[]){"stride_a", "stride_b", "stride_c", "stride_d"}[x];
-    if (stride < 0)
-        return fail(msg, len, "%s (%" PRId64 ") must be >= 0", sname, stride);
+    if (stride < 0) return fail(msg, len, "%s (%" PRId64 ") must be >= 0", sname, stride);
     if (c->batch > 1 && fp > 0) {
         bool output = x == GCK_D || (x == GCK_C && c->d_is_c);
         if (stride == 0 && output)
-            return fail(msg, len, "%s is 0 with batch %" PRId64 ": batch members of %s would "
-                        "overwrite each other", sname, c->batch, operand_name(x));
+            return fail(msg, len,
+                        "%s is 0 with batch %" PRId64 ": batch members of %s would "
+                        "overwrite each other",
+                        sname, c->batch, operand_name(x));
         if (stride != 0 && stride < fp)
-            return fail(msg, len, "%s (%" PRId64 ") < %" PRId64 ", the elements one %s matrix "
-                        "spans: batch members would overlap", sname, stride, fp,
-                        operand_name(x));
+            return fail(msg, len,
+                        "%s (%" PRId64 ") < %" PRId64 ", the elements one %s matrix "
+                        "spans: batch members would overlap",
+                        sname, stride, fp, operand_name(x));
         if (stride > (GCK_MAX_ELEMENTS - fp) / (c->batch - 1))
-            return fail(msg, len, "%s (%" PRId64 ") x batch %" PRId64 " spans more than 2^56 "
-                        "elements", sname, stride, c->batch);
+            return fail(msg, len,
+                        "%s (%" PRId64 ") x batch %" PRId64 " spans more than 2^56 "
+                        "elements",
+                        sname, stride, c->batch);
     }
     return GCK_OK;
 }
@@ -201,8 +217,9 @@ gck_status gck_case_validate(const gck_case *c, char *msg, size_t len) {
             return fail(msg, len, "ldd (%" PRId64 ") != ldc (%" PRId64 ") with D in place of C",
                         c->ldd, c->ldc);
         if (c->stride_d != c->stride_c)
-            return fail(msg, len, "stride_d (%" PRId64 ") != stride_c (%" PRId64
-                        ") with D in place of C", c->stride_d, c->stride_c);
+            return fail(msg, len,
+                        "stride_d (%" PRId64 ") != stride_c (%" PRId64 ") with D in place of C",
+                        c->stride_d, c->stride_c);
     }
     for (int x = GCK_A; x <= GCK_D; x++) {
         gck_status s = check_layout(c, (gck_operand)x, msg, len);
@@ -222,6 +239,6 @@ void gck_case_describe(const gck_case *c, char *buf, size_t len) {
              gck_format_get(c->type_a)->name, gck_format_get(c->type_b)->name,
              gck_format_get(c->type_c)->name, gck_format_get(gck_case_type(c, GCK_D))->name,
              gck_format_get(c->compute)->name, c->alpha, c->beta,
-             gck_format_get(c->scale_type)->name, c->lda, c->ldb, c->ldc,
-             gck_case_ld(c, GCK_D), c->d_is_c ? "D=C" : "D separate", c->batch);
+             gck_format_get(c->scale_type)->name, c->lda, c->ldb, c->ldc, gck_case_ld(c, GCK_D),
+             c->d_is_c ? "D=C" : "D separate", c->batch);
 }

@@ -47,19 +47,27 @@ static int input_type(const char *what, const char *path, const gck_npy *a, cons
     if (given) {
         gck_format t;
         if (!gck_format_parse(given, &t) || !gck_format_get(t)->is_storage)
-            return gck_cli_usage_error(cmd, "unknown type '%s' for %s (expected f16, bf16, f32, "
-                                       "f64)", given, opt);
+            return gck_cli_usage_error(cmd,
+                                       "unknown type '%s' for %s (expected f16, bf16, f32, "
+                                       "f64)",
+                                       given, opt);
         if (t != from_dtype)
-            return gck_cli_usage_error(cmd, "%s %s contradicts %s's dtype %s (%s is stored as "
-                                       "%s)", opt, given, path, gck_npy_descr(a->dtype), given,
-                                       t == GCK_BF16 ? "<u2" : t == GCK_F16 ? "<f2"
-                                       : t == GCK_F32 ? "<f4" : "<f8");
+            return gck_cli_usage_error(cmd,
+                                       "%s %s contradicts %s's dtype %s (%s is stored as "
+                                       "%s)",
+                                       opt, given, path, gck_npy_descr(a->dtype), given,
+                                       t == GCK_BF16  ? "<u2"
+                                       : t == GCK_F16 ? "<f2"
+                                       : t == GCK_F32 ? "<f4"
+                                                      : "<f8");
         *out = t;
         return GCK_EXIT_OK;
     }
     if (a->dtype == GCK_NPY_U2)
-        return gck_cli_usage_error(cmd, "%s has dtype <u2: pass %s bf16 if it holds bfloat16 "
-                                   "bits", path, opt);
+        return gck_cli_usage_error(cmd,
+                                   "%s has dtype <u2: pass %s bf16 if it holds bfloat16 "
+                                   "bits",
+                                   path, opt);
     (void)what;
     *out = from_dtype;
     return GCK_EXIT_OK;
@@ -73,8 +81,8 @@ static int load_matrix(const char *what, const char *path, gck_npy *a) {
         char shape[128] = "";
         size_t n = 0;
         for (int d = 0; d < a->ndim; d++)
-            n += (size_t)snprintf(shape + n, sizeof shape - n, "%s%" PRId64,
-                                  d ? ", " : "", a->shape[d]);
+            n += (size_t)snprintf(shape + n, sizeof shape - n, "%s%" PRId64, d ? ", " : "",
+                                  a->shape[d]);
         return gck_cli_usage_error(cmd, "%s (%s): expected a 2-D array, got shape (%s%s)", path,
                                    what, shape, a->ndim == 1 ? "," : "");
     }
@@ -82,9 +90,12 @@ static int load_matrix(const char *what, const char *path, gck_npy *a) {
 }
 
 static int parse_trans(const char *opt, const char *v, gck_op *out) {
-    if (!v || strcmp(v, "N") == 0 || strcmp(v, "n") == 0) *out = GCK_OP_N;
-    else if (strcmp(v, "T") == 0 || strcmp(v, "t") == 0) *out = GCK_OP_T;
-    else return gck_cli_usage_error(cmd, "%s '%s' must be N or T", opt, v);
+    if (!v || strcmp(v, "N") == 0 || strcmp(v, "n") == 0)
+        *out = GCK_OP_N;
+    else if (strcmp(v, "T") == 0 || strcmp(v, "t") == 0)
+        *out = GCK_OP_T;
+    else
+        return gck_cli_usage_error(cmd, "%s '%s' must be N or T", opt, v);
     return GCK_EXIT_OK;
 }
 
@@ -97,24 +108,24 @@ static int run(const char **o) {
     if (!o[OUT]) return gck_cli_usage_error(cmd, "missing --out (see gemmcheck oracle --help)");
     gck_format out_type;
     if (!gck_format_parse(o[OUTTYPE], &out_type) || !gck_format_get(out_type)->is_storage)
-        return gck_cli_usage_error(cmd, "unknown type '%s' for --out-type (expected f16, bf16, "
-                                   "f32, f64)", o[OUTTYPE]);
+        return gck_cli_usage_error(cmd,
+                                   "unknown type '%s' for --out-type (expected f16, bf16, "
+                                   "f32, f64)",
+                                   o[OUTTYPE]);
     double alpha = 1.0, beta = 0.0;
     if (o[ALPHA] && !gck_parse_double(o[ALPHA], &alpha))
         return gck_cli_usage_error(cmd, "--alpha '%s' is not a finite decimal number", o[ALPHA]);
     if (o[BETA] && !gck_parse_double(o[BETA], &beta))
         return gck_cli_usage_error(cmd, "--beta '%s' is not a finite decimal number", o[BETA]);
-    if (beta != 0.0 && !o[C])
-        return gck_cli_usage_error(cmd, "--beta %s needs --c", o[BETA]);
+    if (beta != 0.0 && !o[C]) return gck_cli_usage_error(cmd, "--beta %s needs --c", o[BETA]);
     if (o[CTYPE] && !o[C]) return gck_cli_usage_error(cmd, "--c-type given without --c");
     long long threads = 0;
     if (o[THREADS] && (!gck_parse_count(o[THREADS], &threads) || threads > 4096))
-        return gck_cli_usage_error(cmd, "--threads '%s' is not a count from 0 to 4096",
-                                   o[THREADS]);
+        return gck_cli_usage_error(cmd, "--threads '%s' is not a count from 0 to 4096", o[THREADS]);
     gck_op ta, tb;
     int rc;
-    if ((rc = parse_trans("--transa", o[TRANSA], &ta)) || (rc = parse_trans("--transb", o[TRANSB],
-                                                                            &tb)))
+    if ((rc = parse_trans("--transa", o[TRANSA], &ta)) ||
+        (rc = parse_trans("--transb", o[TRANSB], &tb)))
         return rc;
 
     gck_npy a = {0}, b = {0}, c = {0};
@@ -133,18 +144,20 @@ static int run(const char **o) {
     int64_t kb = tb == GCK_OP_N ? b.shape[0] : b.shape[1];
     int64_t n = tb == GCK_OP_N ? b.shape[1] : b.shape[0];
     if (ka != kb) {
-        rc = gck_cli_usage_error(cmd, "shapes do not match: op(A) is %" PRId64 "x%" PRId64
+        rc = gck_cli_usage_error(cmd,
+                                 "shapes do not match: op(A) is %" PRId64 "x%" PRId64
                                  " (%s has shape (%" PRId64 ", %" PRId64 "), --transa %c) but "
                                  "op(B) is %" PRId64 "x%" PRId64 " (%s has shape (%" PRId64
-                                 ", %" PRId64 "), --transb %c)", m, ka, o[A], a.shape[0],
-                                 a.shape[1], ta == GCK_OP_N ? 'N' : 'T', kb, n, o[B], b.shape[0],
-                                 b.shape[1], tb == GCK_OP_N ? 'N' : 'T');
+                                 ", %" PRId64 "), --transb %c)",
+                                 m, ka, o[A], a.shape[0], a.shape[1], ta == GCK_OP_N ? 'N' : 'T',
+                                 kb, n, o[B], b.shape[0], b.shape[1], tb == GCK_OP_N ? 'N' : 'T');
         goto done;
     }
     if (o[C] && (c.shape[0] != m || c.shape[1] != n)) {
-        rc = gck_cli_usage_error(cmd, "shapes do not match: %s has shape (%" PRId64 ", %" PRId64
-                                 ") but op(A)*op(B) is (%" PRId64 ", %" PRId64 ")", o[C],
-                                 c.shape[0], c.shape[1], m, n);
+        rc = gck_cli_usage_error(cmd,
+                                 "shapes do not match: %s has shape (%" PRId64 ", %" PRId64
+                                 ") but op(A)*op(B) is (%" PRId64 ", %" PRId64 ")",
+                                 o[C], c.shape[0], c.shape[1], m, n);
         goto done;
     }
     gck_case_init(&gc, m, n, ka);
@@ -176,14 +189,14 @@ static int run(const char **o) {
     size_t dbytes = (size_t)(m * n) * esz;
     d = calloc(dbytes ? dbytes : 1, 1);
     if (!d) {
-        rc = gck_cli_usage_error(cmd, "cannot allocate %zu bytes for the %" PRId64 "x%" PRId64
-                                 " result", dbytes, m, n);
+        rc = gck_cli_usage_error(
+            cmd, "cannot allocate %zu bytes for the %" PRId64 "x%" PRId64 " result", dbytes, m, n);
         goto done;
     }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    gck_status s = gck_oracle_mpfr(&gc, a.data, b.data, o[C] ? c.data : NULL, d, (int)threads,
-                                   msg, sizeof msg);
+    gck_status s = gck_oracle_mpfr(&gc, a.data, b.data, o[C] ? c.data : NULL, d, (int)threads, msg,
+                                   sizeof msg);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (s == GCK_ENOMEM) {
         rc = gck_cli_usage_error(cmd, "%s", msg);
@@ -194,8 +207,10 @@ static int run(const char **o) {
         rc = GCK_EXIT_INTERNAL;
         goto done;
     }
-    static const gck_npy_dtype out_dtype[] = {[GCK_F16] = GCK_NPY_F2, [GCK_BF16] = GCK_NPY_U2,
-                                              [GCK_F32] = GCK_NPY_F4, [GCK_F64] = GCK_NPY_F8};
+    static const gck_npy_dtype out_dtype[] = {[GCK_F16] = GCK_NPY_F2,
+                                              [GCK_BF16] = GCK_NPY_U2,
+                                              [GCK_F32] = GCK_NPY_F4,
+                                              [GCK_F64] = GCK_NPY_F8};
     int64_t shape[2] = {m, n};
     if (gck_npy_write(o[OUT], out_dtype[out_type], 2, shape, d, msg, sizeof msg) != GCK_OK) {
         rc = gck_cli_usage_error(cmd, "%s", msg);
@@ -218,10 +233,9 @@ done:
 }
 
 int gck_cmd_oracle(int argc, char **argv) {
-    static const char *const names[] = {"--a",      "--b",      "--c",      "--a-type",
-                                        "--b-type", "--c-type", "--out-type", "--out",
-                                        "--alpha",  "--beta",   "--transa", "--transb",
-                                        "--threads"};
+    static const char *const names[] = {
+        "--a",   "--b",     "--c",    "--a-type", "--b-type", "--c-type", "--out-type",
+        "--out", "--alpha", "--beta", "--transa", "--transb", "--threads"};
     enum { NOPT = sizeof names / sizeof names[0] };
     const char *vals[NOPT] = {0};
     gck_opt_scan s = {cmd, argc, argv, 1, false};

@@ -12,8 +12,8 @@ static const gck_format_info format_table[GCK_FORMAT_COUNT] = {
     [GCK_BF16] = {"bf16", 2, 8, -126, 127, 0x1.fep+127, 0x1p-126, 0x1p-133, 0x1p-7, true},
     [GCK_TF32] = {"tf32", 4, 11, -126, 127, 0x1.ffcp+127, 0x1p-126, 0x1p-136, 0x1p-10, false},
     [GCK_F32] = {"f32", 4, 24, -126, 127, 0x1.fffffep+127, 0x1p-126, 0x1p-149, 0x1p-23, true},
-    [GCK_F64] = {"f64", 8, 53, -1022, 1023, 0x1.fffffffffffffp+1023, 0x1p-1022, 0x1p-1074,
-                 0x1p-52, true},
+    [GCK_F64] = {"f64", 8, 53, -1022, 1023, 0x1.fffffffffffffp+1023, 0x1p-1022, 0x1p-1074, 0x1p-52,
+                 true},
 };
 
 const gck_format_info *gck_format_get(gck_format fmt) { return &format_table[fmt]; }
@@ -83,8 +83,8 @@ gck_class gck_bits16_class(uint16_t bits, gck_format fmt) {
 uint16_t gck_bits16_next_up(uint16_t bits, gck_format fmt) {
     gck_class k = gck_bits16_class(bits, fmt);
     if (k == GCK_CLASS_NAN) return bits;
-    if (bits == exp_mask16(fmt)) return bits;   /* +Inf */
-    if (bits == 0x8000u) return 0x0001u;        /* -0 -> smallest positive subnormal */
+    if (bits == exp_mask16(fmt)) return bits; /* +Inf */
+    if (bits == 0x8000u) return 0x0001u;      /* -0 -> smallest positive subnormal */
     if (bits & 0x8000u) return (uint16_t)(bits - 1u);
     return (uint16_t)(bits + 1u);
 }

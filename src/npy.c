@@ -101,13 +101,15 @@ static gck_status parse_header(const char *h, size_t hlen, gck_npy *out, char *m
             if (have_descr) return fail(GCK_EFORMAT, msg, len, "header repeats 'descr'");
             have_descr = true;
             if (read_str(&c, descr, sizeof descr) < 0)
-                return fail(GCK_EFORMAT, msg, len, "'descr' is not a simple dtype string "
+                return fail(GCK_EFORMAT, msg, len,
+                            "'descr' is not a simple dtype string "
                             "(structured dtypes are not supported)");
         } else if (strcmp(key, "fortran_order") == 0) {
             if (have_order) return fail(GCK_EFORMAT, msg, len, "header repeats 'fortran_order'");
             have_order = true;
             if (read_word(&c, "True"))
-                return fail(GCK_EFORMAT, msg, len, "fortran_order is True: save a C-order "
+                return fail(GCK_EFORMAT, msg, len,
+                            "fortran_order is True: save a C-order "
                             "array (np.ascontiguousarray) instead");
             if (!read_word(&c, "False"))
                 return fail(GCK_EFORMAT, msg, len, "'fortran_order' is neither True nor False");
@@ -121,13 +123,15 @@ static gck_status parse_header(const char *h, size_t hlen, gck_npy *out, char *m
                     return fail(GCK_EFORMAT, msg, len, "shape has more than %d dimensions",
                                 GCK_NPY_MAX_DIMS);
                 if (!read_int(&c, &out->shape[out->ndim]))
-                    return fail(GCK_EFORMAT, msg, len, "'shape' holds something that is not "
+                    return fail(GCK_EFORMAT, msg, len,
+                                "'shape' holds something that is not "
                                 "a non-negative integer");
                 out->ndim++;
                 if (!eat(&c, ',')) {
                     if (!eat(&c, ')')) return fail(GCK_EFORMAT, msg, len, "'shape' is malformed");
                     if (out->ndim == 1)
-                        return fail(GCK_EFORMAT, msg, len, "'shape' (n) lacks the comma of a "
+                        return fail(GCK_EFORMAT, msg, len,
+                                    "'shape' (n) lacks the comma of a "
                                     "1-tuple");
                     break;
                 }
@@ -144,7 +148,9 @@ static gck_status parse_header(const char *h, size_t hlen, gck_npy *out, char *m
     if (c.p != c.end) return fail(GCK_EFORMAT, msg, len, "header has text after the dict");
     if (!have_descr || !have_order || !have_shape)
         return fail(GCK_EFORMAT, msg, len, "header lacks '%s'",
-                    !have_descr ? "descr" : !have_order ? "fortran_order" : "shape");
+                    !have_descr   ? "descr"
+                    : !have_order ? "fortran_order"
+                                  : "shape");
     for (int t = 0; t < 4; t++) {
         if (strcmp(descr, descr_names[t]) == 0) {
             out->dtype = (gck_npy_dtype)t;
@@ -152,10 +158,14 @@ static gck_status parse_header(const char *h, size_t hlen, gck_npy *out, char *m
         }
     }
     if (descr[0] == '>')
-        return fail(GCK_EFORMAT, msg, len, "dtype '%s' is big-endian; save it little-endian "
-                    "(arr.astype('<%s'))", descr, descr + 1);
-    return fail(GCK_EFORMAT, msg, len, "dtype '%s' is not supported (expected <f2, <f4, <f8, "
-                "or <u2 holding bfloat16 bits)", descr);
+        return fail(GCK_EFORMAT, msg, len,
+                    "dtype '%s' is big-endian; save it little-endian "
+                    "(arr.astype('<%s'))",
+                    descr, descr + 1);
+    return fail(GCK_EFORMAT, msg, len,
+                "dtype '%s' is not supported (expected <f2, <f4, <f8, "
+                "or <u2 holding bfloat16 bits)",
+                descr);
 }
 
 gck_status gck_npy_parse(const unsigned char *buf, size_t len, gck_npy *out, char *msg,
@@ -166,16 +176,20 @@ gck_status gck_npy_parse(const unsigned char *buf, size_t len, gck_npy *out, cha
         return fail(GCK_EFORMAT, msg, msg_len, "not a .npy file (bad magic)");
     int major = buf[6], minor = buf[7];
     if (major < 1 || major > 3 || minor != 0)
-        return fail(GCK_EFORMAT, msg, msg_len, ".npy format version %d.%d is not supported "
-                    "(1.0, 2.0, 3.0 are)", major, minor);
+        return fail(GCK_EFORMAT, msg, msg_len,
+                    ".npy format version %d.%d is not supported "
+                    "(1.0, 2.0, 3.0 are)",
+                    major, minor);
     size_t hstart = major == 1 ? 10 : 12;
     if (len < hstart) return fail(GCK_EFORMAT, msg, msg_len, "truncated in the header length");
     size_t hlen = major == 1 ? (size_t)buf[8] | (size_t)buf[9] << 8
                              : (size_t)buf[8] | (size_t)buf[9] << 8 | (size_t)buf[10] << 16 |
                                    (size_t)buf[11] << 24;
     if (hlen > len - hstart)
-        return fail(GCK_EFORMAT, msg, msg_len, "truncated: header claims %zu bytes, file has "
-                    "%zu after the preamble", hlen, len - hstart);
+        return fail(GCK_EFORMAT, msg, msg_len,
+                    "truncated: header claims %zu bytes, file has "
+                    "%zu after the preamble",
+                    hlen, len - hstart);
     gck_status s = parse_header((const char *)buf + hstart, hlen, out, msg, msg_len);
     if (s != GCK_OK) return s;
     int64_t count = 1;
@@ -188,8 +202,10 @@ gck_status gck_npy_parse(const unsigned char *buf, size_t len, gck_npy *out, cha
     size_t need = (size_t)count * (size_t)item_sizes[out->dtype];
     size_t have = len - hstart - hlen;
     if (have < need)
-        return fail(GCK_EFORMAT, msg, msg_len, "truncated: shape needs %zu bytes of data, file "
-                    "has %zu", need, have);
+        return fail(GCK_EFORMAT, msg, msg_len,
+                    "truncated: shape needs %zu bytes of data, file "
+                    "has %zu",
+                    need, have);
     if (have > need)
         return fail(GCK_EFORMAT, msg, msg_len, "%zu bytes of trailing data after the array",
                     have - need);
@@ -212,8 +228,7 @@ gck_status gck_npy_read(const char *path, gck_npy *out, char *msg, size_t msg_le
             if (!nb) {
                 free(buf);
                 fclose(f);
-                return fail(GCK_ENOMEM, msg, msg_len, "%s: out of memory reading the file",
-                            path);
+                return fail(GCK_ENOMEM, msg, msg_len, "%s: out of memory reading the file", path);
             }
             buf = nb;
             cap = ncap;
@@ -251,12 +266,20 @@ gck_status gck_npy_write(const char *path, gck_npy_dtype t, int ndim, const int6
     size_t total = 10 + (size_t)n + 1;
     size_t pad = (64 - total % 64) % 64;
     size_t hlen = (size_t)n + pad + 1;
-    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xff),
+    unsigned char pre[10] = {0x93,
+                             'N',
+                             'U',
+                             'M',
+                             'P',
+                             'Y',
+                             1,
+                             0,
+                             (unsigned char)(hlen & 0xff),
                              (unsigned char)(hlen >> 8)};
     FILE *f = fopen(path, "wb");
     if (!f) return fail(GCK_EIO, msg, msg_len, "%s: cannot create: %s", path, strerror(errno));
-    bool ok = fwrite(pre, 1, sizeof pre, f) == sizeof pre &&
-              fwrite(dict, 1, (size_t)n, f) == (size_t)n;
+    bool ok =
+        fwrite(pre, 1, sizeof pre, f) == sizeof pre && fwrite(dict, 1, (size_t)n, f) == (size_t)n;
     for (size_t i = 0; ok && i < pad; i++) ok = fputc(' ', f) != EOF;
     ok = ok && fputc('\n', f) != EOF;
     size_t bytes = (size_t)count * (size_t)item_sizes[t];

@@ -16,8 +16,8 @@ typedef struct gck_npy {
     gck_npy_dtype dtype;
     int ndim;
     int64_t shape[GCK_NPY_MAX_DIMS];
-    int64_t count;  /**< number of elements */
-    void *data;     /**< count elements, malloc'd; free with gck_npy_free */
+    int64_t count; /**< number of elements */
+    void *data;    /**< count elements, malloc'd; free with gck_npy_free */
 } gck_npy;
 
 /** "<f2", "<f4", "<f8", "<u2". */

@@ -62,9 +62,10 @@ Test(cli, mixed_bf16_f16_f32_to_f16_equals_the_library_oracle, .init = setup, .f
     float C[20];
     make_inputs(A, B, C);
     char args[1024], err[4096];
-    snprintf(args, sizeof args, "oracle --a %s --a-type bf16 --b %s --c %s --alpha 1.5 "
-             "--beta=-0.25 --out-type f16 --out %s", path("a.npy"), path("b.npy"), path("c.npy"),
-             path("d.npy"));
+    snprintf(args, sizeof args,
+             "oracle --a %s --a-type bf16 --b %s --c %s --alpha 1.5 "
+             "--beta=-0.25 --out-type f16 --out %s",
+             path("a.npy"), path("b.npy"), path("c.npy"), path("d.npy"));
     cr_assert_eq(run(args, err, sizeof err), 0, "%s", err);
     gck_npy d;
     char msg[256];
@@ -90,11 +91,14 @@ Test(cli, mixed_bf16_f16_f32_to_f16_equals_the_library_oracle, .init = setup, .f
     gck_npy_free(&d);
 
     /* transposes: op(A) = A^T with A stored 7x5 gives the same product shape rules */
-    snprintf(args, sizeof args, "oracle --a %s --a-type bf16 --transa T --b %s --out-type f32 "
-             "--out %s", path("a.npy"), path("b.npy"), path("d.npy"));
+    snprintf(args, sizeof args,
+             "oracle --a %s --a-type bf16 --transa T --b %s --out-type f32 "
+             "--out %s",
+             path("a.npy"), path("b.npy"), path("d.npy"));
     cr_expect_eq(run(args, err, sizeof err), 2);
     cr_expect(strstr(err, "op(A) is 7x5") != NULL && strstr(err, "(5, 7)") != NULL &&
-              strstr(err, "(7, 4)") != NULL, "%s", err);
+                  strstr(err, "(7, 4)") != NULL,
+              "%s", err);
 }
 
 /* Each bad invocation: exit 2, exactly one line on stderr, containing `needle`. */
@@ -114,29 +118,43 @@ Test(cli, bad_input_gives_one_line_and_exit_code_2, .init = setup, .fini = teard
     make_inputs(A, B, C);
     const char *a = path("a.npy"), *b = path("b.npy"), *c = path("c.npy"), *d = path("d.npy");
     char args[1024];
-#define BAD(needle, ...)                                                                          \
-    do {                                                                                          \
-        snprintf(args, sizeof args, __VA_ARGS__);                                                 \
-        expect_usage_error(args, needle);                                                         \
+#define BAD(needle, ...)                                                                           \
+    do {                                                                                           \
+        snprintf(args, sizeof args, __VA_ARGS__);                                                  \
+        expect_usage_error(args, needle);                                                          \
     } while (0)
     BAD("No such file", "oracle --a %s/missing.npy --b %s --out-type f32 --out %s", dir, b, d);
     BAD("dtype <u2: pass --a-type bf16", "oracle --a %s --b %s --out-type f32 --out %s", a, b, d);
-    BAD("--b-type bf16 contradicts", "oracle --a %s --a-type bf16 --b %s --b-type bf16 "
-        "--out-type f32 --out %s", a, b, d);
-    BAD("shapes do not match", "oracle --a %s --a-type bf16 --b %s --transb T --out-type f32 "
-        "--out %s", a, b, d);
-    BAD("has shape (5, 4) but op(A)*op(B) is (7, 4)", "oracle --a %s --a-type bf16 --transa T "
-        "--b %s --c %s --out-type f32 --out %s", a, c, c, d);
-    BAD("unknown type 'f8' for --out-type", "oracle --a %s --a-type bf16 --b %s --out-type f8 "
-        "--out %s", a, b, d);
-    BAD("--beta 2 needs --c", "oracle --a %s --a-type bf16 --b %s --beta 2 --out-type f32 "
-        "--out %s", a, b, d);
-    BAD("--alpha 'x1' is not", "oracle --a %s --a-type bf16 --b %s --alpha x1 --out-type f32 "
-        "--out %s", a, b, d);
-    BAD("--alpha 'nan' is not", "oracle --a %s --a-type bf16 --b %s --alpha nan --out-type f32 "
-        "--out %s", a, b, d);
-    BAD("--transa 'X' must be N or T", "oracle --a %s --b %s --transa X --out-type f32 --out %s",
+    BAD("--b-type bf16 contradicts",
+        "oracle --a %s --a-type bf16 --b %s --b-type bf16 "
+        "--out-type f32 --out %s",
         a, b, d);
+    BAD("shapes do not match",
+        "oracle --a %s --a-type bf16 --b %s --transb T --out-type f32 "
+        "--out %s",
+        a, b, d);
+    BAD("has shape (5, 4) but op(A)*op(B) is (7, 4)",
+        "oracle --a %s --a-type bf16 --transa T "
+        "--b %s --c %s --out-type f32 --out %s",
+        a, c, c, d);
+    BAD("unknown type 'f8' for --out-type",
+        "oracle --a %s --a-type bf16 --b %s --out-type f8 "
+        "--out %s",
+        a, b, d);
+    BAD("--beta 2 needs --c",
+        "oracle --a %s --a-type bf16 --b %s --beta 2 --out-type f32 "
+        "--out %s",
+        a, b, d);
+    BAD("--alpha 'x1' is not",
+        "oracle --a %s --a-type bf16 --b %s --alpha x1 --out-type f32 "
+        "--out %s",
+        a, b, d);
+    BAD("--alpha 'nan' is not",
+        "oracle --a %s --a-type bf16 --b %s --alpha nan --out-type f32 "
+        "--out %s",
+        a, b, d);
+    BAD("--transa 'X' must be N or T", "oracle --a %s --b %s --transa X --out-type f32 --out %s", a,
+        b, d);
     BAD("missing --out-type", "oracle --a %s --a-type bf16 --b %s --out %s", a, b, d);
     BAD("missing --b", "oracle --a %s --out-type f32 --out %s", a, d);
     BAD("unknown argument '--bogus'", "oracle --bogus");

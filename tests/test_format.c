@@ -11,8 +11,7 @@
 Test(format, table_facts_follow_from_precision_and_exponents) {
     for (int fi = 0; fi < GCK_FORMAT_COUNT; fi++) {
         const gck_format_info *f = gck_format_get((gck_format)fi);
-        cr_expect_eq(f->max, ldexp(2.0 - ldexp(1.0, 1 - f->precision), f->emax), "%s max",
-                     f->name);
+        cr_expect_eq(f->max, ldexp(2.0 - ldexp(1.0, 1 - f->precision), f->emax), "%s max", f->name);
         cr_expect_eq(f->min_normal, ldexp(1.0, f->emin), "%s min_normal", f->name);
         cr_expect_eq(f->min_subnormal, ldexp(1.0, f->emin - f->precision + 1), "%s min_sub",
                      f->name);
@@ -61,8 +60,10 @@ static double mpfr_next(double x, gck_format fmt, mpfr_rnd_t rnd) {
     mpfr_t tiny;
     mpfr_init2(tiny, 8);
     mpfr_set_ui_2exp(tiny, 1, -3000, MPFR_RNDN);
-    if (rnd == MPFR_RNDU) mpfr_add(v, v, tiny, MPFR_RNDN);
-    else mpfr_sub(v, v, tiny, MPFR_RNDN);
+    if (rnd == MPFR_RNDU)
+        mpfr_add(v, v, tiny, MPFR_RNDN);
+    else
+        mpfr_sub(v, v, tiny, MPFR_RNDN);
     double d = mpfr_round_exact(v, fmt, rnd);
     mpfr_clears(v, tiny, (mpfr_ptr)0);
     return d;
@@ -93,8 +94,8 @@ static void exhaustive16(gck_format fmt, enc_fn enc, encf_fn encf, dec_fn dec) {
         cr_assert_eq(enc(x), h, "%s %#06x: encode(decode) = %#06x", f->name, h, enc(x));
         cr_assert_eq(encf((float)x), h, "%s %#06x via float", f->name, h);
         cr_assert_eq(gck_round_to(x, fmt), x);
-        cr_assert(same_value((double)(fmt == GCK_F16 ? gck_f16_to_float(h) : gck_bf16_to_float(h)),
-                             x));
+        cr_assert(
+            same_value((double)(fmt == GCK_F16 ? gck_f16_to_float(h) : gck_bf16_to_float(h)), x));
         /* neighbours */
         uint16_t up = gck_bits16_next_up(h, fmt), down = gck_bits16_next_down(h, fmt);
         double xu = dec(up), xd = dec(down);
@@ -102,11 +103,11 @@ static void exhaustive16(gck_format fmt, enc_fn enc, encf_fn encf, dec_fn dec) {
             /* the end of the line: +Inf goes down to max, -Inf up to -max */
             cr_assert(same_value(x > 0 ? xu : xd, x));
             cr_assert_eq(x > 0 ? xd : xu, x > 0 ? f->max : -f->max);
-            cr_assert_eq(x > 0 ? gck_next_down(x, fmt) : gck_next_up(x, fmt), x > 0 ? f->max
-                                                                                   : -f->max);
+            cr_assert_eq(x > 0 ? gck_next_down(x, fmt) : gck_next_up(x, fmt),
+                         x > 0 ? f->max : -f->max);
         } else {
-            cr_assert(same_value(xu, mpfr_next(x, fmt, MPFR_RNDU)), "%s next_up(%a) = %a",
-                      f->name, x, xu);
+            cr_assert(same_value(xu, mpfr_next(x, fmt, MPFR_RNDU)), "%s next_up(%a) = %a", f->name,
+                      x, xu);
             cr_assert(same_value(gck_next_up(x, fmt), xu), "%s gck_next_up(%a)", f->name, x);
             cr_assert(same_value(xd, mpfr_next(x, fmt, MPFR_RNDD)), "%s next_down(%a) = %a",
                       f->name, x, xd);
@@ -131,9 +132,10 @@ static void exhaustive16(gck_format fmt, enc_fn enc, encf_fn encf, dec_fn dec) {
                 double sg = s ? -1.0 : 1.0;
                 uint16_t sb = s ? 0x8000u : 0;
                 cr_assert_eq(enc(sg * mid), (uint16_t)(even | sb), "%s tie %a", f->name, sg * mid);
-                cr_assert_eq(encf((float)(sg * mid)), (uint16_t)(even | sb), "%s tie via float", f->name);
-                cr_assert_eq(enc(sg * nextafter(mid, 0.0)), (uint16_t)(lo | sb),
-                             "%s below tie %a", f->name, mid);
+                cr_assert_eq(encf((float)(sg * mid)), (uint16_t)(even | sb), "%s tie via float",
+                             f->name);
+                cr_assert_eq(enc(sg * nextafter(mid, 0.0)), (uint16_t)(lo | sb), "%s below tie %a",
+                             f->name, mid);
                 cr_assert_eq(enc(sg * nextafter(mid, INFINITY)), (uint16_t)(hi | sb),
                              "%s above tie %a", f->name, mid);
                 cr_assert_eq(encf(nextafterf((float)(sg * mid), (float)(sg * INFINITY))),
@@ -144,8 +146,10 @@ static void exhaustive16(gck_format fmt, enc_fn enc, encf_fn encf, dec_fn dec) {
             }
         }
     }
-    fprintf(stderr, "[exhaustive %s] 65536 patterns (%ld NaN), %ld halfway cases, %ld checks "
-            "passed\n", f->name, nans, ties, checks);
+    fprintf(stderr,
+            "[exhaustive %s] 65536 patterns (%ld NaN), %ld halfway cases, %ld checks "
+            "passed\n",
+            f->name, nans, ties, checks);
 }
 
 Test(format, f16_all_65536_patterns_and_halfway_cases) {
@@ -210,12 +214,30 @@ Test(format, range_boundaries_match_mpfr) {
         const gck_format_info *f = gck_format_get(fmt);
         double half_ulp_max = 0.5 * gck_ulp(f->max, fmt), sub = f->min_subnormal;
         const double probes[] = {
-            f->max, f->max + half_ulp_max, nextafter(f->max + half_ulp_max, 0.0),
-            f->max + 2 * half_ulp_max, f->max + 0.75 * half_ulp_max * 2, DBL_MAX,
-            0.5 * sub, nextafter(0.5 * sub, 1.0), nextafter(0.5 * sub, 0.0), 1.5 * sub,
-            2.5 * sub, sub, 0.25 * sub, f->min_normal, f->min_normal - 0.5 * sub,
-            nextafter(f->min_normal - 0.5 * sub, 0.0), f->min_normal - sub, DBL_TRUE_MIN,
-            0.0, 1.0, 1.0 + 0.5 * f->epsilon, 1.0 + 1.5 * f->epsilon, INFINITY, NAN,
+            f->max,
+            f->max + half_ulp_max,
+            nextafter(f->max + half_ulp_max, 0.0),
+            f->max + 2 * half_ulp_max,
+            f->max + 0.75 * half_ulp_max * 2,
+            DBL_MAX,
+            0.5 * sub,
+            nextafter(0.5 * sub, 1.0),
+            nextafter(0.5 * sub, 0.0),
+            1.5 * sub,
+            2.5 * sub,
+            sub,
+            0.25 * sub,
+            f->min_normal,
+            f->min_normal - 0.5 * sub,
+            nextafter(f->min_normal - 0.5 * sub, 0.0),
+            f->min_normal - sub,
+            DBL_TRUE_MIN,
+            0.0,
+            1.0,
+            1.0 + 0.5 * f->epsilon,
+            1.0 + 1.5 * f->epsilon,
+            INFINITY,
+            NAN,
         };
         for (size_t p = 0; p < sizeof probes / sizeof probes[0]; p++) {
             for (int s = 0; s < 2; s++) {
@@ -250,8 +272,8 @@ Test(format, round2_rounds_an_exact_double_double_once) {
         for (int t = 0; t < 100000; t++, n++) {
             double x = random_double(&r, fmt), y = random_double(&r, fmt);
             if (!isfinite(x) || !isfinite(y)) continue;
-            if (t % 3 == 0) y = ldexp(y, -(int)rng_range(&r, 20, 60)) ; /* small tail */
-            if (t % 5 == 0) { /* exact tie plus a tail */
+            if (t % 3 == 0) y = ldexp(y, -(int)rng_range(&r, 20, 60)); /* small tail */
+            if (t % 5 == 0) {                                          /* exact tie plus a tail */
                 double g = gck_round_to(x, fmt);
                 x = g + 0.5 * gck_ulp(g, fmt);
                 y = ldexp(x, -60) * ((t & 1) ? 1 : -1);

@@ -35,7 +35,12 @@ static size_t image(unsigned char *buf, int major, int minor, const char *dict, 
 static const float six[6] = {1, 2, 3, 4, 5, 6};
 
 Test(npy, reads_every_header_variant_numpy_writes) {
-    static const struct { int major; const char *dict; int ndim; int64_t d0, d1; } ok[] = {
+    static const struct {
+        int major;
+        const char *dict;
+        int ndim;
+        int64_t d0, d1;
+    } ok[] = {
         {1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 2, 2, 3},
         {1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3)}", 2, 2, 3},
         {2, "{'shape': (6,), 'fortran_order': False, 'descr': '<f4'}", 1, 6, 0},
@@ -47,8 +52,7 @@ Test(npy, reads_every_header_variant_numpy_writes) {
         size_t n = image(buf, ok[t].major, 0, ok[t].dict, six, sizeof six);
         gck_npy a;
         char msg[256];
-        cr_assert_eq(gck_npy_parse(buf, n, &a, msg, sizeof msg), GCK_OK, "%s: %s", ok[t].dict,
-                     msg);
+        cr_assert_eq(gck_npy_parse(buf, n, &a, msg, sizeof msg), GCK_OK, "%s: %s", ok[t].dict, msg);
         cr_expect_eq(a.dtype, GCK_NPY_F4);
         cr_expect_eq(a.ndim, ok[t].ndim);
         cr_expect_eq(a.shape[0], ok[t].d0);
@@ -67,24 +71,37 @@ Test(npy, reads_every_header_variant_numpy_writes) {
 }
 
 Test(npy, refuses_malformed_files_with_the_reason) {
-    static const struct { int major, minor; const char *dict; size_t data; const char *why; } bad[] = {
+    static const struct {
+        int major, minor;
+        const char *dict;
+        size_t data;
+        const char *why;
+    } bad[] = {
         {4, 0, "{'descr': '<f4', 'fortran_order': False, 'shape': (6,), }", 24, "version 4.0"},
         {1, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (6,), }", 24, "version 1.1"},
-        {1, 0, "{'descr': '<i4', 'fortran_order': False, 'shape': (6,), }", 24, "'<i4' is not supported"},
+        {1, 0, "{'descr': '<i4', 'fortran_order': False, 'shape': (6,), }", 24,
+         "'<i4' is not supported"},
         {1, 0, "{'descr': '>f4', 'fortran_order': False, 'shape': (6,), }", 24, "big-endian"},
-        {1, 0, "{'descr': '<f4', 'fortran_order': True, 'shape': (6,), }", 24, "fortran_order is True"},
+        {1, 0, "{'descr': '<f4', 'fortran_order': True, 'shape': (6,), }", 24,
+         "fortran_order is True"},
         {1, 0, "{'descr': '<f4', 'shape': (6,), }", 24, "lacks 'fortran_order'"},
-        {1, 0, "{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (6,)}", 24, "repeats 'descr'"},
-        {1, 0, "{'descr': '<f4', 'fortran_order': False, 'shape': (6,), 'x': 1}", 24, "unknown key 'x'"},
+        {1, 0, "{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (6,)}", 24,
+         "repeats 'descr'"},
+        {1, 0, "{'descr': '<f4', 'fortran_order': False, 'shape': (6,), 'x': 1}", 24,
+         "unknown key 'x'"},
         {1, 0, "{'descr': '<f4', 'fortran_order': False, 'shape': (6), }", 24, "1-tuple"},
         {1, 0, "{'descr': '<f4', 'fortran_order': False, 'shape': (-6,), }", 24, "non-negative"},
         {1, 0, "{'descr': '<f4', 'fortran_order': False, 'shape': (6,), }", 20, "truncated"},
         {1, 0, "{'descr': '<f4', 'fortran_order': False, 'shape': (5,), }", 24, "trailing"},
-        {1, 0, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (6,), }", 24, "structured"},
-        {1, 0, "{'descr': '<f4', 'fortran_order': False, 'shape': (6,), } extra", 24, "after the dict"},
+        {1, 0, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (6,), }", 24,
+         "structured"},
+        {1, 0, "{'descr': '<f4', 'fortran_order': False, 'shape': (6,), } extra", 24,
+         "after the dict"},
         {1, 0, "['descr', '<f4']", 24, "not a dict"},
-        {1, 0, "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,)}", 24, "non-negative integer"},
-        {1, 0, "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296)}", 24, "too large"},
+        {1, 0, "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,)}", 24,
+         "non-negative integer"},
+        {1, 0, "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296)}", 24,
+         "too large"},
     };
     unsigned char buf[512];
     for (size_t t = 0; t < sizeof bad / sizeof bad[0]; t++) {
@@ -103,8 +120,8 @@ Test(npy, refuses_malformed_files_with_the_reason) {
     cr_expect_eq(gck_npy_parse((const unsigned char *)"\x93NUMP", 5, &a, msg, sizeof msg),
                  GCK_EFORMAT);
     cr_expect(strstr(msg, "bad magic") != NULL);
-    size_t n = image(buf, 1, 0, "{'descr': '<f4', 'fortran_order': False, 'shape': (6,), }", six,
-                     24);
+    size_t n =
+        image(buf, 1, 0, "{'descr': '<f4', 'fortran_order': False, 'shape': (6,), }", six, 24);
     cr_expect_eq(gck_npy_parse(buf, 40, &a, msg, sizeof msg), GCK_EFORMAT);
     cr_expect(strstr(msg, "truncated") != NULL, "%s", msg);
     buf[n - 24 - 1] = ' '; /* header no longer ends with a newline */

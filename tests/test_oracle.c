@@ -14,8 +14,7 @@ static const gck_format storage[] = {GCK_F16, GCK_BF16, GCK_F32, GCK_F64};
 /* Fill the used elements of operand x (all batch members) with values from `gen`. */
 typedef double (*gen_fn)(test_rng *r, gck_format fmt, void *ctx);
 
-static void fill(const gck_case *c, gck_operand x, void *buf, test_rng *r, gen_fn gen,
-                 void *ctx) {
+static void fill(const gck_case *c, gck_operand x, void *buf, test_rng *r, gen_fn gen, void *ctx) {
     int64_t rows, cols;
     gck_case_stored_shape(c, x, &rows, &cols);
     int64_t ld = gck_case_ld(c, x), st = gck_case_stride(c, x);
@@ -52,8 +51,10 @@ static double truth(const gck_case *c, const void *A, const void *B, const void 
         mpq_set_d(u, b);
         mpq_mul(t, t, u);
         mpq_add(s, s, t);
-        if (a != 0 && b != 0) all_zero_products = false;
-        else zero_sum = k == 0 ? a * b : zero_sum + a * b;
+        if (a != 0 && b != 0)
+            all_zero_products = false;
+        else
+            zero_sum = k == 0 ? a * b : zero_sum + a * b;
     }
     mpq_set_d(t, c->alpha);
     mpq_mul(total, s, t);
@@ -72,8 +73,10 @@ static double truth(const gck_case *c, const void *A, const void *B, const void 
         double s_ieee = (rab && all_zero_products) ? zero_sum : 0.0; /* K = 0 or unread: +0 */
         bool as_nonzero = !s_zero;
         bool bc_nonzero = rc && cv != 0;
-        if (as_nonzero || bc_nonzero) r = 0.0; /* exact cancellation: +0 */
-        else r = rc ? c->alpha * s_ieee + c->beta * cv : c->alpha * s_ieee;
+        if (as_nonzero || bc_nonzero)
+            r = 0.0; /* exact cancellation: +0 */
+        else
+            r = rc ? c->alpha * s_ieee + c->beta * cv : c->alpha * s_ieee;
     }
     mpq_clears(s, t, u, total, NULL);
     return r;
@@ -138,15 +141,14 @@ Test(oracle, matches_gmp_rationals_on_random_cases_of_every_type_tuple) {
                         for (int64_t b = 0; b < c.batch; b++)
                             for (int64_t i = 0; i < c.m; i++)
                                 for (int64_t j = 0; j < c.n; j++) {
-                                    double got = gck_load(D, c.type_d,
-                                                          b * c.stride_d + i * drs + j * dcs);
+                                    double got =
+                                        gck_load(D, c.type_d, b * c.stride_d + i * drs + j * dcs);
                                     double want = truth(&c, A, B, C, b, i, j);
                                     if (!same_value(got, want)) {
                                         char desc[512];
                                         gck_case_describe(&c, desc, sizeof desc);
                                         cr_assert_fail("D[%ld](%ld,%ld) = %a, GMP says %a; %s",
-                                                       (long)b, (long)i, (long)j, got, want,
-                                                       desc);
+                                                       (long)b, (long)i, (long)j, got, want, desc);
                                     }
                                     elements++;
                                     bits += 8 * gck_format_get(c.type_d)->storage_bytes;
@@ -173,7 +175,8 @@ Test(oracle, exact_integer_products_are_reproduced_bit_for_bit) {
         c.beta = 1.0;
         double *A = malloc(sizeof(double) * (size_t)(m * k));
         double *B = malloc(sizeof(double) * (size_t)(k * n));
-        void *Ae = alloc_elems(tf, m * k), *Be = alloc_elems(tf, k * n), *Ce = alloc_elems(tf, m * n);
+        void *Ae = alloc_elems(tf, m * k), *Be = alloc_elems(tf, k * n),
+             *Ce = alloc_elems(tf, m * n);
         long long *want = calloc((size_t)(m * n), sizeof *want);
         for (int64_t x = 0; x < m * k; x++) {
             A[x] = (double)rng_range(&r, -3, 3);
@@ -196,7 +199,12 @@ Test(oracle, exact_integer_products_are_reproduced_bit_for_bit) {
         for (int64_t x = 0; x < m * n; x++)
             cr_assert_eq(gck_load(Ce, tf, x), (double)want[x], "%s element %ld",
                          gck_format_get(tf)->name, (long)x);
-        free(A); free(B); free(Ae); free(Be); free(Ce); free(want);
+        free(A);
+        free(B);
+        free(Ae);
+        free(Be);
+        free(Ce);
+        free(want);
     }
 }
 
@@ -273,8 +281,8 @@ static double dot_to(gck_format out, const double *a, const double *b, int64_t k
     cr_assert_eq(gck_oracle_mpfr(&c, a, ones, NULL, d, 1, msg, sizeof msg), GCK_OK, "%s", msg);
     return gck_load(d, out, 0);
 }
-#define SUM(out, ...) dot_to(out, (double[]){__VA_ARGS__}, NULL, \
-                             sizeof((double[]){__VA_ARGS__}) / sizeof(double))
+#define SUM(out, ...)                                                                              \
+    dot_to(out, (double[]){__VA_ARGS__}, NULL, sizeof((double[]){__VA_ARGS__}) / sizeof(double))
 
 Test(oracle, rounds_once_where_double_rounding_would_be_wrong) {
     /* 1 + 2^-24 + 2^-120 must round to 1 + 2^-23 in f32 (via double it would give 1). */
@@ -409,7 +417,11 @@ Test(oracle, thread_count_does_not_change_a_bit) {
     for (int64_t b = 0; b < c.batch; b++)
         cr_expect(same_value(gck_oracle_mpfr_element(&c, A, B, C, b, 5, 7),
                              gck_load(D1, GCK_F16, b * c.stride_d + 5 + 7 * c.m)));
-    free(A); free(B); free(C); free(D1); free(D3);
+    free(A);
+    free(B);
+    free(C);
+    free(D1);
+    free(D3);
 }
 
 Test(oracle, invalid_cases_are_refused_with_the_field_named) {

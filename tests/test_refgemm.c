@@ -58,17 +58,23 @@ Test(refgemm, f32_model_equals_a_naive_float_loop_bit_for_bit) {
         for (int64_t i = 0; i < c.m; i++)
             for (int64_t j = 0; j < c.n; j++) {
                 float acc = 0.0f;
-                for (int64_t k = 0; k < c.k; k++) acc += A[i * ars + k * acs] * B[k * brs + j * bcs];
+                for (int64_t k = 0; k < c.k; k++)
+                    acc += A[i * ars + k * acs] * B[k * brs + j * bcs];
                 float *d = &want[i * crs + j * ccs];
-                if (c.k == 0) *d = beta != 0 ? beta * *d : 0.0f;
-                else *d = beta != 0 ? alpha * acc + beta * *d : alpha * acc;
+                if (c.k == 0)
+                    *d = beta != 0 ? beta * *d : 0.0f;
+                else
+                    *d = beta != 0 ? alpha * acc + beta * *d : alpha * acc;
             }
         gck_ref_model model = gck_ref_model_default(GCK_F32);
         char msg[256];
         cr_assert_eq(gck_ref_gemm(&c, &model, A, B, C, C, msg, sizeof msg), GCK_OK, "%s", msg);
         cr_assert_eq(memcmp(C, want, sizeof(float) * (size_t)nc), 0, "case %d differs", t);
         elements += c.m * c.n;
-        free(A); free(B); free(C); free(want);
+        free(A);
+        free(B);
+        free(C);
+        free(want);
     }
     fprintf(stderr, "[refgemm f32] 300 cases, %ld elements bit-identical to the float loop\n",
             elements);
@@ -102,7 +108,10 @@ Test(refgemm, f32_fma_model_equals_an_fmaf_loop) {
         char msg[256];
         cr_assert_eq(gck_ref_gemm(&c, &model, A, B, C, C, msg, sizeof msg), GCK_OK, "%s", msg);
         cr_assert_eq(memcmp(C, want, sizeof(float) * (size_t)(c.m * c.n)), 0, "case %d", t);
-        free(A); free(B); free(C); free(want);
+        free(A);
+        free(B);
+        free(C);
+        free(want);
     }
 }
 
@@ -160,7 +169,9 @@ Test(refgemm, low_precision_models_equal_an_mpfr_emulation) {
                           (long)i, (long)j, (double)D[i + j * c.m], want);
                 elements++;
             }
-        free(A); free(B); free(D);
+        free(A);
+        free(B);
+        free(D);
     }
     fprintf(stderr, "[refgemm f16/bf16/tf32] 240 cases, %ld elements equal to MPFR\n", elements);
 }
@@ -220,33 +231,39 @@ Test(refgemm, f64_model_stays_within_the_spec_bound_of_the_oracle) {
                 double got = gck_load(Dr, c.type_d, i * drs + j * dcs);
                 double want = gck_load(Do, c.type_d, i * drs + j * dcs);
                 if (isinf(want)) { /* overflow: same-signed Inf or the largest finite value */
-                    cr_assert(got == want || got == copysign(fo->max, want), "%a vs %a", got,
-                              want);
+                    cr_assert(got == want || got == copysign(fo->max, want), "%a vs %a", got, want);
                     elements++;
                     continue;
                 }
                 double K = (double)c.k, eo = fo->epsilon, ec = fc->epsilon;
                 double eta = 0.5 * fc->min_subnormal;
-                double bound = eo * fabs(want) + (1 + eo) * gamma_n(2 * K + 4, ec) * fabs(c.alpha) * T +
-                               (1 + eo) * gamma_n(4, ec) * fabs(c.beta * cv) +
-                               (1 + eo) * eta * ((1 + fabs(c.alpha)) * sumab +
-                                                 (1 + fabs(c.beta)) * fabs(cv) + 2 * K + 8) +
-                               fo->min_normal;
+                double bound =
+                    eo * fabs(want) + (1 + eo) * gamma_n(2 * K + 4, ec) * fabs(c.alpha) * T +
+                    (1 + eo) * gamma_n(4, ec) * fabs(c.beta * cv) +
+                    (1 + eo) * eta *
+                        ((1 + fabs(c.alpha)) * sumab + (1 + fabs(c.beta)) * fabs(cv) + 2 * K + 8) +
+                    fo->min_normal;
                 bound *= 1 + 0x1p-40;
                 mpfr_set_d(err, got, MPFR_RNDN);
                 mpfr_set_d(x, want, MPFR_RNDN);
                 mpfr_sub(err, err, x, MPFR_RNDN); /* exact */
                 double e = fabs(mpfr_get_d(err, MPFR_RNDU));
-                cr_assert(e <= bound, "error %a > bound %a at (%ld,%ld), got %a want %a", e,
-                          bound, (long)i, (long)j, got, want);
+                cr_assert(e <= bound, "error %a > bound %a at (%ld,%ld), got %a want %a", e, bound,
+                          (long)i, (long)j, got, want);
                 if (bound > 0 && e / bound > worst) worst = e / bound;
                 elements++;
             }
-        free(A); free(B); free(C); free(Dr); free(Do);
+        free(A);
+        free(B);
+        free(C);
+        free(Dr);
+        free(Do);
     }
     mpfr_clears(err, x, (mpfr_ptr)0);
-    fprintf(stderr, "[refgemm f64] 400 cases, %ld elements within the SPEC bound (worst "
-            "error/bound %.3g)\n", elements, worst);
+    fprintf(stderr,
+            "[refgemm f64] 400 cases, %ld elements within the SPEC bound (worst "
+            "error/bound %.3g)\n",
+            elements, worst);
 }
 
 Test(refgemm, blas_special_cases_do_not_read_unused_operands) {

@@ -72,18 +72,28 @@ double mpq_round_format(const mpq_t q, gck_format fmt) {
     long e = (long)mpz_sizeinbase(mpq_numref(a), 2) - (long)mpz_sizeinbase(mpq_denref(a), 2);
     for (;;) {
         mpq_set_ui(t, 1, 1);
-        if (e >= 0) mpq_mul_2exp(t, t, (mp_bitcnt_t)e);
-        else mpq_div_2exp(t, t, (mp_bitcnt_t)(-e));
-        if (mpq_cmp(a, t) < 0) { e--; continue; }
+        if (e >= 0)
+            mpq_mul_2exp(t, t, (mp_bitcnt_t)e);
+        else
+            mpq_div_2exp(t, t, (mp_bitcnt_t)(-e));
+        if (mpq_cmp(a, t) < 0) {
+            e--;
+            continue;
+        }
         mpq_mul_2exp(t, t, 1);
-        if (mpq_cmp(a, t) >= 0) { e++; continue; }
+        if (mpq_cmp(a, t) >= 0) {
+            e++;
+            continue;
+        }
         break;
     }
     long q0 = (e < f->emin ? f->emin : e) - f->precision + 1; /* quantum exponent */
     /* scaled = a / 2^q0; n = floor(scaled); compare the remainder with 1/2 */
     mpq_set(t, a);
-    if (q0 >= 0) mpq_div_2exp(t, t, (mp_bitcnt_t)q0);
-    else mpq_mul_2exp(t, t, (mp_bitcnt_t)(-q0));
+    if (q0 >= 0)
+        mpq_div_2exp(t, t, (mp_bitcnt_t)q0);
+    else
+        mpq_mul_2exp(t, t, (mp_bitcnt_t)(-q0));
     mpz_t n, rem2;
     mpz_inits(n, rem2, NULL);
     mpz_fdiv_qr(n, rem2, mpq_numref(t), mpq_denref(t));
@@ -115,14 +125,17 @@ double random_value(test_rng *r, gck_format fmt, int dist) {
         break;
     default: {
         uint64_t bits = rng_next(r);
-        if (fmt == GCK_F64) memcpy(&v, &bits, sizeof v);
+        if (fmt == GCK_F64)
+            memcpy(&v, &bits, sizeof v);
         else if (fmt == GCK_F32) {
             uint32_t b32 = (uint32_t)bits;
             float fl;
             memcpy(&fl, &b32, sizeof fl);
             v = fl;
-        } else if (fmt == GCK_F16) v = gck_f16_to_double((uint16_t)bits);
-        else v = gck_bf16_to_double((uint16_t)bits);
+        } else if (fmt == GCK_F16)
+            v = gck_f16_to_double((uint16_t)bits);
+        else
+            v = gck_bf16_to_double((uint16_t)bits);
         if (!isfinite(v)) v = 1.0;
         break;
     }

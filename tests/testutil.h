@@ -10,9 +10,11 @@
 #include "gemmcheck/gemmcheck.h"
 
 /* SplitMix64: small, fast, and every test prints the seed it used. */
-typedef struct { uint64_t s; } test_rng;
+typedef struct {
+    uint64_t s;
+} test_rng;
 uint64_t rng_next(test_rng *r);
-double rng_unit(test_rng *r);                /* [0, 1) */
+double rng_unit(test_rng *r);                           /* [0, 1) */
 int64_t rng_range(test_rng *r, int64_t lo, int64_t hi); /* [lo, hi] */
 /* The seed of a test: GEMMCHECK_TEST_SEED from the environment, else `fallback`; printed. */
 uint64_t test_seed(const char *test, uint64_t fallback);

@@ -22,8 +22,10 @@ static void my_sgemm(float alpha, const float *A, const float *B, float beta, fl
 int main(void) {
     float A[M * K], B[K * N], C[M * N], mine[M * N], ref[M * N], exact[M * N];
     unsigned s = 12345;
-    for (int x = 0; x < M * K; x++) A[x] = (float)((s = s * 1103515245u + 12345u) >> 8) * 0x1p-23f - 1.0f;
-    for (int x = 0; x < K * N; x++) B[x] = (float)((s = s * 1103515245u + 12345u) >> 8) * 0x1p-23f - 1.0f;
+    for (int x = 0; x < M * K; x++)
+        A[x] = (float)((s = s * 1103515245u + 12345u) >> 8) * 0x1p-23f - 1.0f;
+    for (int x = 0; x < K * N; x++)
+        B[x] = (float)((s = s * 1103515245u + 12345u) >> 8) * 0x1p-23f - 1.0f;
     for (int x = 0; x < M * N; x++) C[x] = mine[x] = ref[x] = (float)x * 0.25f;
 
     gck_case c;
@@ -62,7 +64,7 @@ int main(void) {
             if (mine[x] != ref[x]) bad++;
         }
     printf("consumer: gemmcheck %s, %d elements, worst error/bound %.3f against the exact result, "
-           "%s the f32 reference model\n", GEMMCHECK_VERSION, M * N, worst,
-           bad ? "DIFFERS FROM" : "bit-identical to");
+           "%s the f32 reference model\n",
+           GEMMCHECK_VERSION, M * N, worst, bad ? "DIFFERS FROM" : "bit-identical to");
     return bad ? 1 : 0;
 }

@@ -24,18 +24,18 @@ typedef enum gck_operand { GCK_A = 0, GCK_B, GCK_C, GCK_D } gck_operand;
 
 /** One GEMM problem. Fill it with gck_case_init() and then set what differs. */
 typedef struct gck_case {
-    int64_t m, n, k;              /**< op(A) is m x k, op(B) is k x n, C and D are m x n */
-    double alpha, beta;           /**< exact values of `scale_type` */
-    gck_format scale_type;        /**< GCK_F32 or GCK_F64 */
-    gck_order order;              /**< storage order shared by all four operands */
-    gck_op transa, transb;        /**< op(A), op(B) */
-    int64_t lda, ldb, ldc, ldd;   /**< leading dimensions, in elements */
-    bool d_is_c;                  /**< D is C itself (BLAS, in place): needs type_d == type_c,
-                                       ldd == ldc, stride_d == stride_c */
-    int64_t batch;                /**< number of matrices, >= 1 */
+    int64_t m, n, k;            /**< op(A) is m x k, op(B) is k x n, C and D are m x n */
+    double alpha, beta;         /**< exact values of `scale_type` */
+    gck_format scale_type;      /**< GCK_F32 or GCK_F64 */
+    gck_order order;            /**< storage order shared by all four operands */
+    gck_op transa, transb;      /**< op(A), op(B) */
+    int64_t lda, ldb, ldc, ldd; /**< leading dimensions, in elements */
+    bool d_is_c;                /**< D is C itself (BLAS, in place): needs type_d == type_c,
+                                     ldd == ldc, stride_d == stride_c */
+    int64_t batch;              /**< number of matrices, >= 1 */
     int64_t stride_a, stride_b, stride_c, stride_d; /**< element strides between batch members */
     gck_format type_a, type_b, type_c, type_d;      /**< element type of each operand */
-    gck_format compute;           /**< compute type the backend is asked to use */
+    gck_format compute;                             /**< compute type the backend is asked to use */
 } gck_case;
 
 /** A column-major, non-transposed, single-batch, in-place f64 case of the given shape with

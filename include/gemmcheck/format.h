@@ -25,16 +25,16 @@ typedef enum gck_format {
 
 /** Facts of one format. Values are exact binary numbers stored as double. */
 typedef struct gck_format_info {
-    const char *name;        /**< "f16", "bf16", "tf32", "f32", "f64" */
-    int storage_bytes;       /**< bytes of one stored element (tf32 is stored as f32) */
-    int precision;           /**< significand bits including the implicit bit */
-    int emin;                /**< exponent of the smallest positive normal (IEEE convention) */
-    int emax;                /**< exponent of the largest finite value */
-    double max;              /**< largest finite value */
-    double min_normal;       /**< smallest positive normal, 2^emin */
-    double min_subnormal;    /**< smallest positive subnormal, 2^(emin - precision + 1) */
-    double epsilon;          /**< 2^(1 - precision): one ulp of 1 */
-    bool is_storage;         /**< usable as an element type of A, B, C or D */
+    const char *name;     /**< "f16", "bf16", "tf32", "f32", "f64" */
+    int storage_bytes;    /**< bytes of one stored element (tf32 is stored as f32) */
+    int precision;        /**< significand bits including the implicit bit */
+    int emin;             /**< exponent of the smallest positive normal (IEEE convention) */
+    int emax;             /**< exponent of the largest finite value */
+    double max;           /**< largest finite value */
+    double min_normal;    /**< smallest positive normal, 2^emin */
+    double min_subnormal; /**< smallest positive subnormal, 2^(emin - precision + 1) */
+    double epsilon;       /**< 2^(1 - precision): one ulp of 1 */
+    bool is_storage;      /**< usable as an element type of A, B, C or D */
 } gck_format_info;
 
 /** The format table; `fmt` must be a valid gck_format. */

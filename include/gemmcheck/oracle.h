@@ -18,8 +18,8 @@ extern "C" {
  *  the case describes (C may be NULL when beta == 0; A and B may be NULL when they are not
  *  read). With c->d_is_c, D must equal C. `threads` <= 0 means one per online core.
  *  Returns GCK_EINVAL (message in msg) for an invalid case. */
-gck_status gck_oracle_mpfr(const gck_case *c, const void *A, const void *B, const void *C,
-                           void *D, int threads, char *msg, size_t msg_len);
+gck_status gck_oracle_mpfr(const gck_case *c, const void *A, const void *B, const void *C, void *D,
+                           int threads, char *msg, size_t msg_len);
 
 /** One element: the oracle's value of D(i, j) of batch member `b`, as an exact double holding
  *  the value of D's type. The case must be valid. */

@@ -39,8 +39,8 @@ gck_ref_model gck_ref_model_default(gck_format compute);
 
 /** Run the reference GEMM of the model on the case's operands (layout as gck_oracle_mpfr).
  *  Returns GCK_EINVAL with a message for an invalid case or model. */
-gck_status gck_ref_gemm(const gck_case *c, const gck_ref_model *model, const void *A,
-                        const void *B, const void *C, void *D, char *msg, size_t msg_len);
+gck_status gck_ref_gemm(const gck_case *c, const gck_ref_model *model, const void *A, const void *B,
+                        const void *C, void *D, char *msg, size_t msg_len);
 
 /** One-line description of a model, e.g. "compute=f32 fma=no round_inputs=yes scale=f32". */
 void gck_ref_model_describe(const gck_ref_model *model, char *buf, size_t len);
