@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "gemmcheck/gemmcheck.h"
@@ -187,6 +188,17 @@ static int run(const char **o) {
         goto done;
     }
     size_t dbytes = (size_t)(m * n) * esz;
+    /* Linux overcommits: a calloc far beyond memory can succeed and the process be killed
+     * later while writing D, so compare with the physical memory first. */
+    double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    if (phys > 0 && (double)dbytes > phys) {
+        rc = gck_cli_usage_error(cmd,
+                                 "the %" PRId64 "x%" PRId64 " %s result needs %.1f GiB, more "
+                                 "than this machine's %.1f GiB of memory",
+                                 m, n, gck_format_get(out_type)->name, (double)dbytes / 0x1p30,
+                                 phys / 0x1p30);
+        goto done;
+    }
     d = calloc(dbytes ? dbytes : 1, 1);
     if (!d) {
         rc = gck_cli_usage_error(

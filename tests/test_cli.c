@@ -178,6 +178,12 @@ Test(cli, bad_input_gives_one_line_and_exit_code_2, .init = setup, .fini = teard
     cr_assert_eq(gck_npy_write(path("v.npy"), GCK_NPY_F4, 1, shape1, C, msg, sizeof msg), GCK_OK);
     BAD("expected a 2-D array, got shape (6,)", "oracle --a %s --b %s --out-type f32 --out %s",
         path("v.npy"), b, d);
+    /* shapes whose product is far beyond memory: (100000, 0) x (0, 100000) in f64 is 80 GB */
+    int64_t wide[2] = {100000, 0}, tall[2] = {0, 100000};
+    cr_assert_eq(gck_npy_write(path("w.npy"), GCK_NPY_F8, 2, wide, C, msg, sizeof msg), GCK_OK);
+    cr_assert_eq(gck_npy_write(path("h.npy"), GCK_NPY_F8, 2, tall, C, msg, sizeof msg), GCK_OK);
+    BAD("GiB of memory", "oracle --a %s --b %s --out-type f64 --out %s", path("w.npy"),
+        path("h.npy"), d);
     f = fopen(path("t.npy"), "w");
     fputs("hello\n", f);
     fclose(f);
