@@ -19,19 +19,23 @@
 #include <mpfr.h>
 
 #include "gemmcheck/oracle.h"
+#include "oracle_internal.h"
 
 /* Exact products need 2*53 bits, scaled products 3*53. */
 #define PREC_TERM 159
 
-typedef struct oracle_ws {
-    mpfr_t *terms;
+struct gck_oracle_ws {
+    mpfr_t *terms; /* K + 2 slots: the products, beta*c, and -got for the error */
     mpfr_ptr *ptrs;
     size_t cap;
-    mpfr_t alpha, beta, a, b, ab, z, r;
-} oracle_ws;
+    size_t nterms;      /* terms of the last element */
+    bool special_input; /* the last element was decided by a NaN or Inf among its inputs */
+    mpfr_t alpha, beta, a, b, ab, z, r, err;
+};
+typedef struct gck_oracle_ws oracle_ws;
 
 static bool ws_init(oracle_ws *w, int64_t k) {
-    w->cap = (size_t)k + 1;
+    w->cap = (size_t)k + 2;
     w->terms = malloc(w->cap * sizeof *w->terms);
     w->ptrs = malloc(w->cap * sizeof *w->ptrs);
     if (!w->terms || !w->ptrs) {
@@ -46,6 +50,9 @@ static bool ws_init(oracle_ws *w, int64_t k) {
     mpfr_inits2(53, w->alpha, w->beta, w->a, w->b, (mpfr_ptr)0);
     mpfr_init2(w->ab, 106);
     mpfr_inits2(53, w->z, w->r, (mpfr_ptr)0);
+    mpfr_init2(w->err, 64);
+    w->nterms = 0;
+    w->special_input = false;
     return true;
 }
 
@@ -53,7 +60,7 @@ static void ws_free(oracle_ws *w) {
     for (size_t t = 0; t < w->cap; t++) mpfr_clear(w->terms[t]);
     free(w->terms);
     free(w->ptrs);
-    mpfr_clears(w->alpha, w->beta, w->a, w->b, w->ab, w->z, w->r, (mpfr_ptr)0);
+    mpfr_clears(w->alpha, w->beta, w->a, w->b, w->ab, w->z, w->r, w->err, (mpfr_ptr)0);
 }
 
 /* Pointers to the first element of batch member `bi` of each operand. */
@@ -86,8 +93,12 @@ static double round_sum(oracle_ws *w, size_t n, gck_format out) {
     return d;
 }
 
+/* The oracle's value of one element; with `skip_zero`, terms with an exactly-zero factor are
+ * left out (the value a zero-skipping BLAS computes). Leaves the exact terms in w. */
 static double element(oracle_ws *w, const gck_case *c, const void *A, const void *B, const void *C,
-                      int64_t bi, int64_t i, int64_t j) {
+                      int64_t bi, int64_t i, int64_t j, bool skip_zero) {
+    w->nterms = 0;
+    w->special_input = false;
     gck_format out = gck_case_type(c, GCK_D);
     bool rab = gck_case_reads_ab(c), rc = gck_case_reads_c(c);
     int64_t ars, acs, brs, bcs, crs, ccs;
@@ -101,9 +112,12 @@ static double element(oracle_ws *w, const gck_case *c, const void *A, const void
     bool nan = false, pos_inf = false, neg_inf = false;
     bool s_neg_zero = rab; /* S is -0 only when every product is a zero of negative sign */
     bool any_nonzero = false;
+    int64_t used = 0;
     for (int64_t k = 0; rab && k < c->k; k++) {
         double a = gck_load(Ab, c->type_a, i * ars + k * acs);
         double b = gck_load(Bb, c->type_b, k * brs + j * bcs);
+        if (skip_zero && (a == 0.0 || b == 0.0)) continue;
+        used++;
         bool neg = signbit(a) != signbit(b);
         if (isnan(a) || isnan(b)) {
             nan = true;
@@ -118,6 +132,7 @@ static double element(oracle_ws *w, const gck_case *c, const void *A, const void
         if (a != 0.0 && b != 0.0) any_nonzero = true;
         if (!(a == 0.0 || b == 0.0) || !neg) s_neg_zero = false;
     }
+    if (used == 0) s_neg_zero = false; /* an empty sum is +0 */
     double cv = 0.0;
     if (rc) {
         cv = gck_load(member(C, c->type_c, c->stride_c, bi), c->type_c, i * crs + j * ccs);
@@ -131,6 +146,7 @@ static double element(oracle_ws *w, const gck_case *c, const void *A, const void
         }
         if (cv != 0.0) any_nonzero = true;
     }
+    w->special_input = nan || pos_inf || neg_inf;
     if (nan || (pos_inf && neg_inf)) return NAN;
     if (pos_inf) return INFINITY;
     if (neg_inf) return -INFINITY;
@@ -154,6 +170,7 @@ static double element(oracle_ws *w, const gck_case *c, const void *A, const void
         mpfr_set_d(w->a, cv, MPFR_RNDN);
         mpfr_mul(w->terms[n++], w->a, w->beta, MPFR_RNDN); /* exact */
     }
+    w->nterms = n;
     double d = n ? round_sum(w, n, out) : 0.0;
     if (d != 0.0) return d;
     if (n && !mpfr_zero_p(w->z)) return d; /* a non-zero value that underflowed keeps its sign */
@@ -167,11 +184,46 @@ static double element(oracle_ws *w, const gck_case *c, const void *A, const void
     return (as_neg && bc_neg) ? -0.0 : 0.0;
 }
 
+/* |got - exact| of the last element, rounded up; got must be finite and the last element
+ * free of special inputs. */
+static double element_error(oracle_ws *w, double got) {
+    size_t n = w->nterms;
+    mpfr_set_d(w->terms[n], -got, MPFR_RNDN);
+    mpfr_sum(w->err, w->ptrs, n + 1, MPFR_RNDA);
+    mpfr_abs(w->err, w->err, MPFR_RNDN);
+    return mpfr_get_d(w->err, MPFR_RNDU);
+}
+
+gck_oracle_ws *gck_oracle_ws_new(int64_t k) {
+    oracle_ws *w = malloc(sizeof *w);
+    if (w && !ws_init(w, k)) {
+        free(w);
+        w = NULL;
+    }
+    return w;
+}
+
+void gck_oracle_ws_free(gck_oracle_ws *w) {
+    if (!w) return;
+    ws_free(w);
+    free(w);
+    mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
+}
+
+void gck_oracle_eval_element(gck_oracle_ws *w, const gck_case *c, const void *A, const void *B,
+                             const void *C, int64_t b, int64_t i, int64_t j, bool skip_zero,
+                             const double *got, gck_oracle_eval *out) {
+    out->value = element(w, c, A, B, C, b, i, j, skip_zero);
+    out->special_input = w->special_input;
+    out->abs_error = NAN;
+    if (got && isfinite(*got) && !w->special_input) out->abs_error = element_error(w, *got);
+}
+
 double gck_oracle_mpfr_element(const gck_case *c, const void *A, const void *B, const void *C,
                                int64_t b, int64_t i, int64_t j) {
     oracle_ws w;
     if (!ws_init(&w, c->k)) return NAN;
-    double d = element(&w, c, A, B, C, b, i, j);
+    double d = element(&w, c, A, B, C, b, i, j, false);
     ws_free(&w);
     mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
     return d;
@@ -197,7 +249,7 @@ static void *run_job(void *arg) {
     int64_t sd = gck_case_stride(c, GCK_D);
     for (int64_t t = job->first; t < job->last; t++) {
         int64_t i = t % c->m, j = (t / c->m) % c->n, bi = t / (c->m * c->n);
-        double d = element(&w, c, job->A, job->B, job->C, bi, i, j);
+        double d = element(&w, c, job->A, job->B, job->C, bi, i, j, false);
         gck_store(job->D, out, bi * sd + i * drs + j * dcs, d);
     }
     ws_free(&w);

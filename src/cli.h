@@ -35,5 +35,7 @@ bool gck_parse_double(const char *text, double *out);
 bool gck_parse_count(const char *text, long long *out);
 
 int gck_cmd_oracle(int argc, char **argv);
+int gck_cmd_repro(int argc, char **argv);
+int gck_cmd_backends(int argc, char **argv);
 
 #endif

@@ -16,6 +16,8 @@ static const char main_help[] =
     "\n"
     "commands:\n"
     "  oracle     compute D exactly from .npy files (see gemmcheck oracle --help)\n"
+    "  backends   list the backends, whether they can run, their versions and support tables\n"
+    "  repro      run one case (a reproducer string) on one backend and print the verdict\n"
     "\n"
     "options:\n"
     "  --help     this text\n"
@@ -47,6 +49,8 @@ int main(int argc, char **argv) {
         return GCK_EXIT_OK;
     }
     if (strcmp(cmd, "oracle") == 0) return gck_cmd_oracle(argc - 1, argv + 1);
+    if (strcmp(cmd, "repro") == 0) return gck_cmd_repro(argc - 1, argv + 1);
+    if (strcmp(cmd, "backends") == 0) return gck_cmd_backends(argc - 1, argv + 1);
     fprintf(stderr, "gemmcheck: unknown command '%s' (see gemmcheck --help)\n", cmd);
     return GCK_EXIT_USAGE;
 }

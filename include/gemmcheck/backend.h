@@ -1,0 +1,130 @@
+/* gemmcheck — the backend interface and its support tables.
+ *
+ * A backend is one GEMM implementation (the reference GEMMs, OpenBLAS, BLIS, any CBLAS library,
+ * cuBLAS, a user's kernel). It declares, in one table, every type tuple it offers together with
+ * the arithmetic model it uses for it and the promises it makes; the checker derives its bounds
+ * from the declared model, and the fuzzer and reports use the table as the support matrix.
+ *
+ * A user's own kernel plugs in as a shared library exporting
+ *     const gck_backend_ops *gemmcheck_backend_plugin(const char *name);
+ * and is named on the command line as plugin:/path/lib.so[:name]. */
+#ifndef GEMMCHECK_BACKEND_H
+#define GEMMCHECK_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "gemmcheck/case.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** How the products are accumulated. */
+typedef enum gck_accumulation {
+    GCK_ACC_SCALAR = 0, /**< one rounding per multiply and per add (or per FMA), in any order */
+    GCK_ACC_BLOCK_FMA,  /**< blocks of `block` products fused before one rounding (tensor cores) */
+} gck_accumulation;
+
+/** The arithmetic a backend declares for one type tuple. */
+typedef struct gck_model {
+    gck_format compute;       /**< precision of products and sums */
+    bool inputs_rounded;      /**< A and B are first rounded to `input_format` */
+    gck_format input_format;  /**< what inputs are rounded to (tf32 for TF32 tensor cores,
+                                   usually `compute`) */
+    gck_accumulation acc;     /**< accumulation style */
+    int block;                /**< products per fused block (GCK_ACC_BLOCK_FMA), 0 if unknown */
+    gck_format epilogue;      /**< format in which alpha*AB + beta*C is formed (usually
+                                   `compute`; BLIS rounds AB to C's precision first) */
+    bool ftz;                 /**< results may be flushed to zero */
+    bool daz;                 /**< subnormal inputs may be read as zero */
+} gck_model;
+
+/** Promises, as bits of gck_support_row.promises. */
+enum {
+    GCK_PROMISE_ALPHA0_NO_READ_AB = 1u << 0, /**< alpha = 0 does not read A or B */
+    GCK_PROMISE_BETA0_NO_READ_C = 1u << 1,   /**< beta = 0 does not read C */
+    GCK_PROMISE_MAY_SKIP_ZERO = 1u << 2,     /**< may skip terms with an exactly-zero factor */
+    GCK_PROMISE_ROW_MAJOR = 1u << 3,         /**< row-major storage is supported */
+    GCK_PROMISE_BATCHED = 1u << 4,           /**< strided batches (batch > 1) are supported */
+    GCK_PROMISE_D_SEPARATE = 1u << 5,        /**< D may be a buffer separate from C */
+    GCK_PROMISE_D_IN_PLACE = 1u << 6,        /**< D may be C itself */
+    GCK_PROMISE_SCALE_F32 = 1u << 7,         /**< alpha/beta are taken as f32 */
+    GCK_PROMISE_SCALE_F64 = 1u << 8,         /**< alpha/beta are taken as f64 */
+    GCK_PROMISE_INT32_DIMS = 1u << 9,        /**< a limit: dimensions and lds must fit in int */
+};
+
+/** One row of a support table: a type tuple, its model, its promises, and what is called. */
+typedef struct gck_support_row {
+    gck_format a, b, c, d; /**< element types */
+    gck_format compute;    /**< compute type as the case names it */
+    gck_model model;
+    unsigned promises;
+    const char *entry; /**< the library function this row calls, e.g. "cblas_sgemm" */
+} gck_support_row;
+
+/** What a backend call returned. */
+typedef enum gck_call_status {
+    GCK_CALL_OK = 0,
+    GCK_CALL_NOT_SUPPORTED, /**< the backend refused the case (NOT_SUPPORTED, missing symbol) */
+    GCK_CALL_ERROR,         /**< the backend returned an error status */
+    GCK_CALL_DEVICE_FAULT,  /**< a sticky device error: the context is unusable (a crash) */
+} gck_call_status;
+
+/** The operands of one call, on the host, laid out as the case describes (first element of the
+ *  first batch member). D == C when the case computes in place. */
+typedef struct gck_operands {
+    const void *a, *b, *c;
+    void *d;
+} gck_operands;
+
+typedef struct gck_backend gck_backend;
+
+/** The operations of a backend. `state` is the backend's own. */
+typedef struct gck_backend_ops {
+    const char *name;
+    /** Set up; `arg` is what followed "name:" in the spec (or NULL). On failure: a one-line
+     *  reason in msg and GCK_EINVAL (bad spec) or GCK_EIO (library or device unavailable). */
+    gck_status (*init)(void **state, const char *arg, char *msg, size_t len);
+    void (*teardown)(void *state);
+    /** Whether calls can run, and if not why (e.g. the CUDA runtime's reason). */
+    bool (*available)(void *state, char *why, size_t len);
+    /** Library name and version, e.g. "OpenBLAS 0.3.21 (libopenblas.so.0)". */
+    void (*version)(void *state, char *buf, size_t len);
+    /** The support table; valid until teardown. */
+    size_t (*table)(void *state, const gck_support_row **rows);
+    /** Run one GEMM described by `c` with the row that matched it. */
+    gck_call_status (*call)(void *state, const gck_case *c, const gck_support_row *row,
+                            const gck_operands *ops, char *msg, size_t len);
+} gck_backend_ops;
+
+/** An initialised backend. */
+struct gck_backend {
+    const gck_backend_ops *ops;
+    void *state;
+    char spec[512];
+    void *plugin_handle;
+};
+
+/** Open a backend from its spec: ref, openblas, blis, cblas:/path/lib.so, cublas, cublaslt,
+ *  plugin:/path/lib.so[:name]. On failure GCK_EINVAL (unknown spec) or GCK_EIO (library could
+ *  not be loaded), with one line in msg. */
+gck_status gck_backend_open(gck_backend *be, const char *spec, char *msg, size_t len);
+void gck_backend_close(gck_backend *be);
+/** The names of the built-in backends, NULL-terminated. */
+const char *const *gck_backend_names(void);
+
+/** The row of the backend's table that serves the case: element types, compute type, and the
+ *  promises the case needs (row-major, batch, D separate or in place, scale type). NULL when
+ *  none does; `why` then says which part is missing. */
+const gck_support_row *gck_backend_find_row(const gck_backend *be, const gck_case *c,
+                                            char *why, size_t len);
+/** Whether a row's type tuple is the case's (ignoring the layout promises). */
+bool gck_row_types_match(const gck_support_row *row, const gck_case *c);
+/** One line describing a row: "f32 f32 f32 f32 | f32 | compute=f32 block-FMA ... | entry". */
+void gck_row_describe(const gck_support_row *row, char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,95 @@
+/* gemmcheck — the checker: finding kinds (SPEC §3) and the tolerance model (SPEC §4).
+ *
+ * The checker compares a backend's D with the oracle element by element, using the
+ * arithmetic model the backend declared: a hard bound per element (exceeding it is a finding),
+ * a bitwise comparison where the case is exact by construction, the non-finite rules, and the
+ * tight ratio (reported, never a finding). Errors are computed exactly (MPFR) and bounds with
+ * upward rounding, so the checker's own arithmetic cannot create a finding. */
+#ifndef GEMMCHECK_CHECKER_H
+#define GEMMCHECK_CHECKER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "gemmcheck/backend.h"
+#include "gemmcheck/case.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Finding kinds; gck_kind_name gives the names of the report contract. */
+typedef enum gck_kind {
+    GCK_KIND_OUT_OF_TOLERANCE = 0,
+    GCK_KIND_NONFINITE_MISMATCH,
+    GCK_KIND_OUT_OF_BOUNDS_WRITE,
+    GCK_KIND_INPUT_MODIFIED,
+    GCK_KIND_CRASH,
+    GCK_KIND_HANG,
+    GCK_KIND_NONDETERMINISTIC,
+    GCK_KIND_UNIMPLEMENTED,
+    GCK_KIND_ERROR,
+    GCK_KIND_COUNT
+} gck_kind;
+
+/** "out_of_tolerance", "nonfinite_mismatch", ... */
+const char *gck_kind_name(gck_kind k);
+bool gck_kind_parse(const char *name, gck_kind *out);
+
+/** One element as the checker saw it. */
+typedef struct gck_element_report {
+    int64_t batch, i, j;
+    double got;      /**< the backend's value */
+    double expected; /**< the oracle's value (exact result rounded to D's type) */
+    double error;    /**< |got - exact|, rounded up (NaN when a value is not finite) */
+    double bound;    /**< the hard bound (0: exact case; Inf: none applies) */
+    double ratio;    /**< error / bound */
+    double tight;    /**< error / (sqrt(K) 2^-p_c |alpha| T + 2^-p_out |D|) */
+    bool exact_case; /**< the bound is 0 by the exact-case certificate */
+    bool degenerate; /**< gamma is Inf: only the magnitude limit applied (`bound` is it) */
+    char rule[96];   /**< which rule decided, e.g. "oracle NaN, result finite" */
+} gck_element_report;
+
+/** Options of a check. */
+typedef struct gck_check_options {
+    bool strict_ieee; /**< ignore the zero-skipping leniency of the backend's promises */
+    int threads;      /**< <= 0: one per core */
+} gck_check_options;
+
+/** The result of checking one D. */
+typedef struct gck_check_result {
+    int64_t elements;           /**< elements compared */
+    int64_t exact_elements;     /**< of which bound 0 by the exact-case certificate */
+    int64_t degenerate;         /**< of which only the magnitude check applied (gamma = Inf) */
+    int64_t lenient;            /**< of which passed only through zero-skipping leniency */
+    int64_t count[GCK_KIND_COUNT];        /**< failing elements per numeric kind */
+    gck_element_report worst[GCK_KIND_COUNT]; /**< the worst failing element per kind */
+    gck_element_report max_ratio;         /**< the element with the largest error/bound */
+    double max_tight;                     /**< the largest tight ratio */
+} gck_check_result;
+
+/** Check D_got (laid out as the case's D) against the exact result of A, B and C (the values
+ *  before the call) under the model and promises of the row the backend ran. */
+gck_status gck_check_values(const gck_case *c, const gck_support_row *row,
+                            const gck_check_options *opt, const void *A, const void *B,
+                            const void *C, const void *D_got, gck_check_result *r, char *msg,
+                            size_t len);
+
+/** The bound parameters of one element, exposed for tests and docs. */
+typedef struct gck_bound_terms {
+    double abs_d;   /**< |D| (the oracle's magnitude) */
+    double T;       /**< sum_k |a_ik b_kj| */
+    double sum_ab;  /**< sum_k (|a_ik| + |b_kj|) */
+    double abs_c;   /**< |c_ij| if read, else 0 */
+    int64_t k;
+} gck_bound_terms;
+
+/** The SPEC §4 hard bound for one element (upward rounded); *degenerate is set when gamma is
+ *  infinite, in which case the returned value is the magnitude limit for |D_got| instead. */
+double gck_bound(const gck_case *c, const gck_model *m, const gck_bound_terms *t,
+                 bool *degenerate);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,63 @@
+/* gemmcheck — running one spec on one backend, in this process.
+ *
+ * The runner places the operands in guarded buffers, fills them from the spec, calls the
+ * backend, checks guard zones, padding and inputs, then checks D with the checker (and, on
+ * request, runs the call again on fresh identical buffers to compare bit for bit). Crashes and
+ * hangs are the caller's business: `gemmcheck repro` runs this in a child process. */
+#ifndef GEMMCHECK_RUNNER_H
+#define GEMMCHECK_RUNNER_H
+
+#include "gemmcheck/backend.h"
+#include "gemmcheck/checker.h"
+#include "gemmcheck/spec.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum gck_outcome {
+    GCK_OUTCOME_PASS = 0,
+    GCK_OUTCOME_UNSUPPORTED, /**< no row of the backend's table serves the case */
+    GCK_OUTCOME_FINDINGS
+} gck_outcome;
+
+const char *gck_outcome_name(gck_outcome o);
+
+/** One finding of one case. */
+typedef struct gck_finding {
+    gck_kind kind;
+    char detail[384];         /**< one line: what was seen */
+    bool has_element;         /**< numeric kinds: `element` is the worst element */
+    gck_element_report element;
+    int64_t count;            /**< elements (or bytes) affected */
+} gck_finding;
+
+typedef struct gck_run_options {
+    gck_check_options check;
+    bool determinism;                 /**< run twice on fresh identical buffers, compare D */
+    const char *dump_dir;             /**< write A, B, C, D_expected, D_got as .npy here */
+    void (*before_call)(void *ctx);   /**< called just before each backend call */
+    void (*after_call)(void *ctx);    /**< called as soon as each backend call returns */
+    void *ctx;
+} gck_run_options;
+
+typedef struct gck_run_result {
+    gck_outcome outcome;
+    char row[256];            /**< the support row used */
+    char note[384];           /**< why unsupported */
+    gck_check_result check;
+    int nfindings;
+    gck_finding findings[GCK_KIND_COUNT]; /**< at most one per kind */
+    double call_seconds;
+} gck_run_result;
+
+/** Run one spec. Returns GCK_OK when the case ran (whatever its outcome); GCK_EINVAL for an
+ *  invalid spec, GCK_ENOMEM when the operands cannot be allocated, GCK_EIO when dumping fails;
+ *  msg says what happened. */
+gck_status gck_run_spec(gck_backend *be, const gck_spec *s, const gck_run_options *o,
+                        gck_run_result *r, char *msg, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,168 @@
+/* The backend registry: specs, support-row lookup, plugins. */
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends.h"
+
+static const char *const builtin_names[] = {"ref", "openblas", "blis", "cblas:<lib.so>",
+                                            "cublas", "cublaslt", "plugin:<lib.so>[:name]", NULL};
+
+const char *const *gck_backend_names(void) { return builtin_names; }
+
+typedef struct registered {
+    const char *name;
+    const gck_backend_ops *(*ops)(void);
+} registered;
+
+static const registered registry[] = {
+    {"ref", gck_ref_backend_ops},
+    {"openblas", gck_openblas_backend_ops},
+    {"blis", gck_blis_backend_ops},
+    {"cblas", gck_cblas_backend_ops},
+    {"cublas", gck_cublas_backend_ops},
+    {"cublaslt", gck_cublaslt_backend_ops},
+};
+
+typedef const gck_backend_ops *(*plugin_entry)(const char *name);
+
+static gck_status open_plugin(gck_backend *be, const char *arg, char *msg, size_t len) {
+    char path[PATH_MAX];
+    const char *colon = strchr(arg, ':');
+    size_t n = colon ? (size_t)(colon - arg) : strlen(arg);
+    if (n == 0 || n >= sizeof path) {
+        snprintf(msg, len, "plugin backend needs a library path: plugin:/path/lib.so[:name]");
+        return GCK_EINVAL;
+    }
+    memcpy(path, arg, n);
+    path[n] = '\0';
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(msg, len, "cannot load plugin %s: %s", path, dlerror());
+        return GCK_EIO;
+    }
+    plugin_entry entry;
+    *(void **)&entry = dlsym(h, "gemmcheck_backend_plugin");
+    if (!entry) {
+        snprintf(msg, len, "%s does not export gemmcheck_backend_plugin()", path);
+        dlclose(h);
+        return GCK_EIO;
+    }
+    const gck_backend_ops *ops = entry(colon ? colon + 1 : NULL);
+    if (!ops) {
+        snprintf(msg, len, "plugin %s has no backend named '%s'", path, colon ? colon + 1 : "");
+        dlclose(h);
+        return GCK_EINVAL;
+    }
+    be->ops = ops;
+    be->plugin_handle = h;
+    return GCK_OK;
+}
+
+gck_status gck_backend_open(gck_backend *be, const char *spec, char *msg, size_t len) {
+    memset(be, 0, sizeof *be);
+    snprintf(be->spec, sizeof be->spec, "%s", spec);
+    const char *arg = NULL;
+    if (strncmp(spec, "plugin:", 7) == 0) {
+        gck_status s = open_plugin(be, spec + 7, msg, len);
+        if (s != GCK_OK) return s;
+        const char *colon = strchr(spec + 7, ':');
+        arg = colon ? colon + 1 : NULL;
+    } else {
+        const char *colon = strchr(spec, ':');
+        size_t n = colon ? (size_t)(colon - spec) : strlen(spec);
+        for (size_t r = 0; r < sizeof registry / sizeof registry[0]; r++)
+            if (strlen(registry[r].name) == n && strncmp(spec, registry[r].name, n) == 0)
+                be->ops = registry[r].ops();
+        if (!be->ops) {
+            snprintf(msg, len, "unknown backend '%s' (known: ref, openblas, blis, "
+                     "cblas:/path/lib.so, cublas, cublaslt, plugin:/path/lib.so[:name])", spec);
+            return GCK_EINVAL;
+        }
+        arg = colon ? colon + 1 : NULL;
+    }
+    gck_status s = be->ops->init(&be->state, arg, msg, len);
+    if (s != GCK_OK) {
+        if (be->plugin_handle) dlclose(be->plugin_handle);
+        be->ops = NULL;
+        be->plugin_handle = NULL;
+    }
+    return s;
+}
+
+void gck_backend_close(gck_backend *be) {
+    if (be->ops) be->ops->teardown(be->state);
+    if (be->plugin_handle) dlclose(be->plugin_handle);
+    memset(be, 0, sizeof *be);
+}
+
+bool gck_row_types_match(const gck_support_row *row, const gck_case *c) {
+    return row->a == c->type_a && row->b == c->type_b && row->c == c->type_c &&
+           row->d == gck_case_type(c, GCK_D) && row->compute == c->compute;
+}
+
+static bool fits_int32(const gck_case *c) {
+    const int64_t v[] = {c->m, c->n, c->k, c->lda, c->ldb, c->ldc, c->ldd};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        if (v[i] > INT_MAX) return false;
+    return true;
+}
+
+/* The promises a case needs that the row lacks, as text; NULL when the row serves it. */
+static const char *missing_promise(const gck_support_row *row, const gck_case *c) {
+    unsigned p = row->promises;
+    if (c->order == GCK_ROW_MAJOR && !(p & GCK_PROMISE_ROW_MAJOR)) return "row-major storage";
+    if (c->batch > 1 && !(p & GCK_PROMISE_BATCHED)) return "batched calls";
+    if (c->d_is_c && !(p & GCK_PROMISE_D_IN_PLACE)) return "D in place of C";
+    if (!c->d_is_c && !(p & GCK_PROMISE_D_SEPARATE)) return "D separate from C";
+    bool f32 = gck_round_to(c->alpha, GCK_F32) == c->alpha && gck_round_to(c->beta, GCK_F32) == c->beta;
+    if (!(p & GCK_PROMISE_SCALE_F64) && !((p & GCK_PROMISE_SCALE_F32) && f32))
+        return "alpha/beta not representable in the backend's f32 scale type";
+    if ((p & GCK_PROMISE_INT32_DIMS) && !fits_int32(c)) return "dimensions beyond 32-bit int";
+    return NULL;
+}
+
+const gck_support_row *gck_backend_find_row(const gck_backend *be, const gck_case *c, char *why,
+                                            size_t len) {
+    const gck_support_row *rows;
+    size_t n = be->ops->table(be->state, &rows);
+    const char *missing = NULL;
+    for (size_t r = 0; r < n; r++) {
+        if (!gck_row_types_match(&rows[r], c)) continue;
+        const char *m = missing_promise(&rows[r], c);
+        if (!m) return &rows[r];
+        missing = m;
+    }
+    if (missing)
+        snprintf(why, len, "%s does not support %s for this type tuple", be->spec, missing);
+    else
+        snprintf(why, len, "%s has no row for A=%s B=%s C=%s D=%s compute=%s", be->spec,
+                 gck_format_get(c->type_a)->name, gck_format_get(c->type_b)->name,
+                 gck_format_get(c->type_c)->name, gck_format_get(gck_case_type(c, GCK_D))->name,
+                 gck_format_get(c->compute)->name);
+    return NULL;
+}
+
+void gck_row_describe(const gck_support_row *row, char *buf, size_t len) {
+    const gck_model *m = &row->model;
+    unsigned p = row->promises;
+    char acc[32];
+    if (m->acc == GCK_ACC_BLOCK_FMA)
+        snprintf(acc, sizeof acc, m->block ? "block-FMA/%d" : "block-FMA", m->block);
+    else
+        snprintf(acc, sizeof acc, "scalar");
+    snprintf(buf, len,
+             "%-4s %-4s %-4s %-4s | %-4s | in=%s%s %s epi=%s%s%s | %s%s%s%s%s%s%s | %s",
+             gck_format_get(row->a)->name, gck_format_get(row->b)->name,
+             gck_format_get(row->c)->name, gck_format_get(row->d)->name,
+             gck_format_get(row->compute)->name,
+             m->inputs_rounded ? gck_format_get(m->input_format)->name : "exact",
+             "", acc, gck_format_get(m->epilogue)->name, m->ftz ? " FTZ" : "",
+             m->daz ? " DAZ" : "", p & GCK_PROMISE_ALPHA0_NO_READ_AB ? "a0 " : "",
+             p & GCK_PROMISE_BETA0_NO_READ_C ? "b0 " : "",
+             p & GCK_PROMISE_MAY_SKIP_ZERO ? "skip0 " : "", p & GCK_PROMISE_ROW_MAJOR ? "row " : "",
+             p & GCK_PROMISE_BATCHED ? "batch " : "", p & GCK_PROMISE_D_SEPARATE ? "Dsep " : "",
+             p & GCK_PROMISE_D_IN_PLACE ? "Dinpl" : "", row->entry);
+}

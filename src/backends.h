@@ -1,0 +1,18 @@
+/* The built-in backends (internal). */
+#ifndef GEMMCHECK_BACKENDS_H
+#define GEMMCHECK_BACKENDS_H
+
+#include "gemmcheck/backend.h"
+
+const gck_backend_ops *gck_ref_backend_ops(void);
+const gck_backend_ops *gck_openblas_backend_ops(void);
+const gck_backend_ops *gck_cblas_backend_ops(void);
+const gck_backend_ops *gck_blis_backend_ops(void);
+const gck_backend_ops *gck_cublas_backend_ops(void);
+const gck_backend_ops *gck_cublaslt_backend_ops(void);
+
+/** A model with the common defaults: inputs rounded to `compute`, scalar accumulation,
+ *  epilogue in `compute`, no FTZ/DAZ. */
+gck_model gck_model_plain(gck_format compute);
+
+#endif

@@ -1,0 +1,397 @@
+/* The checker: SPEC §4 bounds from the declared model, the exact-case certificate, the
+ * non-finite rules, exact errors from the oracle. Bounds are evaluated with the FPU rounding
+ * upward (this file is compiled with -frounding-math); every quantity in them is a sum or
+ * product of non-negative numbers, so each rounding can only make the bound larger. */
+#include "gemmcheck/checker.h"
+
+#include <fenv.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../oracles/oracle_internal.h"
+
+static const char *const kind_names[GCK_KIND_COUNT] = {
+    "out_of_tolerance", "nonfinite_mismatch", "out_of_bounds_write",
+    "input_modified",   "crash",              "hang",
+    "nondeterministic", "unimplemented",      "error"};
+
+const char *gck_kind_name(gck_kind k) { return (unsigned)k < GCK_KIND_COUNT ? kind_names[k] : "?"; }
+
+bool gck_kind_parse(const char *name, gck_kind *out) {
+    for (int k = 0; k < GCK_KIND_COUNT; k++)
+        if (strcmp(name, kind_names[k]) == 0) {
+            *out = (gck_kind)k;
+            return true;
+        }
+    return false;
+}
+
+/* gamma(n, eps) = n eps / (1 - n eps), rounded up; Inf when n eps >= 1. FE_UPWARD only. */
+static double gamma_up(double n, double eps) {
+    double ne = n * eps;
+    if (ne >= 1.0) return INFINITY;
+    double den = -(ne - 1.0); /* ne - 1 rounded up, negated: 1 - ne rounded down */
+    return ne / den;
+}
+
+/* Safety margin on every bound: covers the libm exp() below and leaves room to spare. */
+#define MARGIN (1.0 + 0x1p-40)
+
+static double input_eps(const gck_case *c, const gck_model *m) {
+    if (!m->inputs_rounded) return 0.0;
+    int pin = gck_format_get(m->input_format)->precision;
+    int pa = gck_format_get(c->type_a)->precision, pb = gck_format_get(c->type_b)->precision;
+    return pin < (pa > pb ? pa : pb) ? gck_format_get(m->input_format)->epsilon : 0.0;
+}
+
+double gck_bound(const gck_case *c, const gck_model *m, const gck_bound_terms *t,
+                 bool *degenerate) {
+    int old = fegetround();
+    fesetround(FE_UPWARD);
+    const gck_format_info *fo = gck_format_get(gck_case_type(c, GCK_D));
+    const gck_format_info *fc = gck_format_get(m->compute);
+    double eo = fo->epsilon, ec = fc->epsilon, ein = input_eps(c, m);
+    double K = (double)t->k, aa = fabs(c->alpha), ab = fabs(c->beta);
+    double eta = (m->ftz || m->daz) ? fc->min_normal : 0.5 * fc->min_subnormal;
+    double g = gamma_up(2 * K + 4, ec);
+    double near_zero = (1 + eo) * eta * ((1 + aa) * t->sum_ab + (1 + ab) * t->abs_c + 2 * K + 8);
+    double bound;
+    *degenerate = isinf(g);
+    if (*degenerate) {
+        /* Only a magnitude limit: every partial sum grows by at most (1+ec) per rounding. */
+        double growth = exp((2 * K + 4) * ec);
+        double in = (1 + ein) * (1 + ein);
+        bound = growth * (aa * t->T * in + ab * t->abs_c) * (1 + eo) + near_zero + fo->min_normal;
+    } else {
+        double gin = ein > 0 ? gamma_up(2, ein) : 0.0;
+        bound = eo * t->abs_d * (1 + eo) + (1 + eo) * (g + gin * (1 + g)) * aa * t->T +
+                (1 + eo) * gamma_up(4, ec) * ab * t->abs_c + near_zero + fo->min_normal;
+        const gck_format_info *fe = gck_format_get(m->epilogue);
+        if (fe->precision < fc->precision) /* alpha*AB rounded to a narrower format first */
+            bound += (1 + eo) * gamma_up(3, fe->epsilon) * (aa * t->T * (1 + g) + ab * t->abs_c);
+    }
+    bound *= MARGIN;
+    fesetround(old);
+    return bound;
+}
+
+/* Exponent of the lowest set bit of a finite non-zero x. */
+static int lsb_exp(double x) {
+    int e;
+    double m = frexp(fabs(x), &e);
+    uint64_t mi = (uint64_t)ldexp(m, 53);
+    return e - 53 + __builtin_ctzll(mi);
+}
+
+typedef struct elem_facts {
+    gck_bound_terms t;
+    double max_term;     /* max over k of |alpha a|, |alpha b|, |a b|, |alpha a b|, and |beta c| */
+    double pos, neg;     /* sums of the positive and negative scaled terms, magnitudes */
+    bool input_overflow; /* an input exceeds the range it is converted to */
+    bool exact_case;
+} elem_facts;
+
+static void gather(const gck_case *c, const gck_support_row *row, const void *A, const void *B,
+                   const void *C, int64_t bi, int64_t i, int64_t j, double oracle, elem_facts *f) {
+    const gck_model *m = &row->model;
+    memset(f, 0, sizeof *f);
+    f->t.k = c->k;
+    f->t.abs_d = fabs(oracle);
+    bool rab = gck_case_reads_ab(c), rc = gck_case_reads_c(c);
+    int64_t ars, acs, brs, bcs, crs, ccs;
+    gck_case_op_strides(c, GCK_A, &ars, &acs);
+    gck_case_op_strides(c, GCK_B, &brs, &bcs);
+    gck_case_op_strides(c, GCK_C, &crs, &ccs);
+    const gck_format_info *fc = gck_format_get(m->compute);
+    gck_format infmt = m->inputs_rounded ? m->input_format : m->compute;
+    const gck_format_info *fin = gck_format_get(infmt);
+    double in_max = fin->max < fc->max ? fin->max : fc->max;
+    const gck_format_info *fo = gck_format_get(gck_case_type(c, GCK_D));
+    const gck_format_info *fe = gck_format_get(m->epilogue);
+    int p = fc->precision < fo->precision ? fc->precision : fo->precision;
+    if (fe->precision < p) p = fe->precision;
+    if (m->inputs_rounded && fin->precision < p) p = fin->precision;
+    int qmin = fc->emin - fc->precision + 1, qo = fo->emin - fo->precision + 1;
+    if (qo > qmin) qmin = qo;
+    if (m->ftz || m->daz) qmin = fc->emin > fo->emin ? fc->emin : fo->emin;
+    double aa = fabs(c->alpha);
+    bool exact = gck_round_to(c->alpha, m->epilogue) == c->alpha &&
+                 gck_round_to(c->beta, m->epilogue) == c->beta;
+    int qa = INT32_MAX, qb = INT32_MAX;
+    double maxa = 0, maxb = 0;
+
+    int old = fegetround();
+    fesetround(FE_UPWARD);
+    if (rab) {
+        const char *Ab = (const char *)A + bi * c->stride_a * gck_format_get(c->type_a)->storage_bytes;
+        const char *Bb = (const char *)B + bi * c->stride_b * gck_format_get(c->type_b)->storage_bytes;
+        for (int64_t k = 0; k < c->k; k++) {
+            double a = gck_load(Ab, c->type_a, i * ars + k * acs);
+            double b = gck_load(Bb, c->type_b, k * brs + j * bcs);
+            double fa = fabs(a), fb = fabs(b), ab = fa * fb, sab = aa * ab;
+            f->t.T += ab;
+            f->t.sum_ab += fa + fb;
+            if ((signbit(a) != signbit(b)) != (bool)signbit(c->alpha)) f->neg += sab;
+            else f->pos += sab;
+            double q = fmax(fmax(aa * fa, aa * fb), fmax(ab, sab));
+            if (q > f->max_term) f->max_term = q;
+            if (fa > in_max || fb > in_max) f->input_overflow = true;
+            if (fa > maxa) maxa = fa;
+            if (fb > maxb) maxb = fb;
+            if (exact) {
+                if (!isfinite(a) || !isfinite(b) || gck_round_to(a, infmt) != a ||
+                    gck_round_to(b, infmt) != b || gck_round_to(a, m->compute) != a ||
+                    gck_round_to(b, m->compute) != b)
+                    exact = false;
+                if (a != 0 && lsb_exp(a) < qa) qa = lsb_exp(a);
+                if (b != 0 && lsb_exp(b) < qb) qb = lsb_exp(b);
+            }
+        }
+    }
+    double cv = 0, bc = 0;
+    if (rc) {
+        const char *Cb = (const char *)C + bi * c->stride_c * gck_format_get(c->type_c)->storage_bytes;
+        cv = gck_load(Cb, c->type_c, i * crs + j * ccs);
+        f->t.abs_c = fabs(cv);
+        bc = fabs(c->beta) * f->t.abs_c;
+        if (bc > f->max_term) f->max_term = bc;
+        if (f->t.abs_c > fc->max) f->input_overflow = true;
+        if ((signbit(cv) != signbit(c->beta))) f->neg += bc;
+        else f->pos += bc;
+        if (!isfinite(cv) || gck_round_to(cv, m->epilogue) != cv) exact = false;
+    }
+    /* Exact-case certificate: every quantity any evaluation order forms (inputs, products of
+     * subsets of {alpha, a, b} and of {beta, c}, partial sums) is a multiple of 2^q and at
+     * most M in magnitude; with M < 2^(q+p) and 2^q on both grids, all are representable. */
+    if (exact) {
+        int qal = c->alpha != 0 ? lsb_exp(c->alpha) : INT32_MAX;
+        int q = INT32_MAX;
+        const int cand[] = {qa, qb, qal};
+        for (int x = 0; x < 8; x++) { /* every non-empty subset of {a, b, alpha} */
+            long s = 0;
+            bool any = false, ok = true;
+            for (int y = 0; y < 3; y++)
+                if (x >> y & 1) {
+                    if (cand[y] == INT32_MAX) ok = false;
+                    s += cand[y];
+                    any = true;
+                }
+            if (any && ok && s < q) q = (int)s;
+        }
+        if (rc && cv != 0) {
+            int qc = lsb_exp(cv), qbe = lsb_exp(c->beta);
+            if (qc < q) q = qc;
+            if (qbe < q) q = qbe;
+            if (qc + qbe < q) q = qc + qbe;
+        }
+        double M = fmax(aa * f->t.T + bc, f->t.T);
+        M = fmax(M, fmax(aa * maxa, aa * maxb));
+        M = fmax(M, fmax(fmax(maxa, maxb), aa));
+        if (rc) M = fmax(M, fmax(fmax(fabs(c->beta), f->t.abs_c), bc));
+        double lim = fmin(fc->max, fmin(fo->max, fe->max));
+        if (q == INT32_MAX) q = qmin; /* everything is zero */
+        f->exact_case = q >= qmin && M < ldexp(1.0, q + p) && M <= lim;
+    }
+    fesetround(old);
+}
+
+typedef struct chk_job {
+    const gck_case *c;
+    const gck_support_row *row;
+    const gck_check_options *opt;
+    const void *A, *B, *C, *D;
+    int64_t first, last;
+    gck_check_result r;
+    bool ok;
+} chk_job;
+
+static void note_failure(gck_check_result *r, gck_kind k, const gck_element_report *e) {
+    bool first = r->count[k]++ == 0;
+    if (first || (k == GCK_KIND_OUT_OF_TOLERANCE && e->ratio > r->worst[k].ratio)) r->worst[k] = *e;
+}
+
+/* Decide one element against one oracle evaluation; returns the kind or -1 for pass. */
+static int decide(const gck_case *c, const gck_support_row *row, const gck_oracle_eval *ev,
+                  const elem_facts *f, double got, gck_element_report *e) {
+    const gck_model *m = &row->model;
+    double o = ev->value;
+    const gck_format_info *fc = gck_format_get(m->compute);
+    const gck_format_info *fo = gck_format_get(gck_case_type(c, GCK_D));
+    double thr = fmin(fc->max, fo->max);
+    bool degenerate;
+    double bound = gck_bound(c, m, &f->t, &degenerate);
+    /* (1 + eps)^n <= e^(n eps): how far a partial sum can grow through its roundings */
+    double growth = exp((2 * (double)c->k + 4) * fc->epsilon) * MARGIN * MARGIN;
+    /* Could an evaluation order of a correct implementation overflow, or form Inf - Inf? */
+    bool overflow_possible = f->input_overflow || f->max_term >= thr ||
+                             (f->pos + f->neg) * growth >= thr;
+    bool nan_possible = f->input_overflow || f->max_term >= thr ||
+                        (f->pos * growth >= thr && f->neg * growth >= thr);
+    e->expected = o;
+    e->got = got;
+    e->error = ev->abs_error;
+    e->bound = f->exact_case ? 0.0 : bound;
+    e->exact_case = f->exact_case;
+    e->ratio = 0;
+    e->tight = 0;
+    e->degenerate = degenerate && !f->exact_case;
+    if (isnan(o)) {
+        if (isnan(got)) return -1;
+        snprintf(e->rule, sizeof e->rule, "oracle NaN, result not NaN");
+        return GCK_KIND_NONFINITE_MISMATCH;
+    }
+    if (isinf(o) && ev->special_input) {
+        if (got == o) return -1;
+        snprintf(e->rule, sizeof e->rule, "oracle %cInf from an Inf input, result differs",
+                 o > 0 ? '+' : '-');
+        return GCK_KIND_NONFINITE_MISMATCH;
+    }
+    if (isnan(got)) {
+        if (nan_possible) return -1;
+        snprintf(e->rule, sizeof e->rule, "result NaN, no evaluation order can overflow");
+        return GCK_KIND_NONFINITE_MISMATCH;
+    }
+    if (isinf(got)) {
+        if (isinf(o)) {
+            if (got == o) return -1;
+            snprintf(e->rule, sizeof e->rule, "oracle overflows to %cInf, result has the other "
+                     "sign", o > 0 ? '+' : '-');
+            return GCK_KIND_NONFINITE_MISMATCH;
+        }
+        if (overflow_possible) return -1;
+        snprintf(e->rule, sizeof e->rule, "result Inf, oracle finite and overflow impossible");
+        return GCK_KIND_NONFINITE_MISMATCH;
+    }
+    /* finite result: oracle finite, or overflowed (then the bound of the exact value applies) */
+    double err = ev->abs_error;
+    int old = fegetround();
+    fesetround(FE_UPWARD);
+    double tden = sqrt((double)c->k) * ldexp(fc->epsilon, -1) * fabs(c->alpha) * f->t.T +
+                  ldexp(fo->epsilon, -1) * fabs(isinf(o) ? fo->max : o);
+    fesetround(old);
+    e->tight = tden > 0 ? err / tden : (err > 0 ? INFINITY : 0.0);
+    if (degenerate && !f->exact_case) {
+        e->ratio = bound > 0 ? fabs(got) / bound : (got != 0 ? INFINITY : 0.0);
+        if (fabs(got) <= bound) return -1;
+        snprintf(e->rule, sizeof e->rule, "|result| exceeds the magnitude limit (gamma = Inf)");
+        return GCK_KIND_OUT_OF_TOLERANCE;
+    }
+    e->ratio = e->bound > 0 ? err / e->bound : (err > 0 ? INFINITY : 0.0);
+    if (err <= e->bound) return -1;
+    snprintf(e->rule, sizeof e->rule, f->exact_case ? "exact case: result differs from the exact "
+                                                      "value" : "error exceeds the bound");
+    return GCK_KIND_OUT_OF_TOLERANCE;
+}
+
+static void *run_chk(void *arg) {
+    chk_job *job = arg;
+    const gck_case *c = job->c;
+    gck_oracle_ws *ws = gck_oracle_ws_new(c->k);
+    job->ok = ws != NULL;
+    if (!ws) return NULL;
+    int64_t drs, dcs;
+    gck_case_op_strides(c, GCK_D, &drs, &dcs);
+    gck_format td = gck_case_type(c, GCK_D);
+    int64_t sd = gck_case_stride(c, GCK_D);
+    bool may_skip = (job->row->promises & GCK_PROMISE_MAY_SKIP_ZERO) && !job->opt->strict_ieee;
+    gck_check_result *r = &job->r;
+    for (int64_t t = job->first; t < job->last; t++) {
+        int64_t i = t % c->m, j = (t / c->m) % c->n, bi = t / (c->m * c->n);
+        double got = gck_load(job->D, td, bi * sd + i * drs + j * dcs);
+        gck_oracle_eval ev;
+        gck_oracle_eval_element(ws, c, job->A, job->B, job->C, bi, i, j, false, &got, &ev);
+        elem_facts f;
+        gather(c, job->row, job->A, job->B, job->C, bi, i, j, ev.value, &f);
+        gck_element_report e = {.batch = bi, .i = i, .j = j};
+        int kind = decide(c, job->row, &ev, &f, got, &e);
+        if (kind >= 0 && may_skip && isnan(ev.value)) {
+            /* The backend may skip terms with a zero factor: the value without them passes. */
+            gck_oracle_eval alt;
+            gck_oracle_eval_element(ws, c, job->A, job->B, job->C, bi, i, j, true, &got, &alt);
+            gck_element_report e2 = e;
+            elem_facts f2 = f;
+            f2.exact_case = false;
+            f2.t.abs_d = fabs(alt.value);
+            if (decide(c, job->row, &alt, &f2, got, &e2) < 0) {
+                kind = -1;
+                r->lenient++;
+            }
+        }
+        r->elements++;
+        if (f.exact_case) r->exact_elements++;
+        if (e.degenerate) r->degenerate++;
+        if (kind >= 0) note_failure(r, (gck_kind)kind, &e);
+        if (isfinite(e.ratio) && (r->max_ratio.ratio < e.ratio || r->elements == 1))
+            r->max_ratio = e;
+        if (isfinite(e.tight) && e.tight > r->max_tight) r->max_tight = e.tight;
+    }
+    gck_oracle_ws_free(ws);
+    return NULL;
+}
+
+static void merge(gck_check_result *into, const gck_check_result *from) {
+    into->elements += from->elements;
+    into->exact_elements += from->exact_elements;
+    into->degenerate += from->degenerate;
+    into->lenient += from->lenient;
+    for (int k = 0; k < GCK_KIND_COUNT; k++) {
+        if (from->count[k] == 0) continue;
+        bool take = into->count[k] == 0 ||
+                    (k == GCK_KIND_OUT_OF_TOLERANCE && from->worst[k].ratio > into->worst[k].ratio);
+        if (take) into->worst[k] = from->worst[k];
+        into->count[k] += from->count[k];
+    }
+    if (from->elements && (into->elements == from->elements ||
+                           from->max_ratio.ratio > into->max_ratio.ratio))
+        into->max_ratio = from->max_ratio;
+    if (from->max_tight > into->max_tight) into->max_tight = from->max_tight;
+}
+
+gck_status gck_check_values(const gck_case *c, const gck_support_row *row,
+                            const gck_check_options *opt, const void *A, const void *B,
+                            const void *C, const void *D_got, gck_check_result *r, char *msg,
+                            size_t len) {
+    memset(r, 0, sizeof *r);
+    gck_status s = gck_case_validate(c, msg, len);
+    if (s != GCK_OK) return s;
+    int64_t total = c->m * c->n * c->batch;
+    if (total == 0) return GCK_OK;
+    int threads = opt->threads > 0 ? opt->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (threads < 1) threads = 1;
+    if (threads > total) threads = (int)total;
+    chk_job *jobs = calloc((size_t)threads, sizeof *jobs);
+    pthread_t *tids = calloc((size_t)threads, sizeof *tids);
+    bool *running = calloc((size_t)threads, sizeof *running);
+    if (!jobs || !tids || !running) {
+        free(jobs);
+        free(tids);
+        free(running);
+        snprintf(msg, len, "out of memory");
+        return GCK_ENOMEM;
+    }
+    for (int t = 0; t < threads; t++) {
+        jobs[t] = (chk_job){.c = c, .row = row, .opt = opt, .A = A, .B = B, .C = C, .D = D_got,
+                            .first = total * t / threads, .last = total * (t + 1) / threads};
+        if (t > 0) running[t] = pthread_create(&tids[t], NULL, run_chk, &jobs[t]) == 0;
+    }
+    for (int t = 0; t < threads; t++)
+        if (!running[t]) run_chk(&jobs[t]);
+    bool ok = true;
+    for (int t = 0; t < threads; t++) {
+        if (running[t]) pthread_join(tids[t], NULL);
+        ok = ok && jobs[t].ok;
+        merge(r, &jobs[t].r);
+    }
+    free(jobs);
+    free(tids);
+    free(running);
+    if (!ok) {
+        snprintf(msg, len, "out of memory for the oracle (K = %lld)", (long long)c->k);
+        return GCK_ENOMEM;
+    }
+    return GCK_OK;
+}

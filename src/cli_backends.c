@@ -1,0 +1,79 @@
+/* gemmcheck backends: each backend, whether it can run (and if not why), its version and its
+ * support table (the support matrix of reports). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "gemmcheck/backend.h"
+
+static const char backends_help[] =
+    "usage: gemmcheck backends [--rows] [SPEC ...]\n"
+    "\n"
+    "Without SPEC: the built-in backends (ref, openblas, blis, cublas, cublaslt). With SPECs\n"
+    "(e.g. cblas:/usr/lib/x86_64-linux-gnu/blas/libblas.so.3): those. For each: available or\n"
+    "why not, the library version, and the support table, one row per type tuple:\n"
+    "  A B C D | compute | model (inputs, accumulation, epilogue, FTZ/DAZ) | promises | entry\n"
+    "promises: a0 = alpha 0 does not read A/B, b0 = beta 0 does not read C, skip0 = may skip\n"
+    "terms with a zero factor, row = row-major, batch = strided batches, Dsep / Dinpl = D\n"
+    "separate from / in place of C.\n"
+    "Tables longer than 24 rows are summarised unless --rows is given or the backend is named.\n"
+    "\n"
+    "Exit status: 0, or 2 when a named SPEC cannot be loaded.\n";
+
+static int show(const char *spec, bool all_rows) {
+    gck_backend be;
+    char msg[1024];
+    gck_status s = gck_backend_open(&be, spec, msg, sizeof msg);
+    if (s != GCK_OK) {
+        printf("%s: %s%s\n", spec, strncmp(msg, "unavailable", 11) == 0 ? "" : "unavailable: ",
+               msg);
+        return s == GCK_EINVAL ? GCK_EXIT_USAGE : GCK_EXIT_FINDINGS;
+    }
+    char why[512], version[512];
+    bool ok = be.ops->available(be.state, why, sizeof why);
+    be.ops->version(be.state, version, sizeof version);
+    printf("%s: %s%s\n", spec, ok ? "available, " : "", ok ? why : why);
+    printf("  version: %s\n", version);
+    const gck_support_row *rows;
+    size_t n = be.ops->table(be.state, &rows);
+    printf("  support table: %zu row%s\n", n, n == 1 ? "" : "s");
+    if (n <= 24 || all_rows) {
+        for (size_t r = 0; r < n; r++) {
+            char line[512];
+            gck_row_describe(&rows[r], line, sizeof line);
+            printf("    %s\n", line);
+        }
+    } else {
+        char line[512];
+        gck_row_describe(&rows[0], line, sizeof line);
+        printf("    %s\n    ... (%zu more; gemmcheck backends --rows %s)\n", line, n - 1, spec);
+    }
+    gck_backend_close(&be);
+    return GCK_EXIT_OK;
+}
+
+int gck_cmd_backends(int argc, char **argv) {
+    bool all_rows = false;
+    int named = 0, rc = GCK_EXIT_OK;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(backends_help, stdout);
+            return GCK_EXIT_OK;
+        }
+        if (!strcmp(argv[i], "--rows")) all_rows = true;
+        else if (argv[i][0] == '-')
+            return gck_cli_usage_error("backends", "unknown option '%s'", argv[i]);
+    }
+    for (int i = 1; i < argc; i++) {
+        if (argv[i][0] == '-') continue;
+        named++;
+        int r = show(argv[i], true);
+        if (r != GCK_EXIT_OK) rc = GCK_EXIT_USAGE;
+    }
+    if (named == 0) {
+        static const char *const builtins[] = {"ref", "openblas", "blis", "cublas", "cublaslt"};
+        for (size_t b = 0; b < sizeof builtins / sizeof builtins[0]; b++)
+            show(builtins[b], all_rows);
+    }
+    return rc;
+}

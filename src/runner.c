@@ -1,0 +1,287 @@
+/* Running one spec on one backend: guarded operands, the call, guard/input checks, values. */
+#include "gemmcheck/runner.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "gemmcheck/oracle.h"
+#include "guard.h"
+#include "npy.h"
+
+const char *gck_outcome_name(gck_outcome o) {
+    return o == GCK_OUTCOME_PASS ? "pass" : o == GCK_OUTCOME_UNSUPPORTED ? "unsupported"
+                                                                         : "findings";
+}
+
+/* The four operands of one call; D aliases C when the case computes in place. */
+typedef struct operand_set {
+    gck_guarded g[4];
+    bool have_d;
+} operand_set;
+
+static void free_set(operand_set *os) {
+    for (int x = 0; x < 4; x++) gck_guarded_free(&os->g[x]);
+}
+
+static gck_status prepare(const gck_spec *s, operand_set *os, char *msg, size_t len) {
+    memset(os, 0, sizeof *os);
+    const gck_case *c = &s->c;
+    os->have_d = !c->d_is_c;
+    for (int x = GCK_A; x <= GCK_D; x++) {
+        if (x == GCK_D && !os->have_d) continue;
+        gck_status st = gck_guarded_alloc(&os->g[x], gck_case_type(c, (gck_operand)x),
+                                          gck_case_extent(c, (gck_operand)x), s->offset[x], msg,
+                                          len);
+        if (st != GCK_OK) {
+            free_set(os);
+            return st;
+        }
+        if (x != GCK_D) gck_spec_fill(s, (gck_operand)x, os->g[x].data);
+        st = gck_guarded_snapshot(&os->g[x], msg, len);
+        if (st != GCK_OK) {
+            free_set(os);
+            return st;
+        }
+    }
+    return GCK_OK;
+}
+
+static gck_operands operands_of(operand_set *os) {
+    return (gck_operands){os->g[GCK_A].data, os->g[GCK_B].data, os->g[GCK_C].data,
+                          os->have_d ? os->g[GCK_D].data : os->g[GCK_C].data};
+}
+
+static gck_finding *add_finding(gck_run_result *r, gck_kind k) {
+    gck_finding *f = &r->findings[r->nfindings++];
+    memset(f, 0, sizeof *f);
+    f->kind = k;
+    f->count = 1;
+    r->outcome = GCK_OUTCOME_FINDINGS;
+    return f;
+}
+
+static const char *const op_names[4] = {"A", "B", "C", "D"};
+
+static void guard_findings(const gck_case *c, operand_set *os, gck_run_result *r) {
+    gck_finding *oob = NULL, *mod = NULL;
+    for (int x = GCK_A; x <= GCK_D; x++) {
+        if (x == GCK_D && !os->have_d) continue;
+        bool is_output = x == GCK_D || (x == GCK_C && c->d_is_c);
+        gck_guard_report g;
+        gck_guarded_check(&os->g[x], c, (gck_operand)x, is_output, &g);
+        if (g.zone == GCK_ZONE_NONE) continue;
+        bool input_change = !is_output && g.zone != GCK_ZONE_GUARD;
+        gck_finding **slot = input_change ? &mod : &oob;
+        if (*slot) {
+            (*slot)->count += (int64_t)g.changed_bytes;
+            continue;
+        }
+        *slot = add_finding(r, input_change ? GCK_KIND_INPUT_MODIFIED : GCK_KIND_OUT_OF_BOUNDS_WRITE);
+        (*slot)->count = (int64_t)g.changed_bytes;
+        const char *where = g.zone == GCK_ZONE_GUARD     ? "guard zone"
+                            : g.zone == GCK_ZONE_PADDING ? "padding (ld or batch gap)"
+                                                         : "valid element";
+        if (g.zone == GCK_ZONE_GUARD)
+            snprintf((*slot)->detail, sizeof (*slot)->detail,
+                     "%s: %zu byte(s) changed in the %s, first at byte %+lld from the base "
+                     "pointer (%02x -> %02x)", op_names[x], g.changed_bytes, where,
+                     (long long)g.byte_offset, g.before, g.after);
+        else
+            snprintf((*slot)->detail, sizeof (*slot)->detail,
+                     "%s: %zu byte(s) changed in the %s, first at byte %+lld (batch %lld, stored "
+                     "row %lld, col %lld) (%02x -> %02x)", op_names[x], g.changed_bytes, where,
+                     (long long)g.byte_offset, (long long)g.batch, (long long)g.row,
+                     (long long)g.col, g.before, g.after);
+    }
+}
+
+static void value_findings(const gck_check_result *cr, gck_run_result *r) {
+    const gck_kind kinds[] = {GCK_KIND_OUT_OF_TOLERANCE, GCK_KIND_NONFINITE_MISMATCH};
+    for (size_t q = 0; q < 2; q++) {
+        gck_kind k = kinds[q];
+        if (cr->count[k] == 0) continue;
+        gck_finding *f = add_finding(r, k);
+        const gck_element_report *e = &cr->worst[k];
+        f->has_element = true;
+        f->element = *e;
+        f->count = cr->count[k];
+        snprintf(f->detail, sizeof f->detail,
+                 "%lld element(s); worst D[%lld](%lld,%lld): got %.17g, expected %.17g, error "
+                 "%.3g, bound %.3g (%s)", (long long)cr->count[k], (long long)e->batch,
+                 (long long)e->i, (long long)e->j, e->got, e->expected, e->error, e->bound,
+                 e->rule);
+    }
+}
+
+/* Dense (batch, rows, cols) copy of the stored operand at base, written as .npy. */
+static gck_status dump_operand(const char *dir, const char *name, const gck_case *c,
+                               gck_operand x, const void *base, char *msg, size_t len) {
+    int64_t rows, cols;
+    gck_case_stored_shape(c, x, &rows, &cols);
+    gck_format f = gck_case_type(c, x);
+    int64_t ld = gck_case_ld(c, x), st = gck_case_stride(c, x);
+    size_t es = (size_t)gck_format_get(f)->storage_bytes;
+    int64_t count = c->batch * rows * cols;
+    unsigned char *dense = malloc(count ? (size_t)count * es : 1);
+    if (!dense) {
+        snprintf(msg, len, "out of memory dumping %s", name);
+        return GCK_ENOMEM;
+    }
+    for (int64_t b = 0; b < c->batch; b++)
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t j = 0; j < cols; j++) {
+                int64_t off = b * st + (c->order == GCK_COL_MAJOR ? i + j * ld : i * ld + j);
+                memcpy(dense + (size_t)((b * rows + i) * cols + j) * es,
+                       (const unsigned char *)base + (size_t)off * es, es);
+            }
+    static const gck_npy_dtype dt[] = {[GCK_F16] = GCK_NPY_F2, [GCK_BF16] = GCK_NPY_U2,
+                                       [GCK_TF32] = GCK_NPY_F4, [GCK_F32] = GCK_NPY_F4,
+                                       [GCK_F64] = GCK_NPY_F8};
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+    int64_t shape3[3] = {c->batch, rows, cols};
+    gck_status s = c->batch > 1 ? gck_npy_write(path, dt[f], 3, shape3, dense, msg, len)
+                                : gck_npy_write(path, dt[f], 2, shape3 + 1, dense, msg, len);
+    free(dense);
+    return s;
+}
+
+static gck_status dump(const char *dir, const gck_spec *s, operand_set *os, char *msg,
+                       size_t len) {
+    const gck_case *c = &s->c;
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        snprintf(msg, len, "cannot create %s: %s", dir, strerror(errno));
+        return GCK_EIO;
+    }
+    gck_status st;
+    if ((st = dump_operand(dir, "A", c, GCK_A, gck_guarded_before(&os->g[GCK_A]), msg, len)) ||
+        (st = dump_operand(dir, "B", c, GCK_B, gck_guarded_before(&os->g[GCK_B]), msg, len)) ||
+        (st = dump_operand(dir, "C", c, GCK_C, gck_guarded_before(&os->g[GCK_C]), msg, len)))
+        return st;
+    gck_operand dx = os->have_d ? GCK_D : GCK_C;
+    if ((st = dump_operand(dir, "D_got", c, dx, os->g[dx].data, msg, len))) return st;
+    /* the oracle's D in a buffer laid out as D */
+    gck_case oc = *c;
+    oc.d_is_c = false;
+    oc.type_d = gck_case_type(c, GCK_D);
+    oc.ldd = gck_case_ld(c, GCK_D);
+    oc.stride_d = gck_case_stride(c, GCK_D);
+    int64_t n = gck_case_extent(&oc, GCK_D);
+    void *de = calloc(n ? (size_t)n : 1, (size_t)gck_format_get(oc.type_d)->storage_bytes);
+    if (!de) {
+        snprintf(msg, len, "out of memory for D_expected");
+        return GCK_ENOMEM;
+    }
+    st = gck_oracle_mpfr(&oc, gck_guarded_before(&os->g[GCK_A]),
+                         gck_guarded_before(&os->g[GCK_B]), gck_guarded_before(&os->g[GCK_C]), de,
+                         0, msg, len);
+    if (st == GCK_OK) st = dump_operand(dir, "D_expected", &oc, GCK_D, de, msg, len);
+    free(de);
+    if (st != GCK_OK) return st;
+    char path[4096], repro[2048];
+    snprintf(path, sizeof path, "%s/case.txt", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        snprintf(msg, len, "cannot create %s", path);
+        return GCK_EIO;
+    }
+    gck_spec_format(s, repro, sizeof repro);
+    fprintf(f, "%s\n", repro);
+    fclose(f);
+    return GCK_OK;
+}
+
+gck_status gck_run_spec(gck_backend *be, const gck_spec *s, const gck_run_options *o,
+                        gck_run_result *r, char *msg, size_t len) {
+    memset(r, 0, sizeof *r);
+    const gck_case *c = &s->c;
+    gck_status st = gck_case_validate(c, msg, len);
+    if (st != GCK_OK) return st;
+    const gck_support_row *row = gck_backend_find_row(be, c, r->note, sizeof r->note);
+    if (!row) {
+        r->outcome = GCK_OUTCOME_UNSUPPORTED;
+        return GCK_OK;
+    }
+    gck_row_describe(row, r->row, sizeof r->row);
+    operand_set os;
+    if ((st = prepare(s, &os, msg, len)) != GCK_OK) return st;
+    gck_operands ops = operands_of(&os);
+    char cmsg[256] = "";
+    struct timespec t0, t1;
+    if (o->before_call) o->before_call(o->ctx);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    gck_call_status cs = be->ops->call(be->state, c, row, &ops, cmsg, sizeof cmsg);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (o->after_call) o->after_call(o->ctx);
+    r->call_seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    r->outcome = GCK_OUTCOME_PASS;
+    if (cs != GCK_CALL_OK) {
+        gck_kind k = cs == GCK_CALL_NOT_SUPPORTED ? GCK_KIND_UNIMPLEMENTED
+                     : cs == GCK_CALL_ERROR       ? GCK_KIND_ERROR
+                                                  : GCK_KIND_CRASH;
+        gck_finding *f = add_finding(r, k);
+        snprintf(f->detail, sizeof f->detail, "%s returned %s: %s", row->entry,
+                 cs == GCK_CALL_NOT_SUPPORTED ? "not supported" : cs == GCK_CALL_ERROR
+                                                                      ? "an error"
+                                                                      : "a sticky device error",
+                 cmsg[0] ? cmsg : "(no message)");
+        free_set(&os);
+        return GCK_OK;
+    }
+    guard_findings(c, &os, r);
+    st = gck_check_values(c, row, &o->check, gck_guarded_before(&os.g[GCK_A]),
+                          gck_guarded_before(&os.g[GCK_B]), gck_guarded_before(&os.g[GCK_C]),
+                          ops.d, &r->check, msg, len);
+    if (st != GCK_OK) {
+        free_set(&os);
+        return st;
+    }
+    value_findings(&r->check, r);
+    if (o->determinism && c->m * c->n > 0) {
+        operand_set again;
+        if ((st = prepare(s, &again, msg, len)) != GCK_OK) {
+            free_set(&os);
+            return st;
+        }
+        gck_operands ops2 = operands_of(&again);
+        if (o->before_call) o->before_call(o->ctx);
+        cs = be->ops->call(be->state, c, row, &ops2, cmsg, sizeof cmsg);
+        if (o->after_call) o->after_call(o->ctx);
+        gck_operand dx = os.have_d ? GCK_D : GCK_C;
+        const gck_guarded *g1 = &os.g[dx], *g2 = &again.g[dx];
+        size_t es = (size_t)gck_format_get(gck_case_type(c, GCK_D))->storage_bytes;
+        int64_t first = -1, differing = 0;
+        for (size_t e = 0; e * es < g1->data_bytes; e++)
+            if (memcmp(g1->data + e * es, g2->data + e * es, es) != 0) {
+                if (first < 0) first = (int64_t)e;
+                differing++;
+            }
+        if (cs != GCK_CALL_OK || differing) {
+            gck_finding *f = add_finding(r, GCK_KIND_NONDETERMINISTIC);
+            f->count = differing;
+            if (cs != GCK_CALL_OK)
+                snprintf(f->detail, sizeof f->detail, "the second identical call returned an "
+                         "error: %s", cmsg);
+            else {
+                int64_t b, i, j;
+                bool valid = gck_case_element_at(c, dx, first, &b, &i, &j);
+                double v1 = gck_load(g1->data, gck_case_type(c, GCK_D), first);
+                double v2 = gck_load(g2->data, gck_case_type(c, GCK_D), first);
+                snprintf(f->detail, sizeof f->detail, "two runs on identical fresh buffers differ "
+                         "in %lld element(s); first at %s (batch %lld, stored row %lld, col "
+                         "%lld): %.17g vs %.17g", (long long)differing,
+                         valid ? "a valid element" : "padding", (long long)(valid ? b : -1),
+                         (long long)(valid ? i : -1), (long long)(valid ? j : -1), v1, v2);
+            }
+        }
+        free_set(&again);
+    }
+    if (o->dump_dir) st = dump(o->dump_dir, s, &os, msg, len);
+    free_set(&os);
+    return st;
+}

@@ -1,0 +1,307 @@
+/* Test specs: reproducer strings and the value distributions (docs/REPRO.md). */
+#include "gemmcheck/spec.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const dist_names[GCK_DIST_COUNT] = {"int",    "unif", "normal", "logu",
+                                                       "cancel", "sub",  "big"};
+
+const char *gck_dist_name(gck_dist d) {
+    return (unsigned)d < GCK_DIST_COUNT ? dist_names[d] : "?";
+}
+
+bool gck_dist_parse(const char *name, gck_dist *out) {
+    for (int d = 0; d < GCK_DIST_COUNT; d++)
+        if (strcmp(name, dist_names[d]) == 0) {
+            *out = (gck_dist)d;
+            return true;
+        }
+    return false;
+}
+
+void gck_spec_init(gck_spec *s, const gck_case *c) {
+    memset(s, 0, sizeof *s);
+    s->c = *c;
+    s->dist_ab = GCK_DIST_UNIFORM;
+    s->dist_c = GCK_DIST_UNIFORM;
+    s->seed = 1;
+}
+
+/* ---- values ------------------------------------------------------------------------------ */
+
+/* SplitMix64's finaliser: a bijective mix of 64 bits. */
+static uint64_t mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* The hash of one element position and stream. */
+static uint64_t pos_hash(uint64_t seed, gck_operand x, int64_t b, int64_t r, int64_t col,
+                         unsigned stream) {
+    uint64_t h = mix64(seed + 0x9e3779b97f4a7c15ull * (1 + (uint64_t)x + 4 * (uint64_t)stream));
+    h = mix64(h ^ (uint64_t)b);
+    h = mix64(h ^ (uint64_t)r * 0xd6e8feb86659fd93ull);
+    return mix64(h ^ (uint64_t)col * 0xa0761d6478bd642full);
+}
+
+static double unit(uint64_t h) { return (double)(h >> 11) * 0x1p-53; } /* [0, 1) */
+
+static double clamp_exp(int e, int lo, int hi) { return e < lo ? lo : e > hi ? hi : e; }
+
+static double dist_value(const gck_spec *s, gck_operand x, gck_dist d, int64_t b, int64_t r,
+                         int64_t col, gck_format f) {
+    const gck_format_info *fi = gck_format_get(f);
+    const gck_format_info *fd = gck_format_get(gck_case_type(&s->c, GCK_D));
+    uint64_t h = pos_hash(s->seed, x, b, r, col, 0);
+    uint64_t h2 = mix64(h + 1);
+    double sign = (h2 >> 63) ? -1.0 : 1.0;
+    double u = unit(h);
+    switch (d) {
+    case GCK_DIST_INT: return (double)((int)(h % 9) - 4);
+    case GCK_DIST_UNIFORM: return 2.0 * u - 1.0;
+    case GCK_DIST_NORMAL: {
+        /* Irwin-Hall with four uniforms: mean 0, variance 1, no transcendental functions */
+        double sum = u + unit(h2) + unit(mix64(h + 2)) + unit(mix64(h + 3));
+        return (sum - 2.0) * 1.7320508075688772;
+    }
+    case GCK_DIST_LOGU: {
+        int e = (int)(h2 % 41) - 20;
+        return sign * ldexp(1.0 + u, (int)clamp_exp(e, fi->emin, fi->emax - 1));
+    }
+    case GCK_DIST_CANCEL: {
+        /* A(i,k) = X(i,k/2)(1+e_a), B(k,j) = (-1)^k Y(k/2,j)(1+e_b): pairs of products cancel
+         * up to the small relative parts e ~ 2^-(p/2+1). C is small. */
+        double small = ldexp(2.0 * unit(h2) - 1.0, -(fi->precision / 2 + 1));
+        if (x == GCK_C) return ldexp(2.0 * u - 1.0, -4);
+        int64_t pr = x == GCK_A ? r : r / 2, pc = x == GCK_A ? col / 2 : col;
+        uint64_t hb = pos_hash(s->seed, x, b, pr, pc, 1);
+        double big = ldexp(1.0 + unit(hb), (int)(hb % 7));
+        double sgn = (x == GCK_B && (r & 1)) ? -1.0 : 1.0;
+        if (hb >> 63) sgn = -sgn;
+        return sgn * big * (1.0 + small);
+    }
+    case GCK_DIST_SUBNORMAL: return sign * ldexp(2.0 * u, fi->emin);
+    case GCK_DIST_BIG: {
+        int e = x == GCK_C ? fd->emax - 1 - (int)(h2 % 3) : fd->emax / 2 - 1 + (int)(h2 % 3);
+        return sign * ldexp(1.0 + u, (int)clamp_exp(e, fi->emin, fi->emax - 1));
+    }
+    default: return 0.0;
+    }
+}
+
+double gck_spec_value(const gck_spec *s, gck_operand x, int64_t b, int64_t row, int64_t col) {
+    gck_format f = gck_case_type(&s->c, x);
+    if (x == GCK_C && s->c_nan) return NAN;
+    if (s->special_pm > 0) {
+        uint64_t hs = pos_hash(s->seed, x, b, row, col, 2);
+        if ((int)(hs % 1000) < s->special_pm) {
+            static const double specials[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0};
+            return specials[(hs >> 10) % (sizeof specials / sizeof specials[0])];
+        }
+    }
+    double v = gck_round_to(dist_value(s, x, x == GCK_C ? s->dist_c : s->dist_ab, b, row, col, f),
+                            f);
+    if (isinf(v)) v = copysign(gck_format_get(f)->max, v); /* distributions stay finite */
+    return v;
+}
+
+void gck_spec_fill(const gck_spec *s, gck_operand x, void *base) {
+    const gck_case *c = &s->c;
+    int64_t rows = x == GCK_A ? c->m : x == GCK_B ? c->k : c->m;
+    int64_t cols = x == GCK_A ? c->k : x == GCK_B ? c->n : c->n;
+    int64_t rs, cs;
+    gck_case_op_strides(c, x, &rs, &cs);
+    int64_t stride = gck_case_stride(c, x);
+    int64_t members = stride == 0 ? 1 : c->batch;
+    gck_format f = gck_case_type(c, x);
+    for (int64_t b = 0; b < members; b++)
+        for (int64_t j = 0; j < cols; j++)
+            for (int64_t i = 0; i < rows; i++)
+                gck_store(base, f, b * stride + i * rs + j * cs, gck_spec_value(s, x, b, i, j));
+}
+
+/* ---- reproducer strings ------------------------------------------------------------------ */
+
+void gck_spec_format(const gck_spec *s, char *buf, size_t len) {
+    const gck_case *c = &s->c;
+    snprintf(buf, len,
+             "gck1 m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " order=%s ta=%c tb=%c "
+             "types=%s,%s,%s,%s compute=%s scale=%s alpha=%.17g beta=%.17g lda=%" PRId64
+             " ldb=%" PRId64 " ldc=%" PRId64 " ldd=%" PRId64 " d=%s batch=%" PRId64 " sa=%" PRId64
+             " sb=%" PRId64 " sc=%" PRId64 " sd=%" PRId64 " off=%" PRId64 ",%" PRId64 ",%" PRId64
+             ",%" PRId64 " vab=%s vc=%s sp=%d cnan=%d seed=%" PRIu64,
+             c->m, c->n, c->k, c->order == GCK_COL_MAJOR ? "col" : "row",
+             c->transa == GCK_OP_N ? 'N' : 'T', c->transb == GCK_OP_N ? 'N' : 'T',
+             gck_format_get(c->type_a)->name, gck_format_get(c->type_b)->name,
+             gck_format_get(c->type_c)->name, gck_format_get(c->type_d)->name,
+             gck_format_get(c->compute)->name, gck_format_get(c->scale_type)->name, c->alpha,
+             c->beta, c->lda, c->ldb, c->ldc, c->ldd, c->d_is_c ? "c" : "sep", c->batch,
+             c->stride_a, c->stride_b, c->stride_c, c->stride_d, s->offset[0], s->offset[1],
+             s->offset[2], s->offset[3], gck_dist_name(s->dist_ab), gck_dist_name(s->dist_c),
+             s->special_pm, s->c_nan ? 1 : 0, s->seed);
+}
+
+static gck_status perr(char *msg, size_t len, const char *fmt, ...) {
+    if (msg && len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, len, fmt, ap);
+        va_end(ap);
+    }
+    return GCK_EINVAL;
+}
+
+static bool parse_i64(const char *v, int64_t *out) {
+    if (!*v || (*v != '-' && (*v < '0' || *v > '9'))) return false;
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (*end || errno == ERANGE) return false;
+    *out = x;
+    return true;
+}
+
+enum {
+    K_M, K_N, K_K, K_ORDER, K_TA, K_TB, K_TYPES, K_COMPUTE, K_SCALE, K_ALPHA, K_BETA, K_LDA,
+    K_LDB, K_LDC, K_LDD, K_D, K_BATCH, K_SA, K_SB, K_SC, K_SD, K_OFF, K_VAB, K_VC, K_SP,
+    K_CNAN, K_SEED, K_COUNT
+};
+static const char *const key_names[K_COUNT] = {
+    "m",   "n",   "k",   "order", "ta",    "tb",  "types", "compute", "scale",
+    "alpha", "beta", "lda", "ldb", "ldc", "ldd", "d", "batch", "sa",
+    "sb",  "sc",  "sd",  "off",   "vab",   "vc",  "sp",    "cnan",    "seed"};
+
+static gck_status parse_value(gck_spec *s, int key, const char *v, char *msg, size_t len) {
+    gck_case *c = &s->c;
+    int64_t *ints[] = {[K_M] = &c->m,        [K_N] = &c->n,        [K_K] = &c->k,
+                       [K_LDA] = &c->lda,    [K_LDB] = &c->ldb,    [K_LDC] = &c->ldc,
+                       [K_LDD] = &c->ldd,    [K_BATCH] = &c->batch, [K_SA] = &c->stride_a,
+                       [K_SB] = &c->stride_b, [K_SC] = &c->stride_c, [K_SD] = &c->stride_d};
+    const char *name = key_names[key];
+    switch (key) {
+    case K_ORDER:
+        if (strcmp(v, "col") == 0) c->order = GCK_COL_MAJOR;
+        else if (strcmp(v, "row") == 0) c->order = GCK_ROW_MAJOR;
+        else return perr(msg, len, "order='%s' must be col or row", v);
+        return GCK_OK;
+    case K_TA:
+    case K_TB: {
+        gck_op *op = key == K_TA ? &c->transa : &c->transb;
+        if (strcmp(v, "N") == 0) *op = GCK_OP_N;
+        else if (strcmp(v, "T") == 0) *op = GCK_OP_T;
+        else return perr(msg, len, "%s='%s' must be N or T", name, v);
+        return GCK_OK;
+    }
+    case K_TYPES: {
+        gck_format *t[4] = {&c->type_a, &c->type_b, &c->type_c, &c->type_d};
+        char tmp[64];
+        if (strlen(v) >= sizeof tmp) return perr(msg, len, "types='%s' is malformed", v);
+        strcpy(tmp, v);
+        char *save = NULL, *tok = strtok_r(tmp, ",", &save);
+        for (int i = 0; i < 4; i++, tok = strtok_r(NULL, ",", &save))
+            if (!tok || !gck_format_parse(tok, t[i]) || !gck_format_get(*t[i])->is_storage)
+                return perr(msg, len, "types='%s' must be four of f16,bf16,f32,f64 (A,B,C,D)", v);
+        if (tok) return perr(msg, len, "types='%s' has more than four types", v);
+        return GCK_OK;
+    }
+    case K_COMPUTE:
+    case K_SCALE: {
+        gck_format *f = key == K_COMPUTE ? &c->compute : &c->scale_type;
+        if (!gck_format_parse(v, f)) return perr(msg, len, "%s='%s' is not a format", name, v);
+        return GCK_OK;
+    }
+    case K_ALPHA:
+    case K_BETA: {
+        char *end;
+        double x = strtod(v, &end);
+        if (!*v || *end || !isfinite(x))
+            return perr(msg, len, "%s='%s' is not a finite number", name, v);
+        *(key == K_ALPHA ? &c->alpha : &c->beta) = x;
+        return GCK_OK;
+    }
+    case K_D:
+        if (strcmp(v, "c") == 0) c->d_is_c = true;
+        else if (strcmp(v, "sep") == 0) c->d_is_c = false;
+        else return perr(msg, len, "d='%s' must be c (in place) or sep (separate)", v);
+        return GCK_OK;
+    case K_OFF: {
+        char tmp[128];
+        if (strlen(v) >= sizeof tmp) return perr(msg, len, "off='%s' is malformed", v);
+        strcpy(tmp, v);
+        char *save = NULL, *tok = strtok_r(tmp, ",", &save);
+        for (int i = 0; i < 4; i++, tok = strtok_r(NULL, ",", &save))
+            if (!tok || !parse_i64(tok, &s->offset[i]) || s->offset[i] < 0 ||
+                s->offset[i] > 4096)
+                return perr(msg, len, "off='%s' must be four element offsets 0..4096", v);
+        if (tok) return perr(msg, len, "off='%s' has more than four offsets", v);
+        return GCK_OK;
+    }
+    case K_VAB:
+    case K_VC:
+        if (!gck_dist_parse(v, key == K_VAB ? &s->dist_ab : &s->dist_c))
+            return perr(msg, len, "%s='%s' is not a distribution (int, unif, normal, logu, "
+                        "cancel, sub, big)", name, v);
+        return GCK_OK;
+    case K_SP: {
+        int64_t x;
+        if (!parse_i64(v, &x) || x < 0 || x > 1000)
+            return perr(msg, len, "sp='%s' must be a per-mille rate 0..1000", v);
+        s->special_pm = (int)x;
+        return GCK_OK;
+    }
+    case K_CNAN:
+        if (strcmp(v, "0") && strcmp(v, "1")) return perr(msg, len, "cnan='%s' must be 0 or 1", v);
+        s->c_nan = v[0] == '1';
+        return GCK_OK;
+    case K_SEED: {
+        char *end;
+        errno = 0;
+        if (!*v || *v == '-') return perr(msg, len, "seed='%s' is not an unsigned integer", v);
+        unsigned long long x = strtoull(v, &end, 10);
+        if (*end || errno == ERANGE)
+            return perr(msg, len, "seed='%s' is not an unsigned 64-bit integer", v);
+        s->seed = x;
+        return GCK_OK;
+    }
+    default:
+        if (!parse_i64(v, ints[key]))
+            return perr(msg, len, "%s='%s' is not an integer", name, v);
+        return GCK_OK;
+    }
+}
+
+gck_status gck_spec_parse(const char *text, gck_spec *s, char *msg, size_t len) {
+    memset(s, 0, sizeof *s);
+    size_t n = strlen(text);
+    if (n > 4000) return perr(msg, len, "reproducer string is longer than 4000 characters");
+    char buf[4096];
+    memcpy(buf, text, n + 1);
+    char *save = NULL, *tok = strtok_r(buf, " \t\n", &save);
+    if (!tok || strcmp(tok, "gck1") != 0)
+        return perr(msg, len, "reproducer string must start with 'gck1' (got '%.20s')",
+                    tok ? tok : "");
+    bool seen[K_COUNT] = {false};
+    while ((tok = strtok_r(NULL, " \t\n", &save))) {
+        char *eq = strchr(tok, '=');
+        if (!eq) return perr(msg, len, "'%.40s' is not key=value", tok);
+        *eq = '\0';
+        int key = -1;
+        for (int k = 0; k < K_COUNT; k++)
+            if (strcmp(tok, key_names[k]) == 0) key = k;
+        if (key < 0) return perr(msg, len, "unknown key '%.40s'", tok);
+        if (seen[key]) return perr(msg, len, "key '%s' given twice", tok);
+        seen[key] = true;
+        gck_status st = parse_value(s, key, eq + 1, msg, len);
+        if (st != GCK_OK) return st;
+    }
+    for (int k = 0; k < K_COUNT; k++)
+        if (!seen[k]) return perr(msg, len, "missing key '%s'", key_names[k]);
+    return gck_case_validate(&s->c, msg, len);
+}
