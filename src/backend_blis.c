@@ -75,8 +75,10 @@ static gck_status blis_init(void **state, const char *arg, char *msg, size_t len
      * the computation precision when packed; A*B is cast to C's precision before it is
      * accumulated into C (so C's format is the epilogue's when narrower). */
     static const gck_format sd[] = {GCK_F32, GCK_F64};
+    /* Scalars are passed in C's datatype: the object API wants all objects of one datatype
+     * (BLISObjectAPI.md), and BLIS 0.9 computes 0 for float operands with a double alpha. */
     unsigned p = GCK_PROMISE_ALPHA0_NO_READ_AB | GCK_PROMISE_BETA0_NO_READ_C |
-                 GCK_PROMISE_ROW_MAJOR | GCK_PROMISE_D_IN_PLACE | GCK_PROMISE_SCALE_F64;
+                 GCK_PROMISE_ROW_MAJOR | GCK_PROMISE_D_IN_PLACE;
     for (int a = 0; a < 2; a++)
         for (int b = 0; b < 2; b++)
             for (int c = 0; c < 2; c++)
@@ -84,8 +86,9 @@ static gck_status blis_init(void **state, const char *arg, char *msg, size_t len
                     gck_model m = gck_model_plain(sd[comp]);
                     if (sd[c] == GCK_F32) m.epilogue = GCK_F32;
                     m.acc = GCK_ACC_SCALAR;
-                    s->rows[s->n++] = (gck_support_row){sd[a], sd[b], sd[c], sd[c], sd[comp], m, p,
-                                                        "bli_gemm (object API)"};
+                    unsigned scale = sd[c] == GCK_F32 ? GCK_PROMISE_SCALE_F32 : GCK_PROMISE_SCALE_F64;
+                    s->rows[s->n++] = (gck_support_row){sd[a], sd[b], sd[c], sd[c], sd[comp], m,
+                                                        p | scale, "bli_gemm (object API)"};
                 }
     *state = s;
     return GCK_OK;
@@ -133,14 +136,20 @@ static gck_call_status blis_call(void *state, const gck_case *c, const gck_suppo
     blis_state *s = state;
     obj_t a, b, cc, alpha, beta;
     double al = c->alpha, be = c->beta;
+    float alf = (float)c->alpha, bef = (float)c->beta; /* exact: the row's scale promise */
     make_obj(s, c, GCK_A, ops->a, &a);
     make_obj(s, c, GCK_B, ops->b, &b);
     make_obj(s, c, GCK_C, ops->d, &cc);
     if (c->transa == GCK_OP_T) bli_obj_set_conjtrans(BLIS_TRANSPOSE, &a);
     if (c->transb == GCK_OP_T) bli_obj_set_conjtrans(BLIS_TRANSPOSE, &b);
     bli_obj_set_comp_prec(row->compute == GCK_F32 ? BLIS_SINGLE_PREC : BLIS_DOUBLE_PREC, &cc);
-    s->obj_1x1(BLIS_DOUBLE, &al, &alpha);
-    s->obj_1x1(BLIS_DOUBLE, &be, &beta);
+    if (c->type_c == GCK_F32) {
+        s->obj_1x1(BLIS_FLOAT, &alf, &alpha);
+        s->obj_1x1(BLIS_FLOAT, &bef, &beta);
+    } else {
+        s->obj_1x1(BLIS_DOUBLE, &al, &alpha);
+        s->obj_1x1(BLIS_DOUBLE, &be, &beta);
+    }
     s->gemm(&alpha, &a, &b, &beta, &cc);
     return GCK_CALL_OK;
 }
