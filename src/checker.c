@@ -93,6 +93,7 @@ typedef struct elem_facts {
     double pos, neg;     /* sums of the positive and negative scaled terms, magnitudes */
     double pos_u, neg_u; /* the same for the unscaled products a*b (alpha applied after) */
     bool input_overflow; /* an input exceeds the range it is converted to */
+    bool inf_times_flushed; /* an Inf meets a partner that input rounding or DAZ makes 0 */
     bool exact_case;
 } elem_facts;
 
@@ -125,38 +126,33 @@ static void gather(const gck_case *c, const gck_support_row *row, const void *A,
     int qa = INT32_MAX, qb = INT32_MAX;
     double maxa = 0, maxb = 0;
 
-    int old = fegetround();
-    fesetround(FE_UPWARD);
+    const char *Ab = NULL, *Bb = NULL;
     if (rab) {
-        const char *Ab = (const char *)A + bi * c->stride_a * gck_format_get(c->type_a)->storage_bytes;
-        const char *Bb = (const char *)B + bi * c->stride_b * gck_format_get(c->type_b)->storage_bytes;
-        for (int64_t k = 0; k < c->k; k++) {
-            double a = gck_load(Ab, c->type_a, i * ars + k * acs);
-            double b = gck_load(Bb, c->type_b, k * brs + j * bcs);
-            double fa = fabs(a), fb = fabs(b), ab = fa * fb, sab = aa * ab;
-            f->t.T += ab;
-            f->t.sum_ab += fa + fb;
-            if (isfinite(a) && isfinite(b)) { /* terms of finite inputs, by sign (an Inf here
-                                                  * means the term overflows double: possible) */
-                if ((signbit(a) != signbit(b)) != (bool)signbit(c->alpha)) f->neg += sab;
-                else f->pos += sab;
-                if (signbit(a) != signbit(b)) f->neg_u += ab;
-                else f->pos_u += ab;
-                double q = fmax(fmax(aa * fa, aa * fb), fmax(ab, sab));
-                if (q > f->max_term) f->max_term = q;
-            }
-            if ((isfinite(fa) && fa > in_max) || (isfinite(fb) && fb > in_max))
-                f->input_overflow = true;
-            if (fa > maxa) maxa = fa;
-            if (fb > maxb) maxb = fb;
-            if (exact) {
-                if (!isfinite(a) || !isfinite(b) || gck_round_to(a, infmt) != a ||
-                    gck_round_to(b, infmt) != b || gck_round_to(a, m->compute) != a ||
-                    gck_round_to(b, m->compute) != b)
-                    exact = false;
-                if (a != 0 && lsb_exp(a) < qa) qa = lsb_exp(a);
-                if (b != 0 && lsb_exp(b) < qb) qb = lsb_exp(b);
-            }
+        Ab = (const char *)A + bi * c->stride_a * gck_format_get(c->type_a)->storage_bytes;
+        Bb = (const char *)B + bi * c->stride_b * gck_format_get(c->type_b)->storage_bytes;
+    }
+    /* Pass 1, rounding to nearest (gck_round_to depends on it): what input rounding does. */
+    for (int64_t k = 0; rab && k < c->k; k++) {
+        double a = gck_load(Ab, c->type_a, i * ars + k * acs);
+        double b = gck_load(Bb, c->type_b, k * brs + j * bcs);
+        double fa = fabs(a), fb = fabs(b);
+        if ((isfinite(fa) && fa > in_max) || (isfinite(fb) && fb > in_max))
+            f->input_overflow = true;
+        if (isinf(fa) != isinf(fb)) { /* Inf times a finite partner that may become 0 */
+            double partner = isinf(fa) ? fb : fa;
+            if (partner != 0 && ((m->inputs_rounded && gck_round_to(partner, infmt) == 0) ||
+                                 (m->daz && partner < fin->min_normal)))
+                f->inf_times_flushed = true;
+        }
+        if (fa > maxa) maxa = fa;
+        if (fb > maxb) maxb = fb;
+        if (exact) {
+            if (!isfinite(a) || !isfinite(b) || gck_round_to(a, infmt) != a ||
+                gck_round_to(b, infmt) != b || gck_round_to(a, m->compute) != a ||
+                gck_round_to(b, m->compute) != b)
+                exact = false;
+            if (a != 0 && lsb_exp(a) < qa) qa = lsb_exp(a);
+            if (b != 0 && lsb_exp(b) < qb) qb = lsb_exp(b);
         }
     }
     double cv = 0, bc = 0;
@@ -164,14 +160,35 @@ static void gather(const gck_case *c, const gck_support_row *row, const void *A,
         const char *Cb = (const char *)C + bi * c->stride_c * gck_format_get(c->type_c)->storage_bytes;
         cv = gck_load(Cb, c->type_c, i * crs + j * ccs);
         f->t.abs_c = fabs(cv);
+        if (isfinite(cv) && f->t.abs_c > fc->max) f->input_overflow = true;
+        if (!isfinite(cv) || gck_round_to(cv, m->epilogue) != cv) exact = false;
+    }
+    /* Pass 2, rounding upward: the sums the bound and the overflow rules use. */
+    int old = fegetround();
+    fesetround(FE_UPWARD);
+    for (int64_t k = 0; rab && k < c->k; k++) {
+        double a = gck_load(Ab, c->type_a, i * ars + k * acs);
+        double b = gck_load(Bb, c->type_b, k * brs + j * bcs);
+        double fa = fabs(a), fb = fabs(b), ab = fa * fb, sab = aa * ab;
+        f->t.T += ab;
+        f->t.sum_ab += fa + fb;
+        if (isfinite(a) && isfinite(b)) { /* terms of finite inputs, by sign (an Inf here
+                                              * means the term overflows double: possible) */
+            if ((signbit(a) != signbit(b)) != (bool)signbit(c->alpha)) f->neg += sab;
+            else f->pos += sab;
+            if (signbit(a) != signbit(b)) f->neg_u += ab;
+            else f->pos_u += ab;
+            double q = fmax(fmax(aa * fa, aa * fb), fmax(ab, sab));
+            if (q > f->max_term) f->max_term = q;
+        }
+    }
+    if (rc) {
         bc = fabs(c->beta) * f->t.abs_c;
         if (isfinite(cv)) {
             if (bc > f->max_term) f->max_term = bc;
             if ((signbit(cv) != signbit(c->beta))) f->neg += bc;
             else f->pos += bc;
         }
-        if (isfinite(cv) && f->t.abs_c > fc->max) f->input_overflow = true;
-        if (!isfinite(cv) || gck_round_to(cv, m->epilogue) != cv) exact = false;
     }
     /* Exact-case certificate: every quantity any evaluation order forms (inputs, products of
      * subsets of {alpha, a, b} and of {beta, c}, partial sums) is a multiple of 2^q and at
@@ -261,7 +278,7 @@ static int decide(const gck_case *c, const gck_support_row *row, const gck_oracl
         if (got == o) return -1;
         /* Inf + (-Inf): the finite terms of the other sign may overflow first in some order */
         if (isnan(got) && ((o > 0 ? f->neg : f->pos) * growth >= thr || f->max_term >= thr ||
-                           f->input_overflow || unscaled_overflow))
+                           f->input_overflow || unscaled_overflow || f->inf_times_flushed))
             return -1;
         snprintf(e->rule, sizeof e->rule, "oracle %cInf from an Inf input, result differs",
                  o > 0 ? '+' : '-');

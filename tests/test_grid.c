@@ -1,57 +1,106 @@
 /* The fixed grid of at least 2,000 cases per backend gives zero findings on correct libraries:
- * ref, OpenBLAS, BLIS, and netlib through cblas:. */
+ * ref, OpenBLAS, BLIS, and netlib through cblas:. Every case runs in a forked worker, so a
+ * crash is a finding, not the end of the test. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gemmcheck/runner.h"
 #include "grid.h"
 
 #define GRID_CASES 2000
 
+/* Whether C's last element ends exactly at the guard page behind it (the runner places each
+ * operand so that its base pointer is off*size bytes past a 256-byte boundary and the
+ * region ends on a page). */
+static bool c_ends_at_page(const gck_spec *s) {
+    size_t es = (size_t)gck_format_get(s->c.type_c)->storage_bytes;
+    size_t bytes = (size_t)gck_case_extent(&s->c, GCK_C) * es;
+    return (bytes + (size_t)s->offset[GCK_C] * es) % 256 == 0;
+}
+
+/* BLIS 0.9's sgemm/dgemm read past the last element of C on edge tiles (see the closing note
+ * of the checker issue and docs/DEVIATIONS.md): a crash that happens only when C's end sits
+ * on the guard page, and goes away when C moves one element, is that over-read. */
+static bool is_blis_c_overread(const char *backend, const gck_spec *s,
+                               const gck_isolated_result *res, const gck_run_options *o) {
+    if (strcmp(backend, "blis") != 0 || res->status != GCK_ISOLATED_CRASH || !c_ends_at_page(s))
+        return false;
+    gck_spec moved = *s;
+    moved.offset[GCK_C] += 1;
+    gck_isolated_result *again = malloc(sizeof *again);
+    gck_run_isolated(backend, &moved, o, 60, again);
+    bool passes = again->status == GCK_ISOLATED_RAN && again->run.outcome == GCK_OUTCOME_PASS;
+    free(again);
+    return passes;
+}
+
 static void run_grid(const char *spec) {
     gck_backend be;
     char msg[1024];
     gck_status st = gck_backend_open(&be, spec, msg, sizeof msg);
-    if (st == GCK_EIO) cr_skip_test("%s not loadable here: %s", spec, msg);
     cr_assert_eq(st, GCK_OK, "%s", msg);
     const gck_support_row *rows;
     size_t nrows = be.ops->table(be.state, &rows);
+    gck_support_row *copy = malloc(nrows * sizeof *copy); /* the table outlives the backend */
+    memcpy(copy, rows, nrows * sizeof *copy);
+    gck_backend_close(&be);
     gck_run_options o = {.check = {.threads = 1}, .determinism = true};
-    long pass = 0, unsupported = 0, findings = 0, exact = 0, elements = 0, lenient = 0;
+    long pass = 0, unsupported = 0, findings = 0, exact = 0, elements = 0, lenient = 0,
+         overreads = 0;
     double max_tight = 0;
+    gck_isolated_result *res = malloc(sizeof *res);
     for (uint64_t i = 0; i < GRID_CASES; i++) {
         gck_spec s;
-        grid_spec(i, rows, nrows, &s);
-        gck_run_result r;
+        grid_spec(i, copy, nrows, &s);
         char repro[2048];
         gck_spec_format(&s, repro, sizeof repro);
-        if (getenv("GRID_TRACE")) fprintf(stderr, "[grid %s] %s\n", spec, repro);
-        cr_assert_eq(gck_run_spec(&be, &s, &o, &r, msg, sizeof msg), GCK_OK, "%s: %s", repro, msg);
-        if (r.outcome == GCK_OUTCOME_UNSUPPORTED) unsupported++;
-        else if (r.outcome == GCK_OUTCOME_PASS) pass++;
+        gck_run_isolated(spec, &s, &o, 60, res);
+        cr_assert(res->status == GCK_ISOLATED_RAN || res->status == GCK_ISOLATED_CRASH ||
+                      res->status == GCK_ISOLATED_HANG,
+                  "%s: %s", repro, res->message);
+        if (res->status != GCK_ISOLATED_RAN) {
+            if (is_blis_c_overread(spec, &s, res, &o)) {
+                overreads++;
+                continue;
+            }
+            findings++;
+            fprintf(stderr, "[grid %s] %s: %s\n  repro: gemmcheck repro --backend %s '%s'\n", spec,
+                    res->status == GCK_ISOLATED_CRASH ? "crash" : "hang", res->message, spec,
+                    repro);
+            continue;
+        }
+        gck_run_result *r = &res->run;
+        if (r->outcome == GCK_OUTCOME_UNSUPPORTED) unsupported++;
+        else if (r->outcome == GCK_OUTCOME_PASS) pass++;
         else {
             findings++;
-            for (int f = 0; f < r.nfindings; f++)
+            for (int f = 0; f < r->nfindings; f++)
                 fprintf(stderr, "[grid %s] %s: %s\n  repro: gemmcheck repro --backend %s '%s'\n",
-                        spec, gck_kind_name(r.findings[f].kind), r.findings[f].detail, spec, repro);
+                        spec, gck_kind_name(r->findings[f].kind), r->findings[f].detail, spec,
+                        repro);
         }
-        elements += r.check.elements;
-        exact += r.check.exact_elements;
-        lenient += r.check.lenient;
-        if (r.check.max_tight > max_tight) max_tight = r.check.max_tight;
+        elements += r->check.elements;
+        exact += r->check.exact_elements;
+        lenient += r->check.lenient;
+        if (r->check.max_tight > max_tight) max_tight = r->check.max_tight;
     }
-    fprintf(stderr, "[grid %s] %d cases: %ld pass, %ld unsupported, %ld with findings; %ld elements "
-            "checked (%ld exact-case bitwise, %ld by zero-skipping leniency), max tight ratio %.3g\n",
-            spec, GRID_CASES, pass, unsupported, findings, elements, exact, lenient, max_tight);
+    fprintf(stderr, "[grid %s] %d cases: %ld pass, %ld unsupported, %ld with findings, %ld known "
+            "BLIS over-reads of C; %ld elements checked (%ld exact-case bitwise, %ld by "
+            "leniency), max tight ratio %.3g\n", spec, GRID_CASES, pass, unsupported, findings,
+            overreads, elements, exact, lenient, max_tight);
     cr_expect_eq(findings, 0, "%s: %ld cases with findings", spec, findings);
     cr_expect_gt(pass, GRID_CASES * 9 / 10, "%s: too few cases ran", spec);
-    gck_backend_close(&be);
+    free(res);
+    free(copy);
 }
 
-Test(grid, ref_gives_zero_findings, .timeout = 900) { run_grid("ref"); }
-Test(grid, openblas_gives_zero_findings, .timeout = 900) { run_grid("openblas"); }
-Test(grid, blis_gives_zero_findings, .timeout = 900) { run_grid("blis"); }
-Test(grid, netlib_cblas_gives_zero_findings, .timeout = 900) {
+Test(grid, ref_gives_zero_findings, .timeout = 1200) { run_grid("ref"); }
+Test(grid, openblas_gives_zero_findings, .timeout = 1200) { run_grid("openblas"); }
+Test(grid, blis_gives_zero_findings_but_its_known_c_overread, .timeout = 1200) {
+    run_grid("blis");
+}
+Test(grid, netlib_cblas_gives_zero_findings, .timeout = 1200) {
     run_grid("cblas:/usr/lib/x86_64-linux-gnu/blas/libblas.so.3");
 }

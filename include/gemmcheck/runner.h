@@ -57,6 +57,28 @@ typedef struct gck_run_result {
 gck_status gck_run_spec(gck_backend *be, const gck_spec *s, const gck_run_options *o,
                         gck_run_result *r, char *msg, size_t len);
 
+/** How an isolated run ended. */
+typedef enum gck_isolated_status {
+    GCK_ISOLATED_RAN = 0,     /**< the case ran; `run` holds its result */
+    GCK_ISOLATED_SETUP_ERROR, /**< bad backend spec, library or device unavailable, no memory */
+    GCK_ISOLATED_CRASH,       /**< the worker died (inside the backend call or its set-up) */
+    GCK_ISOLATED_HANG,        /**< a backend call did not return before the deadline */
+    GCK_ISOLATED_INTERNAL     /**< gemmcheck itself failed after the call had returned */
+} gck_isolated_status;
+
+typedef struct gck_isolated_result {
+    gck_isolated_status status;
+    char message[1024]; /**< set-up error, or what killed the worker */
+    char version[256];  /**< the backend's version (when it ran) */
+    gck_run_result run;
+} gck_isolated_result;
+
+/** Run one spec in a forked child that opens the backend itself (the parent never
+ *  initialises it), so that a crash or a hang is reported instead of taking the caller down.
+ *  `call_timeout` bounds each backend call in seconds (set-up gets 30 s more). */
+gck_status gck_run_isolated(const char *backend, const gck_spec *s, const gck_run_options *o,
+                            double call_timeout, gck_isolated_result *out);
+
 #ifdef __cplusplus
 }
 #endif
