@@ -242,7 +242,7 @@ gck_status gck_run_spec(gck_backend *be, const gck_spec *s, const gck_run_option
         return st;
     }
     value_findings(&r->check, r);
-    if (o->determinism && c->m * c->n > 0) {
+    if (o->determinism) {
         operand_set again;
         if ((st = prepare(s, &again, msg, len)) != GCK_OK) {
             free_set(&os);

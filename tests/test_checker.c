@@ -1,0 +1,144 @@
+/* Every finding kind is caught, with the right kind, on a purpose-built faulty backend, and the
+ * same cases pass on ref. Crash and hang go through the isolated runner and the CLI. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "gemmcheck/runner.h"
+#include "grid.h"
+
+#define CASES 400
+
+/* Run the first CASES grid specs of ref's table on `spec`; count findings per kind. */
+static void run_cases(const char *spec, long count[GCK_KIND_COUNT], long *exact) {
+    gck_backend be;
+    char msg[1024];
+    cr_assert_eq(gck_backend_open(&be, spec, msg, sizeof msg), GCK_OK, "%s", msg);
+    const gck_support_row *rows;
+    size_t nrows = be.ops->table(be.state, &rows);
+    gck_run_options o = {.check = {.threads = 1}, .determinism = true};
+    gck_run_result *r = malloc(sizeof *r);
+    memset(count, 0, sizeof(long) * GCK_KIND_COUNT);
+    *exact = 0;
+    for (uint64_t i = 0; i < CASES; i++) {
+        gck_spec s;
+        grid_spec(i, rows, nrows, &s);
+        cr_assert_eq(gck_run_spec(&be, &s, &o, r, msg, sizeof msg), GCK_OK, "%s", msg);
+        for (int f = 0; f < r->nfindings; f++) count[r->findings[f].kind]++;
+        *exact += r->check.exact_elements;
+    }
+    free(r);
+    gck_backend_close(&be);
+}
+
+static void expect_only(const char *fault, gck_kind want) {
+    char spec[1024];
+    snprintf(spec, sizeof spec, "plugin:%s:%s", GCK_FAULTY_PLUGIN, fault);
+    long count[GCK_KIND_COUNT], exact;
+    run_cases(spec, count, &exact);
+    fprintf(stderr, "[faulty %s] %d cases:", fault, CASES);
+    for (int k = 0; k < GCK_KIND_COUNT; k++)
+        if (count[k]) fprintf(stderr, " %s=%ld", gck_kind_name((gck_kind)k), count[k]);
+    fprintf(stderr, "\n");
+    cr_expect_gt(count[want], 0, "%s: no %s finding", fault, gck_kind_name(want));
+    for (int k = 0; k < GCK_KIND_COUNT; k++)
+        if (k != (int)want)
+            cr_expect_eq(count[k], 0, "%s: unexpected %s findings (%ld)", fault,
+                         gck_kind_name((gck_kind)k), count[k]);
+}
+
+Test(checker, ref_passes_the_cases_the_faulty_backends_fail) {
+    long count[GCK_KIND_COUNT], exact;
+    run_cases("ref", count, &exact);
+    for (int k = 0; k < GCK_KIND_COUNT; k++)
+        cr_expect_eq(count[k], 0, "ref: %s findings (%ld)", gck_kind_name((gck_kind)k), count[k]);
+    cr_expect_gt(exact, 0, "no exact-case elements: the bitwise certificate never applied");
+    fprintf(stderr, "[faulty ref] %d cases, no findings, %ld exact-case elements\n", CASES, exact);
+}
+
+Test(checker, out_of_tolerance_is_caught) { expect_only("tolerance", GCK_KIND_OUT_OF_TOLERANCE); }
+Test(checker, a_nan_in_a_finite_result_is_a_nonfinite_mismatch) {
+    expect_only("nan", GCK_KIND_NONFINITE_MISMATCH);
+}
+Test(checker, reading_c_under_beta_zero_is_a_nonfinite_mismatch) {
+    expect_only("betanan", GCK_KIND_NONFINITE_MISMATCH);
+}
+Test(checker, a_write_outside_d_is_an_out_of_bounds_write) {
+    expect_only("oob", GCK_KIND_OUT_OF_BOUNDS_WRITE);
+}
+Test(checker, an_overwritten_input_is_input_modified) {
+    expect_only("input", GCK_KIND_INPUT_MODIFIED);
+}
+Test(checker, differing_reruns_are_nondeterministic) {
+    expect_only("nondet", GCK_KIND_NONDETERMINISTIC);
+}
+Test(checker, refusing_a_declared_row_is_unimplemented) {
+    expect_only("unimpl", GCK_KIND_UNIMPLEMENTED);
+}
+Test(checker, an_error_status_is_an_error) { expect_only("error", GCK_KIND_ERROR); }
+
+static const char *const a_case =
+    "gck1 m=5 n=4 k=3 order=col ta=N tb=N types=f32,f32,f32,f32 compute=f32 scale=f32 alpha=1 "
+    "beta=0 lda=5 ldb=3 ldc=5 ldd=5 d=sep batch=1 sa=0 sb=0 sc=0 sd=0 off=0,0,0,0 vab=unif "
+    "vc=unif sp=0 cnan=1 seed=3";
+
+Test(checker, a_segfaulting_backend_is_a_crash_not_the_end_of_gemmcheck) {
+    char spec[1024], msg[512];
+    snprintf(spec, sizeof spec, "plugin:%s:segv", GCK_FAULTY_PLUGIN);
+    gck_spec s;
+    cr_assert_eq(gck_spec_parse(a_case, &s, msg, sizeof msg), GCK_OK, "%s", msg);
+    gck_run_options o = {.determinism = true};
+    gck_isolated_result *res = malloc(sizeof *res);
+    gck_run_isolated(spec, &s, &o, 10, res);
+    cr_expect_eq(res->status, GCK_ISOLATED_CRASH, "%s", res->message);
+    cr_expect(strstr(res->message, "signal 11") && strstr(res->message, "inside the backend call"),
+              "%s", res->message);
+    free(res);
+}
+
+Test(checker, a_backend_that_never_returns_is_a_hang) {
+    char spec[1024], msg[512];
+    snprintf(spec, sizeof spec, "plugin:%s:hang", GCK_FAULTY_PLUGIN);
+    gck_spec s;
+    cr_assert_eq(gck_spec_parse(a_case, &s, msg, sizeof msg), GCK_OK, "%s", msg);
+    gck_run_options o = {.determinism = true};
+    gck_isolated_result *res = malloc(sizeof *res);
+    gck_run_isolated(spec, &s, &o, 1.0, res);
+    cr_expect_eq(res->status, GCK_ISOLATED_HANG, "%s", res->message);
+    free(res);
+}
+
+/* The CLI: exit codes and the verdict line for crash, hang, a numeric finding, and pass. */
+static int run_cli(const char *args, char *out, size_t len) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", GCK_BINARY, args);
+    FILE *p = popen(cmd, "r");
+    size_t n = fread(out, 1, len - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(checker, repro_reports_each_kind_with_its_exit_code) {
+    static const struct { const char *fault, *extra, *verdict; int code; } runs[] = {
+        {"segv", "", "FINDINGS: crash", 1},
+        {"hang", "--timeout 1", "FINDINGS: hang", 1},
+        {"betanan", "", "FINDINGS: nonfinite_mismatch", 1},
+        {"tolerance", "", "FINDINGS: out_of_tolerance", 1},
+        {"error", "", "FINDINGS: error", 1},
+    };
+    char args[4096], out[16384];
+    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+        snprintf(args, sizeof args, "repro --backend plugin:%s:%s %s '%s'", GCK_FAULTY_PLUGIN,
+                 runs[r].fault, runs[r].extra, a_case);
+        int code = run_cli(args, out, sizeof out);
+        cr_expect_eq(code, runs[r].code, "%s: exit %d\n%s", runs[r].fault, code, out);
+        cr_expect(strstr(out, runs[r].verdict) != NULL, "%s:\n%s", runs[r].fault, out);
+        cr_expect(strstr(out, "repro:    gemmcheck repro --backend") != NULL, "%s", out);
+    }
+    snprintf(args, sizeof args, "repro --backend ref '%s'", a_case);
+    cr_expect_eq(run_cli(args, out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, "verdict:  pass") != NULL, "%s", out);
+}

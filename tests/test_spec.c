@@ -1,0 +1,109 @@
+/* Reproducer strings: format -> parse -> format is the identity on every grid spec, values are
+ * a pure function of the string, and malformed strings are refused with the reason. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gemmcheck/backend.h"
+#include "grid.h"
+#include "testutil.h"
+
+Test(spec, format_parse_format_round_trips_on_thousands_of_specs) {
+    gck_backend be;
+    char msg[1024];
+    cr_assert_eq(gck_backend_open(&be, "ref", msg, sizeof msg), GCK_OK, "%s", msg);
+    const gck_support_row *rows;
+    size_t nrows = be.ops->table(be.state, &rows);
+    for (uint64_t i = 0; i < 5000; i++) {
+        gck_spec s, back;
+        grid_spec(i, rows, nrows, &s);
+        char a[2048], b[2048];
+        gck_spec_format(&s, a, sizeof a);
+        cr_assert_eq(gck_spec_parse(a, &back, msg, sizeof msg), GCK_OK, "%s: %s", a, msg);
+        gck_spec_format(&back, b, sizeof b);
+        cr_assert_str_eq(a, b);
+        cr_assert(strchr(a, '\'') == NULL && strchr(a, '\n') == NULL);
+        cr_assert_eq(memcmp(&s.c, &back.c, sizeof s.c), 0, "%s", a);
+        cr_assert_eq(s.seed, back.seed);
+        /* values are a function of the string: same value at a few positions */
+        for (int64_t q = 0; q < 3; q++)
+            cr_assert(same_value(gck_spec_value(&s, GCK_A, 0, q, q), gck_spec_value(&back, GCK_A, 0, q, q)));
+    }
+    gck_backend_close(&be);
+}
+
+Test(spec, alpha_and_beta_survive_as_exact_binary64) {
+    gck_case c;
+    gck_case_init(&c, 2, 2, 2);
+    c.alpha = 0.1; /* not a short binary fraction: needs 17 digits */
+    c.beta = -0x1.fffffffffffffp-3;
+    gck_spec s, back;
+    gck_spec_init(&s, &c);
+    char a[2048], msg[256];
+    gck_spec_format(&s, a, sizeof a);
+    cr_assert_eq(gck_spec_parse(a, &back, msg, sizeof msg), GCK_OK, "%s", msg);
+    cr_expect_eq(back.c.alpha, 0.1);
+    cr_expect_eq(back.c.beta, -0x1.fffffffffffffp-3);
+}
+
+Test(spec, malformed_strings_are_refused_with_the_reason) {
+    gck_case c;
+    gck_case_init(&c, 3, 4, 5);
+    gck_spec s;
+    gck_spec_init(&s, &c);
+    char good[2048];
+    gck_spec_format(&s, good, sizeof good);
+    static const struct { const char *from, *to, *why; } edits[] = {
+        {"gck1", "gck2", "must start with 'gck1'"},
+        {" m=3", " m=x", "m='x' is not an integer"},
+        {" m=3", "", "missing key 'm'"},
+        {" n=4", " n=4 n=4", "key 'n' given twice"},
+        {" k=5", " k=5 zz=1", "unknown key 'zz'"},
+        {"order=col", "order=diag", "order='diag' must be col or row"},
+        {"ta=N", "ta=C", "ta='C' must be N or T"},
+        {"types=f64,f64,f64,f64", "types=f64,f64,f8,f64", "types="},
+        {"types=f64,f64,f64,f64", "types=f64,f64,f64", "types="},
+        {"alpha=1", "alpha=nan", "alpha='nan' is not a finite number"},
+        {"lda=3", "lda=2", "lda (2) < M (3)"},
+        {"vab=unif", "vab=gauss", "vab='gauss' is not a distribution"},
+        {"sp=0", "sp=1001", "sp='1001' must be a per-mille rate"},
+        {"seed=1", "seed=-1", "seed='-1' is not an unsigned integer"},
+        {"off=0,0,0,0", "off=0,0,0", "off='0,0,0' must be four"},
+        {"d=c", "d=maybe", "d='maybe' must be c"},
+        {" batch=1", " batch=1 stray", "'stray' is not key=value"},
+    };
+    for (size_t e = 0; e < sizeof edits / sizeof edits[0]; e++) {
+        char bad[2100];
+        const char *at = strstr(good, edits[e].from);
+        cr_assert_not_null(at, "%s not in %s", edits[e].from, good);
+        snprintf(bad, sizeof bad, "%.*s%s%s", (int)(at - good), good, edits[e].to,
+                 at + strlen(edits[e].from));
+        gck_spec out;
+        char msg[512] = "";
+        cr_expect_eq(gck_spec_parse(bad, &out, msg, sizeof msg), GCK_EINVAL, "accepted: %s", bad);
+        cr_expect(strstr(msg, edits[e].why) != NULL, "'%s' lacks '%s'", msg, edits[e].why);
+    }
+}
+
+Test(spec, distributions_stay_finite_and_in_their_type) {
+    gck_case c;
+    gck_case_init(&c, 16, 16, 16);
+    const gck_format types[] = {GCK_F16, GCK_BF16, GCK_F32, GCK_F64};
+    for (int t = 0; t < 4; t++)
+        for (int d = 0; d < GCK_DIST_COUNT; d++) {
+            c.type_a = c.type_b = types[t];
+            gck_spec s;
+            gck_spec_init(&s, &c);
+            s.dist_ab = (gck_dist)d;
+            for (int64_t i = 0; i < 16; i++)
+                for (int64_t j = 0; j < 16; j++) {
+                    double v = gck_spec_value(&s, GCK_A, 0, i, j);
+                    cr_assert(isfinite(v), "%s %s", gck_dist_name(s.dist_ab),
+                              gck_format_get(types[t])->name);
+                    cr_assert_eq(gck_round_to(v, types[t]), v);
+                    if (d == GCK_DIST_INT) cr_assert(v == floor(v) && fabs(v) <= 4);
+                    if (d == GCK_DIST_UNIFORM) cr_assert(fabs(v) <= 1);
+                }
+        }
+}
