@@ -118,8 +118,10 @@ static const char *missing_promise(const gck_support_row *row, const gck_case *c
     if (c->d_is_c && !(p & GCK_PROMISE_D_IN_PLACE)) return "D in place of C";
     if (!c->d_is_c && !(p & GCK_PROMISE_D_SEPARATE)) return "D separate from C";
     bool f32 = gck_round_to(c->alpha, GCK_F32) == c->alpha && gck_round_to(c->beta, GCK_F32) == c->beta;
-    if (!(p & GCK_PROMISE_SCALE_F64) && !((p & GCK_PROMISE_SCALE_F32) && f32))
-        return "alpha/beta not representable in the backend's f32 scale type";
+    bool f16 = gck_round_to(c->alpha, GCK_F16) == c->alpha && gck_round_to(c->beta, GCK_F16) == c->beta;
+    if (!(p & GCK_PROMISE_SCALE_F64) && !((p & GCK_PROMISE_SCALE_F32) && f32) &&
+        !((p & GCK_PROMISE_SCALE_F16) && f16))
+        return "alpha/beta not representable in the backend's scale type";
     if ((p & GCK_PROMISE_INT32_DIMS) && !fits_int32(c)) return "dimensions beyond 32-bit int";
     return NULL;
 }

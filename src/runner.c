@@ -52,8 +52,14 @@ static gck_status prepare(const gck_spec *s, operand_set *os, char *msg, size_t 
 }
 
 static gck_operands operands_of(operand_set *os) {
-    return (gck_operands){os->g[GCK_A].data, os->g[GCK_B].data, os->g[GCK_C].data,
-                          os->have_d ? os->g[GCK_D].data : os->g[GCK_C].data};
+    gck_operands ops = {os->g[GCK_A].data, os->g[GCK_B].data, os->g[GCK_C].data,
+                        os->have_d ? os->g[GCK_D].data : os->g[GCK_C].data, {0}, {0}};
+    for (int x = 0; x < 4; x++) {
+        const gck_guarded *g = &os->g[x == GCK_D && !os->have_d ? GCK_C : x];
+        ops.region[x] = g->region;
+        ops.region_bytes[x] = g->region_len;
+    }
+    return ops;
 }
 
 static gck_finding *add_finding(gck_run_result *r, gck_kind k) {

@@ -52,6 +52,7 @@ enum {
     GCK_PROMISE_SCALE_F32 = 1u << 7,         /**< alpha/beta are taken as f32 */
     GCK_PROMISE_SCALE_F64 = 1u << 8,         /**< alpha/beta are taken as f64 */
     GCK_PROMISE_INT32_DIMS = 1u << 9,        /**< a limit: dimensions and lds must fit in int */
+    GCK_PROMISE_SCALE_F16 = 1u << 10,        /**< alpha/beta are taken as f16 (cuBLAS 16F) */
 };
 
 /** One row of a support table: a type tuple, its model, its promises, and what is called. */
@@ -76,6 +77,11 @@ typedef enum gck_call_status {
 typedef struct gck_operands {
     const void *a, *b, *c;
     void *d;
+    /** The guarded host region around each operand (A, B, C, D; D's is C's when in place):
+     *  canary zone, operand, back zone. A device backend mirrors whole regions to the device
+     *  and back, so that the host's guard and input checks see what happened on the device. */
+    void *region[4];
+    size_t region_bytes[4];
 } gck_operands;
 
 typedef struct gck_backend gck_backend;

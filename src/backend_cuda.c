@@ -1,0 +1,420 @@
+/* cuBLAS (cublasGemmEx, cublasGemmStridedBatchedEx) and cuBLASLt (cublasLtMatmul with the
+ * heuristic's first algorithm) backends.
+ *
+ * Operands are mirrored region by region: every guarded host region (canary zone, operand,
+ * back zone) is copied to a device allocation of the same size, the call runs on the device
+ * pointers at the same offsets (cudaMalloc returns 256-byte aligned memory, so the offsets
+ * from a 256-byte boundary are the host's), and every region is copied back afterwards. The
+ * host's guard, padding and input checks then judge what the device did. A sticky CUDA error
+ * after the call (illegal address, launch failure) is a device fault: a `crash`.
+ *
+ * The support table follows the cuBLAS documentation's cublasGemmEx table (computeType,
+ * scaleType, Atype/Btype, Ctype), without the integer and complex rows: 16F with f16; 32F with
+ * bf16->bf16, f16->f16, bf16->f32, f16->f32, f32->f32; 32F_FAST_16F, _FAST_16BF, _FAST_TF32
+ * with f32; 64F with f64. */
+#include "backend_cuda.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "backends.h"
+
+/* ---- the support table ------------------------------------------------------------------- */
+
+typedef struct cuda_row_spec {
+    gck_format ab, c, compute;   /* element types and the case's compute type */
+    cublasComputeType_t ct;
+    gck_format model_compute;    /* accumulation precision */
+    gck_format input_format;     /* what A and B are rounded to first */
+    gck_format epilogue;
+} cuda_row_spec;
+
+static const cuda_row_spec row_specs[] = {
+    {GCK_F16, GCK_F16, GCK_F16, CUBLAS_COMPUTE_16F, GCK_F16, GCK_F16, GCK_F16},
+    {GCK_BF16, GCK_BF16, GCK_F32, CUBLAS_COMPUTE_32F, GCK_F32, GCK_F32, GCK_F32},
+    {GCK_F16, GCK_F16, GCK_F32, CUBLAS_COMPUTE_32F, GCK_F32, GCK_F32, GCK_F32},
+    {GCK_BF16, GCK_F32, GCK_F32, CUBLAS_COMPUTE_32F, GCK_F32, GCK_F32, GCK_F32},
+    {GCK_F16, GCK_F32, GCK_F32, CUBLAS_COMPUTE_32F, GCK_F32, GCK_F32, GCK_F32},
+    {GCK_F32, GCK_F32, GCK_F32, CUBLAS_COMPUTE_32F, GCK_F32, GCK_F32, GCK_F32},
+    {GCK_F32, GCK_F32, GCK_F16, CUBLAS_COMPUTE_32F_FAST_16F, GCK_F32, GCK_F16, GCK_F32},
+    {GCK_F32, GCK_F32, GCK_BF16, CUBLAS_COMPUTE_32F_FAST_16BF, GCK_F32, GCK_BF16, GCK_F32},
+    {GCK_F32, GCK_F32, GCK_TF32, CUBLAS_COMPUTE_32F_FAST_TF32, GCK_F32, GCK_TF32, GCK_F32},
+    {GCK_F64, GCK_F64, GCK_F64, CUBLAS_COMPUTE_64F, GCK_F64, GCK_F64, GCK_F64},
+};
+enum { NROWS = sizeof row_specs / sizeof row_specs[0] };
+
+static gck_support_row rows_gemmex[NROWS], rows_lt[NROWS];
+static cublasComputeType_t computes[NROWS];
+static bool rows_ready;
+
+static void build_rows(void) {
+    if (rows_ready) return;
+    for (int r = 0; r < NROWS; r++) {
+        const cuda_row_spec *rs = &row_specs[r];
+        /* Tensor cores accumulate blocks of products with one rounding (Fasi et al. 2021);
+         * FTZ is possible in reduced-precision paths. The checker's 2K+4 covers the block
+         * accumulation; eta = smallest normal covers FTZ of results. */
+        gck_model m = {.compute = rs->model_compute, .inputs_rounded = true,
+                       .input_format = rs->input_format, .acc = GCK_ACC_BLOCK_FMA, .block = 0,
+                       .epilogue = rs->epilogue, .ftz = rs->ct != CUBLAS_COMPUTE_64F,
+                       .daz = false};
+        unsigned scale = rs->ct == CUBLAS_COMPUTE_16F   ? GCK_PROMISE_SCALE_F16
+                         : rs->ct == CUBLAS_COMPUTE_64F ? GCK_PROMISE_SCALE_F64
+                                                        : GCK_PROMISE_SCALE_F32;
+        unsigned common = GCK_PROMISE_BETA0_NO_READ_C | GCK_PROMISE_ROW_MAJOR |
+                          GCK_PROMISE_BATCHED | GCK_PROMISE_D_IN_PLACE | GCK_PROMISE_INT32_DIMS |
+                          scale;
+        rows_gemmex[r] = (gck_support_row){rs->ab, rs->ab, rs->c, rs->c, rs->compute, m, common,
+                                           "cublasGemmEx / cublasGemmStridedBatchedEx"};
+        rows_lt[r] = (gck_support_row){rs->ab, rs->ab, rs->c, rs->c, rs->compute, m,
+                                       common | GCK_PROMISE_D_SEPARATE, "cublasLtMatmul"};
+        computes[r] = rs->ct;
+    }
+    rows_ready = true;
+}
+
+size_t gck_cuda_rows(bool lt, const gck_support_row **rows, const cublasComputeType_t **cts) {
+    build_rows();
+    *rows = lt ? rows_lt : rows_gemmex;
+    if (cts) *cts = computes;
+    return NROWS;
+}
+
+cudaDataType gck_cuda_datatype(gck_format f) {
+    switch (f) {
+    case GCK_F16: return CUDA_R_16F;
+    case GCK_BF16: return CUDA_R_16BF;
+    case GCK_F64: return CUDA_R_64F;
+    default: return CUDA_R_32F;
+    }
+}
+
+cudaDataType gck_cuda_scale_type(cublasComputeType_t ct) {
+    if (ct == CUBLAS_COMPUTE_16F || ct == CUBLAS_COMPUTE_16F_PEDANTIC) return CUDA_R_16F;
+    if (ct == CUBLAS_COMPUTE_64F || ct == CUBLAS_COMPUTE_64F_PEDANTIC) return CUDA_R_64F;
+    return CUDA_R_32F;
+}
+
+gck_cublas_args gck_cublas_map(const gck_case *c) {
+    bool row = c->order == GCK_ROW_MAJOR;
+    cublasOperation_t ta = c->transa == GCK_OP_N ? CUBLAS_OP_N : CUBLAS_OP_T;
+    cublasOperation_t tb = c->transb == GCK_OP_N ? CUBLAS_OP_N : CUBLAS_OP_T;
+    gck_cublas_args a = {
+        .opx = row ? tb : ta, .opy = row ? ta : tb,
+        .m = (int)(row ? c->n : c->m), .n = (int)(row ? c->m : c->n), .k = (int)c->k,
+        .x = row ? GCK_B : GCK_A, .y = row ? GCK_A : GCK_B,
+        .ldx = (int)(row ? c->ldb : c->lda), .ldy = (int)(row ? c->lda : c->ldb),
+        .ldc = (int)c->ldc, .ldd = (int)gck_case_ld(c, GCK_D),
+        .stride_x = row ? c->stride_b : c->stride_a, .stride_y = row ? c->stride_a : c->stride_b,
+        .stride_c = c->stride_c, .stride_d = gck_case_stride(c, GCK_D), .batch = (int)c->batch,
+    };
+    return a;
+}
+
+/* ---- device state ------------------------------------------------------------------------ */
+
+typedef struct cuda_state {
+    bool lt;
+    bool probed, usable;
+    char why[384];
+    cublasHandle_t handle;
+    cublasLtHandle_t lt_handle;
+    bool have_handle;
+} cuda_state;
+
+static void probe(cuda_state *s) {
+    if (s->probed) return;
+    s->probed = true;
+    int count = 0, rt = 0, drv = 0;
+    cudaRuntimeGetVersion(&rt);
+    cudaDriverGetVersion(&drv);
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        snprintf(s->why, sizeof s->why, "unavailable: %s (%s; CUDA runtime %d.%d, driver %d.%d)",
+                 cudaGetErrorString(e), cudaGetErrorName(e), rt / 1000, (rt % 1000) / 10,
+                 drv / 1000, (drv % 1000) / 10);
+        return;
+    }
+    if (count == 0) {
+        snprintf(s->why, sizeof s->why, "unavailable: no CUDA device (CUDA runtime %d.%d)",
+                 rt / 1000, (rt % 1000) / 10);
+        return;
+    }
+    struct cudaDeviceProp p;
+    if (cudaGetDeviceProperties(&p, 0) == cudaSuccess)
+        snprintf(s->why, sizeof s->why, "device 0: %.200s (sm_%d%d), CUDA runtime %d.%d, driver "
+                 "%d.%d", p.name, p.major, p.minor, rt / 1000, (rt % 1000) / 10, drv / 1000,
+                 (drv % 1000) / 10);
+    s->usable = true;
+}
+
+static gck_status cuda_init_common(void **state, const char *arg, bool lt, char *msg,
+                                   size_t len) {
+    if (arg) {
+        snprintf(msg, len, "backend '%s' takes no argument", lt ? "cublaslt" : "cublas");
+        return GCK_EINVAL;
+    }
+    cuda_state *s = calloc(1, sizeof *s);
+    if (!s) return GCK_ENOMEM;
+    s->lt = lt;
+    build_rows();
+    *state = s;
+    return GCK_OK;
+}
+
+static gck_status cublas_init(void **st, const char *arg, char *msg, size_t len) {
+    return cuda_init_common(st, arg, false, msg, len);
+}
+
+static gck_status cublaslt_init(void **st, const char *arg, char *msg, size_t len) {
+    return cuda_init_common(st, arg, true, msg, len);
+}
+
+static void cuda_teardown(void *state) {
+    cuda_state *s = state;
+    if (!s) return;
+    if (s->have_handle) {
+        if (s->lt) cublasLtDestroy(s->lt_handle);
+        else cublasDestroy(s->handle);
+    }
+    free(s);
+}
+
+static bool cuda_available(void *state, char *why, size_t len) {
+    cuda_state *s = state;
+    probe(s);
+    snprintf(why, len, "%s", s->why);
+    return s->usable;
+}
+
+static void cuda_version(void *state, char *buf, size_t len) {
+    cuda_state *s = state;
+    if (s->lt) {
+        size_t v = cublasLtGetVersion();
+        snprintf(buf, len, "cuBLASLt %zu.%zu.%zu (headers %d.%d.%d)", v / 10000, (v / 100) % 100,
+                 v % 100, CUBLAS_VER_MAJOR, CUBLAS_VER_MINOR, CUBLAS_VER_PATCH);
+    } else {
+        /* cublasGetVersion needs a handle, hence a device: report the headers' version */
+        snprintf(buf, len, "cuBLAS %d.%d.%d (headers; cublasLt library %zu)", CUBLAS_VER_MAJOR,
+                 CUBLAS_VER_MINOR, CUBLAS_VER_PATCH, cublasLtGetVersion());
+    }
+}
+
+static size_t cuda_table(void *state, const gck_support_row **rows) {
+    return gck_cuda_rows(((cuda_state *)state)->lt, rows, NULL);
+}
+
+/* cuBLAS status -> call status. */
+static gck_call_status from_cublas(cublasStatus_t st, const char *what, char *msg, size_t len) {
+    if (st == CUBLAS_STATUS_SUCCESS) return GCK_CALL_OK;
+    snprintf(msg, len, "%s: %s", what, cublasGetStatusString(st));
+    return st == CUBLAS_STATUS_NOT_SUPPORTED ? GCK_CALL_NOT_SUPPORTED : GCK_CALL_ERROR;
+}
+
+/* A CUDA error after the call: sticky ones leave the context unusable (a crash). */
+static gck_call_status from_cuda(cudaError_t e, const char *what, char *msg, size_t len) {
+    if (e == cudaSuccess) return GCK_CALL_OK;
+    snprintf(msg, len, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+    switch (e) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorHardwareStackError:
+    case cudaErrorAssert:
+        return GCK_CALL_DEVICE_FAULT;
+    default: return GCK_CALL_ERROR;
+    }
+}
+
+typedef struct scalars {
+    union { uint16_t h; float f; double d; } alpha, beta;
+} scalars;
+
+static void make_scalars(cublasComputeType_t ct, const gck_case *c, scalars *sc) {
+    switch (gck_cuda_scale_type(ct)) {
+    case CUDA_R_16F:
+        sc->alpha.h = gck_f16_from_double(c->alpha);
+        sc->beta.h = gck_f16_from_double(c->beta);
+        break;
+    case CUDA_R_64F:
+        sc->alpha.d = c->alpha;
+        sc->beta.d = c->beta;
+        break;
+    default:
+        sc->alpha.f = (float)c->alpha;
+        sc->beta.f = (float)c->beta;
+        break;
+    }
+}
+
+static gck_call_status run_gemmex(cuda_state *s, const gck_case *c, cublasComputeType_t ct,
+                                  void *dev[4], char *msg, size_t len) {
+    gck_cublas_args a = gck_cublas_map(c);
+    scalars sc;
+    make_scalars(ct, c, &sc);
+    const void *X = dev[a.x], *Y = dev[a.y];
+    cudaDataType tx = gck_cuda_datatype(a.x == GCK_A ? c->type_a : c->type_b);
+    cudaDataType ty = gck_cuda_datatype(a.y == GCK_A ? c->type_a : c->type_b);
+    cudaDataType tc = gck_cuda_datatype(c->type_c);
+    cublasStatus_t st;
+    if (c->batch == 1)
+        st = cublasGemmEx(s->handle, a.opx, a.opy, a.m, a.n, a.k, &sc.alpha, X, tx, a.ldx, Y, ty,
+                          a.ldy, &sc.beta, dev[GCK_C], tc, a.ldc, ct, CUBLAS_GEMM_DEFAULT);
+    else
+        st = cublasGemmStridedBatchedEx(s->handle, a.opx, a.opy, a.m, a.n, a.k, &sc.alpha, X, tx,
+                                        a.ldx, a.stride_x, Y, ty, a.ldy, a.stride_y, &sc.beta,
+                                        dev[GCK_C], tc, a.ldc, a.stride_c, a.batch, ct,
+                                        CUBLAS_GEMM_DEFAULT);
+    return from_cublas(st, c->batch == 1 ? "cublasGemmEx" : "cublasGemmStridedBatchedEx", msg,
+                       len);
+}
+
+/* A column-major layout for a matrix of rows x cols with ld, batch and stride. */
+static cublasStatus_t layout(cublasLtMatrixLayout_t *l, cudaDataType t, int rows, int cols,
+                             int ld, int batch, long long stride) {
+    cublasStatus_t st = cublasLtMatrixLayoutCreate(l, t, (uint64_t)rows, (uint64_t)cols, ld);
+    if (st != CUBLAS_STATUS_SUCCESS || batch == 1) return st;
+    int32_t b = batch;
+    int64_t s = stride;
+    st = cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &b, sizeof b);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &s,
+                                              sizeof s);
+    return st;
+}
+
+static gck_call_status run_lt(cuda_state *s, const gck_case *c, cublasComputeType_t ct,
+                              void *dev[4], char *msg, size_t len) {
+    gck_cublas_args a = gck_cublas_map(c);
+    scalars sc;
+    make_scalars(ct, c, &sc);
+    cudaDataType tx = gck_cuda_datatype(a.x == GCK_A ? c->type_a : c->type_b);
+    cudaDataType ty = gck_cuda_datatype(a.y == GCK_A ? c->type_a : c->type_b);
+    cudaDataType tc = gck_cuda_datatype(c->type_c), td = gck_cuda_datatype(gck_case_type(c, GCK_D));
+    cublasLtMatmulDesc_t op = NULL;
+    cublasLtMatrixLayout_t lx = NULL, ly = NULL, lc = NULL, ld = NULL;
+    cublasLtMatmulPreference_t pref = NULL;
+    void *workspace = NULL;
+    size_t ws_bytes = 32u << 20;
+    gck_call_status out = GCK_CALL_OK;
+    cublasStatus_t st = cublasLtMatmulDescCreate(&op, ct, gck_cuda_scale_type(ct));
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &a.opx, sizeof a.opx);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &a.opy, sizeof a.opy);
+    /* stored shapes of X and Y in the column-major view */
+    int xr = a.opx == CUBLAS_OP_N ? a.m : a.k, xc = a.opx == CUBLAS_OP_N ? a.k : a.m;
+    int yr = a.opy == CUBLAS_OP_N ? a.k : a.n, yc = a.opy == CUBLAS_OP_N ? a.n : a.k;
+    if (st == CUBLAS_STATUS_SUCCESS) st = layout(&lx, tx, xr, xc, a.ldx, a.batch, a.stride_x);
+    if (st == CUBLAS_STATUS_SUCCESS) st = layout(&ly, ty, yr, yc, a.ldy, a.batch, a.stride_y);
+    if (st == CUBLAS_STATUS_SUCCESS) st = layout(&lc, tc, a.m, a.n, a.ldc, a.batch, a.stride_c);
+    if (st == CUBLAS_STATUS_SUCCESS) st = layout(&ld, td, a.m, a.n, a.ldd, a.batch, a.stride_d);
+    if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatmulPreferenceCreate(&pref);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                  &ws_bytes, sizeof ws_bytes);
+    if (st != CUBLAS_STATUS_SUCCESS) {
+        out = from_cublas(st, "cublasLt descriptor set-up", msg, len);
+        goto done;
+    }
+    cublasLtMatmulHeuristicResult_t heur;
+    int found = 0;
+    st = cublasLtMatmulAlgoGetHeuristic(s->lt_handle, op, lx, ly, lc, ld, pref, 1, &heur, &found);
+    if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
+        out = st != CUBLAS_STATUS_SUCCESS ? from_cublas(st, "cublasLtMatmulAlgoGetHeuristic", msg,
+                                                        len)
+                                          : GCK_CALL_NOT_SUPPORTED;
+        if (found == 0 && st == CUBLAS_STATUS_SUCCESS)
+            snprintf(msg, len, "cublasLtMatmulAlgoGetHeuristic found no algorithm");
+        goto done;
+    }
+    if (heur.workspaceSize > 0) {
+        cudaError_t e = cudaMalloc(&workspace, heur.workspaceSize);
+        if (e != cudaSuccess) {
+            out = from_cuda(e, "cudaMalloc (workspace)", msg, len);
+            goto done;
+        }
+    }
+    st = cublasLtMatmul(s->lt_handle, op, &sc.alpha, dev[a.x], lx, dev[a.y], ly, &sc.beta,
+                        dev[GCK_C], lc, dev[GCK_D], ld, &heur.algo, workspace,
+                        heur.workspaceSize, 0);
+    out = from_cublas(st, "cublasLtMatmul", msg, len);
+done:
+    if (workspace) cudaFree(workspace);
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    if (ld) cublasLtMatrixLayoutDestroy(ld);
+    if (lc) cublasLtMatrixLayoutDestroy(lc);
+    if (ly) cublasLtMatrixLayoutDestroy(ly);
+    if (lx) cublasLtMatrixLayoutDestroy(lx);
+    if (op) cublasLtMatmulDescDestroy(op);
+    return out;
+}
+
+static gck_call_status cuda_call(void *state, const gck_case *c, const gck_support_row *row,
+                                 const gck_operands *ops, char *msg, size_t len) {
+    cuda_state *s = state;
+    probe(s);
+    if (!s->usable) {
+        snprintf(msg, len, "%s", s->why);
+        return GCK_CALL_ERROR;
+    }
+    if (!s->have_handle) {
+        cublasStatus_t st = s->lt ? cublasLtCreate(&s->lt_handle) : cublasCreate(&s->handle);
+        if (st != CUBLAS_STATUS_SUCCESS)
+            return from_cublas(st, s->lt ? "cublasLtCreate" : "cublasCreate", msg, len);
+        s->have_handle = true;
+    }
+    const gck_support_row *rows;
+    const cublasComputeType_t *cts;
+    gck_cuda_rows(s->lt, &rows, &cts);
+    cublasComputeType_t ct = cts[row - rows];
+    /* mirror the four regions (D's is C's when in place) */
+    const void *host_base[4] = {ops->a, ops->b, ops->c, ops->d};
+    void *dregion[4] = {NULL, NULL, NULL, NULL}, *dev[4] = {NULL, NULL, NULL, NULL};
+    gck_call_status out = GCK_CALL_OK;
+    int nreg = c->d_is_c ? 3 : 4;
+    for (int x = 0; x < nreg && out == GCK_CALL_OK; x++) {
+        cudaError_t e = cudaMalloc(&dregion[x], ops->region_bytes[x]);
+        if (e == cudaSuccess)
+            e = cudaMemcpy(dregion[x], ops->region[x], ops->region_bytes[x], cudaMemcpyHostToDevice);
+        out = from_cuda(e, "copying operands to the device", msg, len);
+        dev[x] = (char *)dregion[x] + ((const char *)host_base[x] - (const char *)ops->region[x]);
+    }
+    if (c->d_is_c) dev[GCK_D] = dev[GCK_C];
+    if (out == GCK_CALL_OK) {
+        out = s->lt ? run_lt(s, c, ct, dev, msg, len) : run_gemmex(s, c, ct, dev, msg, len);
+        gck_call_status sync = from_cuda(cudaDeviceSynchronize(), "after the call", msg, len);
+        if (sync != GCK_CALL_OK) out = sync;
+    }
+    /* copy every region back, so the host checks see inputs, guards and padding as the device
+     * left them (skipped after a device fault: the context is gone) */
+    for (int x = 0; x < nreg && out != GCK_CALL_DEVICE_FAULT; x++)
+        if (dregion[x]) {
+            gck_call_status back = from_cuda(cudaMemcpy(ops->region[x], dregion[x],
+                                                        ops->region_bytes[x],
+                                                        cudaMemcpyDeviceToHost),
+                                             "copying operands back", msg, len);
+            if (back != GCK_CALL_OK && out == GCK_CALL_OK) out = back;
+        }
+    for (int x = 0; x < nreg; x++)
+        if (dregion[x]) cudaFree(dregion[x]);
+    return out;
+}
+
+const gck_backend_ops *gck_cublas_backend_ops(void) {
+    static const gck_backend_ops ops = {"cublas",     cublas_init, cuda_teardown, cuda_available,
+                                        cuda_version, cuda_table,  cuda_call};
+    return &ops;
+}
+
+const gck_backend_ops *gck_cublaslt_backend_ops(void) {
+    static const gck_backend_ops ops = {"cublaslt",   cublaslt_init, cuda_teardown, cuda_available,
+                                        cuda_version, cuda_table,    cuda_call};
+    return &ops;
+}
