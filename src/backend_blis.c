@@ -86,9 +86,11 @@ static gck_status blis_init(void **state, const char *arg, char *msg, size_t len
                     gck_model m = gck_model_plain(sd[comp]);
                     if (sd[c] == GCK_F32) m.epilogue = GCK_F32;
                     m.acc = GCK_ACC_SCALAR;
-                    unsigned scale = sd[c] == GCK_F32 ? GCK_PROMISE_SCALE_F32 : GCK_PROMISE_SCALE_F64;
-                    s->rows[s->n++] = (gck_support_row){sd[a], sd[b], sd[c], sd[c], sd[comp], m,
-                                                        p | scale, "bli_gemm (object API)"};
+                    unsigned scale =
+                        sd[c] == GCK_F32 ? GCK_PROMISE_SCALE_F32 : GCK_PROMISE_SCALE_F64;
+                    s->rows[s->n++] =
+                        (gck_support_row){sd[a],    sd[b], sd[c],     sd[c],
+                                          sd[comp], m,     p | scale, "bli_gemm (object API)"};
                 }
     *state = s;
     return GCK_OK;

@@ -17,18 +17,26 @@ enum { CBLAS_ROW = 101, CBLAS_COL = 102, CBLAS_NOTRANS = 111, CBLAS_TRANS = 112 
 
 typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float *, int, const float *,
                          int, float, float *, int);
-typedef void (*dgemm_fn)(int, int, int, int, int, int, double, const double *, int,
-                         const double *, int, double, double *, int);
+typedef void (*dgemm_fn)(int, int, int, int, int, int, double, const double *, int, const double *,
+                         int, double, double *, int);
 /* bf16 x bf16 -> f32 and f16 x f16 -> f32 (OpenBLAS and MKL share this argument list) */
 typedef void (*hgemm_fn)(int, int, int, int, int, int, float, const uint16_t *, int,
                          const uint16_t *, int, float, float *, int);
 
 typedef enum flavour { FLAVOUR_GENERIC, FLAVOUR_OPENBLAS } flavour;
 
-typedef enum entry_id { E_SGEMM, E_DGEMM, E_SBGEMM, E_SHGEMM, E_MKL_BF16, E_MKL_F16, E_COUNT } entry_id;
-static const char *const entry_names[E_COUNT] = {"cblas_sgemm",  "cblas_dgemm",
-                                                 "cblas_sbgemm", "cblas_shgemm",
-                                                 "cblas_gemm_bf16bf16f32", "cblas_gemm_f16f16f32"};
+typedef enum entry_id {
+    E_SGEMM,
+    E_DGEMM,
+    E_SBGEMM,
+    E_SHGEMM,
+    E_MKL_BF16,
+    E_MKL_F16,
+    E_COUNT
+} entry_id;
+static const char *const entry_names[E_COUNT] = {
+    "cblas_sgemm",         "cblas_dgemm", "cblas_sbgemm", "cblas_shgemm", "cblas_gemm_bf16bf16f32",
+    "cblas_gemm_f16f16f32"};
 
 typedef struct cblas_state {
     void *handle;
@@ -76,11 +84,13 @@ static gck_status cblas_open(cblas_state *s, const char *path, flavour fl, char 
     if (fl == FLAVOUR_GENERIC) p |= GCK_PROMISE_MAY_SKIP_ZERO | GCK_PROMISE_ALPHA0_NO_READ_AB;
     add_row(s, E_SGEMM, GCK_F32, GCK_F32, GCK_F32, p | GCK_PROMISE_SCALE_F32);
     add_row(s, E_DGEMM, GCK_F64, GCK_F64, GCK_F64, p | GCK_PROMISE_SCALE_F64);
-    if (s->fn[E_SBGEMM]) add_row(s, E_SBGEMM, GCK_BF16, GCK_F32, GCK_F32, p | GCK_PROMISE_SCALE_F32);
+    if (s->fn[E_SBGEMM])
+        add_row(s, E_SBGEMM, GCK_BF16, GCK_F32, GCK_F32, p | GCK_PROMISE_SCALE_F32);
     if (s->fn[E_SHGEMM]) add_row(s, E_SHGEMM, GCK_F16, GCK_F32, GCK_F32, p | GCK_PROMISE_SCALE_F32);
     if (s->fn[E_MKL_BF16])
         add_row(s, E_MKL_BF16, GCK_BF16, GCK_F32, GCK_F32, p | GCK_PROMISE_SCALE_F32);
-    if (s->fn[E_MKL_F16]) add_row(s, E_MKL_F16, GCK_F16, GCK_F32, GCK_F32, p | GCK_PROMISE_SCALE_F32);
+    if (s->fn[E_MKL_F16])
+        add_row(s, E_MKL_F16, GCK_F16, GCK_F32, GCK_F32, p | GCK_PROMISE_SCALE_F32);
 
     /* version: the library's own words where it has them */
     const char *(*ob_config)(void) = NULL;
@@ -123,7 +133,8 @@ static gck_status openblas_init(void **state, const char *arg, char *msg, size_t
     return GCK_OK;
 #else
     *state = NULL;
-    snprintf(msg, len, "gemmcheck was built without OpenBLAS (GEMMCHECK_OPENBLAS=OFF or not "
+    snprintf(msg, len,
+             "gemmcheck was built without OpenBLAS (GEMMCHECK_OPENBLAS=OFF or not "
              "found); use cblas:/path/libopenblas.so.0");
     return GCK_EIO;
 #endif
@@ -199,8 +210,9 @@ static gck_call_status cblas_call(void *state, const gck_case *c, const gck_supp
 }
 
 const gck_backend_ops *gck_openblas_backend_ops(void) {
-    static const gck_backend_ops ops = {"openblas",    openblas_init, cblas_teardown,
-                                        cblas_available, cblas_version, cblas_table, cblas_call};
+    static const gck_backend_ops ops = {"openblas",      openblas_init, cblas_teardown,
+                                        cblas_available, cblas_version, cblas_table,
+                                        cblas_call};
     return &ops;
 }
 

@@ -25,10 +25,10 @@
 /* ---- the support table ------------------------------------------------------------------- */
 
 typedef struct cuda_row_spec {
-    gck_format ab, c, compute;   /* element types and the case's compute type */
+    gck_format ab, c, compute; /* element types and the case's compute type */
     cublasComputeType_t ct;
-    gck_format model_compute;    /* accumulation precision */
-    gck_format input_format;     /* what A and B are rounded to first */
+    gck_format model_compute; /* accumulation precision */
+    gck_format input_format;  /* what A and B are rounded to first */
     gck_format epilogue;
 } cuda_row_spec;
 
@@ -57,9 +57,13 @@ static void build_rows(void) {
         /* Tensor cores accumulate blocks of products with one rounding (Fasi et al. 2021);
          * FTZ is possible in reduced-precision paths. The checker's 2K+4 covers the block
          * accumulation; eta = smallest normal covers FTZ of results. */
-        gck_model m = {.compute = rs->model_compute, .inputs_rounded = true,
-                       .input_format = rs->input_format, .acc = GCK_ACC_BLOCK_FMA, .block = 0,
-                       .epilogue = rs->epilogue, .ftz = rs->ct != CUBLAS_COMPUTE_64F,
+        gck_model m = {.compute = rs->model_compute,
+                       .inputs_rounded = true,
+                       .input_format = rs->input_format,
+                       .acc = GCK_ACC_BLOCK_FMA,
+                       .block = 0,
+                       .epilogue = rs->epilogue,
+                       .ftz = rs->ct != CUBLAS_COMPUTE_64F,
                        .daz = false};
         unsigned scale = rs->ct == CUBLAS_COMPUTE_16F   ? GCK_PROMISE_SCALE_F16
                          : rs->ct == CUBLAS_COMPUTE_64F ? GCK_PROMISE_SCALE_F64
@@ -67,10 +71,12 @@ static void build_rows(void) {
         unsigned common = GCK_PROMISE_BETA0_NO_READ_C | GCK_PROMISE_ROW_MAJOR |
                           GCK_PROMISE_BATCHED | GCK_PROMISE_D_IN_PLACE | GCK_PROMISE_INT32_DIMS |
                           scale;
-        rows_gemmex[r] = (gck_support_row){rs->ab, rs->ab, rs->c, rs->c, rs->compute, m, common,
-                                           "cublasGemmEx / cublasGemmStridedBatchedEx"};
-        rows_lt[r] = (gck_support_row){rs->ab, rs->ab, rs->c, rs->c, rs->compute, m,
-                                       common | GCK_PROMISE_D_SEPARATE, "cublasLtMatmul"};
+        rows_gemmex[r] = (gck_support_row){
+            rs->ab,      rs->ab, rs->c,  rs->c,
+            rs->compute, m,      common, "cublasGemmEx / cublasGemmStridedBatchedEx"};
+        rows_lt[r] = (gck_support_row){
+            rs->ab,          rs->ab, rs->c, rs->c, rs->compute, m, common | GCK_PROMISE_D_SEPARATE,
+            "cublasLtMatmul"};
         computes[r] = rs->ct;
     }
     rows_ready = true;
@@ -103,13 +109,22 @@ gck_cublas_args gck_cublas_map(const gck_case *c) {
     cublasOperation_t ta = c->transa == GCK_OP_N ? CUBLAS_OP_N : CUBLAS_OP_T;
     cublasOperation_t tb = c->transb == GCK_OP_N ? CUBLAS_OP_N : CUBLAS_OP_T;
     gck_cublas_args a = {
-        .opx = row ? tb : ta, .opy = row ? ta : tb,
-        .m = (int)(row ? c->n : c->m), .n = (int)(row ? c->m : c->n), .k = (int)c->k,
-        .x = row ? GCK_B : GCK_A, .y = row ? GCK_A : GCK_B,
-        .ldx = (int)(row ? c->ldb : c->lda), .ldy = (int)(row ? c->lda : c->ldb),
-        .ldc = (int)c->ldc, .ldd = (int)gck_case_ld(c, GCK_D),
-        .stride_x = row ? c->stride_b : c->stride_a, .stride_y = row ? c->stride_a : c->stride_b,
-        .stride_c = c->stride_c, .stride_d = gck_case_stride(c, GCK_D), .batch = (int)c->batch,
+        .opx = row ? tb : ta,
+        .opy = row ? ta : tb,
+        .m = (int)(row ? c->n : c->m),
+        .n = (int)(row ? c->m : c->n),
+        .k = (int)c->k,
+        .x = row ? GCK_B : GCK_A,
+        .y = row ? GCK_A : GCK_B,
+        .ldx = (int)(row ? c->ldb : c->lda),
+        .ldy = (int)(row ? c->lda : c->ldb),
+        .ldc = (int)c->ldc,
+        .ldd = (int)gck_case_ld(c, GCK_D),
+        .stride_x = row ? c->stride_b : c->stride_a,
+        .stride_y = row ? c->stride_a : c->stride_b,
+        .stride_c = c->stride_c,
+        .stride_d = gck_case_stride(c, GCK_D),
+        .batch = (int)c->batch,
     };
     return a;
 }
@@ -145,14 +160,15 @@ static void probe(cuda_state *s) {
     }
     struct cudaDeviceProp p;
     if (cudaGetDeviceProperties(&p, 0) == cudaSuccess)
-        snprintf(s->why, sizeof s->why, "device 0: %.200s (sm_%d%d), CUDA runtime %d.%d, driver "
-                 "%d.%d", p.name, p.major, p.minor, rt / 1000, (rt % 1000) / 10, drv / 1000,
+        snprintf(s->why, sizeof s->why,
+                 "device 0: %.200s (sm_%d%d), CUDA runtime %d.%d, driver "
+                 "%d.%d",
+                 p.name, p.major, p.minor, rt / 1000, (rt % 1000) / 10, drv / 1000,
                  (drv % 1000) / 10);
     s->usable = true;
 }
 
-static gck_status cuda_init_common(void **state, const char *arg, bool lt, char *msg,
-                                   size_t len) {
+static gck_status cuda_init_common(void **state, const char *arg, bool lt, char *msg, size_t len) {
     if (arg) {
         snprintf(msg, len, "backend '%s' takes no argument", lt ? "cublaslt" : "cublas");
         return GCK_EINVAL;
@@ -177,8 +193,10 @@ static void cuda_teardown(void *state) {
     cuda_state *s = state;
     if (!s) return;
     if (s->have_handle) {
-        if (s->lt) cublasLtDestroy(s->lt_handle);
-        else cublasDestroy(s->handle);
+        if (s->lt)
+            cublasLtDestroy(s->lt_handle);
+        else
+            cublasDestroy(s->handle);
     }
     free(s);
 }
@@ -226,14 +244,17 @@ static gck_call_status from_cuda(cudaError_t e, const char *what, char *msg, siz
     case cudaErrorInvalidAddressSpace:
     case cudaErrorInvalidPc:
     case cudaErrorHardwareStackError:
-    case cudaErrorAssert:
-        return GCK_CALL_DEVICE_FAULT;
+    case cudaErrorAssert: return GCK_CALL_DEVICE_FAULT;
     default: return GCK_CALL_ERROR;
     }
 }
 
 typedef struct scalars {
-    union { uint16_t h; float f; double d; } alpha, beta;
+    union {
+        uint16_t h;
+        float f;
+        double d;
+    } alpha, beta;
 } scalars;
 
 static void make_scalars(cublasComputeType_t ct, const gck_case *c, scalars *sc) {
@@ -271,13 +292,12 @@ static gck_call_status run_gemmex(cuda_state *s, const gck_case *c, cublasComput
                                         a.ldx, a.stride_x, Y, ty, a.ldy, a.stride_y, &sc.beta,
                                         dev[GCK_C], tc, a.ldc, a.stride_c, a.batch, ct,
                                         CUBLAS_GEMM_DEFAULT);
-    return from_cublas(st, c->batch == 1 ? "cublasGemmEx" : "cublasGemmStridedBatchedEx", msg,
-                       len);
+    return from_cublas(st, c->batch == 1 ? "cublasGemmEx" : "cublasGemmStridedBatchedEx", msg, len);
 }
 
 /* A column-major layout for a matrix of rows x cols with ld, batch and stride. */
-static cublasStatus_t layout(cublasLtMatrixLayout_t *l, cudaDataType t, int rows, int cols,
-                             int ld, int batch, long long stride) {
+static cublasStatus_t layout(cublasLtMatrixLayout_t *l, cudaDataType t, int rows, int cols, int ld,
+                             int batch, long long stride) {
     cublasStatus_t st = cublasLtMatrixLayoutCreate(l, t, (uint64_t)rows, (uint64_t)cols, ld);
     if (st != CUBLAS_STATUS_SUCCESS || batch == 1) return st;
     int32_t b = batch;
@@ -327,9 +347,9 @@ static gck_call_status run_lt(cuda_state *s, const gck_case *c, cublasComputeTyp
     int found = 0;
     st = cublasLtMatmulAlgoGetHeuristic(s->lt_handle, op, lx, ly, lc, ld, pref, 1, &heur, &found);
     if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
-        out = st != CUBLAS_STATUS_SUCCESS ? from_cublas(st, "cublasLtMatmulAlgoGetHeuristic", msg,
-                                                        len)
-                                          : GCK_CALL_NOT_SUPPORTED;
+        out = st != CUBLAS_STATUS_SUCCESS
+                  ? from_cublas(st, "cublasLtMatmulAlgoGetHeuristic", msg, len)
+                  : GCK_CALL_NOT_SUPPORTED;
         if (found == 0 && st == CUBLAS_STATUS_SUCCESS)
             snprintf(msg, len, "cublasLtMatmulAlgoGetHeuristic found no algorithm");
         goto done;
@@ -342,8 +362,8 @@ static gck_call_status run_lt(cuda_state *s, const gck_case *c, cublasComputeTyp
         }
     }
     st = cublasLtMatmul(s->lt_handle, op, &sc.alpha, dev[a.x], lx, dev[a.y], ly, &sc.beta,
-                        dev[GCK_C], lc, dev[GCK_D], ld, &heur.algo, workspace,
-                        heur.workspaceSize, 0);
+                        dev[GCK_C], lc, dev[GCK_D], ld, &heur.algo, workspace, heur.workspaceSize,
+                        0);
     out = from_cublas(st, "cublasLtMatmul", msg, len);
 done:
     if (workspace) cudaFree(workspace);
@@ -382,7 +402,8 @@ static gck_call_status cuda_call(void *state, const gck_case *c, const gck_suppo
     for (int x = 0; x < nreg && out == GCK_CALL_OK; x++) {
         cudaError_t e = cudaMalloc(&dregion[x], ops->region_bytes[x]);
         if (e == cudaSuccess)
-            e = cudaMemcpy(dregion[x], ops->region[x], ops->region_bytes[x], cudaMemcpyHostToDevice);
+            e = cudaMemcpy(dregion[x], ops->region[x], ops->region_bytes[x],
+                           cudaMemcpyHostToDevice);
         out = from_cuda(e, "copying operands to the device", msg, len);
         dev[x] = (char *)dregion[x] + ((const char *)host_base[x] - (const char *)ops->region[x]);
     }
@@ -396,10 +417,10 @@ static gck_call_status cuda_call(void *state, const gck_case *c, const gck_suppo
      * left them (skipped after a device fault: the context is gone) */
     for (int x = 0; x < nreg && out != GCK_CALL_DEVICE_FAULT; x++)
         if (dregion[x]) {
-            gck_call_status back = from_cuda(cudaMemcpy(ops->region[x], dregion[x],
-                                                        ops->region_bytes[x],
-                                                        cudaMemcpyDeviceToHost),
-                                             "copying operands back", msg, len);
+            gck_call_status back =
+                from_cuda(cudaMemcpy(ops->region[x], dregion[x], ops->region_bytes[x],
+                                     cudaMemcpyDeviceToHost),
+                          "copying operands back", msg, len);
             if (back != GCK_CALL_OK && out == GCK_CALL_OK) out = back;
         }
     for (int x = 0; x < nreg; x++)

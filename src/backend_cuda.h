@@ -24,7 +24,7 @@ cudaDataType gck_cuda_scale_type(cublasComputeType_t ct);
 typedef struct gck_cublas_args {
     cublasOperation_t opx, opy;
     int m, n, k;
-    gck_operand x, y;         /* which operands X and Y are (GCK_A/GCK_B) */
+    gck_operand x, y; /* which operands X and Y are (GCK_A/GCK_B) */
     int ldx, ldy, ldc, ldd;
     long long stride_x, stride_y, stride_c, stride_d;
     int batch;

@@ -6,8 +6,9 @@
 static gck_status no_cuda_init(void **state, const char *arg, char *msg, size_t len) {
     (void)arg;
     *state = NULL;
-    snprintf(msg, len, "unavailable: gemmcheck was built without CUDA (GEMMCHECK_CUDA=OFF or no "
-                       "toolkit found at configure time)");
+    snprintf(msg, len,
+             "unavailable: gemmcheck was built without CUDA (GEMMCHECK_CUDA=OFF or no "
+             "toolkit found at configure time)");
     return GCK_EIO;
 }
 

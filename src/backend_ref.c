@@ -7,8 +7,12 @@
 #include "gemmcheck/version.h"
 
 gck_model gck_model_plain(gck_format compute) {
-    return (gck_model){.compute = compute, .inputs_rounded = true, .input_format = compute,
-                       .acc = GCK_ACC_SCALAR, .block = 0, .epilogue = compute};
+    return (gck_model){.compute = compute,
+                       .inputs_rounded = true,
+                       .input_format = compute,
+                       .acc = GCK_ACC_SCALAR,
+                       .block = 0,
+                       .epilogue = compute};
 }
 
 typedef struct ref_state {
@@ -16,10 +20,10 @@ typedef struct ref_state {
     size_t n;
 } ref_state;
 
-static const unsigned ref_promises =
-    GCK_PROMISE_ALPHA0_NO_READ_AB | GCK_PROMISE_BETA0_NO_READ_C | GCK_PROMISE_ROW_MAJOR |
-    GCK_PROMISE_BATCHED | GCK_PROMISE_D_SEPARATE | GCK_PROMISE_D_IN_PLACE |
-    GCK_PROMISE_SCALE_F32 | GCK_PROMISE_SCALE_F64;
+static const unsigned ref_promises = GCK_PROMISE_ALPHA0_NO_READ_AB | GCK_PROMISE_BETA0_NO_READ_C |
+                                     GCK_PROMISE_ROW_MAJOR | GCK_PROMISE_BATCHED |
+                                     GCK_PROMISE_D_SEPARATE | GCK_PROMISE_D_IN_PLACE |
+                                     GCK_PROMISE_SCALE_F32 | GCK_PROMISE_SCALE_F64;
 
 static void add_row(ref_state *s, gck_format a, gck_format b, gck_format c, gck_format d,
                     gck_format compute) {
@@ -49,8 +53,10 @@ static gck_status ref_init(void **state, const char *arg, char *msg, size_t len)
                     add_row(s, st[a], st[b], st[c], st[d], GCK_F64);
                     /* narrow compute types for the inputs they are made for */
                     if (a == b && st[a] == GCK_F16) add_row(s, st[a], st[b], st[c], st[d], GCK_F16);
-                    if (a == b && st[a] == GCK_BF16) add_row(s, st[a], st[b], st[c], st[d], GCK_BF16);
-                    if (a == b && st[a] == GCK_F32) add_row(s, st[a], st[b], st[c], st[d], GCK_TF32);
+                    if (a == b && st[a] == GCK_BF16)
+                        add_row(s, st[a], st[b], st[c], st[d], GCK_BF16);
+                    if (a == b && st[a] == GCK_F32)
+                        add_row(s, st[a], st[b], st[c], st[d], GCK_TF32);
                 }
     *state = s;
     return GCK_OK;
@@ -71,8 +77,10 @@ static bool ref_available(void *state, char *why, size_t len) {
 
 static void ref_version(void *state, char *buf, size_t len) {
     (void)state;
-    snprintf(buf, len, "gemmcheck reference GEMMs %s (k ascending, no FMA, inputs rounded to "
-             "the compute type)", GEMMCHECK_VERSION);
+    snprintf(buf, len,
+             "gemmcheck reference GEMMs %s (k ascending, no FMA, inputs rounded to "
+             "the compute type)",
+             GEMMCHECK_VERSION);
 }
 
 static size_t ref_table(void *state, const gck_support_row **rows) {

@@ -7,8 +7,9 @@
 
 #include "backends.h"
 
-static const char *const builtin_names[] = {"ref", "openblas", "blis", "cblas:<lib.so>",
-                                            "cublas", "cublaslt", "plugin:<lib.so>[:name]", NULL};
+static const char *const builtin_names[] = {
+    "ref", "openblas", "blis", "cblas:<lib.so>", "cublas", "cublaslt", "plugin:<lib.so>[:name]",
+    NULL};
 
 const char *const *gck_backend_names(void) { return builtin_names; }
 
@@ -18,12 +19,9 @@ typedef struct registered {
 } registered;
 
 static const registered registry[] = {
-    {"ref", gck_ref_backend_ops},
-    {"openblas", gck_openblas_backend_ops},
-    {"blis", gck_blis_backend_ops},
-    {"cblas", gck_cblas_backend_ops},
-    {"cublas", gck_cublas_backend_ops},
-    {"cublaslt", gck_cublaslt_backend_ops},
+    {"ref", gck_ref_backend_ops},       {"openblas", gck_openblas_backend_ops},
+    {"blis", gck_blis_backend_ops},     {"cblas", gck_cblas_backend_ops},
+    {"cublas", gck_cublas_backend_ops}, {"cublaslt", gck_cublaslt_backend_ops},
 };
 
 typedef const gck_backend_ops *(*plugin_entry)(const char *name);
@@ -77,8 +75,10 @@ gck_status gck_backend_open(gck_backend *be, const char *spec, char *msg, size_t
             if (strlen(registry[r].name) == n && strncmp(spec, registry[r].name, n) == 0)
                 be->ops = registry[r].ops();
         if (!be->ops) {
-            snprintf(msg, len, "unknown backend '%s' (known: ref, openblas, blis, "
-                     "cblas:/path/lib.so, cublas, cublaslt, plugin:/path/lib.so[:name])", spec);
+            snprintf(msg, len,
+                     "unknown backend '%s' (known: ref, openblas, blis, "
+                     "cblas:/path/lib.so, cublas, cublaslt, plugin:/path/lib.so[:name])",
+                     spec);
             return GCK_EINVAL;
         }
         arg = colon ? colon + 1 : NULL;
@@ -117,8 +117,10 @@ static const char *missing_promise(const gck_support_row *row, const gck_case *c
     if (c->batch > 1 && !(p & GCK_PROMISE_BATCHED)) return "batched calls";
     if (c->d_is_c && !(p & GCK_PROMISE_D_IN_PLACE)) return "D in place of C";
     if (!c->d_is_c && !(p & GCK_PROMISE_D_SEPARATE)) return "D separate from C";
-    bool f32 = gck_round_to(c->alpha, GCK_F32) == c->alpha && gck_round_to(c->beta, GCK_F32) == c->beta;
-    bool f16 = gck_round_to(c->alpha, GCK_F16) == c->alpha && gck_round_to(c->beta, GCK_F16) == c->beta;
+    bool f32 =
+        gck_round_to(c->alpha, GCK_F32) == c->alpha && gck_round_to(c->beta, GCK_F32) == c->beta;
+    bool f16 =
+        gck_round_to(c->alpha, GCK_F16) == c->alpha && gck_round_to(c->beta, GCK_F16) == c->beta;
     if (!(p & GCK_PROMISE_SCALE_F64) && !((p & GCK_PROMISE_SCALE_F32) && f32) &&
         !((p & GCK_PROMISE_SCALE_F16) && f16))
         return "alpha/beta not representable in the backend's scale type";
@@ -155,14 +157,13 @@ void gck_row_describe(const gck_support_row *row, char *buf, size_t len) {
         snprintf(acc, sizeof acc, m->block ? "block-FMA/%d" : "block-FMA", m->block);
     else
         snprintf(acc, sizeof acc, "scalar");
-    snprintf(buf, len,
-             "%-4s %-4s %-4s %-4s | %-4s | in=%s%s %s epi=%s%s%s | %s%s%s%s%s%s%s | %s",
+    snprintf(buf, len, "%-4s %-4s %-4s %-4s | %-4s | in=%s%s %s epi=%s%s%s | %s%s%s%s%s%s%s | %s",
              gck_format_get(row->a)->name, gck_format_get(row->b)->name,
              gck_format_get(row->c)->name, gck_format_get(row->d)->name,
              gck_format_get(row->compute)->name,
-             m->inputs_rounded ? gck_format_get(m->input_format)->name : "exact",
-             "", acc, gck_format_get(m->epilogue)->name, m->ftz ? " FTZ" : "",
-             m->daz ? " DAZ" : "", p & GCK_PROMISE_ALPHA0_NO_READ_AB ? "a0 " : "",
+             m->inputs_rounded ? gck_format_get(m->input_format)->name : "exact", "", acc,
+             gck_format_get(m->epilogue)->name, m->ftz ? " FTZ" : "", m->daz ? " DAZ" : "",
+             p & GCK_PROMISE_ALPHA0_NO_READ_AB ? "a0 " : "",
              p & GCK_PROMISE_BETA0_NO_READ_C ? "b0 " : "",
              p & GCK_PROMISE_MAY_SKIP_ZERO ? "skip0 " : "", p & GCK_PROMISE_ROW_MAJOR ? "row " : "",
              p & GCK_PROMISE_BATCHED ? "batch " : "", p & GCK_PROMISE_D_SEPARATE ? "Dsep " : "",

@@ -14,10 +14,15 @@
 
 #include "../oracles/oracle_internal.h"
 
-static const char *const kind_names[GCK_KIND_COUNT] = {
-    "out_of_tolerance", "nonfinite_mismatch", "out_of_bounds_write",
-    "input_modified",   "crash",              "hang",
-    "nondeterministic", "unimplemented",      "error"};
+static const char *const kind_names[GCK_KIND_COUNT] = {"out_of_tolerance",
+                                                       "nonfinite_mismatch",
+                                                       "out_of_bounds_write",
+                                                       "input_modified",
+                                                       "crash",
+                                                       "hang",
+                                                       "nondeterministic",
+                                                       "unimplemented",
+                                                       "error"};
 
 const char *gck_kind_name(gck_kind k) { return (unsigned)k < GCK_KIND_COUNT ? kind_names[k] : "?"; }
 
@@ -79,7 +84,7 @@ double gck_bound(const gck_case *c, const gck_model *m, const gck_bound_terms *t
     return bound;
 }
 
-/* Exponent of the lowest set bit of a finite non-zero x. */
+/* Exponent of the lowest set bit of x; x must be finite and non-zero. */
 static int lsb_exp(double x) {
     int e;
     double m = frexp(fabs(x), &e);
@@ -151,13 +156,14 @@ static void gather(const gck_case *c, const gck_support_row *row, const void *A,
                 gck_round_to(b, infmt) != b || gck_round_to(a, m->compute) != a ||
                 gck_round_to(b, m->compute) != b)
                 exact = false;
-            if (a != 0 && lsb_exp(a) < qa) qa = lsb_exp(a);
-            if (b != 0 && lsb_exp(b) < qb) qb = lsb_exp(b);
+            if (exact && a != 0 && lsb_exp(a) < qa) qa = lsb_exp(a);
+            if (exact && b != 0 && lsb_exp(b) < qb) qb = lsb_exp(b);
         }
     }
     double cv = 0, bc = 0;
     if (rc) {
-        const char *Cb = (const char *)C + bi * c->stride_c * gck_format_get(c->type_c)->storage_bytes;
+        const char *Cb =
+            (const char *)C + bi * c->stride_c * gck_format_get(c->type_c)->storage_bytes;
         cv = gck_load(Cb, c->type_c, i * crs + j * ccs);
         f->t.abs_c = fabs(cv);
         if (isfinite(cv) && f->t.abs_c > fc->max) f->input_overflow = true;
@@ -173,11 +179,15 @@ static void gather(const gck_case *c, const gck_support_row *row, const void *A,
         f->t.T += ab;
         f->t.sum_ab += fa + fb;
         if (isfinite(a) && isfinite(b)) { /* terms of finite inputs, by sign (an Inf here
-                                              * means the term overflows double: possible) */
-            if ((signbit(a) != signbit(b)) != (bool)signbit(c->alpha)) f->neg += sab;
-            else f->pos += sab;
-            if (signbit(a) != signbit(b)) f->neg_u += ab;
-            else f->pos_u += ab;
+                                           * means the term overflows double: possible) */
+            if ((signbit(a) != signbit(b)) != (bool)signbit(c->alpha))
+                f->neg += sab;
+            else
+                f->pos += sab;
+            if (signbit(a) != signbit(b))
+                f->neg_u += ab;
+            else
+                f->pos_u += ab;
             double q = fmax(fmax(aa * fa, aa * fb), fmax(ab, sab));
             if (q > f->max_term) f->max_term = q;
         }
@@ -186,8 +196,10 @@ static void gather(const gck_case *c, const gck_support_row *row, const void *A,
         bc = fabs(c->beta) * f->t.abs_c;
         if (isfinite(cv)) {
             if (bc > f->max_term) f->max_term = bc;
-            if ((signbit(cv) != signbit(c->beta))) f->neg += bc;
-            else f->pos += bc;
+            if ((signbit(cv) != signbit(c->beta)))
+                f->neg += bc;
+            else
+                f->pos += bc;
         }
     }
     /* Exact-case certificate: every quantity any evaluation order forms (inputs, products of
@@ -296,8 +308,10 @@ static int decide(const gck_case *c, const gck_support_row *row, const gck_oracl
             if ((got > 0 ? f->pos : f->neg) * growth >= thr || f->max_term >= thr ||
                 f->input_overflow || unscaled_overflow)
                 return -1;
-            snprintf(e->rule, sizeof e->rule, "oracle overflows to %cInf, result has the other "
-                     "sign and no order overflows that way", o > 0 ? '+' : '-');
+            snprintf(e->rule, sizeof e->rule,
+                     "oracle overflows to %cInf, result has the other "
+                     "sign and no order overflows that way",
+                     o > 0 ? '+' : '-');
             return GCK_KIND_NONFINITE_MISMATCH;
         }
         if (overflow_possible) return -1;
@@ -320,8 +334,10 @@ static int decide(const gck_case *c, const gck_support_row *row, const gck_oracl
     }
     e->ratio = e->bound > 0 ? err / e->bound : (err > 0 ? INFINITY : 0.0);
     if (err <= e->bound) return -1;
-    snprintf(e->rule, sizeof e->rule, f->exact_case ? "exact case: result differs from the exact "
-                                                      "value" : "error exceeds the bound");
+    snprintf(e->rule, sizeof e->rule,
+             f->exact_case ? "exact case: result differs from the exact "
+                             "value"
+                           : "error exceeds the bound");
     return GCK_KIND_OUT_OF_TOLERANCE;
 }
 
@@ -336,8 +352,8 @@ static bool alpha0_may_nan(const gck_case *c, const gck_model *m, const void *A,
     const char *Bb = (const char *)B + bi * c->stride_b * gck_format_get(c->type_b)->storage_bytes;
     const gck_format_info *fc = gck_format_get(m->compute);
     double thr = fmin(fc->max, gck_format_get(gck_case_type(c, GCK_D))->max);
-    double in_max = fmin(fc->max, gck_format_get(m->inputs_rounded ? m->input_format
-                                                                    : m->compute)->max);
+    double in_max =
+        fmin(fc->max, gck_format_get(m->inputs_rounded ? m->input_format : m->compute)->max);
     int old = fegetround();
     fesetround(FE_UPWARD);
     double T = 0, growth = exp((2 * (double)c->k + 4) * fc->epsilon) * MARGIN;
@@ -374,8 +390,8 @@ static void *run_chk(void *arg) {
         gather(c, job->row, job->A, job->B, job->C, bi, i, j, ev.value, &f);
         gck_element_report e = {.batch = bi, .i = i, .j = j};
         int kind = decide(c, job->row, &ev, &f, got, &e);
-        if (kind >= 0 && isnan(got) && c->alpha == 0 && !(job->row->promises &
-                                                          GCK_PROMISE_ALPHA0_NO_READ_AB) &&
+        if (kind >= 0 && isnan(got) && c->alpha == 0 &&
+            !(job->row->promises & GCK_PROMISE_ALPHA0_NO_READ_AB) &&
             alpha0_may_nan(c, &job->row->model, job->A, job->B, bi, i, j)) {
             /* The backend does not promise that alpha = 0 leaves A and B unread: it may form
              * 0 * (A*B), which is NaN when A*B holds or overflows to NaN or Inf. */
@@ -399,7 +415,8 @@ static void *run_chk(void *arg) {
         if (f.exact_case) r->exact_elements++;
         if (e.degenerate) r->degenerate++;
         if (kind >= 0) note_failure(r, (gck_kind)kind, &e);
-        if (isfinite(e.ratio) && (r->max_ratio.ratio < e.ratio || r->elements == 1))
+        if (isfinite(e.error) && isfinite(e.ratio) &&
+            (r->max_ratio.ratio < e.ratio || !isfinite(r->max_ratio.error)))
             r->max_ratio = e;
         if (isfinite(e.tight) && e.tight > r->max_tight) r->max_tight = e.tight;
     }
@@ -419,8 +436,8 @@ static void merge(gck_check_result *into, const gck_check_result *from) {
         if (take) into->worst[k] = from->worst[k];
         into->count[k] += from->count[k];
     }
-    if (from->elements && (into->elements == from->elements ||
-                           from->max_ratio.ratio > into->max_ratio.ratio))
+    if (isfinite(from->max_ratio.error) &&
+        (!isfinite(into->max_ratio.error) || from->max_ratio.ratio > into->max_ratio.ratio))
         into->max_ratio = from->max_ratio;
     if (from->max_tight > into->max_tight) into->max_tight = from->max_tight;
 }
@@ -430,6 +447,7 @@ gck_status gck_check_values(const gck_case *c, const gck_support_row *row,
                             const void *C, const void *D_got, gck_check_result *r, char *msg,
                             size_t len) {
     memset(r, 0, sizeof *r);
+    r->max_ratio.error = NAN; /* none yet */
     gck_status s = gck_case_validate(c, msg, len);
     if (s != GCK_OK) return s;
     int64_t total = c->m * c->n * c->batch;
@@ -448,8 +466,16 @@ gck_status gck_check_values(const gck_case *c, const gck_support_row *row,
         return GCK_ENOMEM;
     }
     for (int t = 0; t < threads; t++) {
-        jobs[t] = (chk_job){.c = c, .row = row, .opt = opt, .A = A, .B = B, .C = C, .D = D_got,
-                            .first = total * t / threads, .last = total * (t + 1) / threads};
+        jobs[t] = (chk_job){.c = c,
+                            .row = row,
+                            .opt = opt,
+                            .A = A,
+                            .B = B,
+                            .C = C,
+                            .D = D_got,
+                            .first = total * t / threads,
+                            .last = total * (t + 1) / threads};
+        jobs[t].r.max_ratio.error = NAN; /* none yet */
         if (t > 0) running[t] = pthread_create(&tids[t], NULL, run_chk, &jobs[t]) == 0;
     }
     for (int t = 0; t < threads; t++)

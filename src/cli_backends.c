@@ -25,8 +25,8 @@ static int show(const char *spec, bool all_rows) {
     char msg[1024];
     gck_status s = gck_backend_open(&be, spec, msg, sizeof msg);
     if (s != GCK_OK) {
-        printf("%s: %s%s\n", spec, strncmp(msg, "unavailable", 11) == 0 ? "" : "unavailable: ",
-               msg);
+        printf("%s: %s%s\n", spec,
+               strncmp(msg, "unavailable", 11) == 0 ? "" : "unavailable: ", msg);
         return s == GCK_EINVAL ? GCK_EXIT_USAGE : GCK_EXIT_FINDINGS;
     }
     char why[512], version[512];
@@ -60,7 +60,8 @@ int gck_cmd_backends(int argc, char **argv) {
             fputs(backends_help, stdout);
             return GCK_EXIT_OK;
         }
-        if (!strcmp(argv[i], "--rows")) all_rows = true;
+        if (!strcmp(argv[i], "--rows"))
+            all_rows = true;
         else if (argv[i][0] == '-')
             return gck_cli_usage_error("backends", "unknown option '%s'", argv[i]);
     }

@@ -11,7 +11,7 @@
 
 uint64_t gck_poison_bits(gck_format fmt) {
     switch (fmt) {
-    case GCK_F16: return 0x7d55u;      /* exponent all ones, quiet bit clear, payload != 0 */
+    case GCK_F16: return 0x7d55u; /* exponent all ones, quiet bit clear, payload != 0 */
     case GCK_BF16: return 0x7fa5u;
     case GCK_TF32:
     case GCK_F32: return 0x7fa5a5a5u;
@@ -87,12 +87,10 @@ gck_status gck_guarded_snapshot(gck_guarded *g, char *msg, size_t len) {
     return GCK_OK;
 }
 
-const void *gck_guarded_before(const gck_guarded *g) {
-    return g->snapshot + (g->data - g->region);
-}
+const void *gck_guarded_before(const gck_guarded *g) { return g->snapshot + (g->data - g->region); }
 
-bool gck_case_element_at(const gck_case *c, gck_operand x, int64_t e, int64_t *batch,
-                         int64_t *row, int64_t *col) {
+bool gck_case_element_at(const gck_case *c, gck_operand x, int64_t e, int64_t *batch, int64_t *row,
+                         int64_t *col) {
     int64_t rows, cols;
     gck_case_stored_shape(c, x, &rows, &cols);
     int64_t stride = gck_case_stride(c, x), ld = gck_case_ld(c, x);
@@ -128,8 +126,8 @@ void gck_guarded_check(const gck_guarded *g, const gck_case *c, gck_operand x,
         int64_t b = -1, row = -1, col = -1;
         if (i >= start && i < end) {
             int64_t e = (int64_t)((i - start) / es);
-            zone = gck_case_element_at(c, x, e, &b, &row, &col) ? GCK_ZONE_ELEMENT
-                                                                : GCK_ZONE_PADDING;
+            zone =
+                gck_case_element_at(c, x, e, &b, &row, &col) ? GCK_ZONE_ELEMENT : GCK_ZONE_PADDING;
             if (zone == GCK_ZONE_ELEMENT && elements_may_change) continue;
         }
         if (r->changed_bytes++ == 0) {

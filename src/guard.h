@@ -11,9 +11,9 @@
 #include "gemmcheck/case.h"
 
 typedef struct gck_guarded {
-    unsigned char *map;      /* the whole mapping, guard pages included */
+    unsigned char *map; /* the whole mapping, guard pages included */
     size_t map_len;
-    unsigned char *region;   /* front canary zone + data + back canary zone */
+    unsigned char *region; /* front canary zone + data + back canary zone */
     size_t region_len;
     unsigned char *data;     /* the operand's base pointer */
     size_t data_bytes;       /* bytes spanned by the operand (all batch members) */
@@ -36,18 +36,18 @@ const void *gck_guarded_before(const gck_guarded *g);
 
 /** Where a changed byte is. */
 typedef enum gck_byte_zone {
-    GCK_ZONE_NONE = 0,  /* nothing changed */
-    GCK_ZONE_GUARD,     /* canary zone before or after the operand */
-    GCK_ZONE_PADDING,   /* inside the operand's span but not a valid element (ld or batch gap) */
-    GCK_ZONE_ELEMENT,   /* a valid element */
+    GCK_ZONE_NONE = 0, /* nothing changed */
+    GCK_ZONE_GUARD,    /* canary zone before or after the operand */
+    GCK_ZONE_PADDING,  /* inside the operand's span but not a valid element (ld or batch gap) */
+    GCK_ZONE_ELEMENT,  /* a valid element */
 } gck_byte_zone;
 
 typedef struct gck_guard_report {
-    gck_byte_zone zone;       /* the first change outside `allowed` (NONE if none) */
-    int64_t byte_offset;      /* from the base pointer (negative: before it) */
-    int64_t batch, row, col;  /* the stored position for PADDING/ELEMENT, else -1 */
+    gck_byte_zone zone;      /* the first change outside `allowed` (NONE if none) */
+    int64_t byte_offset;     /* from the base pointer (negative: before it) */
+    int64_t batch, row, col; /* the stored position for PADDING/ELEMENT, else -1 */
     unsigned char before, after;
-    size_t changed_bytes;     /* changed bytes outside `allowed` */
+    size_t changed_bytes; /* changed bytes outside `allowed` */
 } gck_guard_report;
 
 /** Compare the region with its snapshot. Changes to valid elements of operand x are allowed
@@ -57,7 +57,7 @@ void gck_guarded_check(const gck_guarded *g, const gck_case *c, gck_operand x,
 
 /** Whether element offset e (from the base pointer) is a valid element of operand x, and if
  *  so its batch member and stored row and column. */
-bool gck_case_element_at(const gck_case *c, gck_operand x, int64_t e, int64_t *batch,
-                         int64_t *row, int64_t *col);
+bool gck_case_element_at(const gck_case *c, gck_operand x, int64_t e, int64_t *batch, int64_t *row,
+                         int64_t *col);
 
 #endif

@@ -151,7 +151,7 @@ gck_status gck_run_isolated(const char *backend, const gck_spec *s, const gck_ru
         if (got == 0) {
             int st = 0;
             waitpid(pid, &st, 0);
-            const char *where = in_call ? "inside the backend call"
+            const char *where = in_call  ? "inside the backend call"
                                 : called ? "after the backend call returned"
                                          : "while setting up the backend";
             if (WIFSIGNALED(st))

@@ -14,8 +14,9 @@
 #include "npy.h"
 
 const char *gck_outcome_name(gck_outcome o) {
-    return o == GCK_OUTCOME_PASS ? "pass" : o == GCK_OUTCOME_UNSUPPORTED ? "unsupported"
-                                                                         : "findings";
+    return o == GCK_OUTCOME_PASS          ? "pass"
+           : o == GCK_OUTCOME_UNSUPPORTED ? "unsupported"
+                                          : "findings";
 }
 
 /* The four operands of one call; D aliases C when the case computes in place. */
@@ -34,9 +35,9 @@ static gck_status prepare(const gck_spec *s, operand_set *os, char *msg, size_t 
     os->have_d = !c->d_is_c;
     for (int x = GCK_A; x <= GCK_D; x++) {
         if (x == GCK_D && !os->have_d) continue;
-        gck_status st = gck_guarded_alloc(&os->g[x], gck_case_type(c, (gck_operand)x),
-                                          gck_case_extent(c, (gck_operand)x), s->offset[x], msg,
-                                          len);
+        gck_status st =
+            gck_guarded_alloc(&os->g[x], gck_case_type(c, (gck_operand)x),
+                              gck_case_extent(c, (gck_operand)x), s->offset[x], msg, len);
         if (st != GCK_OK) {
             free_set(os);
             return st;
@@ -52,8 +53,12 @@ static gck_status prepare(const gck_spec *s, operand_set *os, char *msg, size_t 
 }
 
 static gck_operands operands_of(operand_set *os) {
-    gck_operands ops = {os->g[GCK_A].data, os->g[GCK_B].data, os->g[GCK_C].data,
-                        os->have_d ? os->g[GCK_D].data : os->g[GCK_C].data, {0}, {0}};
+    gck_operands ops = {os->g[GCK_A].data,
+                        os->g[GCK_B].data,
+                        os->g[GCK_C].data,
+                        os->have_d ? os->g[GCK_D].data : os->g[GCK_C].data,
+                        {0},
+                        {0}};
     for (int x = 0; x < 4; x++) {
         const gck_guarded *g = &os->g[x == GCK_D && !os->have_d ? GCK_C : x];
         ops.region[x] = g->region;
@@ -87,22 +92,24 @@ static void guard_findings(const gck_case *c, operand_set *os, gck_run_result *r
             (*slot)->count += (int64_t)g.changed_bytes;
             continue;
         }
-        *slot = add_finding(r, input_change ? GCK_KIND_INPUT_MODIFIED : GCK_KIND_OUT_OF_BOUNDS_WRITE);
+        *slot =
+            add_finding(r, input_change ? GCK_KIND_INPUT_MODIFIED : GCK_KIND_OUT_OF_BOUNDS_WRITE);
         (*slot)->count = (int64_t)g.changed_bytes;
         const char *where = g.zone == GCK_ZONE_GUARD     ? "guard zone"
                             : g.zone == GCK_ZONE_PADDING ? "padding (ld or batch gap)"
                                                          : "valid element";
         if (g.zone == GCK_ZONE_GUARD)
-            snprintf((*slot)->detail, sizeof (*slot)->detail,
+            snprintf((*slot)->detail, sizeof(*slot)->detail,
                      "%s: %zu byte(s) changed in the %s, first at byte %+lld from the base "
-                     "pointer (%02x -> %02x)", op_names[x], g.changed_bytes, where,
-                     (long long)g.byte_offset, g.before, g.after);
+                     "pointer (%02x -> %02x)",
+                     op_names[x], g.changed_bytes, where, (long long)g.byte_offset, g.before,
+                     g.after);
         else
-            snprintf((*slot)->detail, sizeof (*slot)->detail,
+            snprintf((*slot)->detail, sizeof(*slot)->detail,
                      "%s: %zu byte(s) changed in the %s, first at byte %+lld (batch %lld, stored "
-                     "row %lld, col %lld) (%02x -> %02x)", op_names[x], g.changed_bytes, where,
-                     (long long)g.byte_offset, (long long)g.batch, (long long)g.row,
-                     (long long)g.col, g.before, g.after);
+                     "row %lld, col %lld) (%02x -> %02x)",
+                     op_names[x], g.changed_bytes, where, (long long)g.byte_offset,
+                     (long long)g.batch, (long long)g.row, (long long)g.col, g.before, g.after);
     }
 }
 
@@ -118,15 +125,15 @@ static void value_findings(const gck_check_result *cr, gck_run_result *r) {
         f->count = cr->count[k];
         snprintf(f->detail, sizeof f->detail,
                  "%lld element(s); worst D[%lld](%lld,%lld): got %.17g, expected %.17g, error "
-                 "%.3g, bound %.3g (%s)", (long long)cr->count[k], (long long)e->batch,
-                 (long long)e->i, (long long)e->j, e->got, e->expected, e->error, e->bound,
-                 e->rule);
+                 "%.3g, bound %.3g (%s)",
+                 (long long)cr->count[k], (long long)e->batch, (long long)e->i, (long long)e->j,
+                 e->got, e->expected, e->error, e->bound, e->rule);
     }
 }
 
 /* Dense (batch, rows, cols) copy of the stored operand at base, written as .npy. */
-static gck_status dump_operand(const char *dir, const char *name, const gck_case *c,
-                               gck_operand x, const void *base, char *msg, size_t len) {
+static gck_status dump_operand(const char *dir, const char *name, const gck_case *c, gck_operand x,
+                               const void *base, char *msg, size_t len) {
     int64_t rows, cols;
     gck_case_stored_shape(c, x, &rows, &cols);
     gck_format f = gck_case_type(c, x);
@@ -145,8 +152,10 @@ static gck_status dump_operand(const char *dir, const char *name, const gck_case
                 memcpy(dense + (size_t)((b * rows + i) * cols + j) * es,
                        (const unsigned char *)base + (size_t)off * es, es);
             }
-    static const gck_npy_dtype dt[] = {[GCK_F16] = GCK_NPY_F2, [GCK_BF16] = GCK_NPY_U2,
-                                       [GCK_TF32] = GCK_NPY_F4, [GCK_F32] = GCK_NPY_F4,
+    static const gck_npy_dtype dt[] = {[GCK_F16] = GCK_NPY_F2,
+                                       [GCK_BF16] = GCK_NPY_U2,
+                                       [GCK_TF32] = GCK_NPY_F4,
+                                       [GCK_F32] = GCK_NPY_F4,
                                        [GCK_F64] = GCK_NPY_F8};
     char path[4096];
     snprintf(path, sizeof path, "%s/%s.npy", dir, name);
@@ -157,8 +166,7 @@ static gck_status dump_operand(const char *dir, const char *name, const gck_case
     return s;
 }
 
-static gck_status dump(const char *dir, const gck_spec *s, operand_set *os, char *msg,
-                       size_t len) {
+static gck_status dump(const char *dir, const gck_spec *s, operand_set *os, char *msg, size_t len) {
     const gck_case *c = &s->c;
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
         snprintf(msg, len, "cannot create %s: %s", dir, strerror(errno));
@@ -183,9 +191,8 @@ static gck_status dump(const char *dir, const gck_spec *s, operand_set *os, char
         snprintf(msg, len, "out of memory for D_expected");
         return GCK_ENOMEM;
     }
-    st = gck_oracle_mpfr(&oc, gck_guarded_before(&os->g[GCK_A]),
-                         gck_guarded_before(&os->g[GCK_B]), gck_guarded_before(&os->g[GCK_C]), de,
-                         0, msg, len);
+    st = gck_oracle_mpfr(&oc, gck_guarded_before(&os->g[GCK_A]), gck_guarded_before(&os->g[GCK_B]),
+                         gck_guarded_before(&os->g[GCK_C]), de, 0, msg, len);
     if (st == GCK_OK) st = dump_operand(dir, "D_expected", &oc, GCK_D, de, msg, len);
     free(de);
     if (st != GCK_OK) return st;
@@ -232,17 +239,17 @@ gck_status gck_run_spec(gck_backend *be, const gck_spec *s, const gck_run_option
                                                   : GCK_KIND_CRASH;
         gck_finding *f = add_finding(r, k);
         snprintf(f->detail, sizeof f->detail, "%s returned %s: %s", row->entry,
-                 cs == GCK_CALL_NOT_SUPPORTED ? "not supported" : cs == GCK_CALL_ERROR
-                                                                      ? "an error"
-                                                                      : "a sticky device error",
+                 cs == GCK_CALL_NOT_SUPPORTED ? "not supported"
+                 : cs == GCK_CALL_ERROR       ? "an error"
+                                              : "a sticky device error",
                  cmsg[0] ? cmsg : "(no message)");
         free_set(&os);
         return GCK_OK;
     }
     guard_findings(c, &os, r);
     st = gck_check_values(c, row, &o->check, gck_guarded_before(&os.g[GCK_A]),
-                          gck_guarded_before(&os.g[GCK_B]), gck_guarded_before(&os.g[GCK_C]),
-                          ops.d, &r->check, msg, len);
+                          gck_guarded_before(&os.g[GCK_B]), gck_guarded_before(&os.g[GCK_C]), ops.d,
+                          &r->check, msg, len);
     if (st != GCK_OK) {
         free_set(&os);
         return st;
@@ -271,18 +278,22 @@ gck_status gck_run_spec(gck_backend *be, const gck_spec *s, const gck_run_option
             gck_finding *f = add_finding(r, GCK_KIND_NONDETERMINISTIC);
             f->count = differing;
             if (cs != GCK_CALL_OK)
-                snprintf(f->detail, sizeof f->detail, "the second identical call returned an "
-                         "error: %s", cmsg);
+                snprintf(f->detail, sizeof f->detail,
+                         "the second identical call returned an "
+                         "error: %s",
+                         cmsg);
             else {
                 int64_t b, i, j;
                 bool valid = gck_case_element_at(c, dx, first, &b, &i, &j);
                 double v1 = gck_load(g1->data, gck_case_type(c, GCK_D), first);
                 double v2 = gck_load(g2->data, gck_case_type(c, GCK_D), first);
-                snprintf(f->detail, sizeof f->detail, "two runs on identical fresh buffers differ "
+                snprintf(f->detail, sizeof f->detail,
+                         "two runs on identical fresh buffers differ "
                          "in %lld element(s); first at %s (batch %lld, stored row %lld, col "
-                         "%lld): %.17g vs %.17g", (long long)differing,
-                         valid ? "a valid element" : "padding", (long long)(valid ? b : -1),
-                         (long long)(valid ? i : -1), (long long)(valid ? j : -1), v1, v2);
+                         "%lld): %.17g vs %.17g",
+                         (long long)differing, valid ? "a valid element" : "padding",
+                         (long long)(valid ? b : -1), (long long)(valid ? i : -1),
+                         (long long)(valid ? j : -1), v1, v2);
             }
         }
         free_set(&again);

@@ -12,9 +12,7 @@
 static const char *const dist_names[GCK_DIST_COUNT] = {"int",    "unif", "normal", "logu",
                                                        "cancel", "sub",  "big"};
 
-const char *gck_dist_name(gck_dist d) {
-    return (unsigned)d < GCK_DIST_COUNT ? dist_names[d] : "?";
-}
+const char *gck_dist_name(gck_dist d) { return (unsigned)d < GCK_DIST_COUNT ? dist_names[d] : "?"; }
 
 bool gck_dist_parse(const char *name, gck_dist *out) {
     for (int d = 0; d < GCK_DIST_COUNT; d++)
@@ -106,8 +104,8 @@ double gck_spec_value(const gck_spec *s, gck_operand x, int64_t b, int64_t row, 
             return specials[(hs >> 10) % (sizeof specials / sizeof specials[0])];
         }
     }
-    double v = gck_round_to(dist_value(s, x, x == GCK_C ? s->dist_c : s->dist_ab, b, row, col, f),
-                            f);
+    double v =
+        gck_round_to(dist_value(s, x, x == GCK_C ? s->dist_c : s->dist_ab, b, row, col, f), f);
     if (isinf(v)) v = copysign(gck_format_get(f)->max, v); /* distributions stay finite */
     return v;
 }
@@ -169,34 +167,65 @@ static bool parse_i64(const char *v, int64_t *out) {
 }
 
 enum {
-    K_M, K_N, K_K, K_ORDER, K_TA, K_TB, K_TYPES, K_COMPUTE, K_SCALE, K_ALPHA, K_BETA, K_LDA,
-    K_LDB, K_LDC, K_LDD, K_D, K_BATCH, K_SA, K_SB, K_SC, K_SD, K_OFF, K_VAB, K_VC, K_SP,
-    K_CNAN, K_SEED, K_COUNT
+    K_M,
+    K_N,
+    K_K,
+    K_ORDER,
+    K_TA,
+    K_TB,
+    K_TYPES,
+    K_COMPUTE,
+    K_SCALE,
+    K_ALPHA,
+    K_BETA,
+    K_LDA,
+    K_LDB,
+    K_LDC,
+    K_LDD,
+    K_D,
+    K_BATCH,
+    K_SA,
+    K_SB,
+    K_SC,
+    K_SD,
+    K_OFF,
+    K_VAB,
+    K_VC,
+    K_SP,
+    K_CNAN,
+    K_SEED,
+    K_COUNT
 };
 static const char *const key_names[K_COUNT] = {
-    "m",   "n",   "k",   "order", "ta",    "tb",  "types", "compute", "scale",
-    "alpha", "beta", "lda", "ldb", "ldc", "ldd", "d", "batch", "sa",
-    "sb",  "sc",  "sd",  "off",   "vab",   "vc",  "sp",    "cnan",    "seed"};
+    "m",     "n",    "k",   "order", "ta",  "tb",  "types", "compute", "scale",
+    "alpha", "beta", "lda", "ldb",   "ldc", "ldd", "d",     "batch",   "sa",
+    "sb",    "sc",   "sd",  "off",   "vab", "vc",  "sp",    "cnan",    "seed"};
 
 static gck_status parse_value(gck_spec *s, int key, const char *v, char *msg, size_t len) {
     gck_case *c = &s->c;
-    int64_t *ints[] = {[K_M] = &c->m,        [K_N] = &c->n,        [K_K] = &c->k,
-                       [K_LDA] = &c->lda,    [K_LDB] = &c->ldb,    [K_LDC] = &c->ldc,
-                       [K_LDD] = &c->ldd,    [K_BATCH] = &c->batch, [K_SA] = &c->stride_a,
-                       [K_SB] = &c->stride_b, [K_SC] = &c->stride_c, [K_SD] = &c->stride_d};
+    int64_t *ints[] = {
+        [K_M] = &c->m,         [K_N] = &c->n,         [K_K] = &c->k,         [K_LDA] = &c->lda,
+        [K_LDB] = &c->ldb,     [K_LDC] = &c->ldc,     [K_LDD] = &c->ldd,     [K_BATCH] = &c->batch,
+        [K_SA] = &c->stride_a, [K_SB] = &c->stride_b, [K_SC] = &c->stride_c, [K_SD] = &c->stride_d};
     const char *name = key_names[key];
     switch (key) {
     case K_ORDER:
-        if (strcmp(v, "col") == 0) c->order = GCK_COL_MAJOR;
-        else if (strcmp(v, "row") == 0) c->order = GCK_ROW_MAJOR;
-        else return perr(msg, len, "order='%s' must be col or row", v);
+        if (strcmp(v, "col") == 0)
+            c->order = GCK_COL_MAJOR;
+        else if (strcmp(v, "row") == 0)
+            c->order = GCK_ROW_MAJOR;
+        else
+            return perr(msg, len, "order='%s' must be col or row", v);
         return GCK_OK;
     case K_TA:
     case K_TB: {
         gck_op *op = key == K_TA ? &c->transa : &c->transb;
-        if (strcmp(v, "N") == 0) *op = GCK_OP_N;
-        else if (strcmp(v, "T") == 0) *op = GCK_OP_T;
-        else return perr(msg, len, "%s='%s' must be N or T", name, v);
+        if (strcmp(v, "N") == 0)
+            *op = GCK_OP_N;
+        else if (strcmp(v, "T") == 0)
+            *op = GCK_OP_T;
+        else
+            return perr(msg, len, "%s='%s' must be N or T", name, v);
         return GCK_OK;
     }
     case K_TYPES: {
@@ -227,9 +256,12 @@ static gck_status parse_value(gck_spec *s, int key, const char *v, char *msg, si
         return GCK_OK;
     }
     case K_D:
-        if (strcmp(v, "c") == 0) c->d_is_c = true;
-        else if (strcmp(v, "sep") == 0) c->d_is_c = false;
-        else return perr(msg, len, "d='%s' must be c (in place) or sep (separate)", v);
+        if (strcmp(v, "c") == 0)
+            c->d_is_c = true;
+        else if (strcmp(v, "sep") == 0)
+            c->d_is_c = false;
+        else
+            return perr(msg, len, "d='%s' must be c (in place) or sep (separate)", v);
         return GCK_OK;
     case K_OFF: {
         char tmp[128];
@@ -237,8 +269,7 @@ static gck_status parse_value(gck_spec *s, int key, const char *v, char *msg, si
         strcpy(tmp, v);
         char *save = NULL, *tok = strtok_r(tmp, ",", &save);
         for (int i = 0; i < 4; i++, tok = strtok_r(NULL, ",", &save))
-            if (!tok || !parse_i64(tok, &s->offset[i]) || s->offset[i] < 0 ||
-                s->offset[i] > 4096)
+            if (!tok || !parse_i64(tok, &s->offset[i]) || s->offset[i] < 0 || s->offset[i] > 4096)
                 return perr(msg, len, "off='%s' must be four element offsets 0..4096", v);
         if (tok) return perr(msg, len, "off='%s' has more than four offsets", v);
         return GCK_OK;
@@ -246,8 +277,10 @@ static gck_status parse_value(gck_spec *s, int key, const char *v, char *msg, si
     case K_VAB:
     case K_VC:
         if (!gck_dist_parse(v, key == K_VAB ? &s->dist_ab : &s->dist_c))
-            return perr(msg, len, "%s='%s' is not a distribution (int, unif, normal, logu, "
-                        "cancel, sub, big)", name, v);
+            return perr(msg, len,
+                        "%s='%s' is not a distribution (int, unif, normal, logu, "
+                        "cancel, sub, big)",
+                        name, v);
         return GCK_OK;
     case K_SP: {
         int64_t x;
@@ -271,8 +304,7 @@ static gck_status parse_value(gck_spec *s, int key, const char *v, char *msg, si
         return GCK_OK;
     }
     default:
-        if (!parse_i64(v, ints[key]))
-            return perr(msg, len, "%s='%s' is not an integer", name, v);
+        if (!parse_i64(v, ints[key])) return perr(msg, len, "%s='%s' is not an integer", name, v);
         return GCK_OK;
     }
 }

@@ -125,12 +125,12 @@ static gck_call_status f_call(void *state, const gck_case *c, const gck_support_
     return GCK_CALL_OK;
 }
 
-static const char *const names[] = {"tolerance", "nan",    "betanan", "oob",    "input",
-                                    "segv",      "hang",   "nondet",  "unimpl", "error"};
+static const char *const names[] = {"tolerance", "nan",  "betanan", "oob",    "input",
+                                    "segv",      "hang", "nondet",  "unimpl", "error"};
 
 const gck_backend_ops *gemmcheck_backend_plugin(const char *name);
 const gck_backend_ops *gemmcheck_backend_plugin(const char *name) {
-    static const gck_backend_ops ops = {"faulty", f_init,  f_teardown, f_available,
+    static const gck_backend_ops ops = {"faulty",  f_init,  f_teardown, f_available,
                                         f_version, f_table, f_call};
     for (size_t i = 0; name && i < sizeof names / sizeof names[0]; i++)
         if (!strcmp(name, names[i])) {

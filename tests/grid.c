@@ -15,7 +15,8 @@ static int64_t pick(uint64_t *h, const int64_t *v, size_t n) {
 }
 
 void grid_spec(uint64_t index, const gck_support_row *rows, size_t nrows, gck_spec *s) {
-    static const int64_t dims[] = {0, 1, 2, 3, 4, 5, 7, 8, 9, 13, 15, 16, 17, 31, 32, 33, 47, 63, 65};
+    static const int64_t dims[] = {0,  1,  2,  3,  4,  5,  7,  8,  9, 13,
+                                   15, 16, 17, 31, 32, 33, 47, 63, 65};
     static const int64_t kdims[] = {0, 1, 2, 3, 7, 16, 17, 31, 64, 127, 129, 300};
     static const int64_t pads[] = {0, 0, 0, 1, 3, 8, 1000};
     static const double scales[] = {0.0, 1.0, -1.0, 0.5, 2.0, 0.75, -3.0};

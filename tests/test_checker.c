@@ -122,7 +122,10 @@ static int run_cli(const char *args, char *out, size_t len) {
 }
 
 Test(checker, repro_reports_each_kind_with_its_exit_code) {
-    static const struct { const char *fault, *extra, *verdict; int code; } runs[] = {
+    static const struct {
+        const char *fault, *extra, *verdict;
+        int code;
+    } runs[] = {
         {"segv", "", "FINDINGS: crash", 1},
         {"hang", "--timeout 1", "FINDINGS: hang", 1},
         {"betanan", "", "FINDINGS: nonfinite_mismatch", 1},

@@ -14,7 +14,10 @@
 #include "testutil.h"
 
 Test(cuda_backend, table_is_the_documented_gemmex_table) {
-    static const struct { gck_format ab, c, compute; cublasComputeType_t ct; } doc[] = {
+    static const struct {
+        gck_format ab, c, compute;
+        cublasComputeType_t ct;
+    } doc[] = {
         {GCK_F16, GCK_F16, GCK_F16, CUBLAS_COMPUTE_16F},
         {GCK_BF16, GCK_BF16, GCK_F32, CUBLAS_COMPUTE_32F},
         {GCK_F16, GCK_F16, GCK_F32, CUBLAS_COMPUTE_32F},
@@ -33,11 +36,13 @@ Test(cuda_backend, table_is_the_documented_gemmex_table) {
         cr_assert_eq(n, sizeof doc / sizeof doc[0]);
         for (size_t r = 0; r < n; r++) {
             cr_expect(rows[r].a == doc[r].ab && rows[r].b == doc[r].ab && rows[r].c == doc[r].c &&
-                      rows[r].d == doc[r].c && rows[r].compute == doc[r].compute, "row %zu", r);
+                          rows[r].d == doc[r].c && rows[r].compute == doc[r].compute,
+                      "row %zu", r);
             cr_expect_eq(cts[r], doc[r].ct, "row %zu", r);
             /* accumulation: f32 for every 32F compute type, inputs rounded to the FAST type */
             if (doc[r].ct == CUBLAS_COMPUTE_32F_FAST_TF32)
-                cr_expect(rows[r].model.compute == GCK_F32 && rows[r].model.input_format == GCK_TF32);
+                cr_expect(rows[r].model.compute == GCK_F32 &&
+                          rows[r].model.input_format == GCK_TF32);
             if (doc[r].ct == CUBLAS_COMPUTE_16F) cr_expect_eq(rows[r].model.compute, GCK_F16);
             cr_expect_eq((rows[r].promises & GCK_PROMISE_D_SEPARATE) != 0, lt == 1,
                          "only cuBLASLt takes a separate D");
@@ -111,7 +116,10 @@ Test(cuda_backend, argument_mapping_computes_the_same_gemm) {
                      "mapped case invalid: %s", msg);
         cr_assert_eq(memcmp(C1, C2, sizeof(float) * (size_t)nc), 0, "case %d differs", t);
         checked++;
-        free(A); free(B); free(C1); free(C2);
+        free(A);
+        free(B);
+        free(C1);
+        free(C2);
     }
     fprintf(stderr, "[cuda map] %ld cases: mapped column-major calls equal the original\n",
             checked);
@@ -144,10 +152,12 @@ Test(cuda_backend, without_a_device_it_says_why_and_never_crashes) {
         gck_backend_close(&be);
     }
     char cmd[4096], out[4096];
-    snprintf(cmd, sizeof cmd, "'%s' repro --backend cublas 'gck1 m=2 n=2 k=2 order=col ta=N tb=N "
-             "types=f32,f32,f32,f32 compute=f32 scale=f32 alpha=1 beta=0 lda=2 ldb=2 ldc=2 ldd=2 "
-             "d=c batch=1 sa=0 sb=0 sc=0 sd=0 off=0,0,0,0 vab=unif vc=unif sp=0 cnan=0 seed=1' 2>&1",
-             GCK_BINARY);
+    snprintf(
+        cmd, sizeof cmd,
+        "'%s' repro --backend cublas 'gck1 m=2 n=2 k=2 order=col ta=N tb=N "
+        "types=f32,f32,f32,f32 compute=f32 scale=f32 alpha=1 beta=0 lda=2 ldb=2 ldc=2 ldd=2 "
+        "d=c batch=1 sa=0 sb=0 sc=0 sd=0 off=0,0,0,0 vab=unif vc=unif sp=0 cnan=0 seed=1' 2>&1",
+        GCK_BINARY);
     FILE *p = popen(cmd, "r");
     size_t n = fread(out, 1, sizeof out - 1, p);
     out[n] = '\0';

@@ -72,8 +72,10 @@ static void run_grid(const char *spec) {
             continue;
         }
         gck_run_result *r = &res->run;
-        if (r->outcome == GCK_OUTCOME_UNSUPPORTED) unsupported++;
-        else if (r->outcome == GCK_OUTCOME_PASS) pass++;
+        if (r->outcome == GCK_OUTCOME_UNSUPPORTED)
+            unsupported++;
+        else if (r->outcome == GCK_OUTCOME_PASS)
+            pass++;
         else {
             findings++;
             for (int f = 0; f < r->nfindings; f++)
@@ -86,10 +88,12 @@ static void run_grid(const char *spec) {
         lenient += r->check.lenient;
         if (r->check.max_tight > max_tight) max_tight = r->check.max_tight;
     }
-    fprintf(stderr, "[grid %s] %d cases: %ld pass, %ld unsupported, %ld with findings, %ld known "
+    fprintf(stderr,
+            "[grid %s] %d cases: %ld pass, %ld unsupported, %ld with findings, %ld known "
             "BLIS over-reads of C; %ld elements checked (%ld exact-case bitwise, %ld by "
-            "leniency), max tight ratio %.3g\n", spec, GRID_CASES, pass, unsupported, findings,
-            overreads, elements, exact, lenient, max_tight);
+            "leniency), max tight ratio %.3g\n",
+            spec, GRID_CASES, pass, unsupported, findings, overreads, elements, exact, lenient,
+            max_tight);
     cr_expect_eq(findings, 0, "%s: %ld cases with findings", spec, findings);
     cr_expect_gt(pass, GRID_CASES * 9 / 10, "%s: too few cases ran", spec);
     free(res);
@@ -98,9 +102,7 @@ static void run_grid(const char *spec) {
 
 Test(grid, ref_gives_zero_findings, .timeout = 1200) { run_grid("ref"); }
 Test(grid, openblas_gives_zero_findings, .timeout = 1200) { run_grid("openblas"); }
-Test(grid, blis_gives_zero_findings_but_its_known_c_overread, .timeout = 1200) {
-    run_grid("blis");
-}
+Test(grid, blis_gives_zero_findings_but_its_known_c_overread, .timeout = 1200) { run_grid("blis"); }
 Test(grid, netlib_cblas_gives_zero_findings, .timeout = 1200) {
     run_grid("cblas:/usr/lib/x86_64-linux-gnu/blas/libblas.so.3");
 }

@@ -28,7 +28,8 @@ Test(spec, format_parse_format_round_trips_on_thousands_of_specs) {
         cr_assert_eq(s.seed, back.seed);
         /* values are a function of the string: same value at a few positions */
         for (int64_t q = 0; q < 3; q++)
-            cr_assert(same_value(gck_spec_value(&s, GCK_A, 0, q, q), gck_spec_value(&back, GCK_A, 0, q, q)));
+            cr_assert(same_value(gck_spec_value(&s, GCK_A, 0, q, q),
+                                 gck_spec_value(&back, GCK_A, 0, q, q)));
     }
     gck_backend_close(&be);
 }
@@ -54,7 +55,9 @@ Test(spec, malformed_strings_are_refused_with_the_reason) {
     gck_spec_init(&s, &c);
     char good[2048];
     gck_spec_format(&s, good, sizeof good);
-    static const struct { const char *from, *to, *why; } edits[] = {
+    static const struct {
+        const char *from, *to, *why;
+    } edits[] = {
         {"gck1", "gck2", "must start with 'gck1'"},
         {" m=3", " m=x", "m='x' is not an integer"},
         {" m=3", "", "missing key 'm'"},

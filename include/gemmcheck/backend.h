@@ -28,16 +28,16 @@ typedef enum gck_accumulation {
 
 /** The arithmetic a backend declares for one type tuple. */
 typedef struct gck_model {
-    gck_format compute;       /**< precision of products and sums */
-    bool inputs_rounded;      /**< A and B are first rounded to `input_format` */
-    gck_format input_format;  /**< what inputs are rounded to (tf32 for TF32 tensor cores,
-                                   usually `compute`) */
-    gck_accumulation acc;     /**< accumulation style */
-    int block;                /**< products per fused block (GCK_ACC_BLOCK_FMA), 0 if unknown */
-    gck_format epilogue;      /**< format in which alpha*AB + beta*C is formed (usually
-                                   `compute`; BLIS rounds AB to C's precision first) */
-    bool ftz;                 /**< results may be flushed to zero */
-    bool daz;                 /**< subnormal inputs may be read as zero */
+    gck_format compute;      /**< precision of products and sums */
+    bool inputs_rounded;     /**< A and B are first rounded to `input_format` */
+    gck_format input_format; /**< what inputs are rounded to (tf32 for TF32 tensor cores,
+                                  usually `compute`) */
+    gck_accumulation acc;    /**< accumulation style */
+    int block;               /**< products per fused block (GCK_ACC_BLOCK_FMA), 0 if unknown */
+    gck_format epilogue;     /**< format in which alpha*AB + beta*C is formed (usually
+                                  `compute`; BLIS rounds AB to C's precision first) */
+    bool ftz;                /**< results may be flushed to zero */
+    bool daz;                /**< subnormal inputs may be read as zero */
 } gck_model;
 
 /** Promises, as bits of gck_support_row.promises. */
@@ -123,8 +123,8 @@ const char *const *gck_backend_names(void);
 /** The row of the backend's table that serves the case: element types, compute type, and the
  *  promises the case needs (row-major, batch, D separate or in place, scale type). NULL when
  *  none does; `why` then says which part is missing. */
-const gck_support_row *gck_backend_find_row(const gck_backend *be, const gck_case *c,
-                                            char *why, size_t len);
+const gck_support_row *gck_backend_find_row(const gck_backend *be, const gck_case *c, char *why,
+                                            size_t len);
 /** Whether a row's type tuple is the case's (ignoring the layout promises). */
 bool gck_row_types_match(const gck_support_row *row, const gck_case *c);
 /** One line describing a row: "f32 f32 f32 f32 | f32 | compute=f32 block-FMA ... | entry". */

@@ -58,14 +58,16 @@ typedef struct gck_check_options {
 
 /** The result of checking one D. */
 typedef struct gck_check_result {
-    int64_t elements;           /**< elements compared */
-    int64_t exact_elements;     /**< of which bound 0 by the exact-case certificate */
-    int64_t degenerate;         /**< of which only the magnitude check applied (gamma = Inf) */
-    int64_t lenient;            /**< of which passed only through zero-skipping leniency */
-    int64_t count[GCK_KIND_COUNT];        /**< failing elements per numeric kind */
+    int64_t elements;              /**< elements compared */
+    int64_t exact_elements;        /**< of which bound 0 by the exact-case certificate */
+    int64_t degenerate;            /**< of which only the magnitude check applied (gamma = Inf) */
+    int64_t lenient;               /**< of which passed only through a declared leniency
+                                        (zero-skipping, alpha = 0 reading A and B) */
+    int64_t count[GCK_KIND_COUNT]; /**< failing elements per numeric kind */
     gck_element_report worst[GCK_KIND_COUNT]; /**< the worst failing element per kind */
-    gck_element_report max_ratio;         /**< the element with the largest error/bound */
-    double max_tight;                     /**< the largest tight ratio */
+    gck_element_report max_ratio;             /**< the element with the largest error/bound among
+                                                   finite errors (error NaN: none) */
+    double max_tight;                         /**< the largest tight ratio */
 } gck_check_result;
 
 /** Check D_got (laid out as the case's D) against the exact result of A, B and C (the values
@@ -77,17 +79,16 @@ gck_status gck_check_values(const gck_case *c, const gck_support_row *row,
 
 /** The bound parameters of one element, exposed for tests and docs. */
 typedef struct gck_bound_terms {
-    double abs_d;   /**< |D| (the oracle's magnitude) */
-    double T;       /**< sum_k |a_ik b_kj| */
-    double sum_ab;  /**< sum_k (|a_ik| + |b_kj|) */
-    double abs_c;   /**< |c_ij| if read, else 0 */
+    double abs_d;  /**< |D| (the oracle's magnitude) */
+    double T;      /**< sum_k |a_ik b_kj| */
+    double sum_ab; /**< sum_k (|a_ik| + |b_kj|) */
+    double abs_c;  /**< |c_ij| if read, else 0 */
     int64_t k;
 } gck_bound_terms;
 
 /** The SPEC §4 hard bound for one element (upward rounded); *degenerate is set when gamma is
  *  infinite, in which case the returned value is the magnitude limit for |D_got| instead. */
-double gck_bound(const gck_case *c, const gck_model *m, const gck_bound_terms *t,
-                 bool *degenerate);
+double gck_bound(const gck_case *c, const gck_model *m, const gck_bound_terms *t, bool *degenerate);
 
 #ifdef __cplusplus
 }

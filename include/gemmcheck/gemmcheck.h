@@ -1,13 +1,17 @@
-/* gemmcheck — public interface: number formats, the GEMM case model, the MPFR oracle and the
- * reference GEMMs. Include this one header; link gemmcheck::gemmcheck (CMake) or
- * `pkg-config --libs gemmcheck`. */
+/* gemmcheck — public interface: number formats, the GEMM case model, the MPFR oracle, the
+ * reference GEMMs, backends, the checker, specs and the runner. Include this one header; link
+ * gemmcheck::gemmcheck (CMake) or `pkg-config --libs gemmcheck`. */
 #ifndef GEMMCHECK_GEMMCHECK_H
 #define GEMMCHECK_GEMMCHECK_H
 
+#include "gemmcheck/backend.h"
 #include "gemmcheck/case.h"
+#include "gemmcheck/checker.h"
 #include "gemmcheck/format.h"
 #include "gemmcheck/oracle.h"
 #include "gemmcheck/refgemm.h"
+#include "gemmcheck/runner.h"
+#include "gemmcheck/spec.h"
 #include "gemmcheck/version.h"
 
 #endif

@@ -26,25 +26,25 @@ const char *gck_outcome_name(gck_outcome o);
 /** One finding of one case. */
 typedef struct gck_finding {
     gck_kind kind;
-    char detail[384];         /**< one line: what was seen */
-    bool has_element;         /**< numeric kinds: `element` is the worst element */
+    char detail[384]; /**< one line: what was seen */
+    bool has_element; /**< numeric kinds: `element` is the worst element */
     gck_element_report element;
-    int64_t count;            /**< elements (or bytes) affected */
+    int64_t count; /**< elements (or bytes) affected */
 } gck_finding;
 
 typedef struct gck_run_options {
     gck_check_options check;
-    bool determinism;                 /**< run twice on fresh identical buffers, compare D */
-    const char *dump_dir;             /**< write A, B, C, D_expected, D_got as .npy here */
-    void (*before_call)(void *ctx);   /**< called just before each backend call */
-    void (*after_call)(void *ctx);    /**< called as soon as each backend call returns */
+    bool determinism;               /**< run twice on fresh identical buffers, compare D */
+    const char *dump_dir;           /**< write A, B, C, D_expected, D_got as .npy here */
+    void (*before_call)(void *ctx); /**< called just before each backend call */
+    void (*after_call)(void *ctx);  /**< called as soon as each backend call returns */
     void *ctx;
 } gck_run_options;
 
 typedef struct gck_run_result {
     gck_outcome outcome;
-    char row[256];            /**< the support row used */
-    char note[384];           /**< why unsupported */
+    char row[256];  /**< the support row used */
+    char note[384]; /**< why unsupported */
     gck_check_result check;
     int nfindings;
     gck_finding findings[GCK_KIND_COUNT]; /**< at most one per kind */

@@ -40,11 +40,11 @@ bool gck_dist_parse(const char *name, gck_dist *out);
 /** One test: a case, its operand placement and its values. */
 typedef struct gck_spec {
     gck_case c;
-    int64_t offset[4];  /**< element offsets of A, B, C, D from a 256-byte boundary */
-    gck_dist dist_ab;   /**< distribution of A and B */
-    gck_dist dist_c;    /**< distribution of C */
-    int special_pm;     /**< per mille of A, B, C elements replaced by NaN, +-Inf or +-0 */
-    bool c_nan;         /**< every element of C is NaN (tests beta = 0 semantics) */
+    int64_t offset[4]; /**< element offsets of A, B, C, D from a 256-byte boundary */
+    gck_dist dist_ab;  /**< distribution of A and B */
+    gck_dist dist_c;   /**< distribution of C */
+    int special_pm;    /**< per mille of A, B, C elements replaced by NaN, +-Inf or +-0 */
+    bool c_nan;        /**< every element of C is NaN (tests beta = 0 semantics) */
     uint64_t seed;
 } gck_spec;
 
