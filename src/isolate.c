@@ -41,6 +41,10 @@ static void on_called(void *ctx) {
 }
 
 static void child_main(const char *backend, const gck_spec *s, const gck_run_options *base) {
+    /* A fault in the backend must kill the worker by its signal, whatever handlers the parent
+     * (a test framework, a sanitizer runtime) installed. */
+    static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+    for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++) signal(fatal[i], SIG_DFL);
     char msg[1024];
     gck_backend be;
     if (gck_backend_open(&be, backend, msg, sizeof msg) != GCK_OK) {
