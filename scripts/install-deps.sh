@@ -3,7 +3,7 @@
 # missing packages are installed, and apt is not touched when everything is present.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config clang
-      libmpfr-dev libgmp-dev libopenblas-dev libblis-dev libblas-dev libcriterion-dev
+      libmpfr-dev libgmp-dev libopenblas-dev libblis-dev libblas-dev libcriterion-dev libjansson-dev
       python3 python3-numpy)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -37,5 +37,8 @@ bool gck_parse_count(const char *text, long long *out);
 int gck_cmd_oracle(int argc, char **argv);
 int gck_cmd_repro(int argc, char **argv);
 int gck_cmd_backends(int argc, char **argv);
+int gck_cmd_fuzz(int argc, char **argv);
+int gck_cmd_merge(int argc, char **argv);
+int gck_cmd_shrink(int argc, char **argv);
 
 #endif

@@ -13,31 +13,18 @@
 #include <unistd.h>
 
 #include "gemmcheck/runner.h"
-
-enum { MSG_SETUP = 1, MSG_CALLING, MSG_CALLED, MSG_RESULT, MSG_INTERNAL };
-
-typedef struct wire_msg {
-    int tag;
-    char text[1024];
-} wire_msg;
+#include "wire.h"
 
 static int wire_fd = -1;
 
-static void send_msg(int tag, const char *text) {
-    wire_msg m = {.tag = tag};
-    snprintf(m.text, sizeof m.text, "%s", text ? text : "");
-    ssize_t w = write(wire_fd, &m, sizeof m);
-    (void)w;
-}
-
 static void on_calling(void *ctx) {
     (void)ctx;
-    send_msg(MSG_CALLING, NULL);
+    gck_wire_send(wire_fd, GCK_WIRE_CALLING, NULL);
 }
 
 static void on_called(void *ctx) {
     (void)ctx;
-    send_msg(MSG_CALLED, NULL);
+    gck_wire_send(wire_fd, GCK_WIRE_CALLED, NULL);
 }
 
 static void child_main(const char *backend, const gck_spec *s, const gck_run_options *base) {
@@ -48,14 +35,14 @@ static void child_main(const char *backend, const gck_spec *s, const gck_run_opt
     char msg[1024];
     gck_backend be;
     if (gck_backend_open(&be, backend, msg, sizeof msg) != GCK_OK) {
-        send_msg(MSG_SETUP, msg);
+        gck_wire_send(wire_fd, GCK_WIRE_SETUP, msg);
         _exit(0);
     }
     char why[512];
     if (!be.ops->available(be.state, why, sizeof why)) {
         snprintf(msg, sizeof msg, "backend %s is %s%s", backend,
                  strncmp(why, "unavailable", 11) == 0 ? "" : "unavailable: ", why);
-        send_msg(MSG_SETUP, msg);
+        gck_wire_send(wire_fd, GCK_WIRE_SETUP, msg);
         _exit(0);
     }
     gck_run_options o = *base;
@@ -63,48 +50,19 @@ static void child_main(const char *backend, const gck_spec *s, const gck_run_opt
     o.after_call = on_called;
     gck_run_result *r = malloc(sizeof *r);
     if (!r) {
-        send_msg(MSG_SETUP, "out of memory");
+        gck_wire_send(wire_fd, GCK_WIRE_SETUP, "out of memory");
         _exit(0);
     }
     gck_status st = gck_run_spec(&be, s, &o, r, msg, sizeof msg);
     if (st != GCK_OK) {
-        send_msg(st == GCK_EINTERNAL ? MSG_INTERNAL : MSG_SETUP, msg);
+        gck_wire_send(wire_fd, st == GCK_EINTERNAL ? GCK_WIRE_INTERNAL : GCK_WIRE_SETUP, msg);
         _exit(0);
     }
     char version[256];
     be.ops->version(be.state, version, sizeof version);
-    send_msg(MSG_RESULT, version);
-    ssize_t w = write(wire_fd, r, sizeof *r);
-    (void)w;
+    gck_wire_send(wire_fd, GCK_WIRE_RESULT, version);
+    gck_wire_write(wire_fd, r, sizeof *r);
     _exit(0);
-}
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-/* Read exactly n bytes before `deadline` (<= 0: none): 1 done, 0 end of file, -1 timeout. */
-static int read_full(int fd, void *buf, size_t n, double deadline) {
-    size_t got = 0;
-    while (got < n) {
-        int wait_ms = -1;
-        if (deadline > 0) {
-            double left = deadline - now();
-            if (left <= 0) return -1;
-            wait_ms = (int)(left * 1000) + 1;
-        }
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        int pr = poll(&p, 1, wait_ms);
-        if (pr < 0 && errno == EINTR) continue;
-        if (pr == 0) continue; /* re-check the deadline */
-        ssize_t r = read(fd, (char *)buf + got, n - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) return 0;
-        got += (size_t)r;
-    }
-    return 1;
 }
 
 gck_status gck_run_isolated(const char *backend, const gck_spec *s, const gck_run_options *o,
@@ -133,10 +91,10 @@ gck_status gck_run_isolated(const char *backend, const gck_spec *s, const gck_ru
     }
     close(fds[1]);
     bool in_call = false, called = false, done = false;
-    double deadline = now() + call_timeout + 30.0;
-    wire_msg m;
+    double deadline = gck_wire_now() + call_timeout + 30.0;
+    gck_wire_msg m;
     while (!done) {
-        int got = read_full(fds[0], &m, sizeof m, deadline);
+        int got = gck_wire_read(fds[0], &m, sizeof m, deadline);
         if (got < 0) {
             kill(pid, SIGKILL);
             waitpid(pid, NULL, 0);
@@ -168,25 +126,25 @@ gck_status gck_run_isolated(const char *backend, const gck_spec *s, const gck_ru
             break;
         }
         switch (m.tag) {
-        case MSG_CALLING:
+        case GCK_WIRE_CALLING:
             in_call = true;
-            deadline = now() + call_timeout;
+            deadline = gck_wire_now() + call_timeout;
             break;
-        case MSG_CALLED:
+        case GCK_WIRE_CALLED:
             in_call = false;
             called = true;
             deadline = 0; /* checking is gemmcheck's own work: no deadline */
             break;
-        case MSG_SETUP:
-        case MSG_INTERNAL:
-            out->status = m.tag == MSG_SETUP ? GCK_ISOLATED_SETUP_ERROR : GCK_ISOLATED_INTERNAL;
+        case GCK_WIRE_SETUP:
+        case GCK_WIRE_INTERNAL:
+            out->status = m.tag == GCK_WIRE_SETUP ? GCK_ISOLATED_SETUP_ERROR : GCK_ISOLATED_INTERNAL;
             snprintf(out->message, sizeof out->message, "%s", m.text);
             waitpid(pid, NULL, 0);
             done = true;
             break;
-        case MSG_RESULT:
+        case GCK_WIRE_RESULT:
             snprintf(out->version, sizeof out->version, "%.255s", m.text);
-            if (read_full(fds[0], &out->run, sizeof out->run, 0) != 1) {
+            if (gck_wire_read(fds[0], &out->run, sizeof out->run, 0) != 1) {
                 out->status = GCK_ISOLATED_INTERNAL;
                 snprintf(out->message, sizeof out->message, "the worker's result was truncated");
             } else {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "../fuzz/worker.h"
 #include "cuda_probe.h"
 #include "gemmcheck/version.h"
 
@@ -15,9 +16,12 @@ static const char main_help[] =
     "exact oracle that rounds once to the output type.\n"
     "\n"
     "commands:\n"
+    "  fuzz       run a fuzz campaign against backends (see gemmcheck fuzz --help)\n"
     "  oracle     compute D exactly from .npy files (see gemmcheck oracle --help)\n"
     "  backends   list the backends, whether they can run, their versions and support tables\n"
     "  repro      run one case (a reproducer string) on one backend and print the verdict\n"
+    "  shrink     minimise a failing case while it keeps failing the same way\n"
+    "  merge      merge the JSON reports of campaign shards\n"
     "\n"
     "options:\n"
     "  --help     this text\n"
@@ -51,6 +55,10 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "oracle") == 0) return gck_cmd_oracle(argc - 1, argv + 1);
     if (strcmp(cmd, "repro") == 0) return gck_cmd_repro(argc - 1, argv + 1);
     if (strcmp(cmd, "backends") == 0) return gck_cmd_backends(argc - 1, argv + 1);
+    if (strcmp(cmd, "fuzz") == 0) return gck_cmd_fuzz(argc - 1, argv + 1);
+    if (strcmp(cmd, "merge") == 0) return gck_cmd_merge(argc - 1, argv + 1);
+    if (strcmp(cmd, "shrink") == 0) return gck_cmd_shrink(argc - 1, argv + 1);
+    if (strcmp(cmd, "__worker") == 0) return gck_worker_main(argc - 1, argv + 1);
     fprintf(stderr, "gemmcheck: unknown command '%s' (see gemmcheck --help)\n", cmd);
     return GCK_EXIT_USAGE;
 }

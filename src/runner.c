@@ -3,6 +3,9 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,6 +212,94 @@ static gck_status dump(const char *dir, const gck_spec *s, operand_set *os, char
     return GCK_OK;
 }
 
+typedef struct conc_job {
+    gck_backend *be;
+    gck_spec spec; /* this thread's case: the same call with its own values */
+    const gck_support_row *row;
+    operand_set os;
+    unsigned char *alone; /* D from the single-threaded call */
+    gck_call_status status;
+    atomic_bool *go;
+} conc_job;
+
+static void *conc_call(void *arg) {
+    conc_job *j = arg;
+    gck_operands ops = operands_of(&j->os);
+    char cmsg[256];
+    while (!atomic_load(j->go)) sched_yield(); /* all threads call at the same moment */
+    j->status = j->be->ops->call(j->be->state, &j->spec.c, j->row, &ops, cmsg, sizeof cmsg);
+    return NULL;
+}
+
+/* Thread safety (the class of OpenBLAS issue #1755): `threads` variants of the case (same call,
+ * different values) are first run one after the other, then all at once from as many threads
+ * on fresh buffers; every concurrent D must equal its single-threaded D bit for bit. */
+static void concurrency_check(gck_backend *be, const gck_spec *s, const gck_support_row *row,
+                              const gck_run_options *o, gck_run_result *r) {
+    int threads = o->concurrency;
+    conc_job *jobs = calloc((size_t)threads, sizeof *jobs);
+    pthread_t *tids = calloc((size_t)threads, sizeof *tids);
+    bool *started = calloc((size_t)threads, sizeof *started);
+    atomic_bool go = false;
+    char msg[256];
+    bool ok = jobs && tids && started;
+    gck_operand dx = s->c.d_is_c ? GCK_C : GCK_D;
+    /* single-threaded pass */
+    if (ok && o->before_call) o->before_call(o->ctx);
+    for (int t = 0; ok && t < threads; t++) {
+        jobs[t] = (conc_job){.be = be, .spec = *s, .row = row, .status = GCK_CALL_OK, .go = &go};
+        jobs[t].spec.seed = s->seed + 1 + (uint64_t)t;
+        operand_set alone;
+        ok = prepare(&jobs[t].spec, &alone, msg, sizeof msg) == GCK_OK;
+        if (!ok) break;
+        gck_operands ops = operands_of(&alone);
+        char cmsg[256];
+        gck_call_status st = be->ops->call(be->state, &jobs[t].spec.c, row, &ops, cmsg, sizeof cmsg);
+        jobs[t].alone = malloc(alone.g[dx].data_bytes ? alone.g[dx].data_bytes : 1);
+        ok = jobs[t].alone != NULL && st == GCK_CALL_OK;
+        if (jobs[t].alone) memcpy(jobs[t].alone, alone.g[dx].data, alone.g[dx].data_bytes);
+        free_set(&alone);
+    }
+    /* concurrent pass */
+    for (int t = 0; ok && t < threads; t++)
+        ok = prepare(&jobs[t].spec, &jobs[t].os, msg, sizeof msg) == GCK_OK;
+    for (int t = 0; ok && t < threads; t++)
+        ok = started[t] = pthread_create(&tids[t], NULL, conc_call, &jobs[t]) == 0;
+    atomic_store(&go, true);
+    for (int t = 0; tids && started && t < threads; t++)
+        if (started[t]) pthread_join(tids[t], NULL);
+    if (jobs && o->after_call) o->after_call(o->ctx);
+    if (ok) {
+        int64_t differing = 0, first_thread = -1;
+        for (int t = 0; t < threads; t++) {
+            const gck_guarded *g = &jobs[t].os.g[dx];
+            bool same = jobs[t].status == GCK_CALL_OK &&
+                        memcmp(jobs[t].alone, g->data, g->data_bytes) == 0;
+            if (!same) {
+                differing++;
+                if (first_thread < 0) first_thread = t;
+            }
+        }
+        if (differing) {
+            gck_finding *f = add_finding(r, GCK_KIND_NONDETERMINISTIC);
+            f->count = differing;
+            snprintf(f->detail, sizeof f->detail, "%lld of %d concurrent calls (distinct buffers, "
+                     "seeds %llu..%llu) differ from the same calls made one at a time; first: "
+                     "thread %lld%s", (long long)differing, threads,
+                     (unsigned long long)(s->seed + 1), (unsigned long long)(s->seed + (uint64_t)threads),
+                     (long long)first_thread,
+                     jobs[first_thread].status != GCK_CALL_OK ? " (returned an error)" : "");
+        }
+    }
+    for (int t = 0; jobs && t < threads; t++) {
+        free_set(&jobs[t].os);
+        free(jobs[t].alone);
+    }
+    free(jobs);
+    free(tids);
+    free(started);
+}
+
 gck_status gck_run_spec(gck_backend *be, const gck_spec *s, const gck_run_options *o,
                         gck_run_result *r, char *msg, size_t len) {
     memset(r, 0, sizeof *r);
@@ -298,6 +389,7 @@ gck_status gck_run_spec(gck_backend *be, const gck_spec *s, const gck_run_option
         }
         free_set(&again);
     }
+    if (o->concurrency > 1) concurrency_check(be, s, row, o, r);
     if (o->dump_dir) st = dump(o->dump_dir, s, &os, msg, len);
     free_set(&os);
     return st;

@@ -9,6 +9,8 @@
  *   segv       a write through a null pointer
  *   hang       never returns
  *   nondet     every second call differs in the last bit of one element (racy reduction)
+ *   racy       correct alone, but keeps its result in one static buffer shared by all
+ *              threads (calls from several threads at once overwrite each other's D)
  *   unimpl     refuses f64, which its table declares
  *   error      returns an error status for every call */
 #define _DEFAULT_SOURCE 1
@@ -74,6 +76,30 @@ static int64_t d_offset(const gck_case *c, int64_t i, int64_t j) {
     return i * rs + j * cs;
 }
 
+/* The thread-unsafe backend: the reference result goes through one static scratch buffer,
+ * as kernels with a global workspace do (the class of OpenBLAS issue #1755). */
+static gck_call_status racy_call(faulty_state *s, const gck_case *c, const gck_support_row *row,
+                                 const gck_operands *ops, char *msg, size_t len) {
+    static double scratch[1 << 16];
+    gck_call_status st = s->ref.ops->call(s->ref.state, c, row, ops, msg, len);
+    if (st != GCK_CALL_OK || c->m * c->n * c->batch > (int64_t)(sizeof scratch / sizeof scratch[0]))
+        return st;
+    gck_format td = gck_case_type(c, GCK_D);
+    int64_t rs, cs, sd = gck_case_stride(c, GCK_D);
+    gck_case_op_strides(c, GCK_D, &rs, &cs);
+    int64_t e = 0;
+    for (int64_t b = 0; b < c->batch; b++)
+        for (int64_t j = 0; j < c->n; j++)
+            for (int64_t i = 0; i < c->m; i++)
+                scratch[e++] = gck_load(ops->d, td, b * sd + i * rs + j * cs);
+    usleep(2000); /* the window in which another thread's call overwrites the scratch */
+    e = 0;
+    for (int64_t b = 0; b < c->batch; b++)
+        for (int64_t j = 0; j < c->n; j++)
+            for (int64_t i = 0; i < c->m; i++) gck_store(ops->d, td, b * sd + i * rs + j * cs, scratch[e++]);
+    return GCK_CALL_OK;
+}
+
 static gck_call_status f_call(void *state, const gck_case *c, const gck_support_row *row,
                               const gck_operands *ops, char *msg, size_t len) {
     faulty_state *s = state;
@@ -101,6 +127,7 @@ static gck_call_status f_call(void *state, const gck_case *c, const gck_support_
             for (int64_t i = 0; i < c->m; i++)
                 was_nan[i + j * c->m] = isnan(gck_load(ops->c, c->type_c, i * rs + j * cs));
     }
+    if (!strcmp(fault_name, "racy") && nonempty) return racy_call(s, c, row, ops, msg, len);
     gck_call_status st = s->ref.ops->call(s->ref.state, c, row, ops, msg, len);
     if (st != GCK_CALL_OK || !nonempty) {
         free(was_nan);
@@ -128,8 +155,8 @@ static gck_call_status f_call(void *state, const gck_case *c, const gck_support_
     return GCK_CALL_OK;
 }
 
-static const char *const names[] = {"tolerance", "nan",  "betanan", "oob",    "input",
-                                    "segv",      "hang", "nondet",  "unimpl", "error"};
+static const char *const names[] = {"tolerance", "nan",    "betanan", "oob",    "input", "segv",
+                                    "hang",      "nondet", "unimpl",  "error",  "racy"};
 
 const gck_backend_ops *gemmcheck_backend_plugin(const char *name);
 const gck_backend_ops *gemmcheck_backend_plugin(const char *name) {

@@ -1,0 +1,561 @@
+/* The fuzz supervisor: generates cases, feeds them to worker processes, watches for crashes and
+ * hangs, deduplicates findings, streams them to disk as they happen, and writes the reports. */
+#define _DEFAULT_SOURCE 1
+#include "campaign.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "generator.h"
+#include "wire.h"
+#include "worker.h"
+
+#define MAX_JOBS 64
+#define MAX_TARGETS 1024
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int sig) {
+    (void)sig;
+    stop_requested = 1;
+}
+
+typedef struct slot {
+    gck_worker w;
+    bool alive, busy, in_call, called;
+    double deadline;
+    uint64_t case_no;
+    gck_spec spec;
+    bool requested;
+} slot;
+
+typedef struct run_ctx {
+    const gck_campaign_options *o;
+    gck_campaign_result *res;
+    const char *backend;
+    gck_backend_info *info;
+    double t0;        /* campaign start */
+    double end;       /* this backend's end */
+    FILE *jsonl;
+    gck_support_row rows[MAX_TARGETS];
+    char entries[MAX_TARGETS][96];
+    size_t nrows;
+    gck_fuzz_target targets[MAX_TARGETS];
+    size_t ntargets;
+    gck_fuzz_config gen;
+    gck_spec *prelude; /* edge cases and corpus, run first */
+    size_t nprelude, next_prelude;
+    uint64_t next_index;
+    int64_t dispatched;
+    char setup_error[1024];
+} run_ctx;
+
+static uint64_t mix64(uint64_t z) {
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Start a worker and read its handshake (READY, TABLE, rows); false with a reason. */
+static bool spawn(run_ctx *x, slot *s) {
+    memset(s, 0, sizeof *s);
+    s->w.to = s->w.from = -1;
+    if (!gck_worker_spawn(&s->w, x->o->exe, x->backend, x->o->strict_ieee)) {
+        snprintf(x->setup_error, sizeof x->setup_error, "cannot start a worker: %s",
+                 strerror(errno));
+        return false;
+    }
+    gck_wire_msg m;
+    double deadline = gck_wire_now() + 120.0;
+    if (gck_wire_read(s->w.from, &m, sizeof m, deadline) != 1) {
+        snprintf(x->setup_error, sizeof x->setup_error, "backend %s: the worker died while "
+                 "setting up", x->backend);
+        gck_worker_kill(&s->w);
+        return false;
+    }
+    if (m.tag != GCK_WIRE_READY) {
+        snprintf(x->setup_error, sizeof x->setup_error, "%s", m.text);
+        gck_worker_kill(&s->w);
+        return false;
+    }
+    snprintf(x->info->version, sizeof x->info->version, "%.500s", m.text);
+    if (gck_wire_read(s->w.from, &m, sizeof m, deadline) != 1 || m.tag != GCK_WIRE_TABLE) {
+        snprintf(x->setup_error, sizeof x->setup_error, "backend %s: no support table", x->backend);
+        gck_worker_kill(&s->w);
+        return false;
+    }
+    size_t n = (size_t)strtoull(m.text, NULL, 10);
+    bool first = x->nrows == 0; /* the first worker's table is kept; respawns send the same */
+    for (size_t r = 0; r < n; r++) {
+        gck_wire_row wr;
+        if (gck_wire_read(s->w.from, &wr, sizeof wr, deadline) != 1) {
+            snprintf(x->setup_error, sizeof x->setup_error, "backend %s: truncated table",
+                     x->backend);
+            gck_worker_kill(&s->w);
+            return false;
+        }
+        if (first && r < MAX_TARGETS) {
+            x->rows[r] = wr.row;
+            memcpy(x->entries[r], wr.entry, sizeof wr.entry);
+            x->rows[r].entry = x->entries[r];
+        }
+    }
+    if (first) x->nrows = n < MAX_TARGETS ? n : MAX_TARGETS;
+    s->alive = true;
+    return true;
+}
+
+static double case_cost(const gck_case *c) {
+    return (double)c->m * (double)c->n * (double)c->k * (double)c->batch;
+}
+
+static double call_timeout(const run_ctx *x, const gck_spec *s) {
+    /* a slow reference BLAS still does ~1e7 multiply-adds per second */
+    return x->o->timeout_floor + case_cost(&s->c) / 1e7;
+}
+
+static void types_of(const gck_case *c, char *types, size_t tl, char *compute, size_t cl) {
+    snprintf(types, tl, "%s,%s,%s,%s", gck_format_get(c->type_a)->name,
+             gck_format_get(c->type_b)->name, gck_format_get(c->type_c)->name,
+             gck_format_get(gck_case_type(c, GCK_D))->name);
+    snprintf(compute, cl, "%s", gck_format_get(c->compute)->name);
+}
+
+static void save_corpus(const run_ctx *x, const gck_fuzz_finding *f) {
+    if (!x->o->corpus_dir) return;
+    mkdir(x->o->corpus_dir, 0777);
+    uint64_t h = 1469598103934665603ull;
+    for (const char *p = f->signature; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s-%016llx.txt", x->o->corpus_dir, gck_kind_name(f->kind),
+             (unsigned long long)h);
+    FILE *fp = fopen(path, "w");
+    if (!fp) return;
+    fprintf(fp, "%s\n", f->repro);
+    fclose(fp);
+}
+
+static void record(run_ctx *x, gck_kind kind, const gck_spec *s, const char *detail,
+                   const gck_element_report *e) {
+    gck_fuzz_finding f;
+    memset(&f, 0, sizeof f);
+    f.kind = kind;
+    char types[64], compute[8], shape[32];
+    types_of(&s->c, types, sizeof types, compute, sizeof compute);
+    gck_fuzz_shape_class(&s->c, shape, sizeof shape);
+    snprintf(f.signature, sizeof f.signature, "%s|%s|%s:%s|%s", x->backend, gck_kind_name(kind),
+             types, compute, shape);
+    snprintf(f.backend, sizeof f.backend, "%s", x->backend);
+    gck_spec_format(s, f.repro, sizeof f.repro);
+    f.cost = case_cost(&s->c);
+    snprintf(f.detail, sizeof f.detail, "%s", detail);
+    if (e) {
+        f.has_element = true;
+        f.element = *e;
+    }
+    f.count = 1;
+    f.time_s = gck_wire_now() - x->t0;
+    if (gck_result_add_finding(x->res, &f)) {
+        /* stream the record as it is now (new, or with a smaller reproducer) */
+        for (size_t i = 0; i < x->res->nfindings; i++)
+            if (!strcmp(x->res->findings[i].signature, f.signature)) {
+                if (x->jsonl) gck_report_stream_finding(x->jsonl, &x->res->findings[i]);
+                save_corpus(x, &x->res->findings[i]);
+                break;
+            }
+    }
+}
+
+static void count_case(run_ctx *x, const gck_spec *s, gck_outcome outcome, const bool *kinds,
+                       double tight) {
+    gck_campaign_result *r = x->res;
+    r->cases++;
+    x->info->cases++;
+    char types[64], compute[8];
+    types_of(&s->c, types, sizeof types, compute, sizeof compute);
+    gck_matrix_entry *e = gck_result_matrix(r, x->backend, types, compute);
+    if (outcome == GCK_OUTCOME_PASS) {
+        r->pass++;
+        if (e) e->pass++;
+    } else if (outcome == GCK_OUTCOME_UNSUPPORTED) {
+        r->unsupported++;
+        if (e) e->unsupported++;
+    } else {
+        r->with_findings++;
+        if (e) e->fail++;
+        for (int k = 0; k < GCK_KIND_COUNT; k++)
+            if (kinds[k]) r->kind_cases[k]++;
+    }
+    if (e && isfinite(tight) && tight > e->max_tight) e->max_tight = tight;
+}
+
+static void on_result(run_ctx *x, slot *s, const gck_run_result *rr) {
+    bool kinds[GCK_KIND_COUNT] = {false};
+    gck_outcome outcome = rr->outcome;
+    if (outcome == GCK_OUTCOME_UNSUPPORTED && s->requested) {
+        /* a tuple the user asked for and the backend refuses */
+        char d[600];
+        snprintf(d, sizeof d, "requested type tuple refused: %s", rr->note);
+        record(x, GCK_KIND_UNIMPLEMENTED, &s->spec, d, NULL);
+        kinds[GCK_KIND_UNIMPLEMENTED] = true;
+        outcome = GCK_OUTCOME_FINDINGS;
+    }
+    for (int f = 0; f < rr->nfindings; f++) {
+        const gck_finding *fd = &rr->findings[f];
+        kinds[fd->kind] = true;
+        record(x, fd->kind, &s->spec, fd->detail, fd->has_element ? &fd->element : NULL);
+    }
+    count_case(x, &s->spec, outcome, kinds, rr->check.max_tight);
+}
+
+static void on_death(run_ctx *x, slot *s, bool hang) {
+    int status = 0;
+    if (hang) kill(s->w.pid, SIGKILL);
+    waitpid(s->w.pid, &status, 0);
+    s->w.pid = -1;
+    char d[512];
+    bool kinds[GCK_KIND_COUNT] = {false};
+    if (hang) {
+        snprintf(d, sizeof d, "the call did not return within %.1f s; the worker was killed",
+                 call_timeout(x, &s->spec));
+        record(x, GCK_KIND_HANG, &s->spec, d, NULL);
+        kinds[GCK_KIND_HANG] = true;
+        count_case(x, &s->spec, GCK_OUTCOME_FINDINGS, kinds, NAN);
+    } else if (s->in_call || !s->called) {
+        if (WIFSIGNALED(status))
+            snprintf(d, sizeof d, "the worker died by signal %d (%s) inside the backend call",
+                     WTERMSIG(status), strsignal(WTERMSIG(status)));
+        else
+            snprintf(d, sizeof d, "the worker exited with status %d inside the backend call",
+                     WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        record(x, GCK_KIND_CRASH, &s->spec, d, NULL);
+        kinds[GCK_KIND_CRASH] = true;
+        count_case(x, &s->spec, GCK_OUTCOME_FINDINGS, kinds, NAN);
+    } else {
+        char repro[2048];
+        gck_spec_format(&s->spec, repro, sizeof repro);
+        fprintf(stderr, "gemmcheck fuzz: internal error: a worker died after the call returned "
+                "(status %d) on '%s'\n", status, repro);
+        x->res->internal_errors++;
+    }
+    gck_worker_kill(&s->w);
+    s->alive = s->busy = false;
+}
+
+/* The next case to run: prelude (edge cases, corpus), then the generated stream of this shard. */
+static bool next_case(run_ctx *x, gck_spec *s, uint64_t *case_no, bool *requested) {
+    if (x->next_prelude < x->nprelude) {
+        *s = x->prelude[x->next_prelude++];
+        *case_no = UINT64_MAX - x->next_prelude;
+    } else {
+        uint64_t index = (uint64_t)(x->o->shard_index - 1) +
+                         (uint64_t)x->o->shard_count * x->next_index++;
+        gck_fuzz_generate(&x->gen, index, s);
+        *case_no = index;
+    }
+    *requested = false;
+    for (size_t t = 0; t < x->ntargets; t++)
+        if (x->targets[t].requested && x->targets[t].a == s->c.type_a &&
+            x->targets[t].b == s->c.type_b && x->targets[t].c == s->c.type_c &&
+            x->targets[t].d == gck_case_type(&s->c, GCK_D) && x->targets[t].compute == s->c.compute)
+            *requested = true;
+    return true;
+}
+
+static bool dispatch(run_ctx *x, slot *s) {
+    gck_fuzz_request req;
+    memset(&req, 0, sizeof req);
+    bool requested;
+    next_case(x, &s->spec, &s->case_no, &requested);
+    s->requested = requested;
+    req.id = s->case_no;
+    uint64_t h = mix64(x->o->seed ^ mix64(s->case_no + 77));
+    req.determinism = (double)(h % 10000) < x->o->rerun_share * 10000.0;
+    req.concurrency = (double)((h >> 20) % 10000) < x->o->concurrency_share * 10000.0
+                          ? x->o->concurrency
+                          : 0;
+    gck_spec_format(&s->spec, req.repro, sizeof req.repro);
+    if (!gck_wire_write(s->w.to, &req, sizeof req)) return false;
+    s->busy = true;
+    s->in_call = false;
+    s->called = false;
+    /* until the first CALLING: set-up of the case (allocation, filling) */
+    s->deadline = gck_wire_now() + 60.0 + call_timeout(x, &s->spec);
+    x->dispatched++;
+    return true;
+}
+
+static void progress(const run_ctx *x, bool final) {
+    if (!x->o->progress) return;
+    double now = gck_wire_now(), el = now - x->t0;
+    char kinds[512] = "";
+    size_t n = 0;
+    for (int k = 0; k < GCK_KIND_COUNT; k++)
+        if (x->res->kind_cases[k])
+            n += (size_t)snprintf(kinds + n, sizeof kinds - n, " %s=%lld", gck_kind_name((gck_kind)k),
+                                  (long long)x->res->kind_cases[k]);
+    double left = x->end - now;
+    fprintf(stderr, "\r\033[K%s: %.0fs %lld cases %.1f/s findings:%s%s left %.0fs", x->backend, el,
+            (long long)x->res->cases, el > 0 ? (double)x->res->cases / el : 0.0,
+            n ? kinds : " none", "", left > 0 ? left : 0.0);
+    if (final) fputc('\n', stderr);
+}
+
+static int load_corpus(run_ctx *x, gck_spec **out, size_t *n, size_t *cap) {
+    DIR *d = opendir(x->o->corpus_dir);
+    if (!d) return 0;
+    struct dirent *e;
+    int loaded = 0;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l < 5 || strcmp(e->d_name + l - 4, ".txt")) continue;
+        char path[4096], line[4096], msg[256];
+        snprintf(path, sizeof path, "%s/%s", x->o->corpus_dir, e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        if (fgets(line, sizeof line, f)) {
+            line[strcspn(line, "\n")] = '\0';
+            gck_spec s;
+            if (gck_spec_parse(line, &s, msg, sizeof msg) == GCK_OK) {
+                if (*n == *cap) {
+                    *cap = *cap ? 2 * *cap : 64;
+                    *out = realloc(*out, *cap * sizeof **out);
+                }
+                (*out)[(*n)++] = s;
+                loaded++;
+            } else {
+                fprintf(stderr, "gemmcheck fuzz: corpus file %s: %s (skipped)\n", path, msg);
+            }
+        }
+        fclose(f);
+    }
+    closedir(d);
+    return loaded;
+}
+
+/* Run the campaign on one backend until its time is up. Returns false on a set-up error. */
+static bool run_backend(run_ctx *x) {
+    int jobs = x->o->jobs;
+    slot slots[MAX_JOBS];
+    memset(slots, 0, sizeof slots);
+    for (int j = 0; j < jobs; j++) {
+        slots[j].w.to = slots[j].w.from = -1;
+        if (!spawn(x, &slots[j])) {
+            for (int k = 0; k < j; k++) gck_worker_kill(&slots[k].w);
+            return false;
+        }
+    }
+    /* targets: the backend's rows, or the user's --types */
+    if (x->o->types) {
+        char msg[512];
+        x->ntargets = gck_fuzz_parse_types(x->o->types, x->rows, x->nrows, x->targets, MAX_TARGETS,
+                                           msg, sizeof msg);
+        if (x->ntargets == 0) {
+            snprintf(x->setup_error, sizeof x->setup_error, "%s", msg);
+            for (int j = 0; j < jobs; j++) gck_worker_kill(&slots[j].w);
+            return false;
+        }
+    } else {
+        x->ntargets = gck_fuzz_targets_from_rows(x->rows, x->nrows, x->targets, MAX_TARGETS);
+    }
+    x->gen = (gck_fuzz_config){x->o->seed, x->o->max_flops, x->o->max_bytes, x->targets,
+                               x->ntargets};
+    size_t cap = 64;
+    x->prelude = malloc(cap * sizeof *x->prelude);
+    x->nprelude = 0;
+    if (x->o->shard_index == 1) {
+        x->nprelude = gck_fuzz_edge_cases(&x->gen, x->prelude, cap);
+        if (x->o->corpus_dir) load_corpus(x, &x->prelude, &x->nprelude, &cap);
+    }
+    x->next_prelude = 0;
+    x->next_index = 0;
+    x->dispatched = 0;
+    double last_progress = 0;
+    for (;;) {
+        double now = gck_wire_now();
+        bool accepting = !stop_requested && now < x->end &&
+                         (x->o->max_cases <= 0 || x->dispatched < x->o->max_cases);
+        int busy = 0;
+        for (int j = 0; j < jobs; j++) {
+            slot *s = &slots[j];
+            if (!s->alive && accepting && !spawn(x, s)) {
+                fprintf(stderr, "\ngemmcheck fuzz: %s\n", x->setup_error);
+                continue;
+            }
+            if (s->alive && !s->busy && accepting && !dispatch(x, s)) on_death(x, s, false);
+            if (s->busy) busy++;
+        }
+        if (busy == 0 && !accepting) break;
+        if (!accepting && now > x->end + 3.0 && !stop_requested) {
+            /* in-flight cases past the grace period are abandoned, not counted */
+            for (int j = 0; j < jobs; j++)
+                if (slots[j].busy) {
+                    gck_worker_kill(&slots[j].w);
+                    slots[j].alive = slots[j].busy = false;
+                }
+            break;
+        }
+        if (stop_requested && !accepting) {
+            for (int j = 0; j < jobs; j++)
+                if (slots[j].busy) {
+                    gck_worker_kill(&slots[j].w);
+                    slots[j].alive = slots[j].busy = false;
+                }
+            break;
+        }
+        struct pollfd pfd[MAX_JOBS];
+        int idx[MAX_JOBS], np = 0;
+        double wake = now + 0.2;
+        for (int j = 0; j < jobs; j++)
+            if (slots[j].busy) {
+                pfd[np] = (struct pollfd){.fd = slots[j].w.from, .events = POLLIN};
+                idx[np++] = j;
+                if (slots[j].deadline > 0 && slots[j].deadline < wake) wake = slots[j].deadline;
+            }
+        int ms = (int)((wake - now) * 1000);
+        int pr = poll(pfd, (nfds_t)np, ms < 0 ? 0 : ms);
+        if (pr < 0 && errno != EINTR) break;
+        for (int p = 0; pr > 0 && p < np; p++) {
+            if (!(pfd[p].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            slot *s = &slots[idx[p]];
+            gck_wire_msg m;
+            if (gck_wire_read(s->w.from, &m, sizeof m, gck_wire_now() + 30.0) != 1) {
+                on_death(x, s, false);
+                continue;
+            }
+            switch (m.tag) {
+            case GCK_WIRE_CALLING:
+                s->in_call = true;
+                s->deadline = gck_wire_now() + call_timeout(x, &s->spec);
+                break;
+            case GCK_WIRE_CALLED:
+                s->in_call = false;
+                s->called = true;
+                s->deadline = gck_wire_now() + 600.0; /* checking: gemmcheck's own work */
+                break;
+            case GCK_WIRE_RESULT: {
+                gck_run_result *rr = malloc(sizeof *rr);
+                if (!rr || gck_wire_read(s->w.from, rr, sizeof *rr, gck_wire_now() + 30.0) != 1) {
+                    free(rr);
+                    on_death(x, s, false);
+                    break;
+                }
+                on_result(x, s, rr);
+                free(rr);
+                s->busy = false;
+                s->deadline = 0;
+                break;
+            }
+            default: {
+                char repro[2048];
+                gck_spec_format(&s->spec, repro, sizeof repro);
+                fprintf(stderr, "\ngemmcheck fuzz: internal error: %s on '%s'\n", m.text, repro);
+                x->res->internal_errors++;
+                s->busy = false;
+                s->deadline = 0;
+            }
+            }
+        }
+        now = gck_wire_now();
+        for (int j = 0; j < jobs; j++) {
+            slot *s = &slots[j];
+            if (s->busy && s->deadline > 0 && now > s->deadline) on_death(x, s, s->in_call);
+        }
+        if (now - last_progress > 0.5) {
+            progress(x, false);
+            last_progress = now;
+        }
+    }
+    progress(x, true);
+    for (int j = 0; j < jobs; j++)
+        if (slots[j].alive) gck_worker_kill(&slots[j].w);
+    free(x->prelude);
+    x->prelude = NULL;
+    return true;
+}
+
+int gck_campaign_run(const gck_campaign_options *o) {
+    gck_campaign_result res;
+    memset(&res, 0, sizeof res);
+    res.seed = o->seed;
+    res.shard_index = o->shard_index;
+    res.shard_count = o->shard_count;
+    res.shards_merged = 1;
+    stop_requested = 0;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    FILE *jsonl = NULL;
+    if (o->jsonl_path) {
+        jsonl = fopen(o->jsonl_path, "w");
+        if (!jsonl) {
+            fprintf(stderr, "gemmcheck fuzz: cannot create %s: %s\n", o->jsonl_path,
+                    strerror(errno));
+            return 2;
+        }
+    }
+    double t0 = gck_wire_now();
+    int rc = 0, ran = 0;
+    run_ctx *x = calloc(1, sizeof *x);
+    if (!x) return 3;
+    for (int b = 0; b < o->nbackends && !stop_requested; b++) {
+        memset(x, 0, sizeof *x);
+        x->o = o;
+        x->res = &res;
+        x->backend = o->backends[b];
+        x->info = &res.backends[res.nbackends++];
+        snprintf(x->info->spec, sizeof x->info->spec, "%s", o->backends[b]);
+        x->t0 = t0;
+        double now = gck_wire_now();
+        double share = (t0 + o->time_limit - now) / (o->nbackends - b);
+        x->end = now + (share > 0 ? share : 0);
+        x->jsonl = jsonl;
+        double start = now;
+        if (!run_backend(x)) {
+            snprintf(x->info->status, sizeof x->info->status, "skipped: %.480s", x->setup_error);
+            if (o->backends_explicit) {
+                fprintf(stderr, "gemmcheck fuzz: %s\n", x->setup_error);
+                rc = 2;
+                break;
+            }
+            fprintf(stderr, "gemmcheck fuzz: skipping %s: %s\n", x->backend, x->setup_error);
+            continue;
+        }
+        ran++;
+        snprintf(x->info->status, sizeof x->info->status, "ran");
+        x->info->seconds = gck_wire_now() - start;
+    }
+    free(x);
+    res.seconds = gck_wire_now() - t0;
+    if (jsonl) fclose(jsonl);
+    if (rc == 0 && ran == 0) {
+        fprintf(stderr, "gemmcheck fuzz: no backend could run\n");
+        rc = 2;
+    }
+    char msg[512];
+    if (o->report_path && !gck_report_write_json(&res, o->report_path, o->command_line, msg,
+                                                 sizeof msg)) {
+        fprintf(stderr, "gemmcheck fuzz: %s\n", msg);
+        rc = rc ? rc : 2;
+    }
+    if (o->junit_path && !gck_report_write_junit(&res, o->junit_path, msg, sizeof msg)) {
+        fprintf(stderr, "gemmcheck fuzz: %s\n", msg);
+        rc = rc ? rc : 2;
+    }
+    gck_report_print_summary(&res, stdout);
+    if (rc == 0) rc = res.internal_errors ? 3 : res.nfindings ? 1 : 0;
+    gck_result_free(&res);
+    return rc;
+}

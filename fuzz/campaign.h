@@ -1,0 +1,105 @@
+/* Fuzz campaigns: the supervisor, its results, reports (JSON, JUnit, JSON Lines), merging. */
+#ifndef GEMMCHECK_FUZZ_CAMPAIGN_H
+#define GEMMCHECK_FUZZ_CAMPAIGN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "gemmcheck/checker.h"
+#include "gemmcheck/runner.h"
+
+#define GCK_MAX_BACKENDS 8
+
+typedef struct gck_campaign_options {
+    const char *backends[GCK_MAX_BACKENDS];
+    int nbackends;
+    bool backends_explicit; /**< named by the user: unavailable is an error, not a skip */
+    double time_limit;      /**< seconds for the whole campaign (split over backends) */
+    int64_t max_cases;      /**< per backend; <= 0: no limit */
+    uint64_t seed;
+    int shard_index, shard_count; /**< 1-based I of N */
+    int jobs;
+    double rerun_share;     /**< fraction of cases run twice on fresh buffers */
+    double concurrency_share;
+    int concurrency;        /**< threads of the concurrency mode */
+    double max_flops, max_bytes;
+    double timeout_floor;   /**< smallest per-call deadline, seconds */
+    bool strict_ieee;
+    const char *types;      /**< --types, or NULL */
+    const char *report_path, *junit_path, *jsonl_path, *corpus_dir;
+    bool progress;
+    const char *exe;        /**< the gemmcheck binary to start workers from */
+    const char *command_line;
+} gck_campaign_options;
+
+/** One distinct finding (deduplicated by signature). */
+typedef struct gck_fuzz_finding {
+    gck_kind kind;
+    char signature[256];
+    char backend[512];
+    char repro[2048];     /**< the smallest reproducer seen */
+    double cost;          /**< m*n*k*batch of that reproducer */
+    char detail[512];
+    bool has_element;
+    gck_element_report element;
+    int64_t count;        /**< cases that showed it */
+    double time_s;        /**< seconds since the campaign started when first seen */
+} gck_fuzz_finding;
+
+/** Support-matrix entry: one backend and type tuple. */
+typedef struct gck_matrix_entry {
+    char backend[512];
+    char types[64];       /**< "f16,f16,f32,f32" */
+    char compute[8];
+    int64_t pass, fail, unsupported;
+    double max_tight;
+} gck_matrix_entry;
+
+typedef struct gck_backend_info {
+    char spec[512];
+    char version[512];
+    char status[512];     /**< "ran", or why it was skipped */
+    int64_t cases;
+    double seconds;
+} gck_backend_info;
+
+/** Everything a report holds. */
+typedef struct gck_campaign_result {
+    int64_t cases, pass, unsupported, with_findings, internal_errors;
+    int64_t kind_cases[GCK_KIND_COUNT]; /**< cases with at least one finding of the kind */
+    double seconds;
+    uint64_t seed;
+    int shard_index, shard_count;
+    gck_fuzz_finding *findings;
+    size_t nfindings, cap_findings;
+    gck_matrix_entry *matrix;
+    size_t nmatrix, cap_matrix;
+    gck_backend_info backends[GCK_MAX_BACKENDS * 4];
+    int nbackends;
+    int shards_merged;
+} gck_campaign_result;
+
+/** Run a campaign; returns the exit code (0 no findings, 1 findings, 2 set-up, 3 internal). */
+int gck_campaign_run(const gck_campaign_options *o);
+
+/** Record a finding into the result (dedup by signature, keep the smallest reproducer);
+ *  returns true when it is new or its reproducer got smaller. */
+bool gck_result_add_finding(gck_campaign_result *r, const gck_fuzz_finding *f);
+gck_matrix_entry *gck_result_matrix(gck_campaign_result *r, const char *backend,
+                                    const char *types, const char *compute);
+void gck_result_free(gck_campaign_result *r);
+
+/** Reports. */
+bool gck_report_write_json(const gck_campaign_result *r, const char *path, const char *command,
+                           char *msg, size_t len);
+bool gck_report_write_junit(const gck_campaign_result *r, const char *path, char *msg,
+                            size_t len);
+/** One JSON Lines record of a finding (appended and flushed as it happens). */
+void gck_report_stream_finding(FILE *f, const gck_fuzz_finding *fd);
+/** Load a JSON report written by gck_report_write_json and add it into r (merge). */
+bool gck_report_merge_json(gck_campaign_result *r, const char *path, char *msg, size_t len);
+/** The summary table printed at the end of a campaign. */
+void gck_report_print_summary(const gck_campaign_result *r, FILE *out);
+
+#endif

@@ -1,0 +1,458 @@
+/* Campaign results and reports: the JSON report (SPEC §7), JUnit XML, JSON Lines streaming of
+ * findings, merging shard reports, and the summary table. JSON goes through jansson. */
+#define _DEFAULT_SOURCE 1
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <gmp.h>
+#include <jansson.h>
+#include <mpfr.h>
+
+#include "campaign.h"
+#include "cuda_probe.h"
+#include "gemmcheck/version.h"
+
+bool gck_result_add_finding(gck_campaign_result *r, const gck_fuzz_finding *f) {
+    for (size_t i = 0; i < r->nfindings; i++) {
+        gck_fuzz_finding *g = &r->findings[i];
+        if (strcmp(g->signature, f->signature) != 0) continue;
+        g->count += f->count;
+        if (f->time_s < g->time_s) g->time_s = f->time_s;
+        bool smaller = f->cost < g->cost ||
+                       (f->cost == g->cost && strlen(f->repro) < strlen(g->repro));
+        if (smaller) {
+            double t = g->time_s;
+            int64_t n = g->count;
+            *g = *f;
+            g->time_s = t;
+            g->count = n;
+        }
+        return smaller;
+    }
+    if (r->nfindings == r->cap_findings) {
+        size_t cap = r->cap_findings ? 2 * r->cap_findings : 16;
+        gck_fuzz_finding *p = realloc(r->findings, cap * sizeof *p);
+        if (!p) return false;
+        r->findings = p;
+        r->cap_findings = cap;
+    }
+    r->findings[r->nfindings++] = *f;
+    return true;
+}
+
+gck_matrix_entry *gck_result_matrix(gck_campaign_result *r, const char *backend,
+                                    const char *types, const char *compute) {
+    for (size_t i = 0; i < r->nmatrix; i++)
+        if (!strcmp(r->matrix[i].backend, backend) && !strcmp(r->matrix[i].types, types) &&
+            !strcmp(r->matrix[i].compute, compute))
+            return &r->matrix[i];
+    if (r->nmatrix == r->cap_matrix) {
+        size_t cap = r->cap_matrix ? 2 * r->cap_matrix : 32;
+        gck_matrix_entry *p = realloc(r->matrix, cap * sizeof *p);
+        if (!p) return NULL;
+        r->matrix = p;
+        r->cap_matrix = cap;
+    }
+    gck_matrix_entry *e = &r->matrix[r->nmatrix++];
+    memset(e, 0, sizeof *e);
+    snprintf(e->backend, sizeof e->backend, "%s", backend);
+    snprintf(e->types, sizeof e->types, "%s", types);
+    snprintf(e->compute, sizeof e->compute, "%s", compute);
+    return e;
+}
+
+void gck_result_free(gck_campaign_result *r) {
+    free(r->findings);
+    free(r->matrix);
+    memset(r, 0, sizeof *r);
+}
+
+/* JSON numbers must be finite: non-finite values become strings ("nan", "inf", "-inf"). */
+static json_t *jnum(double v) {
+    if (isfinite(v)) return json_real(v);
+    return json_string(isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+}
+
+static double jget_num(const json_t *o, const char *key) {
+    json_t *v = json_object_get(o, key);
+    if (json_is_number(v)) return json_number_value(v);
+    if (json_is_string(v)) {
+        const char *s = json_string_value(v);
+        return !strcmp(s, "inf") ? INFINITY : !strcmp(s, "-inf") ? -INFINITY : NAN;
+    }
+    return NAN;
+}
+
+static const char *jget_str(const json_t *o, const char *key) {
+    const char *s = json_string_value(json_object_get(o, key));
+    return s ? s : "";
+}
+
+static json_t *finding_json(const gck_fuzz_finding *f) {
+    json_t *o = json_object();
+    json_object_set_new(o, "kind", json_string(gck_kind_name(f->kind)));
+    json_object_set_new(o, "case", json_string(f->repro));
+    json_object_set_new(o, "backend", json_string(f->backend));
+    json_object_set_new(o, "details", json_string(f->detail));
+    json_object_set_new(o, "time_s", jnum(f->time_s));
+    json_object_set_new(o, "count", json_integer(f->count));
+    json_object_set_new(o, "signature", json_string(f->signature));
+    json_object_set_new(o, "cost", jnum(f->cost));
+    char cmd[3000];
+    snprintf(cmd, sizeof cmd, "gemmcheck repro --backend %s '%s'", f->backend, f->repro);
+    json_object_set_new(o, "reproduce", json_string(cmd));
+    if (f->has_element) {
+        const gck_element_report *e = &f->element;
+        json_t *w = json_object();
+        json_object_set_new(w, "batch", json_integer(e->batch));
+        json_object_set_new(w, "i", json_integer(e->i));
+        json_object_set_new(w, "j", json_integer(e->j));
+        json_object_set_new(w, "got", jnum(e->got));
+        json_object_set_new(w, "expected", jnum(e->expected));
+        json_object_set_new(w, "error", jnum(e->error));
+        json_object_set_new(w, "bound", jnum(e->bound));
+        json_object_set_new(w, "ratio", jnum(e->ratio));
+        json_object_set_new(w, "exact_case", json_boolean(e->exact_case));
+        json_object_set_new(w, "rule", json_string(e->rule));
+        json_object_set_new(o, "worst", w);
+    }
+    return o;
+}
+
+void gck_report_stream_finding(FILE *f, const gck_fuzz_finding *fd) {
+    json_t *o = finding_json(fd);
+    char *s = json_dumps(o, JSON_COMPACT);
+    if (s) {
+        fprintf(f, "%s\n", s);
+        fflush(f); /* in the kernel's hands now: a SIGKILL of the supervisor loses nothing */
+        free(s);
+    }
+    json_decref(o);
+}
+
+static void cpu_model(char *buf, size_t len) {
+    snprintf(buf, len, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "model name", 10)) {
+            char *c = strchr(line, ':');
+            if (c) {
+                c += 2;
+                c[strcspn(c, "\n")] = '\0';
+                snprintf(buf, len, "%s", c);
+            }
+            break;
+        }
+    fclose(f);
+}
+
+bool gck_report_write_json(const gck_campaign_result *r, const char *path, const char *command,
+                           char *msg, size_t len) {
+    json_t *root = json_object();
+    json_object_set_new(root, "gemmcheck", json_string(GEMMCHECK_VERSION));
+    json_object_set_new(root, "command", json_string(command ? command : ""));
+    json_t *sum = json_object();
+    json_object_set_new(sum, "cases", json_integer(r->cases));
+    json_t *outc = json_object();
+    json_object_set_new(outc, "pass", json_integer(r->pass));
+    json_object_set_new(outc, "unsupported", json_integer(r->unsupported));
+    json_object_set_new(outc, "findings", json_integer(r->with_findings));
+    json_object_set_new(sum, "outcomes", outc);
+    json_t *byk = json_object();
+    for (int k = 0; k < GCK_KIND_COUNT; k++)
+        json_object_set_new(byk, gck_kind_name((gck_kind)k), json_integer(r->kind_cases[k]));
+    json_object_set_new(sum, "cases_by_kind", byk);
+    json_object_set_new(sum, "distinct_findings", json_integer((json_int_t)r->nfindings));
+    json_object_set_new(sum, "internal_errors", json_integer(r->internal_errors));
+    json_object_set_new(sum, "seconds", jnum(r->seconds));
+    json_object_set_new(sum, "cases_per_second", jnum(r->seconds > 0 ? r->cases / r->seconds : 0));
+    char seed[32];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)r->seed);
+    json_object_set_new(sum, "seed", json_string(seed));
+    char shard[32];
+    snprintf(shard, sizeof shard, "%d/%d", r->shard_index, r->shard_count);
+    json_object_set_new(sum, "shard", json_string(shard));
+    json_object_set_new(sum, "shards_merged", json_integer(r->shards_merged));
+    json_t *mat = json_array();
+    for (size_t i = 0; i < r->nmatrix; i++) {
+        const gck_matrix_entry *e = &r->matrix[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "backend", json_string(e->backend));
+        json_object_set_new(o, "types", json_string(e->types));
+        json_object_set_new(o, "compute", json_string(e->compute));
+        json_object_set_new(o, "pass", json_integer(e->pass));
+        json_object_set_new(o, "fail", json_integer(e->fail));
+        json_object_set_new(o, "unsupported", json_integer(e->unsupported));
+        json_object_set_new(o, "max_tight_ratio", jnum(e->max_tight));
+        json_array_append_new(mat, o);
+    }
+    json_object_set_new(sum, "support_matrix", mat);
+    json_object_set_new(root, "summary", sum);
+
+    json_t *env = json_object();
+    char cpu[256];
+    cpu_model(cpu, sizeof cpu);
+    json_object_set_new(env, "cpu", json_string(cpu));
+    json_object_set_new(env, "cores", json_integer(sysconf(_SC_NPROCESSORS_ONLN)));
+    struct utsname u;
+    if (uname(&u) == 0) {
+        char os[600];
+        snprintf(os, sizeof os, "%s %s %s", u.sysname, u.release, u.machine);
+        json_object_set_new(env, "os", json_string(os));
+    }
+    json_object_set_new(env, "mpfr", json_string(mpfr_get_version()));
+    json_object_set_new(env, "gmp", json_string(gmp_version));
+    char cuda[256];
+    gck_cuda_probe(cuda, sizeof cuda);
+    json_object_set_new(env, "cuda", json_string(cuda));
+    json_t *bes = json_array();
+    for (int b = 0; b < r->nbackends; b++) {
+        json_t *o = json_object();
+        json_object_set_new(o, "backend", json_string(r->backends[b].spec));
+        json_object_set_new(o, "version", json_string(r->backends[b].version));
+        json_object_set_new(o, "status", json_string(r->backends[b].status));
+        json_object_set_new(o, "cases", json_integer(r->backends[b].cases));
+        json_object_set_new(o, "seconds", jnum(r->backends[b].seconds));
+        json_array_append_new(bes, o);
+    }
+    json_object_set_new(env, "backends", bes);
+    json_object_set_new(root, "environment", env);
+
+    json_t *fs = json_array();
+    for (size_t i = 0; i < r->nfindings; i++) json_array_append_new(fs, finding_json(&r->findings[i]));
+    json_object_set_new(root, "findings", fs);
+    int rc = json_dump_file(root, path, JSON_INDENT(2) | JSON_ENSURE_ASCII);
+    json_decref(root);
+    if (rc != 0) {
+        snprintf(msg, len, "cannot write the report %s: %s", path, strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+bool gck_report_merge_json(gck_campaign_result *r, const char *path, char *msg, size_t len) {
+    json_error_t err;
+    json_t *root = json_load_file(path, 0, &err);
+    if (!root) {
+        snprintf(msg, len, "%s: not a gemmcheck report: %s (line %d)", path, err.text, err.line);
+        return false;
+    }
+    json_t *sum = json_object_get(root, "summary");
+    json_t *fs = json_object_get(root, "findings");
+    if (!json_is_object(sum) || !json_is_array(fs)) {
+        snprintf(msg, len, "%s: not a gemmcheck report (no summary or findings)", path);
+        json_decref(root);
+        return false;
+    }
+    r->cases += (int64_t)jget_num(sum, "cases");
+    json_t *outc = json_object_get(sum, "outcomes");
+    r->pass += (int64_t)jget_num(outc, "pass");
+    r->unsupported += (int64_t)jget_num(outc, "unsupported");
+    r->with_findings += (int64_t)jget_num(outc, "findings");
+    r->internal_errors += (int64_t)jget_num(sum, "internal_errors");
+    json_t *byk = json_object_get(sum, "cases_by_kind");
+    for (int k = 0; k < GCK_KIND_COUNT; k++)
+        r->kind_cases[k] += (int64_t)jget_num(byk, gck_kind_name((gck_kind)k));
+    double secs = jget_num(sum, "seconds");
+    if (isfinite(secs) && secs > r->seconds) r->seconds = secs; /* shards run side by side */
+    r->shards_merged += (int)jget_num(sum, "shards_merged");
+    r->seed = strtoull(jget_str(sum, "seed"), NULL, 10);
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(sum, "support_matrix"), i, v) {
+        gck_matrix_entry *e = gck_result_matrix(r, jget_str(v, "backend"), jget_str(v, "types"),
+                                                jget_str(v, "compute"));
+        if (!e) continue;
+        e->pass += (int64_t)jget_num(v, "pass");
+        e->fail += (int64_t)jget_num(v, "fail");
+        e->unsupported += (int64_t)jget_num(v, "unsupported");
+        double t = jget_num(v, "max_tight_ratio");
+        if (isfinite(t) && t > e->max_tight) e->max_tight = t;
+    }
+    json_t *env = json_object_get(root, "environment");
+    json_array_foreach(json_object_get(env, "backends"), i, v) {
+        int b;
+        for (b = 0; b < r->nbackends; b++)
+            if (!strcmp(r->backends[b].spec, jget_str(v, "backend"))) break;
+        if (b == r->nbackends) {
+            if (r->nbackends == (int)(sizeof r->backends / sizeof r->backends[0])) continue;
+            r->nbackends++;
+            snprintf(r->backends[b].spec, sizeof r->backends[b].spec, "%s", jget_str(v, "backend"));
+            snprintf(r->backends[b].version, sizeof r->backends[b].version, "%s",
+                     jget_str(v, "version"));
+            snprintf(r->backends[b].status, sizeof r->backends[b].status, "%s",
+                     jget_str(v, "status"));
+        }
+        r->backends[b].cases += (int64_t)jget_num(v, "cases");
+        double s = jget_num(v, "seconds");
+        if (isfinite(s) && s > r->backends[b].seconds) r->backends[b].seconds = s;
+    }
+    json_array_foreach(fs, i, v) {
+        gck_fuzz_finding f;
+        memset(&f, 0, sizeof f);
+        if (!gck_kind_parse(jget_str(v, "kind"), &f.kind)) {
+            snprintf(msg, len, "%s: finding %zu has an unknown kind '%s'", path, i,
+                     jget_str(v, "kind"));
+            json_decref(root);
+            return false;
+        }
+        snprintf(f.signature, sizeof f.signature, "%s", jget_str(v, "signature"));
+        snprintf(f.backend, sizeof f.backend, "%s", jget_str(v, "backend"));
+        snprintf(f.repro, sizeof f.repro, "%s", jget_str(v, "case"));
+        snprintf(f.detail, sizeof f.detail, "%s", jget_str(v, "details"));
+        f.cost = jget_num(v, "cost");
+        f.count = (int64_t)jget_num(v, "count");
+        f.time_s = jget_num(v, "time_s");
+        json_t *w = json_object_get(v, "worst");
+        if (json_is_object(w)) {
+            f.has_element = true;
+            f.element.batch = (int64_t)jget_num(w, "batch");
+            f.element.i = (int64_t)jget_num(w, "i");
+            f.element.j = (int64_t)jget_num(w, "j");
+            f.element.got = jget_num(w, "got");
+            f.element.expected = jget_num(w, "expected");
+            f.element.error = jget_num(w, "error");
+            f.element.bound = jget_num(w, "bound");
+            f.element.ratio = jget_num(w, "ratio");
+            f.element.exact_case = json_is_true(json_object_get(w, "exact_case"));
+            snprintf(f.element.rule, sizeof f.element.rule, "%s", jget_str(w, "rule"));
+        }
+        gck_result_add_finding(r, &f);
+    }
+    json_decref(root);
+    return true;
+}
+
+static void xml_escaped(FILE *f, const char *s) {
+    for (; *s; s++) {
+        switch (*s) {
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '&': fputs("&amp;", f); break;
+        case '"': fputs("&quot;", f); break;
+        case '\'': fputs("&apos;", f); break;
+        default:
+            if ((unsigned char)*s >= 0x20 || *s == '\n' || *s == '\t') fputc(*s, f);
+        }
+    }
+}
+
+/* JUnit checks: which finding kinds each test case of a type tuple stands for. */
+static const struct {
+    const char *name;
+    unsigned kinds; /* bits of gck_kind */
+} checks[] = {
+    {"numeric", 1u << GCK_KIND_OUT_OF_TOLERANCE | 1u << GCK_KIND_NONFINITE_MISMATCH},
+    {"memory", 1u << GCK_KIND_OUT_OF_BOUNDS_WRITE | 1u << GCK_KIND_INPUT_MODIFIED},
+    {"robustness", 1u << GCK_KIND_CRASH | 1u << GCK_KIND_HANG | 1u << GCK_KIND_ERROR |
+                       1u << GCK_KIND_UNIMPLEMENTED},
+    {"determinism", 1u << GCK_KIND_NONDETERMINISTIC},
+};
+
+bool gck_report_write_junit(const gck_campaign_result *r, const char *path, char *msg,
+                            size_t len) {
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        snprintf(msg, len, "cannot write %s: %s", path, strerror(errno));
+        return false;
+    }
+    size_t nchecks = sizeof checks / sizeof checks[0];
+    size_t failures = 0;
+    for (size_t m = 0; m < r->nmatrix; m++)
+        for (size_t c = 0; c < nchecks; c++)
+            for (size_t i = 0; i < r->nfindings; i++) {
+                const gck_fuzz_finding *fd = &r->findings[i];
+                char key[160];
+                snprintf(key, sizeof key, "|%s:%s|", r->matrix[m].types, r->matrix[m].compute);
+                if ((checks[c].kinds >> fd->kind & 1) && !strcmp(fd->backend, r->matrix[m].backend) &&
+                    strstr(fd->signature, key)) {
+                    failures++;
+                    break;
+                }
+            }
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    fprintf(f, "<testsuites name=\"gemmcheck fuzz\" tests=\"%zu\" failures=\"%zu\" time=\"%.3f\">\n",
+            r->nmatrix * nchecks, failures, r->seconds);
+    fprintf(f, "  <testsuite name=\"gemmcheck\" tests=\"%zu\" failures=\"%zu\" time=\"%.3f\">\n",
+            r->nmatrix * nchecks, failures, r->seconds);
+    for (size_t m = 0; m < r->nmatrix; m++) {
+        const gck_matrix_entry *e = &r->matrix[m];
+        for (size_t c = 0; c < nchecks; c++) {
+            fprintf(f, "    <testcase classname=\"");
+            xml_escaped(f, e->backend);
+            fprintf(f, "\" name=\"%s:%s %s\">\n", e->types, e->compute, checks[c].name);
+            char key[160];
+            snprintf(key, sizeof key, "|%s:%s|", e->types, e->compute);
+            for (size_t i = 0; i < r->nfindings; i++) {
+                const gck_fuzz_finding *fd = &r->findings[i];
+                if (!(checks[c].kinds >> fd->kind & 1) || strcmp(fd->backend, e->backend) ||
+                    !strstr(fd->signature, key))
+                    continue;
+                fprintf(f, "      <failure type=\"%s\" message=\"", gck_kind_name(fd->kind));
+                xml_escaped(f, fd->detail);
+                fprintf(f, "\">gemmcheck repro --backend ");
+                xml_escaped(f, fd->backend);
+                fprintf(f, " '");
+                xml_escaped(f, fd->repro);
+                fprintf(f, "'</failure>\n");
+            }
+            if (e->pass + e->fail == 0)
+                fprintf(f, "      <skipped message=\"no case of this tuple ran (%lld unsupported)\"/>\n",
+                        (long long)e->unsupported);
+            fprintf(f, "    </testcase>\n");
+        }
+    }
+    fprintf(f, "  </testsuite>\n</testsuites>\n");
+    bool ok = !ferror(f);
+    ok = fclose(f) == 0 && ok;
+    if (!ok) snprintf(msg, len, "cannot write %s", path);
+    return ok;
+}
+
+void gck_report_print_summary(const gck_campaign_result *r, FILE *out) {
+    fprintf(out, "\n%-48s %9s %9s %9s %9s %9s\n", "backend", "cases", "pass", "unsupp.",
+            "findings", "cases/s");
+    for (int b = 0; b < r->nbackends; b++) {
+        const gck_backend_info *bi = &r->backends[b];
+        int64_t pass = 0, fail = 0, uns = 0;
+        for (size_t m = 0; m < r->nmatrix; m++)
+            if (!strcmp(r->matrix[m].backend, bi->spec)) {
+                pass += r->matrix[m].pass;
+                fail += r->matrix[m].fail;
+                uns += r->matrix[m].unsupported;
+            }
+        if (strcmp(bi->status, "ran") && bi->cases == 0) {
+            fprintf(out, "%-48.48s %s\n", bi->spec, bi->status);
+            continue;
+        }
+        fprintf(out, "%-48.48s %9lld %9lld %9lld %9lld %9.1f\n", bi->spec, (long long)bi->cases,
+                (long long)pass, (long long)uns, (long long)fail,
+                bi->seconds > 0 ? (double)bi->cases / bi->seconds : 0.0);
+    }
+    fprintf(out, "%-48s %9lld %9lld %9lld %9lld %9.1f\n", "total", (long long)r->cases,
+            (long long)r->pass, (long long)r->unsupported, (long long)r->with_findings,
+            r->seconds > 0 ? (double)r->cases / r->seconds : 0.0);
+    fprintf(out, "seed %llu, shard %d/%d, %.1f s, %zu distinct finding%s%s\n",
+            (unsigned long long)r->seed, r->shard_index, r->shard_count, r->seconds,
+            r->nfindings, r->nfindings == 1 ? "" : "s", r->nfindings ? ":" : "");
+    const size_t shown = 12;
+    for (size_t i = 0; i < r->nfindings && i < shown; i++) {
+        const gck_fuzz_finding *f = &r->findings[i];
+        fprintf(out, "  %-20s x%-5lld first at %6.2f s  %s\n", gck_kind_name(f->kind),
+                (long long)f->count, f->time_s, f->signature);
+        fprintf(out, "    %s\n    gemmcheck repro --backend %s '%s'\n", f->detail, f->backend,
+                f->repro);
+    }
+    if (r->nfindings > shown)
+        fprintf(out, "  ... and %zu more distinct findings (all in the JSON report and the JSON "
+                "Lines file)\n", r->nfindings - shown);
+    if (r->internal_errors)
+        fprintf(out, "%lld internal error(s): see the messages above\n",
+                (long long)r->internal_errors);
+}
