@@ -510,7 +510,36 @@ int gck_campaign_run(const gck_campaign_options *o) {
     int rc = 0, ran = 0;
     run_ctx *x = calloc(1, sizeof *x);
     if (!x) return 3;
-    for (int b = 0; b < o->nbackends && !stop_requested; b++) {
+    /* Which backends can run here: a worker's handshake says (the supervisor itself never opens
+     * a backend). The time is split between those. */
+    bool usable[GCK_MAX_BACKENDS];
+    char why[GCK_MAX_BACKENDS][1024];
+    int nusable = 0;
+    for (int b = 0; b < o->nbackends; b++) {
+        memset(x, 0, sizeof *x);
+        x->o = o;
+        x->backend = o->backends[b];
+        gck_backend_info probe_info;
+        x->info = &probe_info;
+        slot s;
+        usable[b] = spawn(x, &s);
+        if (usable[b]) gck_worker_kill(&s.w);
+        snprintf(why[b], sizeof why[b], "%s", x->setup_error);
+        nusable += usable[b];
+    }
+    for (int b = 0, done = 0; b < o->nbackends && !stop_requested; b++) {
+        if (!usable[b]) {
+            gck_backend_info *bi = &res.backends[res.nbackends++];
+            snprintf(bi->spec, sizeof bi->spec, "%s", o->backends[b]);
+            snprintf(bi->status, sizeof bi->status, "skipped: %.480s", why[b]);
+            if (o->backends_explicit) {
+                fprintf(stderr, "gemmcheck fuzz: %s\n", why[b]);
+                rc = 2;
+                break;
+            }
+            fprintf(stderr, "gemmcheck fuzz: skipping %s: %s\n", o->backends[b], why[b]);
+            continue;
+        }
         memset(x, 0, sizeof *x);
         x->o = o;
         x->res = &res;
@@ -519,7 +548,7 @@ int gck_campaign_run(const gck_campaign_options *o) {
         snprintf(x->info->spec, sizeof x->info->spec, "%s", o->backends[b]);
         x->t0 = t0;
         double now = gck_wire_now();
-        double share = (t0 + o->time_limit - now) / (o->nbackends - b);
+        double share = (t0 + o->time_limit - now) / (nusable - done++);
         x->end = now + (share > 0 ? share : 0);
         x->jsonl = jsonl;
         double start = now;

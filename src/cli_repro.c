@@ -13,6 +13,8 @@
 
 static const char repro_help[] =
     "usage: gemmcheck repro --backend SPEC [--dump DIR] [--strict-ieee] [--no-rerun]\n"
+    "                       [--no-guard-page]\n"
+    "                       [--no-guard-page]\n"
     "                       [--timeout SECONDS] [--threads N] 'gck1 ...'\n"
     "\n"
     "Runs one case (a reproducer string, docs/REPRO.md) on one backend in a child process and\n"
@@ -25,6 +27,10 @@ static const char repro_help[] =
     "  --dump DIR         write A, B, C, D_expected, D_got (.npy) and case.txt into DIR\n"
     "  --strict-ieee      no zero-skipping leniency, whatever the backend declares\n"
     "  --no-rerun         skip the second call on fresh buffers (determinism check)\n"
+    "  --no-guard-page    end operands 4 KiB before their guard pages: a crash that goes away\n"
+    "                     is a read past the end of an operand\n"
+    "  --no-guard-page    end operands 4 KiB before their guard pages: a crash that goes away\n"
+    "                     is a read past the end of an operand\n"
     "  --timeout SECONDS  deadline of one backend call (default: from the case's cost, >= 10)\n"
     "  --threads N        checker threads (default: one per core)\n"
     "\n"
@@ -89,7 +95,7 @@ static int crash_or_hang(const char *backend, const char *repro, gck_kind kind,
 
 int gck_cmd_repro(int argc, char **argv) {
     const char *backend = NULL, *dump = NULL, *timeout = NULL, *threads = NULL, *text = NULL;
-    bool strict = false, rerun = true;
+    bool strict = false, rerun = true, no_guard = false;
     gck_opt_scan sc = {cmd, argc, argv, 1, false};
     for (; sc.i < argc; sc.i++) {
         const char *a = argv[sc.i];
@@ -101,6 +107,8 @@ int gck_cmd_repro(int argc, char **argv) {
             strict = true;
         else if (!strcmp(a, "--no-rerun"))
             rerun = false;
+        else if (!strcmp(a, "--no-guard-page"))
+            no_guard = true;
         else if (gck_opt_value(&sc, "--backend", &backend) || gck_opt_value(&sc, "--dump", &dump) ||
                  gck_opt_value(&sc, "--timeout", &timeout) ||
                  gck_opt_value(&sc, "--threads", &threads)) {
@@ -137,6 +145,7 @@ int gck_cmd_repro(int argc, char **argv) {
 
     gck_run_options o = {.check = {.strict_ieee = strict, .threads = (int)nthreads},
                          .determinism = rerun,
+                         .no_guard_page = no_guard,
                          .dump_dir = dump};
     gck_isolated_result *res = malloc(sizeof *res);
     if (!res) {

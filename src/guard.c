@@ -30,7 +30,7 @@ static void poison(unsigned char *p, size_t n, gck_format fmt) {
 }
 
 gck_status gck_guarded_alloc(gck_guarded *g, gck_format fmt, int64_t extent, int64_t offset,
-                             char *msg, size_t len) {
+                             size_t slack, char *msg, size_t len) {
     memset(g, 0, sizeof *g);
     g->fmt = fmt;
     size_t es = (size_t)gck_format_get(fmt)->storage_bytes;
@@ -42,7 +42,7 @@ gck_status gck_guarded_alloc(gck_guarded *g, gck_format fmt, int64_t extent, int
     size_t bytes = (size_t)extent * es, off = ((size_t)offset * es) % 256;
     /* Back zone: what lies between the operand's end and the guard page, chosen so that the
      * base pointer is `off` bytes past a 256-byte boundary (the region ends page-aligned). */
-    size_t back = (256 - (bytes + off) % 256) % 256;
+    size_t back = (256 - (bytes + off) % 256) % 256 + slack / 256 * 256;
     size_t region = (bytes + back + 256 + ps - 1) / ps * ps;
     if (region < bytes || region > SIZE_MAX - 2 * ps) {
         snprintf(msg, len, "operand of %zu bytes cannot be allocated", bytes);

@@ -25,9 +25,11 @@ typedef struct gck_guarded {
 uint64_t gck_poison_bits(gck_format fmt);
 
 /** Map a guarded buffer for `extent` elements of `fmt` whose base pointer sits `offset`
- *  elements past a 256-byte boundary; the whole region is poisoned. */
+ *  elements past a 256-byte boundary; the whole region is poisoned. The operand ends less than
+ *  256 bytes before the guard page behind it, or `slack` bytes (a multiple of 256) further
+ *  away: reads past the end then land in poisoned memory instead of faulting. */
 gck_status gck_guarded_alloc(gck_guarded *g, gck_format fmt, int64_t extent, int64_t offset,
-                             char *msg, size_t len);
+                             size_t slack, char *msg, size_t len);
 void gck_guarded_free(gck_guarded *g);
 /** Copy the region (call after the operand has been filled). */
 gck_status gck_guarded_snapshot(gck_guarded *g, char *msg, size_t len);

@@ -32,7 +32,8 @@ static void free_set(operand_set *os) {
     for (int x = 0; x < 4; x++) gck_guarded_free(&os->g[x]);
 }
 
-static gck_status prepare(const gck_spec *s, operand_set *os, char *msg, size_t len) {
+static gck_status prepare(const gck_spec *s, operand_set *os, size_t slack, char *msg,
+                          size_t len) {
     memset(os, 0, sizeof *os);
     const gck_case *c = &s->c;
     os->have_d = !c->d_is_c;
@@ -40,7 +41,7 @@ static gck_status prepare(const gck_spec *s, operand_set *os, char *msg, size_t 
         if (x == GCK_D && !os->have_d) continue;
         gck_status st =
             gck_guarded_alloc(&os->g[x], gck_case_type(c, (gck_operand)x),
-                              gck_case_extent(c, (gck_operand)x), s->offset[x], msg, len);
+                              gck_case_extent(c, (gck_operand)x), s->offset[x], slack, msg, len);
         if (st != GCK_OK) {
             free_set(os);
             return st;
@@ -237,6 +238,7 @@ static void *conc_call(void *arg) {
 static void concurrency_check(gck_backend *be, const gck_spec *s, const gck_support_row *row,
                               const gck_run_options *o, gck_run_result *r) {
     int threads = o->concurrency;
+    size_t slack = o->no_guard_page ? 4096 : 0;
     conc_job *jobs = calloc((size_t)threads, sizeof *jobs);
     pthread_t *tids = calloc((size_t)threads, sizeof *tids);
     bool *started = calloc((size_t)threads, sizeof *started);
@@ -250,7 +252,7 @@ static void concurrency_check(gck_backend *be, const gck_spec *s, const gck_supp
         jobs[t] = (conc_job){.be = be, .spec = *s, .row = row, .status = GCK_CALL_OK, .go = &go};
         jobs[t].spec.seed = s->seed + 1 + (uint64_t)t;
         operand_set alone;
-        ok = prepare(&jobs[t].spec, &alone, msg, sizeof msg) == GCK_OK;
+        ok = prepare(&jobs[t].spec, &alone, slack, msg, sizeof msg) == GCK_OK;
         if (!ok) break;
         gck_operands ops = operands_of(&alone);
         char cmsg[256];
@@ -262,7 +264,7 @@ static void concurrency_check(gck_backend *be, const gck_spec *s, const gck_supp
     }
     /* concurrent pass */
     for (int t = 0; ok && t < threads; t++)
-        ok = prepare(&jobs[t].spec, &jobs[t].os, msg, sizeof msg) == GCK_OK;
+        ok = prepare(&jobs[t].spec, &jobs[t].os, slack, msg, sizeof msg) == GCK_OK;
     for (int t = 0; ok && t < threads; t++)
         ok = started[t] = pthread_create(&tids[t], NULL, conc_call, &jobs[t]) == 0;
     atomic_store(&go, true);
@@ -313,7 +315,8 @@ gck_status gck_run_spec(gck_backend *be, const gck_spec *s, const gck_run_option
     }
     gck_row_describe(row, r->row, sizeof r->row);
     operand_set os;
-    if ((st = prepare(s, &os, msg, len)) != GCK_OK) return st;
+    size_t slack = o->no_guard_page ? 4096 : 0;
+    if ((st = prepare(s, &os, slack, msg, len)) != GCK_OK) return st;
     gck_operands ops = operands_of(&os);
     char cmsg[256] = "";
     struct timespec t0, t1;
@@ -348,7 +351,7 @@ gck_status gck_run_spec(gck_backend *be, const gck_spec *s, const gck_run_option
     value_findings(&r->check, r);
     if (o->determinism) {
         operand_set again;
-        if ((st = prepare(s, &again, msg, len)) != GCK_OK) {
+        if ((st = prepare(s, &again, slack, msg, len)) != GCK_OK) {
             free_set(&os);
             return st;
         }

@@ -11,26 +11,17 @@
 
 #define GRID_CASES 2000
 
-/* Whether C's last element ends exactly at the guard page behind it (the runner places each
- * operand so that its base pointer is off*size bytes past a 256-byte boundary and the
- * region ends on a page). */
-static bool c_ends_at_page(const gck_spec *s) {
-    size_t es = (size_t)gck_format_get(s->c.type_c)->storage_bytes;
-    size_t bytes = (size_t)gck_case_extent(&s->c, GCK_C) * es;
-    return (bytes + (size_t)s->offset[GCK_C] * es) % 256 == 0;
-}
-
-/* BLIS 0.9's sgemm/dgemm read past the last element of C on edge tiles (see the closing note
- * of the checker issue and docs/DEVIATIONS.md): a crash that happens only when C's end sits
- * on the guard page, and goes away when C moves one element, is that over-read. */
-static bool is_blis_c_overread(const char *backend, const gck_spec *s,
-                               const gck_isolated_result *res, const gck_run_options *o) {
-    if (strcmp(backend, "blis") != 0 || res->status != GCK_ISOLATED_CRASH || !c_ends_at_page(s))
-        return false;
-    gck_spec moved = *s;
-    moved.offset[GCK_C] += 1;
+/* BLIS 0.9 reads past the end of its operands on some edge cases (docs/DEVIATIONS.md): the
+ * call faults only when an operand ends right at the guard page behind it. A crash on `blis`
+ * that goes away when every operand ends 4 KiB before its guard page (and then passes every
+ * check, so nothing is written out of place) is counted as that known over-read. */
+static bool is_blis_overread(const char *backend, const gck_spec *s,
+                             const gck_isolated_result *res, const gck_run_options *o) {
+    if (strcmp(backend, "blis") != 0 || res->status != GCK_ISOLATED_CRASH) return false;
+    gck_run_options slack = *o;
+    slack.no_guard_page = true;
     gck_isolated_result *again = malloc(sizeof *again);
-    gck_run_isolated(backend, &moved, o, 60, again);
+    gck_run_isolated(backend, s, &slack, 60, again);
     bool passes = again->status == GCK_ISOLATED_RAN && again->run.outcome == GCK_OUTCOME_PASS;
     free(again);
     return passes;
@@ -61,7 +52,7 @@ static void run_grid(const char *spec) {
                       res->status == GCK_ISOLATED_HANG,
                   "%s: %s", repro, res->message);
         if (res->status != GCK_ISOLATED_RAN) {
-            if (is_blis_c_overread(spec, &s, res, &o)) {
+            if (is_blis_overread(spec, &s, res, &o)) {
                 overreads++;
                 continue;
             }
@@ -90,7 +81,7 @@ static void run_grid(const char *spec) {
     }
     fprintf(stderr,
             "[grid %s] %d cases: %ld pass, %ld unsupported, %ld with findings, %ld known "
-            "BLIS over-reads of C; %ld elements checked (%ld exact-case bitwise, %ld by "
+            "BLIS over-reads; %ld elements checked (%ld exact-case bitwise, %ld by "
             "leniency), max tight ratio %.3g\n",
             spec, GRID_CASES, pass, unsupported, findings, overreads, elements, exact, lenient,
             max_tight);
@@ -102,7 +93,7 @@ static void run_grid(const char *spec) {
 
 Test(grid, ref_gives_zero_findings, .timeout = 1200) { run_grid("ref"); }
 Test(grid, openblas_gives_zero_findings, .timeout = 1200) { run_grid("openblas"); }
-Test(grid, blis_gives_zero_findings_but_its_known_c_overread, .timeout = 1200) { run_grid("blis"); }
+Test(grid, blis_gives_zero_findings_but_its_known_overreads, .timeout = 1200) { run_grid("blis"); }
 Test(grid, netlib_cblas_gives_zero_findings, .timeout = 1200) {
     run_grid("cblas:/usr/lib/x86_64-linux-gnu/blas/libblas.so.3");
 }

@@ -17,7 +17,7 @@ Test(guard, base_pointer_offset_and_poison) {
         for (int64_t off = 0; off < 64 / es; off++) {
             gck_guarded g;
             char msg[256];
-            cr_assert_eq(gck_guarded_alloc(&g, types[t], 37, off, msg, sizeof msg), GCK_OK);
+            cr_assert_eq(gck_guarded_alloc(&g, types[t], 37, off, 0, msg, sizeof msg), GCK_OK);
             cr_expect_eq((uintptr_t)g.data % 256, (uintptr_t)(off * es % 256));
             /* the end is within one 256-byte block of the guard page */
             size_t back = (size_t)(g.region + g.region_len - (g.data + g.data_bytes));
@@ -34,7 +34,7 @@ Test(guard, base_pointer_offset_and_poison) {
 Test(guard, the_byte_after_the_region_faults, .signal = SIGSEGV) {
     gck_guarded g;
     char msg[256];
-    cr_assert_eq(gck_guarded_alloc(&g, GCK_F32, 64, 0, msg, sizeof msg), GCK_OK);
+    cr_assert_eq(gck_guarded_alloc(&g, GCK_F32, 64, 0, 0, msg, sizeof msg), GCK_OK);
     volatile unsigned char *past = g.region + g.region_len;
     *past = 1; /* the guard page: must fault */
 }
@@ -45,7 +45,7 @@ Test(guard, changes_are_classified_by_zone) {
     c.ldc = c.ldd = 5; /* rows 3 and 4 of each column are padding */
     gck_guarded g;
     char msg[256];
-    cr_assert_eq(gck_guarded_alloc(&g, GCK_F64, gck_case_extent(&c, GCK_C), 1, msg, sizeof msg),
+    cr_assert_eq(gck_guarded_alloc(&g, GCK_F64, gck_case_extent(&c, GCK_C), 1, 0, msg, sizeof msg),
                  GCK_OK);
     cr_assert_eq(gck_guarded_snapshot(&g, msg, sizeof msg), GCK_OK);
     gck_guard_report r;
