@@ -18,7 +18,7 @@
 #include "wire.h"
 #include "worker.h"
 
-#define MAX_JOBS 64
+#define MAX_JOBS    64
 #define MAX_TARGETS 1024
 
 static volatile sig_atomic_t stop_requested;
@@ -42,8 +42,8 @@ typedef struct run_ctx {
     gck_campaign_result *res;
     const char *backend;
     gck_backend_info *info;
-    double t0;        /* campaign start */
-    double end;       /* this backend's end */
+    double t0;  /* campaign start */
+    double end; /* this backend's end */
     FILE *jsonl;
     gck_support_row rows[MAX_TARGETS];
     char entries[MAX_TARGETS][96];
@@ -77,8 +77,10 @@ static bool spawn(run_ctx *x, slot *s) {
     gck_wire_msg m;
     double deadline = gck_wire_now() + 120.0;
     if (gck_wire_read(s->w.from, &m, sizeof m, deadline) != 1) {
-        snprintf(x->setup_error, sizeof x->setup_error, "backend %s: the worker died while "
-                 "setting up", x->backend);
+        snprintf(x->setup_error, sizeof x->setup_error,
+                 "backend %s: the worker died while "
+                 "setting up",
+                 x->backend);
         gck_worker_kill(&s->w);
         return false;
     }
@@ -164,7 +166,9 @@ static void record(run_ctx *x, gck_kind kind, const gck_spec *s, const char *det
     }
     f.count = 1;
     f.time_s = gck_wire_now() - x->t0;
+    size_t before = x->res->nfindings;
     if (gck_result_add_finding(x->res, &f)) {
+        if (x->o->stop_on_finding && x->res->nfindings > before) stop_requested = 1;
         /* stream the record as it is now (new, or with a smaller reproducer) */
         for (size_t i = 0; i < x->res->nfindings; i++)
             if (!strcmp(x->res->findings[i].signature, f.signature)) {
@@ -243,8 +247,10 @@ static void on_death(run_ctx *x, slot *s, bool hang) {
     } else {
         char repro[2048];
         gck_spec_format(&s->spec, repro, sizeof repro);
-        fprintf(stderr, "gemmcheck fuzz: internal error: a worker died after the call returned "
-                "(status %d) on '%s'\n", status, repro);
+        fprintf(stderr,
+                "gemmcheck fuzz: internal error: a worker died after the call returned "
+                "(status %d) on '%s'\n",
+                status, repro);
         x->res->internal_errors++;
     }
     gck_worker_kill(&s->w);
@@ -257,8 +263,8 @@ static bool next_case(run_ctx *x, gck_spec *s, uint64_t *case_no, bool *requeste
         *s = x->prelude[x->next_prelude++];
         *case_no = UINT64_MAX - x->next_prelude;
     } else {
-        uint64_t index = (uint64_t)(x->o->shard_index - 1) +
-                         (uint64_t)x->o->shard_count * x->next_index++;
+        uint64_t index =
+            (uint64_t)(x->o->shard_index - 1) + (uint64_t)x->o->shard_count * x->next_index++;
         gck_fuzz_generate(&x->gen, index, s);
         *case_no = index;
     }
@@ -280,9 +286,8 @@ static bool dispatch(run_ctx *x, slot *s) {
     req.id = s->case_no;
     uint64_t h = mix64(x->o->seed ^ mix64(s->case_no + 77));
     req.determinism = (double)(h % 10000) < x->o->rerun_share * 10000.0;
-    req.concurrency = (double)((h >> 20) % 10000) < x->o->concurrency_share * 10000.0
-                          ? x->o->concurrency
-                          : 0;
+    req.concurrency =
+        (double)((h >> 20) % 10000) < x->o->concurrency_share * 10000.0 ? x->o->concurrency : 0;
     gck_spec_format(&s->spec, req.repro, sizeof req.repro);
     if (!gck_wire_write(s->w.to, &req, sizeof req)) return false;
     s->busy = true;
@@ -301,8 +306,8 @@ static void progress(const run_ctx *x, bool final) {
     size_t n = 0;
     for (int k = 0; k < GCK_KIND_COUNT; k++)
         if (x->res->kind_cases[k])
-            n += (size_t)snprintf(kinds + n, sizeof kinds - n, " %s=%lld", gck_kind_name((gck_kind)k),
-                                  (long long)x->res->kind_cases[k]);
+            n += (size_t)snprintf(kinds + n, sizeof kinds - n, " %s=%lld",
+                                  gck_kind_name((gck_kind)k), (long long)x->res->kind_cases[k]);
     double left = x->end - now;
     fprintf(stderr, "\r\033[K%s: %.0fs %lld cases %.1f/s findings:%s%s left %.0fs", x->backend, el,
             (long long)x->res->cases, el > 0 ? (double)x->res->cases / el : 0.0,
@@ -367,8 +372,8 @@ static bool run_backend(run_ctx *x) {
     } else {
         x->ntargets = gck_fuzz_targets_from_rows(x->rows, x->nrows, x->targets, MAX_TARGETS);
     }
-    x->gen = (gck_fuzz_config){x->o->seed, x->o->max_flops, x->o->max_bytes, x->targets,
-                               x->ntargets};
+    x->gen =
+        (gck_fuzz_config){x->o->seed, x->o->max_flops, x->o->max_bytes, x->targets, x->ntargets};
     size_t cap = 64;
     x->prelude = malloc(cap * sizeof *x->prelude);
     x->nprelude = 0;
@@ -574,8 +579,8 @@ int gck_campaign_run(const gck_campaign_options *o) {
         rc = 2;
     }
     char msg[512];
-    if (o->report_path && !gck_report_write_json(&res, o->report_path, o->command_line, msg,
-                                                 sizeof msg)) {
+    if (o->report_path &&
+        !gck_report_write_json(&res, o->report_path, o->command_line, msg, sizeof msg)) {
         fprintf(stderr, "gemmcheck fuzz: %s\n", msg);
         rc = rc ? rc : 2;
     }

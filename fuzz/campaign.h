@@ -20,16 +20,17 @@ typedef struct gck_campaign_options {
     uint64_t seed;
     int shard_index, shard_count; /**< 1-based I of N */
     int jobs;
-    double rerun_share;     /**< fraction of cases run twice on fresh buffers */
+    double rerun_share; /**< fraction of cases run twice on fresh buffers */
     double concurrency_share;
-    int concurrency;        /**< threads of the concurrency mode */
+    int concurrency; /**< threads of the concurrency mode */
     double max_flops, max_bytes;
-    double timeout_floor;   /**< smallest per-call deadline, seconds */
+    double timeout_floor; /**< smallest per-call deadline, seconds */
     bool strict_ieee;
-    const char *types;      /**< --types, or NULL */
+    const char *types; /**< --types, or NULL */
     const char *report_path, *junit_path, *jsonl_path, *corpus_dir;
     bool progress;
-    const char *exe;        /**< the gemmcheck binary to start workers from */
+    bool stop_on_finding; /**< end the campaign at the first distinct finding */
+    const char *exe;      /**< the gemmcheck binary to start workers from */
     const char *command_line;
 } gck_campaign_options;
 
@@ -38,19 +39,19 @@ typedef struct gck_fuzz_finding {
     gck_kind kind;
     char signature[256];
     char backend[512];
-    char repro[2048];     /**< the smallest reproducer seen */
-    double cost;          /**< m*n*k*batch of that reproducer */
+    char repro[2048]; /**< the smallest reproducer seen */
+    double cost;      /**< m*n*k*batch of that reproducer */
     char detail[512];
     bool has_element;
     gck_element_report element;
-    int64_t count;        /**< cases that showed it */
-    double time_s;        /**< seconds since the campaign started when first seen */
+    int64_t count; /**< cases that showed it */
+    double time_s; /**< seconds since the campaign started when first seen */
 } gck_fuzz_finding;
 
 /** Support-matrix entry: one backend and type tuple. */
 typedef struct gck_matrix_entry {
     char backend[512];
-    char types[64];       /**< "f16,f16,f32,f32" */
+    char types[64]; /**< "f16,f16,f32,f32" */
     char compute[8];
     int64_t pass, fail, unsupported;
     double max_tight;
@@ -59,7 +60,7 @@ typedef struct gck_matrix_entry {
 typedef struct gck_backend_info {
     char spec[512];
     char version[512];
-    char status[512];     /**< "ran", or why it was skipped */
+    char status[512]; /**< "ran", or why it was skipped */
     int64_t cases;
     double seconds;
 } gck_backend_info;
@@ -86,15 +87,14 @@ int gck_campaign_run(const gck_campaign_options *o);
 /** Record a finding into the result (dedup by signature, keep the smallest reproducer);
  *  returns true when it is new or its reproducer got smaller. */
 bool gck_result_add_finding(gck_campaign_result *r, const gck_fuzz_finding *f);
-gck_matrix_entry *gck_result_matrix(gck_campaign_result *r, const char *backend,
-                                    const char *types, const char *compute);
+gck_matrix_entry *gck_result_matrix(gck_campaign_result *r, const char *backend, const char *types,
+                                    const char *compute);
 void gck_result_free(gck_campaign_result *r);
 
 /** Reports. */
 bool gck_report_write_json(const gck_campaign_result *r, const char *path, const char *command,
                            char *msg, size_t len);
-bool gck_report_write_junit(const gck_campaign_result *r, const char *path, char *msg,
-                            size_t len);
+bool gck_report_write_junit(const gck_campaign_result *r, const char *path, char *msg, size_t len);
 /** One JSON Lines record of a finding (appended and flushed as it happens). */
 void gck_report_stream_finding(FILE *f, const gck_fuzz_finding *fd);
 /** Load a JSON report written by gck_report_write_json and add it into r (merge). */

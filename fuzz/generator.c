@@ -35,7 +35,8 @@ static size_t weighted(draw *d, const unsigned *w, size_t n) {
 #define PICK(d, w) weighted(d, w, sizeof w / sizeof w[0])
 
 static int64_t pick_dim(draw *d) {
-    static const int64_t primes[] = {5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 97, 127};
+    static const int64_t primes[] = {5,  7,  11, 13, 17, 19, 23, 29, 31,
+                                     37, 41, 43, 47, 53, 59, 61, 97, 127};
     static const int64_t tiles[] = {8, 16, 32, 64, 128, 256};
     static const unsigned w[] = {3, 10, 8, 10, 14, 6};
     switch (PICK(d, w)) {
@@ -90,12 +91,18 @@ static void set_lds(gck_case *c, draw *d, bool allow_huge) {
 void gck_fuzz_shape_class(const gck_case *c, char *buf, size_t len) {
     const char *cls;
     int64_t mx = c->m > c->n ? c->m : c->n;
-    if (c->m == 0 || c->n == 0) cls = "empty";
-    else if (c->k == 0) cls = "k0";
-    else if (c->m == 1 || c->n == 1) cls = "vector";
-    else if (mx <= 16 && c->k <= 16) cls = "small";
-    else if (mx <= 128 && c->k <= 512) cls = "medium";
-    else cls = "large";
+    if (c->m == 0 || c->n == 0)
+        cls = "empty";
+    else if (c->k == 0)
+        cls = "k0";
+    else if (c->m == 1 || c->n == 1)
+        cls = "vector";
+    else if (mx <= 16 && c->k <= 16)
+        cls = "small";
+    else if (mx <= 128 && c->k <= 512)
+        cls = "medium";
+    else
+        cls = "large";
     snprintf(buf, len, "%s%s", cls, c->batch > 1 ? "+batch" : "");
 }
 
@@ -134,8 +141,8 @@ void gck_fuzz_generate(const gck_fuzz_config *cfg, uint64_t index, gck_spec *out
     c.order = (p & GCK_PROMISE_ROW_MAJOR) && (next(&d) & 1) ? GCK_ROW_MAJOR : GCK_COL_MAJOR;
     c.transa = (next(&d) & 1) ? GCK_OP_T : GCK_OP_N;
     c.transb = (next(&d) & 1) ? GCK_OP_T : GCK_OP_N;
-    bool sep_ok = (p & GCK_PROMISE_D_SEPARATE) != 0, inplace_ok = (p & GCK_PROMISE_D_IN_PLACE) &&
-                                                                   t->c == t->d;
+    bool sep_ok = (p & GCK_PROMISE_D_SEPARATE) != 0,
+         inplace_ok = (p & GCK_PROMISE_D_IN_PLACE) && t->c == t->d;
     c.d_is_c = inplace_ok && (!sep_ok || (next(&d) & 1));
     c.scale_type = (p & GCK_PROMISE_SCALE_F64) ? GCK_F64 : GCK_F32;
     gck_format scale_vals = (p & GCK_PROMISE_SCALE_F64)   ? GCK_F64
@@ -171,7 +178,8 @@ void gck_fuzz_generate(const gck_fuzz_config *cfg, uint64_t index, gck_spec *out
             c.stride_b = c.stride_b ? gck_case_footprint(&c, GCK_B) : 0;
             c.stride_c = c.stride_c ? gck_case_footprint(&c, GCK_C) : 0;
             c.stride_d = c.d_is_c ? c.stride_c : gck_case_footprint(&c, GCK_D);
-            if (c.d_is_c && c.stride_c == 0) c.stride_c = c.stride_d = gck_case_footprint(&c, GCK_C);
+            if (c.d_is_c && c.stride_c == 0)
+                c.stride_c = c.stride_d = gck_case_footprint(&c, GCK_C);
         }
     }
     gck_spec_init(out, &c);
@@ -214,12 +222,12 @@ size_t gck_fuzz_edge_cases(const gck_fuzz_config *cfg, gck_spec *out, size_t cap
             double beta;
             bool cnan;
         } edges[] = {
-            {17, 33, 9, 0, 0.0, true},   /* beta = 0 with NaN in C at edge tiles */
-            {16, 1, 0, 0, 0.5, false},   /* K = 0 with beta != 1: D = beta*C */
+            {17, 33, 9, 0, 0.0, true},              /* beta = 0 with NaN in C at edge tiles */
+            {16, 1, 0, 0, 0.5, false},              /* K = 0 with beta != 1: D = beta*C */
             {126, 1, 126, 31509 - 126, 1.0, false}, /* ldb far beyond K (OpenBLAS report) */
-            {7, 5, 5, 0, 1.0, false},    /* odd M and K (f16 kernels) */
-            {3, 1, 5, 0, 0.0, false},    /* a 3x1x5 product (GEMV-shaped path) */
-            {5, 7, 3, 2, 1.0, false},    /* the last column of an odd shape, padded */
+            {7, 5, 5, 0, 1.0, false},               /* odd M and K (f16 kernels) */
+            {3, 1, 5, 0, 0.0, false},               /* a 3x1x5 product (GEMV-shaped path) */
+            {5, 7, 3, 2, 1.0, false},               /* the last column of an odd shape, padded */
         };
         for (size_t e = 0; e < sizeof edges / sizeof edges[0] && n < cap; e++) {
             gck_case c;
@@ -250,8 +258,8 @@ size_t gck_fuzz_targets_from_rows(const gck_support_row *rows, size_t n, gck_fuz
                                   size_t cap) {
     size_t k = 0;
     for (size_t r = 0; r < n && k < cap; r++)
-        out[k++] = (gck_fuzz_target){rows[r].a, rows[r].b, rows[r].c, rows[r].d, rows[r].compute,
-                                     rows[r].promises, false};
+        out[k++] = (gck_fuzz_target){rows[r].a,       rows[r].b,        rows[r].c, rows[r].d,
+                                     rows[r].compute, rows[r].promises, false};
     return k;
 }
 
@@ -276,8 +284,10 @@ size_t gck_fuzz_parse_types(const char *text, const gck_support_row *rows, size_
         char *s2 = NULL, *ty = strtok_r(tok, ",", &s2);
         for (int i = 0; i < 4; i++, ty = strtok_r(NULL, ",", &s2))
             if (!ty || !gck_format_parse(ty, &f[i]) || !gck_format_get(f[i])->is_storage) {
-                snprintf(msg, len, "--types '%s': each tuple is A,B,C,D[:compute] with types "
-                         "f16, bf16, f32, f64", text);
+                snprintf(msg, len,
+                         "--types '%s': each tuple is A,B,C,D[:compute] with types "
+                         "f16, bf16, f32, f64",
+                         text);
                 return 0;
             }
         if (ty) {
@@ -289,7 +299,11 @@ size_t gck_fuzz_parse_types(const char *text, const gck_support_row *rows, size_
             snprintf(msg, len, "--types '%s': unknown compute type '%s'", text, colon + 1);
             return 0;
         }
-        gck_fuzz_target t = {f[0], f[1], f[2], f[3], compute,
+        gck_fuzz_target t = {f[0],
+                             f[1],
+                             f[2],
+                             f[3],
+                             compute,
                              GCK_PROMISE_D_IN_PLACE | GCK_PROMISE_D_SEPARATE |
                                  GCK_PROMISE_SCALE_F32 | GCK_PROMISE_SCALE_F64,
                              true};

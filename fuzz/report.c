@@ -22,8 +22,8 @@ bool gck_result_add_finding(gck_campaign_result *r, const gck_fuzz_finding *f) {
         if (strcmp(g->signature, f->signature) != 0) continue;
         g->count += f->count;
         if (f->time_s < g->time_s) g->time_s = f->time_s;
-        bool smaller = f->cost < g->cost ||
-                       (f->cost == g->cost && strlen(f->repro) < strlen(g->repro));
+        bool smaller =
+            f->cost < g->cost || (f->cost == g->cost && strlen(f->repro) < strlen(g->repro));
         if (smaller) {
             double t = g->time_s;
             int64_t n = g->count;
@@ -44,8 +44,8 @@ bool gck_result_add_finding(gck_campaign_result *r, const gck_fuzz_finding *f) {
     return true;
 }
 
-gck_matrix_entry *gck_result_matrix(gck_campaign_result *r, const char *backend,
-                                    const char *types, const char *compute) {
+gck_matrix_entry *gck_result_matrix(gck_campaign_result *r, const char *backend, const char *types,
+                                    const char *compute) {
     for (size_t i = 0; i < r->nmatrix; i++)
         if (!strcmp(r->matrix[i].backend, backend) && !strcmp(r->matrix[i].types, types) &&
             !strcmp(r->matrix[i].compute, compute))
@@ -225,7 +225,8 @@ bool gck_report_write_json(const gck_campaign_result *r, const char *path, const
     json_object_set_new(root, "environment", env);
 
     json_t *fs = json_array();
-    for (size_t i = 0; i < r->nfindings; i++) json_array_append_new(fs, finding_json(&r->findings[i]));
+    for (size_t i = 0; i < r->nfindings; i++)
+        json_array_append_new(fs, finding_json(&r->findings[i]));
     json_object_set_new(root, "findings", fs);
     int rc = json_dump_file(root, path, JSON_INDENT(2) | JSON_ENSURE_ASCII);
     json_decref(root);
@@ -355,8 +356,7 @@ static const struct {
     {"determinism", 1u << GCK_KIND_NONDETERMINISTIC},
 };
 
-bool gck_report_write_junit(const gck_campaign_result *r, const char *path, char *msg,
-                            size_t len) {
+bool gck_report_write_junit(const gck_campaign_result *r, const char *path, char *msg, size_t len) {
     FILE *f = fopen(path, "w");
     if (!f) {
         snprintf(msg, len, "cannot write %s: %s", path, strerror(errno));
@@ -370,14 +370,15 @@ bool gck_report_write_junit(const gck_campaign_result *r, const char *path, char
                 const gck_fuzz_finding *fd = &r->findings[i];
                 char key[160];
                 snprintf(key, sizeof key, "|%s:%s|", r->matrix[m].types, r->matrix[m].compute);
-                if ((checks[c].kinds >> fd->kind & 1) && !strcmp(fd->backend, r->matrix[m].backend) &&
-                    strstr(fd->signature, key)) {
+                if ((checks[c].kinds >> fd->kind & 1) &&
+                    !strcmp(fd->backend, r->matrix[m].backend) && strstr(fd->signature, key)) {
                     failures++;
                     break;
                 }
             }
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    fprintf(f, "<testsuites name=\"gemmcheck fuzz\" tests=\"%zu\" failures=\"%zu\" time=\"%.3f\">\n",
+    fprintf(f,
+            "<testsuites name=\"gemmcheck fuzz\" tests=\"%zu\" failures=\"%zu\" time=\"%.3f\">\n",
             r->nmatrix * nchecks, failures, r->seconds);
     fprintf(f, "  <testsuite name=\"gemmcheck\" tests=\"%zu\" failures=\"%zu\" time=\"%.3f\">\n",
             r->nmatrix * nchecks, failures, r->seconds);
@@ -403,8 +404,10 @@ bool gck_report_write_junit(const gck_campaign_result *r, const char *path, char
                 fprintf(f, "'</failure>\n");
             }
             if (e->pass + e->fail == 0)
-                fprintf(f, "      <skipped message=\"no case of this tuple ran (%lld unsupported)\"/>\n",
-                        (long long)e->unsupported);
+                fprintf(
+                    f,
+                    "      <skipped message=\"no case of this tuple ran (%lld unsupported)\"/>\n",
+                    (long long)e->unsupported);
             fprintf(f, "    </testcase>\n");
         }
     }
@@ -416,8 +419,8 @@ bool gck_report_write_junit(const gck_campaign_result *r, const char *path, char
 }
 
 void gck_report_print_summary(const gck_campaign_result *r, FILE *out) {
-    fprintf(out, "\n%-48s %9s %9s %9s %9s %9s\n", "backend", "cases", "pass", "unsupp.",
-            "findings", "cases/s");
+    fprintf(out, "\n%-48s %9s %9s %9s %9s %9s\n", "backend", "cases", "pass", "unsupp.", "findings",
+            "cases/s");
     for (int b = 0; b < r->nbackends; b++) {
         const gck_backend_info *bi = &r->backends[b];
         int64_t pass = 0, fail = 0, uns = 0;
@@ -439,8 +442,8 @@ void gck_report_print_summary(const gck_campaign_result *r, FILE *out) {
             (long long)r->pass, (long long)r->unsupported, (long long)r->with_findings,
             r->seconds > 0 ? (double)r->cases / r->seconds : 0.0);
     fprintf(out, "seed %llu, shard %d/%d, %.1f s, %zu distinct finding%s%s\n",
-            (unsigned long long)r->seed, r->shard_index, r->shard_count, r->seconds,
-            r->nfindings, r->nfindings == 1 ? "" : "s", r->nfindings ? ":" : "");
+            (unsigned long long)r->seed, r->shard_index, r->shard_count, r->seconds, r->nfindings,
+            r->nfindings == 1 ? "" : "s", r->nfindings ? ":" : "");
     const size_t shown = 12;
     for (size_t i = 0; i < r->nfindings && i < shown; i++) {
         const gck_fuzz_finding *f = &r->findings[i];
@@ -450,8 +453,10 @@ void gck_report_print_summary(const gck_campaign_result *r, FILE *out) {
                 f->repro);
     }
     if (r->nfindings > shown)
-        fprintf(out, "  ... and %zu more distinct findings (all in the JSON report and the JSON "
-                "Lines file)\n", r->nfindings - shown);
+        fprintf(out,
+                "  ... and %zu more distinct findings (all in the JSON report and the JSON "
+                "Lines file)\n",
+                r->nfindings - shown);
     if (r->internal_errors)
         fprintf(out, "%lld internal error(s): see the messages above\n",
                 (long long)r->internal_errors);

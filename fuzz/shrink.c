@@ -22,8 +22,12 @@ static void measure(const gck_spec *s, double v[NMEASURE]) {
     v[4] = (double)(s->offset[0] + s->offset[1] + s->offset[2] + s->offset[3]);
     v[5] = (double)(c->stride_a + c->stride_b + c->stride_c + c->stride_d);
     v[6] = s->special_pm + (s->c_nan ? 1 : 0);
-    v[7] = (s->dist_ab == GCK_DIST_INT ? 0 : s->dist_ab == GCK_DIST_UNIFORM ? 1 : 2) +
-           (s->dist_c == GCK_DIST_INT ? 0 : s->dist_c == GCK_DIST_UNIFORM ? 1 : 2);
+    v[7] = (s->dist_ab == GCK_DIST_INT       ? 0
+            : s->dist_ab == GCK_DIST_UNIFORM ? 1
+                                             : 2) +
+           (s->dist_c == GCK_DIST_INT       ? 0
+            : s->dist_c == GCK_DIST_UNIFORM ? 1
+                                            : 2);
     v[8] = (c->transa == GCK_OP_T) + (c->transb == GCK_OP_T) + (c->order == GCK_ROW_MAJOR);
     v[9] = c->alpha != 1.0;
     v[10] = c->beta == 0.0 ? 0 : c->beta == 1.0 ? 1 : 2;
@@ -79,9 +83,15 @@ static bool candidate(const gck_spec *s, int i, gck_spec *out) {
     gck_case *c = &out->c;
     int64_t *dims[] = {&c->m, &c->n, &c->k};
     switch (i) {
-    case 0: case 1: case 2: *dims[i] = *dims[i] / 2; break;
-    case 3: case 4: case 5: *dims[i - 3] = *dims[i - 3] - 1; break;
-    case 6: case 7: case 8: *dims[i - 6] = 1; break;
+    case 0:
+    case 1:
+    case 2: *dims[i] = *dims[i] / 2; break;
+    case 3:
+    case 4:
+    case 5: *dims[i - 3] = *dims[i - 3] - 1; break;
+    case 6:
+    case 7:
+    case 8: *dims[i - 6] = 1; break;
     case 9: c->batch = 1; break;
     case 10: c->batch = c->batch - 1; break;
     case 11: tight(out); break;
@@ -115,8 +125,8 @@ static bool candidate(const gck_spec *s, int i, gck_spec *out) {
 static bool fails(const gck_shrink_options *o, const gck_spec *s, gck_kind *kind,
                   gck_isolated_result *res, int *runs, bool *setup_error) {
     gck_run_options ro = {.check = {.strict_ieee = o->strict_ieee, .threads = 0},
-                          .determinism = *kind == GCK_KIND_NONDETERMINISTIC ||
-                                         *kind == GCK_KIND_COUNT,
+                          .determinism =
+                              *kind == GCK_KIND_NONDETERMINISTIC || *kind == GCK_KIND_COUNT,
                           .concurrency = *kind == GCK_KIND_NONDETERMINISTIC ? 4 : 0};
     (*runs)++;
     gck_run_isolated(o->backend, s, &ro, o->call_timeout, res);

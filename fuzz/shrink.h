@@ -14,9 +14,9 @@ typedef struct gck_shrink_options {
 } gck_shrink_options;
 
 typedef enum gck_shrink_status {
-    GCK_SHRINK_DONE = 0,     /**< *best is the smallest failing case found */
-    GCK_SHRINK_NOT_FAILING,  /**< the start case does not fail with the kind */
-    GCK_SHRINK_SETUP_ERROR,  /**< the backend cannot run (msg says why) */
+    GCK_SHRINK_DONE = 0,    /**< *best is the smallest failing case found */
+    GCK_SHRINK_NOT_FAILING, /**< the start case does not fail with the kind */
+    GCK_SHRINK_SETUP_ERROR, /**< the backend cannot run (msg says why) */
 } gck_shrink_status;
 
 /** Minimise `start`. `*kind` is the kind to keep (GCK_KIND_COUNT: the first kind the start case

@@ -27,8 +27,10 @@ int gck_worker_main(int argc, char **argv) {
     const char *backend = NULL;
     bool strict = false;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--backend") && i + 1 < argc) backend = argv[++i];
-        else if (!strcmp(argv[i], "--strict-ieee")) strict = true;
+        if (!strcmp(argv[i], "--backend") && i + 1 < argc)
+            backend = argv[++i];
+        else if (!strcmp(argv[i], "--strict-ieee"))
+            strict = true;
     }
     signal(SIGPIPE, SIG_IGN);
     char msg[1024];

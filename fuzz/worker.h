@@ -12,7 +12,7 @@
 #include "gemmcheck/backend.h"
 
 /* File descriptors of the worker's two pipes (requests in, messages out). */
-#define GCK_WORKER_IN_FD 3
+#define GCK_WORKER_IN_FD  3
 #define GCK_WORKER_OUT_FD 4
 
 /** One case for a worker. */

@@ -18,7 +18,7 @@ static const char fuzz_help[] =
     "                      [--corpus DIR] [--shard I/N] [--jobs N] [--types LIST]\n"
     "                      [--rerun-share F] [--concurrency T] [--concurrency-share F]\n"
     "                      [--max-flops X] [--max-bytes X] [--timeout-floor S] [--strict-ieee]\n"
-    "                      [--progress | --no-progress]\n"
+    "                      [--progress | --no-progress] [--stop-on-finding]\n"
     "\n"
     "Throws generated cases (docs/REPRO.md) at backends from worker processes and reports\n"
     "distinct findings with one-line reproducers. Without --backend: ref, openblas, blis,\n"
@@ -41,6 +41,7 @@ static const char fuzz_help[] =
     "  --max-flops X       per-case budget for m*n*k*batch (1e6); --max-bytes X (6.4e7)\n"
     "  --timeout-floor S   smallest per-call deadline (5 s; more for costly cases)\n"
     "  --strict-ieee       no zero-skipping leniency\n"
+    "  --stop-on-finding   end the campaign at the first distinct finding\n"
     "\n"
     "Exit status: 0 no findings, 1 findings, 2 usage or set-up error, 3 internal error.\n";
 
@@ -91,9 +92,14 @@ int gck_cmd_fuzz(int argc, char **argv) {
             fputs(fuzz_help, stdout);
             return GCK_EXIT_OK;
         }
-        if (!strcmp(a, "--strict-ieee")) o.strict_ieee = true;
-        else if (!strcmp(a, "--progress")) o.progress = true;
-        else if (!strcmp(a, "--no-progress")) o.progress = false;
+        if (!strcmp(a, "--strict-ieee"))
+            o.strict_ieee = true;
+        else if (!strcmp(a, "--progress"))
+            o.progress = true;
+        else if (!strcmp(a, "--no-progress"))
+            o.progress = false;
+        else if (!strcmp(a, "--stop-on-finding"))
+            o.stop_on_finding = true;
         else if (gck_opt_value(&sc, "--backend", &backend_opt)) {
             if (sc.error) return GCK_EXIT_USAGE;
             if (o.nbackends == GCK_MAX_BACKENDS)
@@ -136,13 +142,14 @@ int gck_cmd_fuzz(int argc, char **argv) {
     if (o.jobs < 1) o.jobs = 1;
     if (rerun && (!parse_real(cmd, "--rerun-share", rerun, 0, &o.rerun_share) || o.rerun_share > 1))
         return gck_cli_usage_error(cmd, "--rerun-share must be between 0 and 1");
-    if (conc_share && (!parse_real(cmd, "--concurrency-share", conc_share, 0, &o.concurrency_share) ||
-                       o.concurrency_share > 1))
+    if (conc_share &&
+        (!parse_real(cmd, "--concurrency-share", conc_share, 0, &o.concurrency_share) ||
+         o.concurrency_share > 1))
         return gck_cli_usage_error(cmd, "--concurrency-share must be between 0 and 1");
     if (conc) {
         if (!gck_parse_count(conc, &n) || n < 2 || n > 64)
-            return gck_cli_usage_error(cmd, "--concurrency '%s' must be a thread count from 2 to 64",
-                                       conc);
+            return gck_cli_usage_error(
+                cmd, "--concurrency '%s' must be a thread count from 2 to 64", conc);
         o.concurrency = (int)n;
     }
     if (flops && !parse_real(cmd, "--max-flops", flops, 1, &o.max_flops)) return GCK_EXIT_USAGE;
@@ -160,8 +167,8 @@ int gck_cmd_fuzz(int argc, char **argv) {
         o.shard_count = c;
     } else if (getenv("SLURM_ARRAY_TASK_ID") && getenv("SLURM_ARRAY_TASK_COUNT")) {
         long id = strtol(getenv("SLURM_ARRAY_TASK_ID"), NULL, 10);
-        long min = getenv("SLURM_ARRAY_TASK_MIN") ? strtol(getenv("SLURM_ARRAY_TASK_MIN"), NULL, 10)
-                                                  : 0;
+        long min =
+            getenv("SLURM_ARRAY_TASK_MIN") ? strtol(getenv("SLURM_ARRAY_TASK_MIN"), NULL, 10) : 0;
         long count = strtol(getenv("SLURM_ARRAY_TASK_COUNT"), NULL, 10);
         if (count >= 1 && id - min >= 0 && id - min < count) {
             o.shard_index = (int)(id - min) + 1;
@@ -190,8 +197,10 @@ int gck_cmd_fuzz(int argc, char **argv) {
     }
     static char jsonl[PATH_MAX + 32];
     if (!o.jsonl_path) {
-        if (o.report_path) snprintf(jsonl, sizeof jsonl, "%s.findings.jsonl", o.report_path);
-        else snprintf(jsonl, sizeof jsonl, "gemmcheck-findings.jsonl");
+        if (o.report_path)
+            snprintf(jsonl, sizeof jsonl, "%s.findings.jsonl", o.report_path);
+        else
+            snprintf(jsonl, sizeof jsonl, "gemmcheck-findings.jsonl");
         o.jsonl_path = jsonl;
     }
     static char exe[PATH_MAX];
@@ -263,10 +272,13 @@ int gck_cmd_shrink(int argc, char **argv) {
             fputs(shrink_help, stdout);
             return GCK_EXIT_OK;
         }
-        if (!strcmp(a, "--strict-ieee")) o.strict_ieee = true;
-        else if (!strcmp(a, "--verbose")) o.verbose = true;
-        else if (gck_opt_value(&sc, "--backend", &backend) || gck_opt_value(&sc, "--kind", &kind_s) ||
-                 gck_opt_value(&sc, "--time", &time_s) || gck_opt_value(&sc, "--timeout", &timeout)) {
+        if (!strcmp(a, "--strict-ieee"))
+            o.strict_ieee = true;
+        else if (!strcmp(a, "--verbose"))
+            o.verbose = true;
+        else if (gck_opt_value(&sc, "--backend", &backend) ||
+                 gck_opt_value(&sc, "--kind", &kind_s) || gck_opt_value(&sc, "--time", &time_s) ||
+                 gck_opt_value(&sc, "--timeout", &timeout)) {
             if (sc.error) return GCK_EXIT_USAGE;
         } else if (a[0] == '-' && a[1] == '-') {
             return gck_cli_usage_error(cmd, "unknown option '%s' (see gemmcheck shrink --help)", a);
@@ -299,7 +311,8 @@ int gck_cmd_shrink(int argc, char **argv) {
     }
     char repro[2048];
     gck_spec_format(&best, repro, sizeof repro);
-    printf("kind:     %s\nruns:     %d\nminimal:  %s\nrepro:    gemmcheck repro --backend %s '%s'\n",
-           gck_kind_name(kind), runs, repro, backend, repro);
+    printf(
+        "kind:     %s\nruns:     %d\nminimal:  %s\nrepro:    gemmcheck repro --backend %s '%s'\n",
+        gck_kind_name(kind), runs, repro, backend, repro);
     return GCK_EXIT_FINDINGS;
 }

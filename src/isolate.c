@@ -137,7 +137,8 @@ gck_status gck_run_isolated(const char *backend, const gck_spec *s, const gck_ru
             break;
         case GCK_WIRE_SETUP:
         case GCK_WIRE_INTERNAL:
-            out->status = m.tag == GCK_WIRE_SETUP ? GCK_ISOLATED_SETUP_ERROR : GCK_ISOLATED_INTERNAL;
+            out->status =
+                m.tag == GCK_WIRE_SETUP ? GCK_ISOLATED_SETUP_ERROR : GCK_ISOLATED_INTERNAL;
             snprintf(out->message, sizeof out->message, "%s", m.text);
             waitpid(pid, NULL, 0);
             done = true;

@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
 #include "../fuzz/worker.h"
+#include "cli.h"
 #include "cuda_probe.h"
 #include "gemmcheck/version.h"
 

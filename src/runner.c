@@ -32,8 +32,7 @@ static void free_set(operand_set *os) {
     for (int x = 0; x < 4; x++) gck_guarded_free(&os->g[x]);
 }
 
-static gck_status prepare(const gck_spec *s, operand_set *os, size_t slack, char *msg,
-                          size_t len) {
+static gck_status prepare(const gck_spec *s, operand_set *os, size_t slack, char *msg, size_t len) {
     memset(os, 0, sizeof *os);
     const gck_case *c = &s->c;
     os->have_d = !c->d_is_c;
@@ -256,7 +255,8 @@ static void concurrency_check(gck_backend *be, const gck_spec *s, const gck_supp
         if (!ok) break;
         gck_operands ops = operands_of(&alone);
         char cmsg[256];
-        gck_call_status st = be->ops->call(be->state, &jobs[t].spec.c, row, &ops, cmsg, sizeof cmsg);
+        gck_call_status st =
+            be->ops->call(be->state, &jobs[t].spec.c, row, &ops, cmsg, sizeof cmsg);
         jobs[t].alone = malloc(alone.g[dx].data_bytes ? alone.g[dx].data_bytes : 1);
         ok = jobs[t].alone != NULL && st == GCK_CALL_OK;
         if (jobs[t].alone) memcpy(jobs[t].alone, alone.g[dx].data, alone.g[dx].data_bytes);
@@ -275,8 +275,8 @@ static void concurrency_check(gck_backend *be, const gck_spec *s, const gck_supp
         int64_t differing = 0, first_thread = -1;
         for (int t = 0; t < threads; t++) {
             const gck_guarded *g = &jobs[t].os.g[dx];
-            bool same = jobs[t].status == GCK_CALL_OK &&
-                        memcmp(jobs[t].alone, g->data, g->data_bytes) == 0;
+            bool same =
+                jobs[t].status == GCK_CALL_OK && memcmp(jobs[t].alone, g->data, g->data_bytes) == 0;
             if (!same) {
                 differing++;
                 if (first_thread < 0) first_thread = t;
@@ -285,11 +285,12 @@ static void concurrency_check(gck_backend *be, const gck_spec *s, const gck_supp
         if (differing) {
             gck_finding *f = add_finding(r, GCK_KIND_NONDETERMINISTIC);
             f->count = differing;
-            snprintf(f->detail, sizeof f->detail, "%lld of %d concurrent calls (distinct buffers, "
+            snprintf(f->detail, sizeof f->detail,
+                     "%lld of %d concurrent calls (distinct buffers, "
                      "seeds %llu..%llu) differ from the same calls made one at a time; first: "
-                     "thread %lld%s", (long long)differing, threads,
-                     (unsigned long long)(s->seed + 1), (unsigned long long)(s->seed + (uint64_t)threads),
-                     (long long)first_thread,
+                     "thread %lld%s",
+                     (long long)differing, threads, (unsigned long long)(s->seed + 1),
+                     (unsigned long long)(s->seed + (uint64_t)threads), (long long)first_thread,
                      jobs[first_thread].status != GCK_CALL_OK ? " (returned an error)" : "");
         }
     }

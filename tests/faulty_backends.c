@@ -96,7 +96,8 @@ static gck_call_status racy_call(faulty_state *s, const gck_case *c, const gck_s
     e = 0;
     for (int64_t b = 0; b < c->batch; b++)
         for (int64_t j = 0; j < c->n; j++)
-            for (int64_t i = 0; i < c->m; i++) gck_store(ops->d, td, b * sd + i * rs + j * cs, scratch[e++]);
+            for (int64_t i = 0; i < c->m; i++)
+                gck_store(ops->d, td, b * sd + i * rs + j * cs, scratch[e++]);
     return GCK_CALL_OK;
 }
 
@@ -155,8 +156,8 @@ static gck_call_status f_call(void *state, const gck_case *c, const gck_support_
     return GCK_CALL_OK;
 }
 
-static const char *const names[] = {"tolerance", "nan",    "betanan", "oob",    "input", "segv",
-                                    "hang",      "nondet", "unimpl",  "error",  "racy"};
+static const char *const names[] = {"tolerance", "nan",    "betanan", "oob",   "input", "segv",
+                                    "hang",      "nondet", "unimpl",  "error", "racy"};
 
 const gck_backend_ops *gemmcheck_backend_plugin(const char *name);
 const gck_backend_ops *gemmcheck_backend_plugin(const char *name) {

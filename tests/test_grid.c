@@ -15,8 +15,8 @@
  * call faults only when an operand ends right at the guard page behind it. A crash on `blis`
  * that goes away when every operand ends 4 KiB before its guard page (and then passes every
  * check, so nothing is written out of place) is counted as that known over-read. */
-static bool is_blis_overread(const char *backend, const gck_spec *s,
-                             const gck_isolated_result *res, const gck_run_options *o) {
+static bool is_blis_overread(const char *backend, const gck_spec *s, const gck_isolated_result *res,
+                             const gck_run_options *o) {
     if (strcmp(backend, "blis") != 0 || res->status != GCK_ISOLATED_CRASH) return false;
     gck_run_options slack = *o;
     slack.no_guard_page = true;

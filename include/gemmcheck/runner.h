@@ -34,12 +34,12 @@ typedef struct gck_finding {
 
 typedef struct gck_run_options {
     gck_check_options check;
-    bool determinism;               /**< run twice on fresh identical buffers, compare D */
-    int concurrency; /**< > 1: also call from this many threads at once on distinct buffers and
-                          compare each D with the single-threaded one (thread safety) */
-    bool no_guard_page; /**< end operands 4 KiB before their guard pages: a read past the
-                             end does not fault (to tell an over-read from other crashes) */
-    const char *dump_dir;           /**< write A, B, C, D_expected, D_got as .npy here */
+    bool determinism;     /**< run twice on fresh identical buffers, compare D */
+    int concurrency;      /**< > 1: also call from this many threads at once on distinct buffers and
+                               compare each D with the single-threaded one (thread safety) */
+    bool no_guard_page;   /**< end operands 4 KiB before their guard pages: a read past the
+                               end does not fault (to tell an over-read from other crashes) */
+    const char *dump_dir; /**< write A, B, C, D_expected, D_got as .npy here */
     void (*before_call)(void *ctx); /**< called just before each backend call */
     void (*after_call)(void *ctx);  /**< called as soon as each backend call returns */
     void *ctx;

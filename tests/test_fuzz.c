@@ -1,0 +1,362 @@
+/* The fuzz campaign: the generator (pure, within budget, covering SPEC §5), every faulty backend
+ * found with the right kind by a short campaign, ref clean, reports, shards and merge, the
+ * JSON Lines stream surviving SIGKILL, --types, shrink, and bad arguments. */
+#define _DEFAULT_SOURCE 1
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gemmcheck/backend.h"
+#include "generator.h"
+#include "testutil.h"
+
+static char dir[] = "/tmp/gck_fuzz_XXXXXX";
+static void setup(void) { cr_assert_not_null(mkdtemp(dir)); }
+static void teardown(void) {
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+static int run(const char *args, char *out, size_t len) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", GCK_BINARY, args);
+    FILE *p = popen(cmd, "r");
+    size_t n = fread(out, 1, len - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void ref_targets(gck_fuzz_target *t, size_t *n) {
+    gck_backend be;
+    char msg[256];
+    cr_assert_eq(gck_backend_open(&be, "ref", msg, sizeof msg), GCK_OK, "%s", msg);
+    const gck_support_row *rows;
+    size_t nr = be.ops->table(be.state, &rows);
+    *n = gck_fuzz_targets_from_rows(rows, nr, t, 1024);
+    gck_backend_close(&be);
+}
+
+Test(fuzz, generator_is_pure_within_budget_and_covers_every_dimension) {
+    static gck_fuzz_target t[1024];
+    size_t nt;
+    ref_targets(t, &nt);
+    gck_fuzz_config cfg = {12345, 1e6, 64e6, t, nt};
+    enum {
+        ZERO,
+        ONE,
+        PRIME,
+        TILE,
+        ROW,
+        TA,
+        TB,
+        PAD,
+        HUGE_PAD,
+        OFF,
+        BATCH,
+        BCAST,
+        DSEP,
+        A0,
+        B0,
+        CNAN,
+        SPECIAL,
+        LONGK,
+        TALL,
+        NFEAT
+    };
+    long seen[NFEAT] = {0}, dists[GCK_DIST_COUNT] = {0};
+    for (uint64_t i = 0; i < 4000; i++) {
+        gck_spec s, again;
+        gck_fuzz_generate(&cfg, i, &s);
+        gck_fuzz_generate(&cfg, i, &again);
+        char a[2048], b[2048], msg[256];
+        gck_spec_format(&s, a, sizeof a);
+        gck_spec_format(&again, b, sizeof b);
+        cr_assert_str_eq(a, b, "case %llu is not a pure function", (unsigned long long)i);
+        cr_assert_eq(gck_case_validate(&s.c, msg, sizeof msg), GCK_OK, "%s: %s", a, msg);
+        const gck_case *c = &s.c;
+        double flops = (double)c->m * c->n * c->k * c->batch;
+        cr_assert(flops <= cfg.max_flops, "%s over the flop budget", a);
+        int64_t dims[] = {c->m, c->n, c->k};
+        for (int d = 0; d < 3; d++) {
+            int64_t v = dims[d];
+            seen[ZERO] += v == 0;
+            seen[ONE] += v == 1;
+            seen[PRIME] += v == 13 || v == 17 || v == 31 || v == 61 || v == 97;
+            seen[TILE] += v == 63 || v == 65 || v == 127 || v == 129 || v == 255 || v == 257;
+        }
+        seen[ROW] += c->order == GCK_ROW_MAJOR;
+        seen[TA] += c->transa == GCK_OP_T;
+        seen[TB] += c->transb == GCK_OP_T;
+        seen[PAD] += c->lda > (c->transa == GCK_OP_N ? c->m : c->k) && c->order == GCK_COL_MAJOR;
+        seen[HUGE_PAD] += c->lda > 500 || c->ldb > 500 || c->ldc > 500;
+        seen[OFF] += s.offset[0] + s.offset[1] + s.offset[2] + s.offset[3] > 0;
+        seen[BATCH] += c->batch > 1;
+        seen[BCAST] += c->batch > 1 && (c->stride_a == 0 || c->stride_b == 0);
+        seen[DSEP] += !c->d_is_c;
+        seen[A0] += c->alpha == 0;
+        seen[B0] += c->beta == 0;
+        seen[CNAN] += s.c_nan;
+        seen[SPECIAL] += s.special_pm > 0;
+        seen[LONGK] += c->k >= 500;
+        seen[TALL] += (c->m >= 100 && c->n <= 4) || (c->n >= 100 && c->m <= 4);
+        dists[s.dist_ab]++;
+    }
+    static const char *const names[NFEAT] = {
+        "zero dim",   "dim 1",   "prime",    "tile+-1", "row-major",  "op(A)=T",    "op(B)=T",
+        "ld padding", "huge ld", "offset",   "batch",   "stride 0",   "D separate", "alpha 0",
+        "beta 0",     "NaN C",   "specials", "long K",  "tall-skinny"};
+    for (int f = 0; f < NFEAT; f++) cr_expect_gt(seen[f], 0, "never generated: %s", names[f]);
+    for (int d = 0; d < GCK_DIST_COUNT; d++)
+        cr_expect_gt(dists[d], 0, "never generated: %s", gck_dist_name((gck_dist)d));
+    /* shards draw disjoint indices of the same stream */
+    gck_spec s1, s2;
+    gck_fuzz_generate(&cfg, 0, &s1);
+    gck_fuzz_generate(&cfg, 1, &s2);
+    char a[2048], b[2048];
+    gck_spec_format(&s1, a, sizeof a);
+    gck_spec_format(&s2, b, sizeof b);
+    cr_expect(strcmp(a, b) != 0);
+}
+
+static json_t *load(const char *path) {
+    json_error_t e;
+    json_t *j = json_load_file(path, 0, &e);
+    cr_assert_not_null(j, "%s: %s", path, e.text);
+    return j;
+}
+
+/* The set of finding kinds in a report. */
+static unsigned kinds_of(json_t *report) {
+    unsigned k = 0;
+    size_t i;
+    json_t *f;
+    json_array_foreach(json_object_get(report, "findings"), i, f) {
+        gck_kind kind;
+        cr_assert(gck_kind_parse(json_string_value(json_object_get(f, "kind")), &kind));
+        k |= 1u << kind;
+        cr_assert(json_is_string(json_object_get(f, "case")));
+        cr_assert(json_is_string(json_object_get(f, "backend")));
+        cr_assert(json_is_number(json_object_get(f, "time_s")));
+    }
+    return k;
+}
+
+static void found_by_campaign(const char *fault, gck_kind want, unsigned also_ok,
+                              const char *extra) {
+    char args[4096], out[1 << 16], report[512];
+    snprintf(report, sizeof report, "%s/%s.json", dir, fault);
+    snprintf(args, sizeof args,
+             "fuzz --backend plugin:%s:%s --seed 7 --jobs 2 --report %s "
+             "--no-progress %s",
+             GCK_FAULTY_PLUGIN, fault, report, extra);
+    int code = run(args, out, sizeof out);
+    cr_assert_eq(code, 1, "%s: exit %d\n%s", fault, code, out);
+    json_t *j = load(report);
+    unsigned kinds = kinds_of(j);
+    cr_expect(kinds & (1u << want), "%s: no %s finding", fault, gck_kind_name(want));
+    cr_expect_eq(kinds & ~((1u << want) | also_ok), 0u, "%s: unexpected kinds %#x", fault, kinds);
+    json_decref(j);
+}
+
+Test(fuzz, each_faulty_backend_is_found_with_the_right_kind, .init = setup, .fini = teardown,
+     .timeout = 300) {
+    const unsigned none = 0,
+                   numeric = 1u << GCK_KIND_OUT_OF_TOLERANCE | 1u << GCK_KIND_NONFINITE_MISMATCH;
+    found_by_campaign("segv", GCK_KIND_CRASH, none, "--cases 40");
+    found_by_campaign("hang", GCK_KIND_HANG, none, "--cases 4 --timeout-floor 1");
+    found_by_campaign("tolerance", GCK_KIND_OUT_OF_TOLERANCE, none, "--cases 200");
+    found_by_campaign("nan", GCK_KIND_NONFINITE_MISMATCH, none, "--cases 200");
+    found_by_campaign("betanan", GCK_KIND_NONFINITE_MISMATCH, none, "--cases 400");
+    found_by_campaign("oob", GCK_KIND_OUT_OF_BOUNDS_WRITE, none, "--cases 200");
+    found_by_campaign("input", GCK_KIND_INPUT_MODIFIED, none, "--cases 200");
+    /* the perturbed second call can also be the checked one when the call count's parity shifts */
+    found_by_campaign("nondet", GCK_KIND_NONDETERMINISTIC, numeric, "--cases 300");
+    found_by_campaign("racy", GCK_KIND_NONDETERMINISTIC, none,
+                      "--cases 200 --concurrency-share 0.5");
+    found_by_campaign("unimpl", GCK_KIND_UNIMPLEMENTED, none, "--cases 200");
+    found_by_campaign("error", GCK_KIND_ERROR, none, "--cases 50");
+}
+
+Test(fuzz, ref_campaign_is_clean_and_the_report_has_the_contract, .init = setup, .fini = teardown,
+     .timeout = 300) {
+    char args[4096], out[1 << 16], report[512], junit[512];
+    snprintf(report, sizeof report, "%s/ref.json", dir);
+    snprintf(junit, sizeof junit, "%s/ref.xml", dir);
+    snprintf(args, sizeof args,
+             "fuzz --backend ref --cases 300 --seed 3 --jobs 2 --report %s "
+             "--junit %s --no-progress",
+             report, junit);
+    int code = run(args, out, sizeof out);
+    cr_assert_eq(code, 0, "exit %d\n%s", code, out);
+    json_t *j = load(report);
+    json_t *sum = json_object_get(j, "summary");
+    cr_expect_eq(json_integer_value(json_object_get(sum, "cases")), 300);
+    cr_expect_eq(json_integer_value(json_object_get(json_object_get(sum, "outcomes"), "pass")),
+                 300);
+    cr_expect(json_array_size(json_object_get(sum, "support_matrix")) > 10);
+    cr_expect(json_is_number(json_object_get(sum, "cases_per_second")));
+    json_t *env = json_object_get(j, "environment");
+    cr_expect(json_is_string(json_object_get(env, "cpu")) &&
+              json_is_string(json_object_get(env, "mpfr")));
+    cr_expect_eq(json_array_size(json_object_get(j, "findings")), 0u);
+    json_decref(j);
+    FILE *f = fopen(junit, "r");
+    cr_assert_not_null(f);
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    cr_expect(strstr(buf, "<testsuites") && strstr(buf, "failures=\"0\""), "%s", buf);
+}
+
+Test(fuzz, shards_are_disjoint_and_merge_adds_up, .init = setup, .fini = teardown, .timeout = 300) {
+    char args[4096], out[1 << 16], r1[512], r2[512], merged[512];
+    snprintf(r1, sizeof r1, "%s/s1.json", dir);
+    snprintf(r2, sizeof r2, "%s/s2.json", dir);
+    snprintf(merged, sizeof merged, "%s/m.json", dir);
+    for (int s = 1; s <= 2; s++) {
+        snprintf(args, sizeof args,
+                 "fuzz --backend plugin:%s:tolerance --cases 60 --seed 9 "
+                 "--shard %d/2 --jobs 2 --report %s --no-progress",
+                 GCK_FAULTY_PLUGIN, s, s == 1 ? r1 : r2);
+        cr_assert_eq(run(args, out, sizeof out), 1, "%s", out);
+    }
+    json_t *a = load(r1), *b = load(r2);
+    /* disjoint streams: no reproducer appears in both shards */
+    size_t i, k;
+    json_t *fa, *fb;
+    json_array_foreach(json_object_get(a, "findings"), i, fa)
+        json_array_foreach(json_object_get(b, "findings"), k, fb)
+            cr_expect(strcmp(json_string_value(json_object_get(fa, "case")),
+                             json_string_value(json_object_get(fb, "case"))) != 0);
+    snprintf(args, sizeof args, "merge --report %s %s %s", merged, r1, r2);
+    cr_assert_eq(run(args, out, sizeof out), 1, "%s", out);
+    json_t *m = load(merged);
+    json_int_t ca = json_integer_value(json_object_get(json_object_get(a, "summary"), "cases"));
+    json_int_t cb = json_integer_value(json_object_get(json_object_get(b, "summary"), "cases"));
+    cr_expect_eq(json_integer_value(json_object_get(json_object_get(m, "summary"), "cases")),
+                 ca + cb);
+    size_t na = json_array_size(json_object_get(a, "findings")),
+           nb = json_array_size(json_object_get(b, "findings")),
+           nm = json_array_size(json_object_get(m, "findings"));
+    cr_expect(nm <= na + nb && nm >= na && nm >= nb, "merged %zu of %zu + %zu", nm, na, nb);
+    json_decref(a);
+    json_decref(b);
+    json_decref(m);
+}
+
+Test(fuzz, findings_survive_a_sigkill_of_the_supervisor, .init = setup, .fini = teardown,
+     .timeout = 120) {
+    char jsonl[512];
+    snprintf(jsonl, sizeof jsonl, "%s/stream.jsonl", dir);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char backend[1024];
+        snprintf(backend, sizeof backend, "plugin:%s:segv", GCK_FAULTY_PLUGIN);
+        int devnull = open("/dev/null", 1);
+        dup2(devnull, 1);
+        dup2(devnull, 2);
+        execl(GCK_BINARY, GCK_BINARY, "fuzz", "--backend", backend, "--time", "60", "--seed", "4",
+              "--findings", jsonl, "--no-progress", (char *)NULL);
+        _exit(127);
+    }
+    /* wait for a few findings to be streamed, then kill the supervisor outright */
+    long lines = 0;
+    for (int t = 0; t < 200 && lines < 3; t++) {
+        usleep(100000);
+        FILE *f = fopen(jsonl, "r");
+        lines = 0;
+        if (f) {
+            int ch;
+            while ((ch = fgetc(f)) != EOF) lines += ch == '\n';
+            fclose(f);
+        }
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    cr_assert_geq(lines, 3, "no findings streamed before the kill");
+    FILE *f = fopen(jsonl, "r");
+    char line[8192];
+    long parsed = 0;
+    while (fgets(line, sizeof line, f)) {
+        json_error_t e;
+        json_t *j = json_loads(line, 0, &e);
+        cr_assert_not_null(j, "line %ld does not parse: %s", parsed + 1, e.text);
+        cr_expect_str_eq(json_string_value(json_object_get(j, "kind")), "crash");
+        cr_expect(strncmp(json_string_value(json_object_get(j, "case")), "gck1 ", 5) == 0);
+        json_decref(j);
+        parsed++;
+    }
+    fclose(f);
+    cr_expect_geq(parsed, lines);
+}
+
+Test(fuzz, a_requested_tuple_the_backend_refuses_is_unimplemented, .init = setup, .fini = teardown,
+     .timeout = 120) {
+    char args[4096], out[1 << 16], report[512];
+    snprintf(report, sizeof report, "%s/types.json", dir);
+    snprintf(args, sizeof args,
+             "fuzz --backend openblas --types 'f16,f16,f32,f32:f32;f32,f32,f32,f32' "
+             "--cases 60 --seed 5 --jobs 2 --report %s --no-progress",
+             report);
+    cr_assert_eq(run(args, out, sizeof out), 1, "%s", out);
+    json_t *j = load(report);
+    cr_expect_eq(kinds_of(j), 1u << GCK_KIND_UNIMPLEMENTED);
+    json_decref(j);
+}
+
+Test(fuzz, shrink_finds_the_minimal_failing_case, .timeout = 300) {
+    char args[4096], out[1 << 16];
+    snprintf(args, sizeof args,
+             "shrink --backend plugin:%s:tolerance 'gck1 m=37 n=21 k=64 "
+             "order=row ta=T tb=N types=f32,f32,f32,f32 compute=f32 scale=f32 alpha=0.5 beta=2 "
+             "lda=40 ldb=30 ldc=25 ldd=25 d=c batch=1 sa=0 sb=0 sc=0 sd=0 off=3,1,2,0 vab=normal "
+             "vc=logu sp=0 cnan=0 seed=11'",
+             GCK_FAULTY_PLUGIN);
+    int code = run(args, out, sizeof out);
+    cr_assert_eq(code, 1, "exit %d\n%s", code, out);
+    cr_expect(strstr(out, "kind:     out_of_tolerance") != NULL, "%s", out);
+    cr_expect(strstr(out, "minimal:  gck1 m=1 n=1 k=0 order=col ta=N tb=N") != NULL, "%s", out);
+    snprintf(args, sizeof args,
+             "shrink --backend ref 'gck1 m=3 n=2 k=2 order=col ta=N tb=N "
+             "types=f32,f32,f32,f32 compute=f32 scale=f32 alpha=1 beta=0 lda=3 ldb=2 ldc=3 ldd=3 "
+             "d=c batch=1 sa=0 sb=0 sc=0 sd=0 off=0,0,0,0 vab=unif vc=unif sp=0 cnan=0 seed=1'");
+    cr_expect_eq(run(args, out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, "not failing") != NULL, "%s", out);
+}
+
+Test(fuzz, bad_arguments_exit_2_naming_the_problem, .init = setup, .fini = teardown) {
+    static const char *const bad[][2] = {
+        {"fuzz --shard 3/2", "--shard '3/2'"},
+        {"fuzz --backend bogus --time 1", "unknown backend 'bogus'"},
+        {"fuzz --time abc", "--time 'abc'"},
+        {"fuzz --jobs 0", "--jobs '0'"},
+        {"fuzz --types f16,f16 --backend ref --time 1", "--types"},
+        {"fuzz --frob", "unknown argument '--frob'"},
+        {"merge --report /tmp/x.json", "no shard reports"},
+        {"shrink --backend ref 'gck1 m=1'", "bad case"},
+        {"fuzz --backend cublas --time 1", "unavailable"},
+    };
+    char out[1 << 16];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int code = run(bad[i][0], out, sizeof out);
+        cr_expect_eq(code, 2, "%s: exit %d\n%s", bad[i][0], code, out);
+        cr_expect(strstr(out, bad[i][1]) != NULL, "%s: '%s' lacks '%s'", bad[i][0], out, bad[i][1]);
+    }
+    char args[1024], path[512];
+    snprintf(path, sizeof path, "%s/not-a-report.json", dir);
+    FILE *f = fopen(path, "w");
+    fputs("{\"hello\": 1}\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "merge --report %s/out.json %s", dir, path);
+    cr_expect_eq(run(args, out, sizeof out), 2, "%s", out);
+    cr_expect(strstr(out, "not a gemmcheck report") != NULL, "%s", out);
+}
