@@ -19,6 +19,7 @@
 #include <mpfr.h>
 
 #include "gemmcheck/oracle.h"
+#include "oracle_common.h"
 #include "oracle_internal.h"
 
 /* Exact products need 2*53 bits, scaled products 3*53. */
@@ -63,10 +64,6 @@ static void ws_free(oracle_ws *w) {
     mpfr_clears(w->alpha, w->beta, w->a, w->b, w->ab, w->z, w->r, w->err, (mpfr_ptr)0);
 }
 
-/* Pointers to the first element of batch member `bi` of each operand. */
-static const void *member(const void *base, gck_format f, int64_t stride, int64_t bi) {
-    return (const char *)base + (size_t)(bi * stride) * (size_t)gck_format_get(f)->storage_bytes;
-}
 
 /* Round the exact sum of the n terms once to `out` and return it as a double. */
 static double round_sum(oracle_ws *w, size_t n, gck_format out) {
@@ -98,58 +95,15 @@ static double round_sum(oracle_ws *w, size_t n, gck_format out) {
 static double element(oracle_ws *w, const gck_case *c, const void *A, const void *B, const void *C,
                       int64_t bi, int64_t i, int64_t j, bool skip_zero) {
     w->nterms = 0;
-    w->special_input = false;
     gck_format out = gck_case_type(c, GCK_D);
-    bool rab = gck_case_reads_ab(c), rc = gck_case_reads_c(c);
-    int64_t ars, acs, brs, bcs, crs, ccs;
-    gck_case_op_strides(c, GCK_A, &ars, &acs);
-    gck_case_op_strides(c, GCK_B, &brs, &bcs);
-    gck_case_op_strides(c, GCK_C, &crs, &ccs);
-    const void *Ab = rab ? member(A, c->type_a, c->stride_a, bi) : NULL;
-    const void *Bb = rab ? member(B, c->type_b, c->stride_b, bi) : NULL;
-
-    /* Pass 1: IEEE special values and the sign of an exact zero. */
-    bool nan = false, pos_inf = false, neg_inf = false;
-    bool s_neg_zero = rab; /* S is -0 only when every product is a zero of negative sign */
-    bool any_nonzero = false;
-    int64_t used = 0;
-    for (int64_t k = 0; rab && k < c->k; k++) {
-        double a = gck_load(Ab, c->type_a, i * ars + k * acs);
-        double b = gck_load(Bb, c->type_b, k * brs + j * bcs);
-        if (skip_zero && (a == 0.0 || b == 0.0)) continue;
-        used++;
-        bool neg = signbit(a) != signbit(b);
-        if (isnan(a) || isnan(b)) {
-            nan = true;
-        } else if (isinf(a) || isinf(b)) {
-            if (a == 0.0 || b == 0.0)
-                nan = true; /* Inf * 0 */
-            else if (neg != signbit(c->alpha))
-                neg_inf = true;
-            else
-                pos_inf = true;
-        }
-        if (a != 0.0 && b != 0.0) any_nonzero = true;
-        if (!(a == 0.0 || b == 0.0) || !neg) s_neg_zero = false;
-    }
-    if (used == 0) s_neg_zero = false; /* an empty sum is +0 */
-    double cv = 0.0;
-    if (rc) {
-        cv = gck_load(member(C, c->type_c, c->stride_c, bi), c->type_c, i * crs + j * ccs);
-        if (isnan(cv))
-            nan = true;
-        else if (isinf(cv)) {
-            if (signbit(cv) != signbit(c->beta))
-                neg_inf = true;
-            else
-                pos_inf = true;
-        }
-        if (cv != 0.0) any_nonzero = true;
-    }
-    w->special_input = nan || pos_inf || neg_inf;
-    if (nan || (pos_inf && neg_inf)) return NAN;
-    if (pos_inf) return INFINITY;
-    if (neg_inf) return -INFINITY;
+    gck_oracle_pre p;
+    gck_oracle_pass1(c, A, B, C, bi, i, j, skip_zero, &p);
+    w->special_input = p.special;
+    if (p.special) return p.value;
+    bool rab = p.rab, rc = p.rc, any_nonzero = p.any_nonzero;
+    double cv = p.cv;
+    const void *Ab = p.Ab, *Bb = p.Bb;
+    int64_t ars = p.ars, acs = p.acs, brs = p.brs, bcs = p.bcs;
 
     /* Pass 2: exact terms, one rounding. */
     size_t n = 0;
@@ -174,14 +128,7 @@ static double element(oracle_ws *w, const gck_case *c, const void *A, const void
     double d = n ? round_sum(w, n, out) : 0.0;
     if (d != 0.0) return d;
     if (n && !mpfr_zero_p(w->z)) return d; /* a non-zero value that underflowed keeps its sign */
-    /* Exact zero: IEEE evaluation of alpha*S + beta*c. A non-zero beta*c cancelled a
-     * non-zero alpha*S: x + (-x) = +0. Otherwise alpha*S is itself an exact zero: S is -0 only
-     * when every product is a zero of negative sign (non-zero products that cancel give +0). */
-    if (rc && cv != 0.0) return 0.0;
-    bool as_neg = s_neg_zero != (bool)signbit(c->alpha);
-    if (!rc) return as_neg ? -0.0 : 0.0;
-    bool bc_neg = (bool)signbit(cv) != (bool)signbit(c->beta);
-    return (as_neg && bc_neg) ? -0.0 : 0.0;
+    return gck_oracle_exact_zero(c, &p);
 }
 
 /* |got - exact| of the last element, rounded up; got must be finite and the last element

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../oracles/oracle_exact.h"
 #include "../oracles/oracle_internal.h"
 
 static const char *const kind_names[GCK_KIND_COUNT] = {"out_of_tolerance",
@@ -237,15 +238,59 @@ static void gather(const gck_case *c, const gck_support_row *row, const void *A,
     fesetround(old);
 }
 
+bool gck_oracle_kind_parse(const char *name, gck_oracle_kind *out) {
+    static const char *const names[] = {"exact", "mpfr", "both"};
+    for (int k = 0; k < 3; k++)
+        if (!strcmp(name, names[k])) {
+            *out = (gck_oracle_kind)k;
+            return true;
+        }
+    return false;
+}
+
 typedef struct chk_job {
     const gck_case *c;
     const gck_support_row *row;
     const gck_check_options *opt;
     const void *A, *B, *C, *D;
+    const gck_exact_plan *plan;
     int64_t first, last;
     gck_check_result r;
     bool ok;
 } chk_job;
+
+/* One thread's oracle(s). */
+typedef struct oracle_h {
+    gck_oracle_kind kind;
+    gck_oracle_ws *mp;
+    gck_exact_ws *ex;
+    const gck_exact_plan *plan;
+    gck_check_result *r;
+} oracle_h;
+
+static bool same_bits(double a, double b) {
+    if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
+    return a == b && signbit(a) == signbit(b);
+}
+
+static void evaluate(oracle_h *o, const gck_case *c, const void *A, const void *B, const void *C,
+                     int64_t bi, int64_t i, int64_t j, bool skip, const double *got,
+                     gck_oracle_eval *out) {
+    if (o->kind != GCK_ORACLE_MPFR) gck_exact_eval(o->plan, o->ex, bi, i, j, skip, got, out);
+    if (o->kind == GCK_ORACLE_EXACT) return;
+    gck_oracle_eval mp;
+    gck_oracle_eval_element(o->mp, c, A, B, C, bi, i, j, skip, got, &mp);
+    if (o->kind == GCK_ORACLE_BOTH &&
+        (!same_bits(mp.value, out->value) || mp.special_input != out->special_input ||
+         !same_bits(mp.abs_error, out->abs_error))) {
+        if (o->r->oracle_disagreements++ == 0)
+            o->r->disagreement = (gck_element_report){.batch = bi, .i = i, .j = j,
+                                                       .got = mp.value, .expected = out->value,
+                                                       .error = mp.abs_error,
+                                                       .bound = out->abs_error};
+    }
+    if (o->kind == GCK_ORACLE_MPFR) *out = mp;
+}
 
 static void note_failure(gck_check_result *r, gck_kind k, const gck_element_report *e) {
     bool first = r->count[k]++ == 0;
@@ -372,9 +417,15 @@ static bool alpha0_may_nan(const gck_case *c, const gck_model *m, const void *A,
 static void *run_chk(void *arg) {
     chk_job *job = arg;
     const gck_case *c = job->c;
-    gck_oracle_ws *ws = gck_oracle_ws_new(c->k);
-    job->ok = ws != NULL;
-    if (!ws) return NULL;
+    oracle_h o = {job->opt->oracle, NULL, NULL, job->plan, &job->r};
+    if (o.kind != GCK_ORACLE_EXACT) o.mp = gck_oracle_ws_new(c->k);
+    if (o.kind != GCK_ORACLE_MPFR) o.ex = gck_exact_ws_new(job->plan);
+    job->ok = (o.kind == GCK_ORACLE_EXACT || o.mp) && (o.kind == GCK_ORACLE_MPFR || o.ex);
+    if (!job->ok) {
+        gck_oracle_ws_free(o.mp);
+        gck_exact_ws_free(o.ex);
+        return NULL;
+    }
     int64_t drs, dcs;
     gck_case_op_strides(c, GCK_D, &drs, &dcs);
     gck_format td = gck_case_type(c, GCK_D);
@@ -385,7 +436,7 @@ static void *run_chk(void *arg) {
         int64_t i = t % c->m, j = (t / c->m) % c->n, bi = t / (c->m * c->n);
         double got = gck_load(job->D, td, bi * sd + i * drs + j * dcs);
         gck_oracle_eval ev;
-        gck_oracle_eval_element(ws, c, job->A, job->B, job->C, bi, i, j, false, &got, &ev);
+        evaluate(&o, c, job->A, job->B, job->C, bi, i, j, false, &got, &ev);
         elem_facts f;
         gather(c, job->row, job->A, job->B, job->C, bi, i, j, ev.value, &f);
         gck_element_report e = {.batch = bi, .i = i, .j = j};
@@ -401,7 +452,7 @@ static void *run_chk(void *arg) {
         if (kind >= 0 && may_skip && isnan(ev.value)) {
             /* The backend may skip terms with a zero factor: the value without them passes. */
             gck_oracle_eval alt;
-            gck_oracle_eval_element(ws, c, job->A, job->B, job->C, bi, i, j, true, &got, &alt);
+            evaluate(&o, c, job->A, job->B, job->C, bi, i, j, true, &got, &alt);
             gck_element_report e2 = e;
             elem_facts f2 = f;
             f2.exact_case = false;
@@ -420,7 +471,8 @@ static void *run_chk(void *arg) {
             r->max_ratio = e;
         if (isfinite(e.tight) && e.tight > r->max_tight) r->max_tight = e.tight;
     }
-    gck_oracle_ws_free(ws);
+    gck_oracle_ws_free(o.mp);
+    gck_exact_ws_free(o.ex);
     return NULL;
 }
 
@@ -440,6 +492,9 @@ static void merge(gck_check_result *into, const gck_check_result *from) {
         (!isfinite(into->max_ratio.error) || from->max_ratio.ratio > into->max_ratio.ratio))
         into->max_ratio = from->max_ratio;
     if (from->max_tight > into->max_tight) into->max_tight = from->max_tight;
+    if (from->oracle_disagreements && !into->oracle_disagreements)
+        into->disagreement = from->disagreement;
+    into->oracle_disagreements += from->oracle_disagreements;
 }
 
 gck_status gck_check_values(const gck_case *c, const gck_support_row *row,
@@ -455,6 +510,11 @@ gck_status gck_check_values(const gck_case *c, const gck_support_row *row,
     int threads = opt->threads > 0 ? opt->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (threads < 1) threads = 1;
     if (threads > total) threads = (int)total;
+    gck_exact_plan *plan = NULL;
+    if (opt->oracle != GCK_ORACLE_MPFR && !(plan = gck_exact_plan_new(c, A, B, C))) {
+        snprintf(msg, len, "out of memory decoding the operands");
+        return GCK_ENOMEM;
+    }
     chk_job *jobs = calloc((size_t)threads, sizeof *jobs);
     pthread_t *tids = calloc((size_t)threads, sizeof *tids);
     bool *running = calloc((size_t)threads, sizeof *running);
@@ -473,6 +533,7 @@ gck_status gck_check_values(const gck_case *c, const gck_support_row *row,
                             .B = B,
                             .C = C,
                             .D = D_got,
+                            .plan = plan,
                             .first = total * t / threads,
                             .last = total * (t + 1) / threads};
         jobs[t].r.max_ratio.error = NAN; /* none yet */
@@ -489,9 +550,18 @@ gck_status gck_check_values(const gck_case *c, const gck_support_row *row,
     free(jobs);
     free(tids);
     free(running);
+    gck_exact_plan_free(plan);
     if (!ok) {
         snprintf(msg, len, "out of memory for the oracle (K = %lld)", (long long)c->k);
         return GCK_ENOMEM;
+    }
+    if (r->oracle_disagreements) {
+        const gck_element_report *e = &r->disagreement;
+        snprintf(msg, len, "the exact and MPFR oracles disagree on %lld element(s); first "
+                 "D[%lld](%lld,%lld): MPFR %a (error %a), exact %a (error %a)",
+                 (long long)r->oracle_disagreements, (long long)e->batch, (long long)e->i,
+                 (long long)e->j, e->got, e->error, e->expected, e->bound);
+        return GCK_EINTERNAL;
     }
     return GCK_OK;
 }

@@ -51,9 +51,20 @@ typedef struct gck_element_report {
 } gck_element_report;
 
 /** Options of a check. */
+/** Which oracle computes the exact results. */
+typedef enum gck_oracle_kind {
+    GCK_ORACLE_EXACT = 0, /**< the integer superaccumulator (default) */
+    GCK_ORACLE_MPFR,      /**< MPFR, the trust anchor */
+    GCK_ORACLE_BOTH       /**< both on every element; any difference is an internal error */
+} gck_oracle_kind;
+
+/** "exact", "mpfr", "both". */
+bool gck_oracle_kind_parse(const char *name, gck_oracle_kind *out);
+
 typedef struct gck_check_options {
-    bool strict_ieee; /**< ignore the zero-skipping leniency of the backend's promises */
-    int threads;      /**< <= 0: one per core */
+    bool strict_ieee;       /**< ignore the zero-skipping leniency of the backend's promises */
+    int threads;            /**< <= 0: one per core */
+    gck_oracle_kind oracle; /**< default GCK_ORACLE_EXACT */
 } gck_check_options;
 
 /** The result of checking one D. */
@@ -68,6 +79,8 @@ typedef struct gck_check_result {
     gck_element_report max_ratio;             /**< the element with the largest error/bound among
                                                    finite errors (error NaN: none) */
     double max_tight;                         /**< the largest tight ratio */
+    int64_t oracle_disagreements;    /**< GCK_ORACLE_BOTH: elements where they differ */
+    gck_element_report disagreement; /**< the first (got: MPFR's value, expected: exact's) */
 } gck_check_result;
 
 /** Check D_got (laid out as the case's D) against the exact result of A, B and C (the values

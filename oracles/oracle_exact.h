@@ -1,0 +1,23 @@
+/* The fast exact oracle's per-element interface for the checker (internal). */
+#ifndef GEMMCHECK_ORACLE_EXACT_H
+#define GEMMCHECK_ORACLE_EXACT_H
+
+#include "gemmcheck/oracle.h"
+#include "oracle_internal.h"
+
+/** A GEMM's operands decoded once (shared, read-only, by every thread). */
+typedef struct gck_exact_plan gck_exact_plan;
+/** One thread's accumulators. */
+typedef struct gck_exact_ws gck_exact_ws;
+
+gck_exact_plan *gck_exact_plan_new(const gck_case *c, const void *A, const void *B,
+                                   const void *C);
+void gck_exact_plan_free(gck_exact_plan *p);
+gck_exact_ws *gck_exact_ws_new(const gck_exact_plan *p);
+void gck_exact_ws_free(gck_exact_ws *w);
+
+/** The same contract as gck_oracle_eval_element, computed with integers. */
+void gck_exact_eval(const gck_exact_plan *p, gck_exact_ws *w, int64_t bi, int64_t i, int64_t j,
+                    bool skip_zero, const double *got, gck_oracle_eval *out);
+
+#endif
