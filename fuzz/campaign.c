@@ -69,7 +69,7 @@ static uint64_t mix64(uint64_t z) {
 static bool spawn(run_ctx *x, slot *s) {
     memset(s, 0, sizeof *s);
     s->w.to = s->w.from = -1;
-    if (!gck_worker_spawn(&s->w, x->o->exe, x->backend, x->o->strict_ieee)) {
+    if (!gck_worker_spawn(&s->w, x->o->exe, x->backend, x->o->strict_ieee, x->o->oracle)) {
         snprintf(x->setup_error, sizeof x->setup_error, "cannot start a worker: %s",
                  strerror(errno));
         return false;

@@ -26,7 +26,8 @@ typedef struct gck_campaign_options {
     double max_flops, max_bytes;
     double timeout_floor; /**< smallest per-call deadline, seconds */
     bool strict_ieee;
-    const char *types; /**< --types, or NULL */
+    const char *oracle; /**< "exact" (default), "mpfr" or "both" */
+    const char *types;  /**< --types, or NULL */
     const char *report_path, *junit_path, *jsonl_path, *corpus_dir;
     bool progress;
     bool stop_on_finding; /**< end the campaign at the first distinct finding */

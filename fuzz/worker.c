@@ -26,6 +26,7 @@ static void on_called(void *ctx) {
 int gck_worker_main(int argc, char **argv) {
     const char *backend = NULL;
     bool strict = false;
+    gck_oracle_kind oracle = GCK_ORACLE_EXACT;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--backend") && i + 1 < argc)
             backend = argv[++i];
@@ -70,7 +71,7 @@ int gck_worker_main(int argc, char **argv) {
             gck_wire_send(GCK_WORKER_OUT_FD, GCK_WIRE_INTERNAL, msg);
             continue;
         }
-        gck_run_options o = {.check = {.strict_ieee = strict, .threads = 1},
+        gck_run_options o = {.check = {.strict_ieee = strict, .threads = 1, .oracle = oracle},
                              .determinism = req->determinism != 0,
                              .concurrency = req->concurrency,
                              .before_call = on_calling,
@@ -89,7 +90,8 @@ int gck_worker_main(int argc, char **argv) {
     return 0;
 }
 
-bool gck_worker_spawn(gck_worker *w, const char *exe, const char *backend, bool strict) {
+bool gck_worker_spawn(gck_worker *w, const char *exe, const char *backend, bool strict,
+                      const char *oracle) {
     int req[2], out[2];
     if (pipe(req) != 0) return false;
     if (pipe(out) != 0) {
@@ -115,8 +117,8 @@ bool gck_worker_spawn(gck_worker *w, const char *exe, const char *backend, bool 
         if (devnull >= 0) dup2(devnull, STDOUT_FILENO);
         for (int fd = 5; fd < 1024; fd++) close(fd);
         signal(SIGINT, SIG_IGN); /* the supervisor decides when a campaign ends */
-        execl(exe, exe, "__worker", "--backend", backend, strict ? "--strict-ieee" : NULL,
-              (char *)NULL);
+        execl(exe, exe, "__worker", "--backend", backend, "--oracle", oracle ? oracle : "exact",
+              strict ? "--strict-ieee" : NULL, (char *)NULL);
         _exit(127);
     }
     close(req[0]);

@@ -39,7 +39,8 @@ typedef struct gck_worker {
 } gck_worker;
 
 /** Start a worker by fork+exec of `exe`. */
-bool gck_worker_spawn(gck_worker *w, const char *exe, const char *backend, bool strict);
+bool gck_worker_spawn(gck_worker *w, const char *exe, const char *backend, bool strict,
+                      const char *oracle);
 /** Kill (SIGKILL) and reap. */
 void gck_worker_kill(gck_worker *w);
 

@@ -28,9 +28,12 @@ void gck_oracle_pass1(const gck_case *c, const void *A, const void *B, const voi
         if (isnan(a) || isnan(b)) {
             nan = true;
         } else if (isinf(a) || isinf(b)) {
-            if (a == 0.0 || b == 0.0) nan = true; /* Inf * 0 */
-            else if (neg != (bool)signbit(c->alpha)) neg_inf = true;
-            else pos_inf = true;
+            if (a == 0.0 || b == 0.0)
+                nan = true; /* Inf * 0 */
+            else if (neg != (bool)signbit(c->alpha))
+                neg_inf = true;
+            else
+                pos_inf = true;
         }
         if (a != 0.0 && b != 0.0) p->any_nonzero = true;
         if (!(a == 0.0 || b == 0.0) || !neg) p->s_neg_zero = false;
@@ -42,10 +45,13 @@ void gck_oracle_pass1(const gck_case *c, const void *A, const void *B, const voi
         gck_case_op_strides(c, GCK_C, &crs, &ccs);
         p->cv = gck_load(gck_oracle_member(C, c->type_c, c->stride_c, bi), c->type_c,
                          i * crs + j * ccs);
-        if (isnan(p->cv)) nan = true;
+        if (isnan(p->cv))
+            nan = true;
         else if (isinf(p->cv)) {
-            if (signbit(p->cv) != signbit(c->beta)) neg_inf = true;
-            else pos_inf = true;
+            if (signbit(p->cv) != signbit(c->beta))
+                neg_inf = true;
+            else
+                pos_inf = true;
         }
         if (p->cv != 0.0) p->any_nonzero = true;
     }

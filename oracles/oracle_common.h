@@ -8,12 +8,12 @@
 #include "gemmcheck/case.h"
 
 typedef struct gck_oracle_pre {
-    bool rab, rc;       /**< A/B read (alpha != 0, K > 0), C read (beta != 0) */
-    bool special;       /**< a NaN or Inf among the used inputs decides the value */
-    double value;       /**< that value (NaN or +-Inf) when special */
-    bool any_nonzero;   /**< a non-zero product, or a non-zero c that is read */
-    bool s_neg_zero;    /**< S is -0: every product a zero of negative sign */
-    double cv;          /**< c_ij when read, else 0 */
+    bool rab, rc;        /**< A/B read (alpha != 0, K > 0), C read (beta != 0) */
+    bool special;        /**< a NaN or Inf among the used inputs decides the value */
+    double value;        /**< that value (NaN or +-Inf) when special */
+    bool any_nonzero;    /**< a non-zero product, or a non-zero c that is read */
+    bool s_neg_zero;     /**< S is -0: every product a zero of negative sign */
+    double cv;           /**< c_ij when read, else 0 */
     const void *Ab, *Bb; /**< batch member bi of A and B (NULL when not read) */
     int64_t ars, acs, brs, bcs;
 } gck_oracle_pre;

@@ -32,13 +32,14 @@ typedef struct dec {
 struct gck_exact_plan {
     const gck_case *c;
     const void *A, *B, *C;
-    int64_t members_a, members_b; /* stored batch members (1 when broadcast) */
-    dec *a, *b;                   /* op(A)[member][i][k], op(B)[member][j][k] */
+    int64_t members_a, members_b;       /* stored batch members (1 when broadcast) */
+    dec *a, *b;                         /* op(A)[member][i][k], op(B)[member][j][k] */
     uint8_t *row_special, *col_special; /* a NaN/Inf in row i of op(A) / column j of op(B) */
-    bool narrow;                  /* every significand has at most 32 bits */
-    int32_t base_s;               /* exponent of bit 0 of the accumulator of S */
+    bool narrow;                        /* every significand has at most 32 bits */
+    int64_t *afix, *bfix;               /* fixed point: a = afix·2^emin_a (NULL: not applicable) */
+    int32_t base_s;                     /* exponent of bit 0 of the accumulator of S */
     int nlimbs_s;
-    int32_t base_f;               /* exponent of bit 0 of the final frame */
+    int32_t base_f; /* exponent of bit 0 of the final frame */
     int nlimbs_f;
     dec alpha, beta;
 };
@@ -47,10 +48,10 @@ static dec decode(double x, int p) {
     dec d = {0, 0, signbit(x) ? 1 : 0};
     if (x == 0.0 || !isfinite(x)) return d;
     int e;
-    double f = frexp(fabs(x), &e);                /* x = f·2^e, f in [0.5, 1) */
-    d.m = (uint64_t)ldexp(f, p);                  /* exact: x has at most p significant bits */
+    double f = frexp(fabs(x), &e); /* x = f·2^e, f in [0.5, 1) */
+    d.m = (uint64_t)ldexp(f, p);   /* exact: x has at most p significant bits */
     d.e = e - p;
-    while (d.m && !(d.m & 1)) {                   /* shortest form keeps products small */
+    while (d.m && !(d.m & 1)) { /* shortest form keeps products small */
         d.m >>= 1;
         d.e++;
     }
@@ -63,13 +64,14 @@ void gck_exact_plan_free(gck_exact_plan *p) {
     if (!p) return;
     free(p->a);
     free(p->b);
+    free(p->afix);
+    free(p->bfix);
     free(p->row_special);
     free(p->col_special);
     free(p);
 }
 
-gck_exact_plan *gck_exact_plan_new(const gck_case *c, const void *A, const void *B,
-                                   const void *C) {
+gck_exact_plan *gck_exact_plan_new(const gck_case *c, const void *A, const void *B, const void *C) {
     gck_exact_plan *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->c = c;
@@ -131,11 +133,34 @@ gck_exact_plan *gck_exact_plan_new(const gck_case *c, const void *A, const void 
     p->base_s = emin_a + emin_b;
     int growth = 2 + bits_of((uint64_t)c->k + 1);
     int32_t top_s = emax_a + emax_b + growth;
-    p->nlimbs_s = (top_s - p->base_s) / 32 + 4;
+    p->nlimbs_s = (top_s - p->base_s) / 32 + 6; /* at least the 5 a 128-bit sum needs */
     for (int64_t t = 0; t < na; t++)
         if (!p->a[t].m) p->a[t].e = emin_a;
     for (int64_t t = 0; t < nb; t++)
         if (!p->b[t].m) p->b[t].e = emin_b;
+    /* Fixed point: when every value of A is an integer multiple of 2^emin_a below 2^62 in
+     * units of it (and the same for B), and the products plus K of headroom fit 126 bits, the
+     * whole sum is one signed 128-bit integer: a multiply and an add per product. (f16 always,
+     * bf16 and f32 with exponents that do not spread too far.) */
+    int wa = emax_a - emin_a, wb = emax_b - emin_b;
+    if (any && wa <= 62 && wb <= 62 && wa + wb + growth <= 125 && na > 0) {
+        p->afix = malloc((size_t)na * sizeof *p->afix);
+        p->bfix = malloc((size_t)nb * sizeof *p->bfix);
+        if (p->afix && p->bfix) {
+            for (int64_t t = 0; t < na; t++) {
+                int64_t v = (int64_t)(p->a[t].m << (p->a[t].e - emin_a));
+                p->afix[t] = p->a[t].neg ? -v : v;
+            }
+            for (int64_t t = 0; t < nb; t++) {
+                int64_t v = (int64_t)(p->b[t].m << (p->b[t].e - emin_b));
+                p->bfix[t] = p->b[t].neg ? -v : v;
+            }
+        } else {
+            free(p->afix);
+            free(p->bfix);
+            p->afix = p->bfix = NULL;
+        }
+    }
     /* the final frame: alpha·S, beta·c, -D̂ and the output grid all fit */
     const gck_format_info *fc = gck_format_get(c->type_c);
     const gck_format_info *fo = gck_format_get(gck_case_type(c, GCK_D));
@@ -151,15 +176,13 @@ gck_exact_plan *gck_exact_plan_new(const gck_case *c, const void *A, const void 
     if (o_hi > hi) hi = o_hi;
     p->base_f = lo - 64; /* room below for the rounding bits */
     p->nlimbs_f = (hi + 64 - p->base_f) / 32 + 6;
+    /* alpha·S writes up to four limbs past each limb of S (negative S: all of them) */
+    int need = (int)(((int64_t)p->base_s + p->alpha.e - p->base_f) >> 5) + p->nlimbs_s + 4;
+    if (need > p->nlimbs_f) p->nlimbs_f = need;
     return p;
 }
 
 /* ---- the superaccumulator ---------------------------------------------------------------- */
-
-typedef struct acc {
-    int64_t *l;
-    int n;
-} acc;
 
 static inline void add64(int64_t *l, int64_t o, uint64_t v, int neg) {
     unsigned __int128 w = (unsigned __int128)v << (o & 31);
@@ -234,9 +257,9 @@ static double round_to(const int64_t *l, int n, int32_t base, gck_format fmt, ui
     int t = top_bit(mag, n);
     *zero = t < 0;
     if (t < 0) return 0.0;
-    int32_t E = base + t; /* 2^E <= |x| < 2^(E+1) */
+    int32_t E = base + t;                                       /* 2^E <= |x| < 2^(E+1) */
     int32_t q = (E > f->emin ? E : f->emin) - f->precision + 1; /* the output grid */
-    int lo = q - base;                                            /* bit index of 2^q */
+    int lo = q - base;                                          /* bit index of 2^q */
     uint64_t N = lo > t ? 0 : bits(mag, n, lo, t - lo + 1);
     int round = bit_at(mag, n, lo - 1);
     bool sticky = any_below(mag, n, lo - 1);
@@ -261,7 +284,7 @@ static double magnitude_up(const int64_t *l, int n, int32_t base, uint32_t *mag)
 /* ---- per element ------------------------------------------------------------------------- */
 
 struct gck_exact_ws {
-    int64_t *s, *f;
+    int64_t *s, *s4, *f;
     uint32_t *mag;
     int ns, nf;
 };
@@ -272,9 +295,10 @@ gck_exact_ws *gck_exact_ws_new(const gck_exact_plan *p) {
     w->ns = p->nlimbs_s;
     w->nf = p->nlimbs_f;
     w->s = malloc((size_t)w->ns * sizeof *w->s);
+    w->s4 = malloc((size_t)(4 * w->ns) * sizeof *w->s4);
     w->f = malloc((size_t)w->nf * sizeof *w->f);
     w->mag = malloc((size_t)(w->nf > w->ns ? w->nf : w->ns) * sizeof *w->mag);
-    if (!w->s || !w->f || !w->mag) {
+    if (!w->s || !w->s4 || !w->f || !w->mag) {
         gck_exact_ws_free(w);
         return NULL;
     }
@@ -284,28 +308,53 @@ gck_exact_ws *gck_exact_ws_new(const gck_exact_plan *p) {
 void gck_exact_ws_free(gck_exact_ws *w) {
     if (!w) return;
     free(w->s);
+    free(w->s4);
     free(w->f);
     free(w->mag);
     free(w);
 }
 
-/* S = sum_k a_ik b_kj into w->s (limbs, bit 0 at 2^base_s). */
-static void accumulate(const gck_exact_plan *p, gck_exact_ws *w, int64_t ma, int64_t mb,
-                       int64_t i, int64_t j) {
+/* S = sum_k a_ik b_kj into w->s (limbs, bit 0 at 2^base_s). Four accumulators, used in turn,
+ * keep consecutive products from waiting on each other's additions. */
+static void accumulate(const gck_exact_plan *p, gck_exact_ws *w, int64_t ma, int64_t mb, int64_t i,
+                       int64_t j) {
     const gck_case *c = p->c;
-    const dec *ar = p->a + (ma * c->m + i) * c->k, *bc = p->b + (mb * c->n + j) * c->k;
     int64_t *l = w->s;
-    memset(l, 0, (size_t)w->ns * sizeof *l);
+    int n = w->ns;
+    int64_t K = c->k;
+    if (p->afix) {
+        const int64_t *a = p->afix + (ma * c->m + i) * K, *b = p->bfix + (mb * c->n + j) * K;
+        __int128 s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        int64_t k = 0;
+        for (; k + 4 <= K; k += 4) {
+            s0 += (__int128)a[k] * b[k];
+            s1 += (__int128)a[k + 1] * b[k + 1];
+            s2 += (__int128)a[k + 2] * b[k + 2];
+            s3 += (__int128)a[k + 3] * b[k + 3];
+        }
+        for (; k < K; k++) s0 += (__int128)a[k] * b[k];
+        __int128 sum = (s0 + s1) + (s2 + s3);
+        memset(l, 0, (size_t)n * sizeof *l);
+        unsigned __int128 u = (unsigned __int128)sum;
+        for (int q = 0; q < 4; q++) l[q] = (int64_t)(uint32_t)(u >> (32 * q));
+        if (sum < 0) l[4] = -1; /* two's complement: the limbs above are all ones */
+        normalize(l, n);
+        return;
+    }
+    const dec *ar = p->a + (ma * c->m + i) * K, *bc = p->b + (mb * c->n + j) * K;
+    int64_t *acc[4] = {w->s4, w->s4 + n, w->s4 + 2 * n, w->s4 + 3 * n};
+    memset(w->s4, 0, (size_t)(4 * n) * sizeof *w->s4);
     int32_t base = p->base_s;
     if (p->narrow) {
-        for (int64_t k = 0; k < c->k; k++)
-            add64(l, ar[k].e + bc[k].e - base, ar[k].m * bc[k].m, ar[k].neg ^ bc[k].neg);
+        for (int64_t k = 0; k < K; k++)
+            add64(acc[k & 3], ar[k].e + bc[k].e - base, ar[k].m * bc[k].m, ar[k].neg ^ bc[k].neg);
     } else {
-        for (int64_t k = 0; k < c->k; k++)
-            add128(l, ar[k].e + bc[k].e - base, (unsigned __int128)ar[k].m * bc[k].m,
+        for (int64_t k = 0; k < K; k++)
+            add128(acc[k & 3], ar[k].e + bc[k].e - base, (unsigned __int128)ar[k].m * bc[k].m,
                    ar[k].neg ^ bc[k].neg);
     }
-    normalize(l, w->ns);
+    for (int q = 0; q < n; q++) l[q] = acc[0][q] + acc[1][q] + acc[2][q] + acc[3][q];
+    normalize(l, n);
 }
 
 /* The final frame: alpha·S + beta·c (- got). */
@@ -357,8 +406,8 @@ void gck_exact_eval(const gck_exact_plan *p, gck_exact_ws *w, int64_t bi, int64_
     }
     out->special_input = false;
     out->abs_error = NAN;
-    bool special = (rab && (p->row_special[ma * c->m + i] || p->col_special[mb * c->n + j])) ||
-                   !isfinite(cv);
+    bool special =
+        (rab && (p->row_special[ma * c->m + i] || p->col_special[mb * c->n + j])) || !isfinite(cv);
     gck_oracle_pre pre;
     if (special) {
         gck_oracle_pass1(c, p->A, p->B, p->C, bi, i, j, skip_zero, &pre);
@@ -413,8 +462,8 @@ static void *run_ex(void *arg) {
     return NULL;
 }
 
-gck_status gck_oracle_exact(const gck_case *c, const void *A, const void *B, const void *C,
-                            void *D, int threads, char *msg, size_t msg_len) {
+gck_status gck_oracle_exact(const gck_case *c, const void *A, const void *B, const void *C, void *D,
+                            int threads, char *msg, size_t msg_len) {
     gck_status s = gck_case_validate(c, msg, msg_len);
     if (s != GCK_OK) return s;
     if (c->d_is_c && D != C) {

@@ -10,8 +10,7 @@ typedef struct gck_exact_plan gck_exact_plan;
 /** One thread's accumulators. */
 typedef struct gck_exact_ws gck_exact_ws;
 
-gck_exact_plan *gck_exact_plan_new(const gck_case *c, const void *A, const void *B,
-                                   const void *C);
+gck_exact_plan *gck_exact_plan_new(const gck_case *c, const void *A, const void *B, const void *C);
 void gck_exact_plan_free(gck_exact_plan *p);
 gck_exact_ws *gck_exact_ws_new(const gck_exact_plan *p);
 void gck_exact_ws_free(gck_exact_ws *w);

@@ -64,7 +64,6 @@ static void ws_free(oracle_ws *w) {
     mpfr_clears(w->alpha, w->beta, w->a, w->b, w->ab, w->z, w->r, w->err, (mpfr_ptr)0);
 }
 
-
 /* Round the exact sum of the n terms once to `out` and return it as a double. */
 static double round_sum(oracle_ws *w, size_t n, gck_format out) {
     const gck_format_info *f = gck_format_get(out);

@@ -254,6 +254,7 @@ typedef struct chk_job {
     const gck_check_options *opt;
     const void *A, *B, *C, *D;
     const gck_exact_plan *plan;
+    const uint8_t *rows, *cols; /* sampling masks (NULL: every element) */
     int64_t first, last;
     gck_check_result r;
     bool ok;
@@ -284,10 +285,13 @@ static void evaluate(oracle_h *o, const gck_case *c, const void *A, const void *
         (!same_bits(mp.value, out->value) || mp.special_input != out->special_input ||
          !same_bits(mp.abs_error, out->abs_error))) {
         if (o->r->oracle_disagreements++ == 0)
-            o->r->disagreement = (gck_element_report){.batch = bi, .i = i, .j = j,
-                                                       .got = mp.value, .expected = out->value,
-                                                       .error = mp.abs_error,
-                                                       .bound = out->abs_error};
+            o->r->disagreement = (gck_element_report){.batch = bi,
+                                                      .i = i,
+                                                      .j = j,
+                                                      .got = mp.value,
+                                                      .expected = out->value,
+                                                      .error = mp.abs_error,
+                                                      .bound = out->abs_error};
     }
     if (o->kind == GCK_ORACLE_MPFR) *out = mp;
 }
@@ -434,6 +438,7 @@ static void *run_chk(void *arg) {
     gck_check_result *r = &job->r;
     for (int64_t t = job->first; t < job->last; t++) {
         int64_t i = t % c->m, j = (t / c->m) % c->n, bi = t / (c->m * c->n);
+        if (job->rows && !job->rows[i] && !job->cols[j]) continue;
         double got = gck_load(job->D, td, bi * sd + i * drs + j * dcs);
         gck_oracle_eval ev;
         evaluate(&o, c, job->A, job->B, job->C, bi, i, j, false, &got, &ev);
@@ -510,6 +515,32 @@ gck_status gck_check_values(const gck_case *c, const gck_support_row *row,
     int threads = opt->threads > 0 ? opt->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (threads < 1) threads = 1;
     if (threads > total) threads = (int)total;
+    /* Large GEMMs: every element of the first and last rows and columns and of a random
+     * sample of rows and columns (deterministic: drawn from the case's shape). */
+    uint8_t *rows = NULL, *cols = NULL;
+    double cost = (double)c->m * (double)c->n * (double)c->k * (double)c->batch;
+    double above = opt->sample_above > 0 ? opt->sample_above : 2147483648.0;
+    r->total_elements = total;
+    if (cost > above && c->m > 2 && c->n > 2) {
+        rows = calloc((size_t)c->m, 1);
+        cols = calloc((size_t)c->n, 1);
+        if (!rows || !cols) {
+            free(rows);
+            free(cols);
+            snprintf(msg, len, "out of memory");
+            return GCK_ENOMEM;
+        }
+        int lines = opt->sample_lines > 0 ? opt->sample_lines : 16;
+        rows[0] = rows[c->m - 1] = cols[0] = cols[c->n - 1] = 1;
+        uint64_t h = (uint64_t)c->m * 0x9e3779b97f4a7c15ull ^ (uint64_t)c->n ^ (uint64_t)c->k << 20;
+        for (int l = 0; l < lines; l++) {
+            h = h * 6364136223846793005ull + 1442695040888963407ull;
+            rows[(h >> 33) % (uint64_t)c->m] = 1;
+            h = h * 6364136223846793005ull + 1442695040888963407ull;
+            cols[(h >> 33) % (uint64_t)c->n] = 1;
+        }
+        r->sampled = true;
+    }
     gck_exact_plan *plan = NULL;
     if (opt->oracle != GCK_ORACLE_MPFR && !(plan = gck_exact_plan_new(c, A, B, C))) {
         snprintf(msg, len, "out of memory decoding the operands");
@@ -534,6 +565,8 @@ gck_status gck_check_values(const gck_case *c, const gck_support_row *row,
                             .C = C,
                             .D = D_got,
                             .plan = plan,
+                            .rows = rows,
+                            .cols = cols,
                             .first = total * t / threads,
                             .last = total * (t + 1) / threads};
         jobs[t].r.max_ratio.error = NAN; /* none yet */
@@ -551,13 +584,16 @@ gck_status gck_check_values(const gck_case *c, const gck_support_row *row,
     free(tids);
     free(running);
     gck_exact_plan_free(plan);
+    free(rows);
+    free(cols);
     if (!ok) {
         snprintf(msg, len, "out of memory for the oracle (K = %lld)", (long long)c->k);
         return GCK_ENOMEM;
     }
     if (r->oracle_disagreements) {
         const gck_element_report *e = &r->disagreement;
-        snprintf(msg, len, "the exact and MPFR oracles disagree on %lld element(s); first "
+        snprintf(msg, len,
+                 "the exact and MPFR oracles disagree on %lld element(s); first "
                  "D[%lld](%lld,%lld): MPFR %a (error %a), exact %a (error %a)",
                  (long long)r->oracle_disagreements, (long long)e->batch, (long long)e->i,
                  (long long)e->j, e->got, e->error, e->expected, e->bound);

@@ -41,6 +41,8 @@ static const char fuzz_help[] =
     "  --max-flops X       per-case budget for m*n*k*batch (1e6); --max-bytes X (6.4e7)\n"
     "  --timeout-floor S   smallest per-call deadline (5 s; more for costly cases)\n"
     "  --strict-ieee       no zero-skipping leniency\n"
+    "  --oracle KIND       exact (default: the integer superaccumulator), mpfr, or both (every\n"
+    "                      element by both; a difference is an internal error)\n"
     "  --stop-on-finding   end the campaign at the first distinct finding\n"
     "\n"
     "Exit status: 0 no findings, 1 findings, 2 usage or set-up error, 3 internal error.\n";
@@ -119,7 +121,8 @@ int gck_cmd_fuzz(int argc, char **argv) {
                    gck_opt_value(&sc, "--concurrency-share", &conc_share) ||
                    gck_opt_value(&sc, "--max-flops", &flops) ||
                    gck_opt_value(&sc, "--max-bytes", &bytes) ||
-                   gck_opt_value(&sc, "--timeout-floor", &tfloor)) {
+                   gck_opt_value(&sc, "--timeout-floor", &tfloor) ||
+                   gck_opt_value(&sc, "--oracle", &o.oracle)) {
             if (sc.error) return GCK_EXIT_USAGE;
         } else {
             return gck_cli_usage_error(cmd, "unknown argument '%s' (see gemmcheck fuzz --help)", a);
@@ -156,6 +159,9 @@ int gck_cmd_fuzz(int argc, char **argv) {
     if (bytes && !parse_real(cmd, "--max-bytes", bytes, 4096, &o.max_bytes)) return GCK_EXIT_USAGE;
     if (tfloor && !parse_real(cmd, "--timeout-floor", tfloor, 0.1, &o.timeout_floor))
         return GCK_EXIT_USAGE;
+    gck_oracle_kind ok;
+    if (o.oracle && !gck_oracle_kind_parse(o.oracle, &ok))
+        return gck_cli_usage_error(cmd, "--oracle '%s' must be exact, mpfr or both", o.oracle);
     /* shards: --shard I/N, else a Slurm job array */
     o.shard_index = o.shard_count = 1;
     if (shard) {

@@ -14,7 +14,7 @@
 static const char oracle_help[] =
     "usage: gemmcheck oracle --a A.npy --b B.npy [--c C.npy] --out-type T --out D.npy\n"
     "                        [--alpha X] [--beta Y] [--transa N|T] [--transb N|T]\n"
-    "                        [--a-type T] [--b-type T] [--c-type T] [--threads N]\n"
+    "                        [--a-type T] [--b-type T] [--c-type T] [--threads N] [--oracle K]\n"
     "\n"
     "Computes D = alpha*op(A)*op(B) + beta*C exactly and rounds it once to the output type\n"
     "(round to nearest even, subnormals, overflow to +-Inf), with BLAS/IEEE special-value\n"
@@ -30,6 +30,8 @@ static const char oracle_help[] =
     "  --out-type T         f16, bf16, f32 or f64; bf16 output is written as <u2\n"
     "  --out FILE           the (M, N) result\n"
     "  --threads N          worker threads (default: one per core)\n"
+    "  --oracle KIND        exact (default: integer superaccumulator), mpfr, or both (compared;\n"
+    "                       a difference is an internal error, exit 3)\n"
     "\n"
     "Exit status: 0 success, 2 bad arguments or input files, 3 internal error.\n";
 
@@ -101,7 +103,22 @@ static int parse_trans(const char *opt, const char *v, gck_op *out) {
 }
 
 static int run(const char **o) {
-    enum { A, B, C, ATYPE, BTYPE, CTYPE, OUTTYPE, OUT, ALPHA, BETA, TRANSA, TRANSB, THREADS };
+    enum {
+        A,
+        B,
+        C,
+        ATYPE,
+        BTYPE,
+        CTYPE,
+        OUTTYPE,
+        OUT,
+        ALPHA,
+        BETA,
+        TRANSA,
+        TRANSB,
+        THREADS,
+        ORACLE
+    };
     if (!o[A]) return gck_cli_usage_error(cmd, "missing --a (see gemmcheck oracle --help)");
     if (!o[B]) return gck_cli_usage_error(cmd, "missing --b (see gemmcheck oracle --help)");
     if (!o[OUTTYPE])
@@ -121,6 +138,9 @@ static int run(const char **o) {
     if (beta != 0.0 && !o[C]) return gck_cli_usage_error(cmd, "--beta %s needs --c", o[BETA]);
     if (o[CTYPE] && !o[C]) return gck_cli_usage_error(cmd, "--c-type given without --c");
     long long threads = 0;
+    gck_oracle_kind okind = GCK_ORACLE_EXACT;
+    if (o[ORACLE] && !gck_oracle_kind_parse(o[ORACLE], &okind))
+        return gck_cli_usage_error(cmd, "--oracle '%s' must be exact, mpfr or both", o[ORACLE]);
     if (o[THREADS] && (!gck_parse_count(o[THREADS], &threads) || threads > 4096))
         return gck_cli_usage_error(cmd, "--threads '%s' is not a count from 0 to 4096", o[THREADS]);
     gck_op ta, tb;
@@ -207,9 +227,29 @@ static int run(const char **o) {
     }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    gck_status s = gck_oracle_mpfr(&gc, a.data, b.data, o[C] ? c.data : NULL, d, (int)threads, msg,
-                                   sizeof msg);
+    const void *cdata = o[C] ? c.data : NULL;
+    gck_status s =
+        okind == GCK_ORACLE_MPFR
+            ? gck_oracle_mpfr(&gc, a.data, b.data, cdata, d, (int)threads, msg, sizeof msg)
+            : gck_oracle_exact(&gc, a.data, b.data, cdata, d, (int)threads, msg, sizeof msg);
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (s == GCK_OK && okind == GCK_ORACLE_BOTH) {
+        /* every element by both oracles: a difference is a bug in gemmcheck */
+        void *d2 = calloc(dbytes ? dbytes : 1, 1);
+        if (!d2) {
+            rc = gck_cli_usage_error(cmd, "cannot allocate a second %zu-byte result", dbytes);
+            goto done;
+        }
+        s = gck_oracle_mpfr(&gc, a.data, b.data, cdata, d2, (int)threads, msg, sizeof msg);
+        if (s == GCK_OK && memcmp(d, d2, dbytes) != 0) {
+            size_t e = 0;
+            while (e + esz <= dbytes && !memcmp((char *)d + e, (char *)d2 + e, esz)) e += esz;
+            snprintf(msg, sizeof msg, "the exact and MPFR oracles disagree at element %zu of D",
+                     e / esz);
+            s = GCK_EINTERNAL;
+        }
+        free(d2);
+    }
     if (s == GCK_ENOMEM) {
         rc = gck_cli_usage_error(cmd, "%s", msg);
         goto done;
@@ -230,11 +270,14 @@ static int run(const char **o) {
     }
     double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     printf("gemmcheck oracle: D(%" PRId64 "x%" PRId64 ") = %.17g*op(A)*op(B)%s%s, K=%" PRId64
-           ", %s x %s%s%s -> %s, %" PRId64 " elements rounded once (MPFR) in %.3f s -> %s\n",
+           ", %s x %s%s%s -> %s, %" PRId64 " elements rounded once (%s oracle) in %.3f s -> %s\n",
            m, n, alpha, o[C] ? " + beta*C, beta=" : "", o[C] ? o[BETA] ? o[BETA] : "0" : "", ka,
            gck_format_get(tA)->name, gck_format_get(tB)->name, o[C] ? " + " : "",
-           o[C] ? gck_format_get(tC)->name : "", gck_format_get(out_type)->name, m * n, secs,
-           o[OUT]);
+           o[C] ? gck_format_get(tC)->name : "", gck_format_get(out_type)->name, m * n,
+           okind == GCK_ORACLE_MPFR   ? "MPFR"
+           : okind == GCK_ORACLE_BOTH ? "exact and MPFR"
+                                      : "exact",
+           secs, o[OUT]);
     rc = GCK_EXIT_OK;
 done:
     gck_npy_free(&a);
@@ -246,8 +289,8 @@ done:
 
 int gck_cmd_oracle(int argc, char **argv) {
     static const char *const names[] = {
-        "--a",   "--b",     "--c",    "--a-type", "--b-type", "--c-type", "--out-type",
-        "--out", "--alpha", "--beta", "--transa", "--transb", "--threads"};
+        "--a",   "--b",     "--c",    "--a-type", "--b-type", "--c-type",  "--out-type",
+        "--out", "--alpha", "--beta", "--transa", "--transb", "--threads", "--oracle"};
     enum { NOPT = sizeof names / sizeof names[0] };
     const char *vals[NOPT] = {0};
     gck_opt_scan s = {cmd, argc, argv, 1, false};

@@ -15,7 +15,7 @@ static const char repro_help[] =
     "usage: gemmcheck repro --backend SPEC [--dump DIR] [--strict-ieee] [--no-rerun]\n"
     "                       [--no-guard-page]\n"
     "                       [--no-guard-page]\n"
-    "                       [--timeout SECONDS] [--threads N] 'gck1 ...'\n"
+    "                       [--timeout SECONDS] [--threads N] [--oracle KIND] 'gck1 ...'\n"
     "\n"
     "Runs one case (a reproducer string, docs/REPRO.md) on one backend in a child process and\n"
     "prints the verdict: pass, unsupported, or its findings with the worst elements and the\n"
@@ -33,6 +33,7 @@ static const char repro_help[] =
     "                     is a read past the end of an operand\n"
     "  --timeout SECONDS  deadline of one backend call (default: from the case's cost, >= 10)\n"
     "  --threads N        checker threads (default: one per core)\n"
+    "  --oracle KIND      exact (default), mpfr, or both (a difference is an internal error)\n"
     "\n"
     "Exit status: 0 pass or unsupported, 1 findings, 2 usage or set-up error (bad string,\n"
     "unknown or unavailable backend), 3 internal error.\n";
@@ -75,6 +76,12 @@ static int report(const char *backend, const char *repro, const char *version,
                " magnitude-only, %" PRId64 " passed by a declared leniency); max tight ratio "
                "%.3g\n",
                c->elements, c->exact_elements, c->degenerate, c->lenient, c->max_tight);
+        if (c->sampled)
+            printf("sampled:  %" PRId64 " of %" PRId64 " elements (%.2f%%): every element of the "
+                   "first and last and of random rows and columns\n",
+                   c->elements, c->total_elements,
+                   100.0 * (double)c->elements /
+                       (double)(c->total_elements ? c->total_elements : 1));
         if (isfinite(c->max_ratio.error)) print_element("max error/bound", &c->max_ratio);
     }
     printf("call:     %.6f s\n", r->call_seconds);
@@ -94,7 +101,8 @@ static int crash_or_hang(const char *backend, const char *repro, gck_kind kind,
 }
 
 int gck_cmd_repro(int argc, char **argv) {
-    const char *backend = NULL, *dump = NULL, *timeout = NULL, *threads = NULL, *text = NULL;
+    const char *backend = NULL, *dump = NULL, *timeout = NULL, *threads = NULL, *text = NULL,
+               *oracle = NULL;
     bool strict = false, rerun = true, no_guard = false;
     gck_opt_scan sc = {cmd, argc, argv, 1, false};
     for (; sc.i < argc; sc.i++) {
@@ -111,7 +119,8 @@ int gck_cmd_repro(int argc, char **argv) {
             no_guard = true;
         else if (gck_opt_value(&sc, "--backend", &backend) || gck_opt_value(&sc, "--dump", &dump) ||
                  gck_opt_value(&sc, "--timeout", &timeout) ||
-                 gck_opt_value(&sc, "--threads", &threads)) {
+                 gck_opt_value(&sc, "--threads", &threads) ||
+                 gck_opt_value(&sc, "--oracle", &oracle)) {
             if (sc.error) return GCK_EXIT_USAGE;
         } else if (a[0] == '-' && a[1] == '-')
             return gck_cli_usage_error(cmd, "unknown option '%s' (see gemmcheck repro --help)", a);
@@ -131,6 +140,9 @@ int gck_cmd_repro(int argc, char **argv) {
     if (timeout && (!gck_parse_double(timeout, &limit) || limit <= 0))
         return gck_cli_usage_error(cmd, "--timeout '%s' is not a positive number of seconds",
                                    timeout);
+    gck_oracle_kind okind = GCK_ORACLE_EXACT;
+    if (oracle && !gck_oracle_kind_parse(oracle, &okind))
+        return gck_cli_usage_error(cmd, "--oracle '%s' must be exact, mpfr or both", oracle);
     long long nthreads = 0;
     if (threads && (!gck_parse_count(threads, &nthreads) || nthreads > 4096))
         return gck_cli_usage_error(cmd, "--threads '%s' is not a count from 0 to 4096", threads);
@@ -143,10 +155,11 @@ int gck_cmd_repro(int argc, char **argv) {
     char repro[2048];
     gck_spec_format(&spec, repro, sizeof repro);
 
-    gck_run_options o = {.check = {.strict_ieee = strict, .threads = (int)nthreads},
-                         .determinism = rerun,
-                         .no_guard_page = no_guard,
-                         .dump_dir = dump};
+    gck_run_options o = {
+        .check = {.strict_ieee = strict, .threads = (int)nthreads, .oracle = okind},
+        .determinism = rerun,
+        .no_guard_page = no_guard,
+        .dump_dir = dump};
     gck_isolated_result *res = malloc(sizeof *res);
     if (!res) {
         fprintf(stderr, "gemmcheck repro: out of memory\n");

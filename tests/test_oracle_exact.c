@@ -81,7 +81,8 @@ Test(oracle_exact, equals_mpfr_bit_for_bit_on_a_million_elements) {
                 specials += isnan(x);
                 infs += isinf(x);
                 zeros += x == 0;
-                subnormal += x != 0 && isfinite(x) && fabs(x) < gck_format_get(c.type_d)->min_normal;
+                subnormal +=
+                    x != 0 && isfinite(x) && fabs(x) < gck_format_get(c.type_d)->min_normal;
             }
         cases++;
         free(A);
@@ -90,8 +91,10 @@ Test(oracle_exact, equals_mpfr_bit_for_bit_on_a_million_elements) {
         free(D1);
         free(D2);
     }
-    fprintf(stderr, "[exact vs MPFR] %ld cases, %ld elements bit-identical (%ld NaN, %ld Inf, %ld "
-            "zero, %ld subnormal results)\n", cases, elements, specials, infs, zeros, subnormal);
+    fprintf(stderr,
+            "[exact vs MPFR] %ld cases, %ld elements bit-identical (%ld NaN, %ld Inf, %ld "
+            "zero, %ld subnormal results)\n",
+            cases, elements, specials, infs, zeros, subnormal);
 }
 
 Test(oracle_exact, both_mode_agrees_on_values_and_exact_errors_over_the_grid) {
@@ -121,4 +124,50 @@ Test(oracle_exact, both_mode_agrees_on_values_and_exact_errors_over_the_grid) {
     }
     fprintf(stderr, "[oracle both] %ld elements: exact and MPFR values and errors identical\n",
             checked);
+}
+
+Test(oracle_exact, large_gemms_check_a_sample_including_every_edge_row_and_column) {
+    gck_case c;
+    gck_case_init(&c, 60, 50, 30);
+    c.type_a = c.type_b = c.type_c = c.type_d = c.compute = GCK_F32;
+    c.scale_type = GCK_F32;
+    c.beta = 1;
+    gck_spec s;
+    gck_spec_init(&s, &c);
+    float *A = alloc_elems(GCK_F32, 60 * 30), *B = alloc_elems(GCK_F32, 30 * 50),
+          *C = alloc_elems(GCK_F32, 60 * 50), *D = alloc_elems(GCK_F32, 60 * 50);
+    gck_spec_fill(&s, GCK_A, A);
+    gck_spec_fill(&s, GCK_B, B);
+    gck_spec_fill(&s, GCK_C, C);
+    memcpy(D, C, sizeof(float) * 60 * 50);
+    gck_ref_model m = gck_ref_model_default(GCK_F32);
+    char msg[256];
+    cr_assert_eq(gck_ref_gemm(&c, &m, A, B, D, D, msg, sizeof msg), GCK_OK);
+    gck_support_row row = {
+        GCK_F32,
+        GCK_F32,
+        GCK_F32,
+        GCK_F32,
+        GCK_F32,
+        {.compute = GCK_F32, .inputs_rounded = true, .input_format = GCK_F32, .epilogue = GCK_F32},
+        GCK_PROMISE_BETA0_NO_READ_C,
+        "test"};
+    gck_check_options o = {.threads = 2, .sample_above = 1000, .sample_lines = 4};
+    gck_check_result r;
+    D[59 + 49 * 60] *= 1.5f; /* the last element: on the last row and column, always checked */
+    cr_assert_eq(gck_check_values(&c, &row, &o, A, B, C, D, &r, msg, sizeof msg), GCK_OK, "%s",
+                 msg);
+    cr_expect(r.sampled);
+    cr_expect_eq(r.total_elements, 3000);
+    cr_expect(r.elements < 3000 && r.elements >= 60 * 2 + 50 * 2 - 4, "%lld",
+              (long long)r.elements);
+    cr_expect_eq(r.count[GCK_KIND_OUT_OF_TOLERANCE], 1);
+    o.sample_above = 0; /* default threshold: this case is checked in full */
+    cr_assert_eq(gck_check_values(&c, &row, &o, A, B, C, D, &r, msg, sizeof msg), GCK_OK);
+    cr_expect(!r.sampled);
+    cr_expect_eq(r.elements, 3000);
+    free(A);
+    free(B);
+    free(C);
+    free(D);
 }

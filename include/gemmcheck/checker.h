@@ -65,6 +65,10 @@ typedef struct gck_check_options {
     bool strict_ieee;       /**< ignore the zero-skipping leniency of the backend's promises */
     int threads;            /**< <= 0: one per core */
     gck_oracle_kind oracle; /**< default GCK_ORACLE_EXACT */
+    double sample_above;    /**< above this m*n*k*batch, check every element of a sample of
+                                 rows and columns (the first and last ones included) instead
+                                 of all; <= 0: 2^31 */
+    int sample_lines;       /**< random rows and columns in the sample (<= 0: 16) */
 } gck_check_options;
 
 /** The result of checking one D. */
@@ -79,7 +83,9 @@ typedef struct gck_check_result {
     gck_element_report max_ratio;             /**< the element with the largest error/bound among
                                                    finite errors (error NaN: none) */
     double max_tight;                         /**< the largest tight ratio */
-    int64_t oracle_disagreements;    /**< GCK_ORACLE_BOTH: elements where they differ */
+    int64_t total_elements;                   /**< elements of D (checked or not) */
+    bool sampled;                             /**< only a sample of rows and columns was checked */
+    int64_t oracle_disagreements;             /**< GCK_ORACLE_BOTH: elements where they differ */
     gck_element_report disagreement; /**< the first (got: MPFR's value, expected: exact's) */
 } gck_check_result;
 

@@ -24,8 +24,8 @@ gck_status gck_oracle_mpfr(const gck_case *c, const void *A, const void *B, cons
 /** The same result as gck_oracle_mpfr, bit for bit, computed with an integer superaccumulator
  *  (A and B decoded once, products added exactly, one rounding from the integer); tens of times
  *  faster. The default oracle of the checker and of `gemmcheck oracle`. */
-gck_status gck_oracle_exact(const gck_case *c, const void *A, const void *B, const void *C,
-                            void *D, int threads, char *msg, size_t msg_len);
+gck_status gck_oracle_exact(const gck_case *c, const void *A, const void *B, const void *C, void *D,
+                            int threads, char *msg, size_t msg_len);
 
 /** One element: the oracle's value of D(i, j) of batch member `b`, as an exact double holding
  *  the value of D's type. The case must be valid. */
