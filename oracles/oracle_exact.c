@@ -36,6 +36,7 @@ struct gck_exact_plan {
     dec *a, *b;                         /* op(A)[member][i][k], op(B)[member][j][k] */
     uint8_t *row_special, *col_special; /* a NaN/Inf in row i of op(A) / column j of op(B) */
     bool narrow;                        /* every significand has at most 32 bits */
+    bool no_products; /* A or B holds no non-zero finite value: every product is 0 */
     int64_t *afix, *bfix;               /* fixed point: a = afix·2^emin_a (NULL: not applicable) */
     int32_t base_s;                     /* exponent of bit 0 of the accumulator of S */
     int nlimbs_s;
@@ -129,6 +130,7 @@ gck_exact_plan *gck_exact_plan_new(const gck_case *c, const void *A, const void 
     p->narrow = mbits <= 32;
     bool any = emin_a != INT32_MAX && emin_b != INT32_MAX;
     if (!any) emin_a = emin_b = emax_a = emax_b = 0;
+    p->no_products = !any;
     /* zeros get the frame's base exponent, so that adding their 0 stays inside the frame */
     p->base_s = emin_a + emin_b;
     int growth = 2 + bits_of((uint64_t)c->k + 1);
@@ -322,6 +324,10 @@ static void accumulate(const gck_exact_plan *p, gck_exact_ws *w, int64_t ma, int
     int64_t *l = w->s;
     int n = w->ns;
     int64_t K = c->k;
+    if (p->no_products) {
+        memset(l, 0, (size_t)n * sizeof *l);
+        return;
+    }
     if (p->afix) {
         const int64_t *a = p->afix + (ma * c->m + i) * K, *b = p->bfix + (mb * c->n + j) * K;
         __int128 s0 = 0, s1 = 0, s2 = 0, s3 = 0;
