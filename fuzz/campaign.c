@@ -35,6 +35,8 @@ typedef struct slot {
     uint64_t case_no;
     gck_spec spec;
     bool requested;
+    bool confirming;     /* re-running a case that missed its deadline once */
+    bool retry_pending;  /* dispatch s->spec again (in a fresh worker) instead of a new case */
 } slot;
 
 typedef struct run_ctx {
@@ -55,6 +57,7 @@ typedef struct run_ctx {
     size_t nprelude, next_prelude;
     uint64_t next_index;
     int64_t dispatched;
+    int64_t retried_calls; /* deadlines missed once, then met */
     char setup_error[1024];
 } run_ctx;
 
@@ -67,7 +70,10 @@ static uint64_t mix64(uint64_t z) {
 
 /* Start a worker and read its handshake (READY, TABLE, rows); false with a reason. */
 static bool spawn(run_ctx *x, slot *s) {
-    memset(s, 0, sizeof *s);
+    /* a fresh worker; the case fields survive (a retry runs the same case again) */
+    s->alive = s->busy = s->in_call = s->called = false;
+    s->deadline = 0;
+    s->w.pid = -1;
     s->w.to = s->w.from = -1;
     if (!gck_worker_spawn(&s->w, x->o->exe, x->backend, x->o->strict_ieee, x->o->oracle)) {
         snprintf(x->setup_error, sizeof x->setup_error, "cannot start a worker: %s",
@@ -280,8 +286,15 @@ static bool next_case(run_ctx *x, gck_spec *s, uint64_t *case_no, bool *requeste
 static bool dispatch(run_ctx *x, slot *s) {
     gck_fuzz_request req;
     memset(&req, 0, sizeof req);
-    bool requested;
-    next_case(x, &s->spec, &s->case_no, &requested);
+    bool requested = s->requested;
+    if (s->retry_pending) {
+        s->retry_pending = false; /* the same case again: spec, case number, flags */
+        s->confirming = true;
+    } else {
+        next_case(x, &s->spec, &s->case_no, &requested);
+        s->confirming = false;
+        x->dispatched++;
+    }
     s->requested = requested;
     req.id = s->case_no;
     uint64_t h = mix64(x->o->seed ^ mix64(s->case_no + 77));
@@ -295,7 +308,6 @@ static bool dispatch(run_ctx *x, slot *s) {
     s->called = false;
     /* until the first CALLING: set-up of the case (allocation, filling) */
     s->deadline = gck_wire_now() + 60.0 + call_timeout(x, &s->spec);
-    x->dispatched++;
     return true;
 }
 
@@ -473,7 +485,19 @@ static bool run_backend(run_ctx *x) {
         now = gck_wire_now();
         for (int j = 0; j < jobs; j++) {
             slot *s = &slots[j];
-            if (s->busy && s->deadline > 0 && now > s->deadline) on_death(x, s, s->in_call);
+            if (s->busy && s->deadline > 0 && now > s->deadline) {
+                if (s->in_call && !s->confirming) {
+                    /* A call that misses its deadline once is run again in a fresh worker
+                     * before it is called a hang: an overloaded machine can stall a correct
+                     * call (a spinning BLAS thread pool starved of cores). */
+                    gck_worker_kill(&s->w);
+                    s->alive = s->busy = false;
+                    s->retry_pending = true;
+                    x->retried_calls++;
+                } else {
+                    on_death(x, s, s->in_call);
+                }
+            }
         }
         if (now - last_progress > 0.5) {
             progress(x, false);
@@ -526,7 +550,7 @@ int gck_campaign_run(const gck_campaign_options *o) {
         x->backend = o->backends[b];
         gck_backend_info probe_info;
         x->info = &probe_info;
-        slot s;
+        slot s = {0};
         usable[b] = spawn(x, &s);
         if (usable[b]) gck_worker_kill(&s.w);
         snprintf(why[b], sizeof why[b], "%s", x->setup_error);

@@ -39,7 +39,8 @@ static const char fuzz_help[] =
     "  --rerun-share F     share of cases re-run on fresh buffers and compared bitwise (0.1)\n"
     "  --concurrency T     threads of the concurrency check (4); --concurrency-share F (0.05)\n"
     "  --max-flops X       per-case budget for m*n*k*batch (1e6); --max-bytes X (6.4e7)\n"
-    "  --timeout-floor S   smallest per-call deadline (5 s; more for costly cases)\n"
+    "  --timeout-floor S   smallest per-call deadline (3 s; more for costly cases); a call that\n"
+    "                      misses it is re-run once in a fresh worker before it is a hang\n"
     "  --strict-ieee       no zero-skipping leniency\n"
     "  --oracle KIND       exact (default: the integer superaccumulator), mpfr, or both (every\n"
     "                      element by both; a difference is an internal error)\n"
@@ -81,7 +82,7 @@ int gck_cmd_fuzz(int argc, char **argv) {
     o.concurrency_share = 0.05;
     o.max_flops = 1e6;
     o.max_bytes = 64e6;
-    o.timeout_floor = 5;
+    o.timeout_floor = 3;
     o.progress = isatty(STDERR_FILENO) && !getenv("CI");
     o.jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
     const char *time_s = NULL, *cases = NULL, *seed = NULL, *shard = NULL, *jobs = NULL,
