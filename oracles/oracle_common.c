@@ -2,6 +2,24 @@
 #include "oracle_common.h"
 
 #include <math.h>
+#include <stdio.h>
+
+gck_status gck_oracle_check_args(const gck_case *c, const void *A, const void *B, const void *C,
+                                 const void *D, int64_t *total, char *msg, size_t msg_len) {
+    gck_status s = gck_case_validate(c, msg, msg_len);
+    if (s != GCK_OK) return s;
+    if (c->d_is_c && D != C) {
+        snprintf(msg, msg_len, "D must be C's buffer when the case computes D in place");
+        return GCK_EINVAL;
+    }
+    *total = c->m * c->n * c->batch;
+    if (*total == 0) return GCK_OK; /* quick return: nothing is written */
+    if ((gck_case_reads_ab(c) && (!A || !B)) || (gck_case_reads_c(c) && !C) || !D) {
+        snprintf(msg, msg_len, "a buffer the case reads or writes is NULL");
+        return GCK_EINVAL;
+    }
+    return GCK_OK;
+}
 
 const void *gck_oracle_member(const void *base, gck_format f, int64_t stride, int64_t bi) {
     return (const char *)base + (size_t)(bi * stride) * (size_t)gck_format_get(f)->storage_bytes;

@@ -26,6 +26,12 @@ void gck_oracle_pass1(const gck_case *c, const void *A, const void *B, const voi
 /** The signed zero IEEE evaluation of alpha*S + beta*c gives when the exact value is 0. */
 double gck_oracle_exact_zero(const gck_case *c, const gck_oracle_pre *p);
 
+/** The checks both oracles make before computing: a valid case, D == C when in place, and no
+ *  NULL buffer the case reads or writes. *total is the number of elements of D (0: nothing to
+ *  do). */
+gck_status gck_oracle_check_args(const gck_case *c, const void *A, const void *B, const void *C,
+                                 const void *D, int64_t *total, char *msg, size_t msg_len);
+
 /** Pointer to batch member bi of an operand. */
 const void *gck_oracle_member(const void *base, gck_format f, int64_t stride, int64_t bi);
 

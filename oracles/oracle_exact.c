@@ -15,12 +15,11 @@
 #include <float.h>
 #include <limits.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "../src/parallel.h"
 #include "oracle_common.h"
 
 typedef struct dec {
@@ -36,9 +35,9 @@ struct gck_exact_plan {
     dec *a, *b;                         /* op(A)[member][i][k], op(B)[member][j][k] */
     uint8_t *row_special, *col_special; /* a NaN/Inf in row i of op(A) / column j of op(B) */
     bool narrow;                        /* every significand has at most 32 bits */
-    bool no_products; /* A or B holds no non-zero finite value: every product is 0 */
-    int64_t *afix, *bfix;               /* fixed point: a = afix·2^emin_a (NULL: not applicable) */
-    int32_t base_s;                     /* exponent of bit 0 of the accumulator of S */
+    bool no_products;     /* A or B holds no non-zero finite value: every product is 0 */
+    int64_t *afix, *bfix; /* fixed point: a = afix·2^emin_a (NULL: not applicable) */
+    int32_t base_s;       /* exponent of bit 0 of the accumulator of S */
     int nlimbs_s;
     int32_t base_f; /* exponent of bit 0 of the final frame */
     int nlimbs_f;
@@ -470,43 +469,22 @@ static void *run_ex(void *arg) {
 
 gck_status gck_oracle_exact(const gck_case *c, const void *A, const void *B, const void *C, void *D,
                             int threads, char *msg, size_t msg_len) {
-    gck_status s = gck_case_validate(c, msg, msg_len);
-    if (s != GCK_OK) return s;
-    if (c->d_is_c && D != C) {
-        snprintf(msg, msg_len, "D must be C's buffer when the case computes D in place");
-        return GCK_EINVAL;
-    }
-    int64_t total = c->m * c->n * c->batch;
-    if (total == 0) return GCK_OK;
-    if ((gck_case_reads_ab(c) && (!A || !B)) || (gck_case_reads_c(c) && !C) || !D) {
-        snprintf(msg, msg_len, "a buffer the case reads or writes is NULL");
-        return GCK_EINVAL;
-    }
+    int64_t total;
+    gck_status s = gck_oracle_check_args(c, A, B, C, D, &total, msg, msg_len);
+    if (s != GCK_OK || total == 0) return s;
     gck_exact_plan *p = gck_exact_plan_new(c, A, B, C);
     if (!p) {
         snprintf(msg, msg_len, "out of memory decoding the operands");
         return GCK_ENOMEM;
     }
-    if (threads <= 0) threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (threads < 1) threads = 1;
-    if (threads > total) threads = (int)total;
+    threads = gck_thread_count(threads, total);
     ex_job *jobs = calloc((size_t)threads, sizeof *jobs);
-    pthread_t *tids = calloc((size_t)threads, sizeof *tids);
-    bool *running = calloc((size_t)threads, sizeof *running);
-    bool ok = jobs && tids && running;
-    for (int t = 0; ok && t < threads; t++) {
-        jobs[t] = (ex_job){p, D, total * t / threads, total * (t + 1) / threads, false};
-        if (t > 0) running[t] = pthread_create(&tids[t], NULL, run_ex, &jobs[t]) == 0;
-    }
+    bool ok = jobs != NULL;
     for (int t = 0; ok && t < threads; t++)
-        if (!running[t]) run_ex(&jobs[t]);
-    for (int t = 0; ok && t < threads; t++) {
-        if (running[t]) pthread_join(tids[t], NULL);
-        ok = ok && jobs[t].ok;
-    }
+        jobs[t] = (ex_job){p, D, total * t / threads, total * (t + 1) / threads, false};
+    ok = ok && gck_parallel(jobs, (size_t)threads, sizeof *jobs, run_ex);
+    for (int t = 0; ok && t < threads; t++) ok = jobs[t].ok;
     free(jobs);
-    free(tids);
-    free(running);
     gck_exact_plan_free(p);
     if (!ok) {
         snprintf(msg, msg_len, "out of memory");

@@ -11,13 +11,12 @@
  * and become ±Inf. Non-finite inputs and exact zeros follow the IEEE rules spelled out in
  * docs/SEMANTICS.md, decided before any arithmetic. */
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include <mpfr.h>
 
+#include "../src/parallel.h"
 #include "gemmcheck/oracle.h"
 #include "oracle_common.h"
 #include "oracle_internal.h"
@@ -205,47 +204,24 @@ static void *run_job(void *arg) {
 
 gck_status gck_oracle_mpfr(const gck_case *c, const void *A, const void *B, const void *C, void *D,
                            int threads, char *msg, size_t msg_len) {
-    gck_status s = gck_case_validate(c, msg, msg_len);
-    if (s != GCK_OK) return s;
-    if (c->d_is_c && D != C) {
-        snprintf(msg, msg_len, "D must be C's buffer when the case computes D in place");
-        return GCK_EINVAL;
-    }
-    int64_t total = c->m * c->n * c->batch;
-    if (total == 0) return GCK_OK; /* quick return: nothing is written */
-    if ((gck_case_reads_ab(c) && (!A || !B)) || (gck_case_reads_c(c) && !C) || !D) {
-        snprintf(msg, msg_len, "a buffer the case reads or writes is NULL");
-        return GCK_EINVAL;
-    }
-    if (threads <= 0) threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (threads < 1 || !mpfr_buildopt_tls_p()) threads = 1;
-    if (threads > total) threads = (int)total;
+    int64_t total;
+    gck_status s = gck_oracle_check_args(c, A, B, C, D, &total, msg, msg_len);
+    if (s != GCK_OK || total == 0) return s;
+    /* MPFR's caches are per thread only when it is built with thread-local storage */
+    threads = mpfr_buildopt_tls_p() ? gck_thread_count(threads, total) : 1;
     /* With D in place, element (i,j) reads only c_ij and writes only d_ij, so threads that
      * own disjoint element ranges never race. */
     oracle_job *jobs = calloc((size_t)threads, sizeof *jobs);
-    pthread_t *tids = calloc((size_t)threads, sizeof *tids);
-    bool *running = calloc((size_t)threads, sizeof *running);
-    if (!jobs || !tids || !running) {
-        free(jobs);
-        free(tids);
-        free(running);
+    if (!jobs) {
         snprintf(msg, msg_len, "out of memory");
         return GCK_ENOMEM;
     }
-    for (int t = 0; t < threads; t++) {
+    for (int t = 0; t < threads; t++)
         jobs[t] =
             (oracle_job){c, A, B, C, D, total * t / threads, total * (t + 1) / threads, false};
-        if (t > 0) running[t] = pthread_create(&tids[t], NULL, run_job, &jobs[t]) == 0;
-    }
-    for (int t = 0; t < threads; t++)
-        if (!running[t]) run_job(&jobs[t]); /* this thread's share, and any that failed to start */
-    for (int t = 1; t < threads; t++)
-        if (running[t]) pthread_join(tids[t], NULL);
-    free(running);
-    bool ok = true;
+    bool ok = gck_parallel(jobs, (size_t)threads, sizeof *jobs, run_job);
     for (int t = 0; t < threads; t++) ok = ok && jobs[t].ok;
     free(jobs);
-    free(tids);
     if (!ok) {
         snprintf(msg, msg_len, "out of memory (K = %lld terms per element)", (long long)c->k);
         return GCK_ENOMEM;

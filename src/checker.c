@@ -6,14 +6,13 @@
 
 #include <fenv.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "../oracles/oracle_exact.h"
 #include "../oracles/oracle_internal.h"
+#include "parallel.h"
 
 static const char *const kind_names[GCK_KIND_COUNT] = {"out_of_tolerance",
                                                        "nonfinite_mismatch",
@@ -512,9 +511,7 @@ gck_status gck_check_values(const gck_case *c, const gck_support_row *row,
     if (s != GCK_OK) return s;
     int64_t total = c->m * c->n * c->batch;
     if (total == 0) return GCK_OK;
-    int threads = opt->threads > 0 ? opt->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (threads < 1) threads = 1;
-    if (threads > total) threads = (int)total;
+    int threads = gck_thread_count(opt->threads, total);
     /* Large GEMMs: every element of the first and last rows and columns and of a random
      * sample of rows and columns (deterministic: drawn from the case's shape). */
     uint8_t *rows = NULL, *cols = NULL;
@@ -547,12 +544,10 @@ gck_status gck_check_values(const gck_case *c, const gck_support_row *row,
         return GCK_ENOMEM;
     }
     chk_job *jobs = calloc((size_t)threads, sizeof *jobs);
-    pthread_t *tids = calloc((size_t)threads, sizeof *tids);
-    bool *running = calloc((size_t)threads, sizeof *running);
-    if (!jobs || !tids || !running) {
-        free(jobs);
-        free(tids);
-        free(running);
+    if (!jobs) {
+        gck_exact_plan_free(plan);
+        free(rows);
+        free(cols);
         snprintf(msg, len, "out of memory");
         return GCK_ENOMEM;
     }
@@ -570,19 +565,13 @@ gck_status gck_check_values(const gck_case *c, const gck_support_row *row,
                             .first = total * t / threads,
                             .last = total * (t + 1) / threads};
         jobs[t].r.max_ratio.error = NAN; /* none yet */
-        if (t > 0) running[t] = pthread_create(&tids[t], NULL, run_chk, &jobs[t]) == 0;
     }
-    for (int t = 0; t < threads; t++)
-        if (!running[t]) run_chk(&jobs[t]);
-    bool ok = true;
+    bool ok = gck_parallel(jobs, (size_t)threads, sizeof *jobs, run_chk);
     for (int t = 0; t < threads; t++) {
-        if (running[t]) pthread_join(tids[t], NULL);
         ok = ok && jobs[t].ok;
         merge(r, &jobs[t].r);
     }
     free(jobs);
-    free(tids);
-    free(running);
     gck_exact_plan_free(plan);
     free(rows);
     free(cols);

@@ -1,0 +1,29 @@
+/* One function over an array of jobs, one thread each. */
+#include "parallel.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+int gck_thread_count(int requested, long long work) {
+    long long t = requested > 0 ? requested : sysconf(_SC_NPROCESSORS_ONLN);
+    if (t < 1) t = 1;
+    if (t > work) t = work > 0 ? work : 1;
+    return (int)t;
+}
+
+bool gck_parallel(void *jobs, size_t n, size_t job_size, void *(*fn)(void *)) {
+    char *base = jobs;
+    pthread_t *tids = calloc(n, sizeof *tids);
+    bool *running = calloc(n, sizeof *running);
+    bool ok = tids && running;
+    for (size_t t = 1; ok && t < n; t++)
+        running[t] = pthread_create(&tids[t], NULL, fn, base + t * job_size) == 0;
+    for (size_t t = 0; t < n; t++)
+        if (!ok || !running[t]) fn(base + t * job_size); /* job 0, and any not started */
+    for (size_t t = 1; ok && t < n; t++)
+        if (running[t]) pthread_join(tids[t], NULL);
+    free(tids);
+    free(running);
+    return ok;
+}
