@@ -1,15 +1,27 @@
 /* The fast exact oracle: the same result as the MPFR oracle (SPEC §2), computed with integers.
  *
- * A and B are decoded once per GEMM into sign, integer significand and exponent (x = m·2^e,
- * m < 2^p), laid out densely along k. Each product m_a·m_b is an exact integer (64 bits when
- * both significands have at most 32 bits: f16, bf16, f32; 106 bits with f64) and is added at
- * bit position e_a + e_b into a fixed-point superaccumulator: 32-bit digits held in int64 limbs,
- * so that carries are deferred (K < 2^31 terms) and resolved once per element. The sum S is
- * then multiplied by alpha's significand (exact), beta·c and, for the checker, -D̂ are added,
- * and the integer is rounded once to D's format: round to nearest even on the output grid
- * (2^(max(E, emin) - p + 1) for the leading bit 2^E), gradual underflow, overflow to ±Inf.
- * No floating-point operation touches the value on the way. Special values and the sign of
- * exact zeros come from the pass shared with the MPFR oracle. */
+ * A and B are decoded once per GEMM, straight from their bits, into sign, integer significand
+ * and exponent (x = m·2^e, m odd), laid out densely along k. Each product m_a·m_b is an exact
+ * integer (at most 48 bits for f16, bf16 and f32, 106 with f64). How the products of an element
+ * are summed is chosen per GEMM from the operands' exponent spread:
+ *   - fixed point: when every value is an integer multiple of the operand's smallest unit and
+ *     the sum fits 63 (or 125) bits, S is one int64 (__int128): a multiply and an add per
+ *     product;
+ *   - exponent buckets otherwise: the product goes, shifted by (e_a + e_b) mod 8, into the
+ *     int64 (__int128) bucket (e_a + e_b) / 8 — one multiply, one shift and one add per product.
+ *     Buckets hold terms below 2^(P+7) for P-bit products, so a bounded number of products fit;
+ *     before that they are folded into a fixed-point superaccumulator of 32-bit digits in int64
+ *     limbs (carries deferred, resolved once per fold). Four copies of the buckets, used in
+ *     turn, keep consecutive products from waiting on each other.
+ * The sum S is then multiplied by alpha's significand (exact), beta·c and, for the checker, -D̂
+ * are added, and the integer is rounded once to D's format: round to nearest even on the
+ * output grid (2^(max(E, emin) - p + 1) for the leading bit 2^E), gradual underflow, overflow
+ * to ±Inf. No floating-point operation touches the value on the way. Special values and the
+ * sign of exact zeros come from the pass shared with the MPFR oracle.
+ *
+ * The buckets are the "small superaccumulator" idea (R. M. Neal, "Fast exact summation using
+ * small and large superaccumulators", arXiv:1505.05571, 2015) applied to exact integer
+ * products; the fixed-point path is the classic exact fp16 dot product in a wide integer. */
 #include "oracle_exact.h"
 
 #include <float.h>
@@ -23,52 +35,198 @@
 #include "oracle_common.h"
 
 typedef struct dec {
-    uint64_t m;  /* significand (0 for zero) */
+    uint64_t m;  /* significand, odd (0 for zero) */
     int32_t e;   /* exponent of its last bit */
     int32_t neg; /* 1 for negative */
 } dec;
+
+/* The storage layout of an input format: fraction bits, exponent bits, bytes. TF32 operands
+ * are stored as binary32. */
+typedef struct layout {
+    int fb, eb, bytes;
+} layout;
+
+static layout layout_of(gck_format f) {
+    switch (f) {
+    case GCK_F16: return (layout){10, 5, 2};
+    case GCK_BF16: return (layout){7, 8, 2};
+    case GCK_F64: return (layout){52, 11, 8};
+    default: return (layout){23, 8, 4};
+    }
+}
+
+static inline uint64_t raw_at(const void *base, int bytes, int64_t index) {
+    const char *p = (const char *)base + index * bytes;
+    uint16_t h;
+    uint32_t s;
+    uint64_t d;
+    switch (bytes) {
+    case 2: memcpy(&h, p, 2); return h;
+    case 4: memcpy(&s, p, 4); return s;
+    default: memcpy(&d, p, 8); return d;
+    }
+}
+
+/* x = (-1)^neg·m·2^e from the bits of a format with `fb` fraction and `eb` exponent bits, with
+ * the trailing zeros of m shifted out (the shortest form keeps products and frames small).
+ * *special: Inf or NaN (m = 0 then). */
+static inline dec decode_bits(uint64_t u, int fb, int eb, bool *special) {
+    uint64_t emask = (UINT64_C(1) << eb) - 1, ef = (u >> fb) & emask;
+    dec d = {u & ((UINT64_C(1) << fb) - 1), 0, (int32_t)((u >> (fb + eb)) & 1)};
+    *special = ef == emask;
+    if (*special || (!ef && !d.m)) {
+        d.m = 0;
+        return d;
+    }
+    if (ef) d.m |= UINT64_C(1) << fb;
+    d.e = (int32_t)(ef ? ef : 1) - ((1 << (eb - 1)) - 1) - fb;
+    int tz = __builtin_ctzll(d.m);
+    d.m >>= tz;
+    d.e += tz;
+    return d;
+}
+
+static dec decode_double(double x) {
+    uint64_t u;
+    bool special;
+    memcpy(&u, &x, sizeof u);
+    return decode_bits(u, 52, 11, &special);
+}
+
+static int bits_of(uint64_t m) { return m ? 64 - __builtin_clzll(m) : 0; }
+
+/* How the sum S of an element's products is accumulated (chosen per GEMM from the operands'
+ * exponent spread and significand widths). */
+enum {
+    PATH_ZERO,      /* A or B holds no non-zero finite value: S = 0 */
+    PATH_FIX64,     /* fixed point, S fits one int64 */
+    PATH_FIX128,    /* fixed point, S fits one __int128 */
+    PATH_BUCKET64,  /* products of <= 31-bit significands into int64 exponent buckets */
+    PATH_BUCKET128, /* any products into __int128 exponent buckets */
+};
+static const char *const path_names[] = {"zero", "fix64", "fix128", "bucket64", "bucket128"};
+
+/* Buckets are 2^BUCKET_LOG = 4 bits of exponent apart; a value's significand is stored shifted
+ * left by its exponent mod 4, so that a product needs no shift: its bucket is the sum of the
+ * operands' exponents divided by 4. */
+#define BUCKET_LOG      2
+#define BUCKET_PRESHIFT 3 /* the largest such shift */
 
 struct gck_exact_plan {
     const gck_case *c;
     const void *A, *B, *C;
     int64_t members_a, members_b;       /* stored batch members (1 when broadcast) */
-    dec *a, *b;                         /* op(A)[member][i][k], op(B)[member][j][k] */
     uint8_t *row_special, *col_special; /* a NaN/Inf in row i of op(A) / column j of op(B) */
-    bool narrow;                        /* every significand has at most 32 bits */
-    bool no_products;     /* A or B holds no non-zero finite value: every product is 0 */
-    int64_t *afix, *bfix; /* fixed point: a = afix·2^emin_a (NULL: not applicable) */
-    int32_t base_s;       /* exponent of bit 0 of the accumulator of S */
+    int path;
+    /* Every array below is laid out op(A)[member][i][k] and op(B)[member][j][k]. */
+    int64_t *afix, *bfix; /* FIX: a = afix·2^emin_a */
+    /* buckets: with r = e - emin, the significand shifted left by r mod 4, and r / 4 */
+    uint64_t *apk, *bpk;  /* BUCKET64: both packed, significand << 32 | r / 4 */
+    int64_t *asig, *bsig; /* BUCKET128: the significands ... */
+    int32_t *aexp, *bexp; /* ... and r / 4 */
+    /* range of e - emin over the non-zero values of a row of op(A) / column of op(B) (in
+     * units of 4 bits on the bucket paths); zeros take the low end, so that every product's
+     * bucket is inside the range */
+    int32_t *alo, *ahi, *blo, *bhi;
+    int64_t block; /* products per bucket copy between two folds into S */
+    int ncopy;     /* copies of the buckets, used in turn (1 or 4) */
+    int nbuckets;
+    int32_t base_s; /* exponent of bit 0 of the accumulator of S */
     int nlimbs_s;
-    int32_t base_f; /* exponent of bit 0 of the final frame */
-    int nlimbs_f;
+    int nlimbs_f; /* the largest final frame any element needs */
     dec alpha, beta;
 };
 
-static dec decode(double x, int p) {
-    dec d = {0, 0, signbit(x) ? 1 : 0};
-    if (x == 0.0 || !isfinite(x)) return d;
-    int e;
-    double f = frexp(fabs(x), &e); /* x = f·2^e, f in [0.5, 1) */
-    d.m = (uint64_t)ldexp(f, p);   /* exact: x has at most p significant bits */
-    d.e = e - p;
-    while (d.m && !(d.m & 1)) { /* shortest form keeps products small */
-        d.m >>= 1;
-        d.e++;
-    }
-    return d;
-}
-
-static int bits_of(uint64_t m) { return m ? 64 - __builtin_clzll(m) : 0; }
-
 void gck_exact_plan_free(gck_exact_plan *p) {
     if (!p) return;
-    free(p->a);
-    free(p->b);
-    free(p->afix);
-    free(p->bfix);
-    free(p->row_special);
-    free(p->col_special);
+    void *arrays[] = {p->afix, p->bfix, p->apk, p->bpk, p->asig, p->bsig,        p->aexp,
+                      p->bexp, p->alo,  p->ahi, p->blo, p->bhi,  p->row_special, p->col_special};
+    for (size_t t = 0; t < sizeof arrays / sizeof arrays[0]; t++) free(arrays[t]);
     free(p);
+}
+
+const char *gck_exact_plan_path(const gck_exact_plan *p) { return path_names[p->path]; }
+
+void gck_exact_plan_limit_block(gck_exact_plan *p, int64_t products) {
+    if (products >= 1 && products < p->block) p->block = products;
+}
+
+/* One operand seen as lines (rows of op(A), columns of op(B)) along k. */
+typedef struct opview {
+    const void *base;
+    gck_format type;
+    int64_t stride, members, lines, K, ls, ks; /* element (line, k) at line·ls + k·ks */
+    layout lay;
+} opview;
+
+typedef struct opstats {
+    int32_t emin;  /* smallest exponent of a last bit */
+    int32_t emaxe; /* largest exponent of a last bit */
+    int32_t emax;  /* largest exponent of a top bit, plus one */
+    int mbits;     /* widest significand */
+} opstats;
+
+/* Pass 1: specials per line, exponent ranges per line and over the operand. */
+static void op_stats(const opview *v, uint8_t *special, int32_t *lo, int32_t *hi, opstats *st) {
+    *st = (opstats){INT32_MAX, INT32_MIN, INT32_MIN, 0};
+    for (int64_t b = 0; b < v->members; b++) {
+        const void *base = gck_oracle_member(v->base, v->type, v->stride, b);
+        for (int64_t line = 0; line < v->lines; line++) {
+            int64_t t = b * v->lines + line;
+            int32_t l = INT32_MAX, h = INT32_MIN;
+            for (int64_t k = 0; k < v->K; k++) {
+                bool sp;
+                dec d = decode_bits(raw_at(base, v->lay.bytes, line * v->ls + k * v->ks), v->lay.fb,
+                                    v->lay.eb, &sp);
+                special[t] |= sp;
+                if (!d.m) continue;
+                int nb = bits_of(d.m);
+                if (d.e < l) l = d.e;
+                if (d.e > h) h = d.e;
+                if (d.e + nb > st->emax) st->emax = d.e + nb;
+                if (nb > st->mbits) st->mbits = nb;
+            }
+            lo[t] = l;
+            hi[t] = h;
+            if (l < st->emin) st->emin = l;
+            if (h != INT32_MIN && h > st->emaxe) st->emaxe = h;
+        }
+    }
+}
+
+/* Pass 2: the representation the path uses (exponents relative to st->emin). */
+static void op_fill(const opview *v, int path, const opstats *st, int32_t *lo, int32_t *hi,
+                    int64_t *fix, uint64_t *pk, int64_t *sig, int32_t *ex) {
+    for (int64_t b = 0; b < v->members; b++) {
+        const void *base = gck_oracle_member(v->base, v->type, v->stride, b);
+        for (int64_t line = 0; line < v->lines; line++) {
+            int64_t t = b * v->lines + line;
+            if (lo[t] == INT32_MAX) lo[t] = hi[t] = st->emin; /* no non-zero value */
+            int unit = path == PATH_BUCKET64 || path == PATH_BUCKET128 ? BUCKET_LOG : 0;
+            lo[t] = (lo[t] - st->emin) >> unit;
+            hi[t] = (hi[t] - st->emin) >> unit;
+            for (int64_t k = 0; k < v->K; k++) {
+                bool sp;
+                dec d = decode_bits(raw_at(base, v->lay.bytes, line * v->ls + k * v->ks), v->lay.fb,
+                                    v->lay.eb, &sp);
+                int64_t s = d.neg ? -(int64_t)d.m : (int64_t)d.m;
+                int32_t r = d.e - st->emin;
+                int64_t x = t * v->K + k;
+                if (path == PATH_FIX64 || path == PATH_FIX128) {
+                    fix[x] = d.m ? (int64_t)((uint64_t)s << r) : 0;
+                    continue;
+                }
+                s = d.m ? (int64_t)((uint64_t)s << (r & ((1 << BUCKET_LOG) - 1))) : 0;
+                int32_t q = d.m ? r >> BUCKET_LOG : lo[t];
+                if (path == PATH_BUCKET64)
+                    pk[x] = (uint64_t)(uint32_t)(int32_t)s << 32 | (uint32_t)q;
+                else {
+                    sig[x] = s;
+                    ex[x] = q;
+                }
+            }
+        }
+    }
 }
 
 gck_exact_plan *gck_exact_plan_new(const gck_case *c, const void *A, const void *B, const void *C) {
@@ -81,105 +239,95 @@ gck_exact_plan *gck_exact_plan_new(const gck_case *c, const void *A, const void 
     bool rab = gck_case_reads_ab(c);
     p->members_a = c->stride_a == 0 ? 1 : c->batch;
     p->members_b = c->stride_b == 0 ? 1 : c->batch;
-    int64_t na = rab ? p->members_a * c->m * c->k : 0, nb = rab ? p->members_b * c->n * c->k : 0;
-    p->a = malloc((size_t)(na ? na : 1) * sizeof *p->a);
-    p->b = malloc((size_t)(nb ? nb : 1) * sizeof *p->b);
-    p->row_special = calloc((size_t)(p->members_a * c->m + 1), 1);
-    p->col_special = calloc((size_t)(p->members_b * c->n + 1), 1);
-    if (!p->a || !p->b || !p->row_special || !p->col_special) {
+    int64_t la = p->members_a * c->m, lb = p->members_b * c->n;
+    p->row_special = calloc((size_t)(la + 1), 1);
+    p->col_special = calloc((size_t)(lb + 1), 1);
+    p->alo = malloc((size_t)(la + 1) * sizeof *p->alo);
+    p->ahi = malloc((size_t)(la + 1) * sizeof *p->ahi);
+    p->blo = malloc((size_t)(lb + 1) * sizeof *p->blo);
+    p->bhi = malloc((size_t)(lb + 1) * sizeof *p->bhi);
+    if (!p->row_special || !p->col_special || !p->alo || !p->ahi || !p->blo || !p->bhi) {
         gck_exact_plan_free(p);
         return NULL;
     }
-    int pa = gck_format_get(c->type_a)->precision, pb = gck_format_get(c->type_b)->precision;
-    int32_t emin_a = INT32_MAX, emax_a = INT32_MIN, emin_b = INT32_MAX, emax_b = INT32_MIN;
-    int mbits = 0;
     int64_t ars, acs, brs, bcs;
     gck_case_op_strides(c, GCK_A, &ars, &acs);
     gck_case_op_strides(c, GCK_B, &brs, &bcs);
-    for (int64_t b = 0; rab && b < p->members_a; b++) {
-        const void *Ab = gck_oracle_member(A, c->type_a, c->stride_a, b);
-        for (int64_t i = 0; i < c->m; i++)
-            for (int64_t k = 0; k < c->k; k++) {
-                double x = gck_load(Ab, c->type_a, i * ars + k * acs);
-                dec d = decode(x, pa);
-                if (!isfinite(x)) p->row_special[b * c->m + i] = 1;
-                if (d.m) {
-                    if (d.e < emin_a) emin_a = d.e;
-                    if (d.e + bits_of(d.m) > emax_a) emax_a = d.e + bits_of(d.m);
-                    if (bits_of(d.m) > mbits) mbits = bits_of(d.m);
-                }
-                p->a[(b * c->m + i) * c->k + k] = d;
-            }
+    opview va = {A,    c->type_a, c->stride_a, p->members_a,        c->m,
+                 c->k, ars,       acs,         layout_of(c->type_a)};
+    opview vb = {B,    c->type_b, c->stride_b, p->members_b,        c->n,
+                 c->k, bcs,       brs,         layout_of(c->type_b)};
+    opstats sa = {0, 0, 0, 0}, sb = sa;
+    if (rab) {
+        op_stats(&va, p->row_special, p->alo, p->ahi, &sa);
+        op_stats(&vb, p->col_special, p->blo, p->bhi, &sb);
     }
-    for (int64_t b = 0; rab && b < p->members_b; b++) {
-        const void *Bb = gck_oracle_member(B, c->type_b, c->stride_b, b);
-        for (int64_t j = 0; j < c->n; j++)
-            for (int64_t k = 0; k < c->k; k++) {
-                double x = gck_load(Bb, c->type_b, k * brs + j * bcs);
-                dec d = decode(x, pb);
-                if (!isfinite(x)) p->col_special[b * c->n + j] = 1;
-                if (d.m) {
-                    if (d.e < emin_b) emin_b = d.e;
-                    if (d.e + bits_of(d.m) > emax_b) emax_b = d.e + bits_of(d.m);
-                    if (bits_of(d.m) > mbits) mbits = bits_of(d.m);
-                }
-                p->b[(b * c->n + j) * c->k + k] = d;
-            }
-    }
-    p->narrow = mbits <= 32;
-    bool any = emin_a != INT32_MAX && emin_b != INT32_MAX;
-    if (!any) emin_a = emin_b = emax_a = emax_b = 0;
-    p->no_products = !any;
-    /* zeros get the frame's base exponent, so that adding their 0 stays inside the frame */
-    p->base_s = emin_a + emin_b;
+    bool any = rab && sa.emin != INT32_MAX && sb.emin != INT32_MAX;
+    if (!any) sa = sb = (opstats){0, 0, 0, 0};
     int growth = 2 + bits_of((uint64_t)c->k + 1);
-    int32_t top_s = emax_a + emax_b + growth;
-    p->nlimbs_s = (top_s - p->base_s) / 32 + 6; /* at least the 5 a 128-bit sum needs */
-    for (int64_t t = 0; t < na; t++)
-        if (!p->a[t].m) p->a[t].e = emin_a;
-    for (int64_t t = 0; t < nb; t++)
-        if (!p->b[t].m) p->b[t].e = emin_b;
-    /* Fixed point: when every value of A is an integer multiple of 2^emin_a below 2^62 in
-     * units of it (and the same for B), and the products plus K of headroom fit 126 bits, the
-     * whole sum is one signed 128-bit integer: a multiply and an add per product. (f16 always,
-     * bf16 and f32 with exponents that do not spread too far.) */
-    int wa = emax_a - emin_a, wb = emax_b - emin_b;
-    if (any && wa <= 62 && wb <= 62 && wa + wb + growth <= 125 && na > 0) {
-        p->afix = malloc((size_t)na * sizeof *p->afix);
-        p->bfix = malloc((size_t)nb * sizeof *p->bfix);
-        if (p->afix && p->bfix) {
-            for (int64_t t = 0; t < na; t++) {
-                int64_t v = (int64_t)(p->a[t].m << (p->a[t].e - emin_a));
-                p->afix[t] = p->a[t].neg ? -v : v;
-            }
-            for (int64_t t = 0; t < nb; t++) {
-                int64_t v = (int64_t)(p->b[t].m << (p->b[t].e - emin_b));
-                p->bfix[t] = p->b[t].neg ? -v : v;
-            }
-        } else {
-            free(p->afix);
-            free(p->bfix);
-            p->afix = p->bfix = NULL;
-        }
+    int wa = sa.emax - sa.emin, wb = sb.emax - sb.emin; /* fixed-point widths */
+    int P = sa.mbits + sb.mbits + 2 * BUCKET_PRESHIFT;  /* widest bucket term */
+    if (!any)
+        p->path = PATH_ZERO;
+    else if (wa + wb + growth <= 63)
+        p->path = PATH_FIX64;
+    else if (wa <= 62 && wb <= 62 && wa + wb + growth <= 125)
+        p->path = PATH_FIX128;
+    else if (sa.mbits + BUCKET_PRESHIFT <= 31 && sb.mbits + BUCKET_PRESHIFT <= 31 && P <= 60)
+        p->path = PATH_BUCKET64;
+    else
+        p->path = PATH_BUCKET128;
+    /* Four copies keep products that land in the same bucket from waiting on each other; with
+     * few products per element one copy is cheaper to fold. */
+    p->ncopy = c->k >= 256 ? 4 : 1;
+    /* Bucket terms are below 2^P; `block` of them stay below 2^63, or 2^62 for a single copy
+     * (2^124 for __int128 buckets): the limits the fold's carry chain needs. */
+    int room = (p->path == PATH_BUCKET64 ? (p->ncopy == 1 ? 62 : 63) : 124) - P;
+    p->block = (int64_t)1 << (room < 30 ? room : 30);
+    /* bucket indices, rounded up to whole limbs (the fold runs over eight at a time) */
+    int nbk = ((sa.emaxe - sa.emin) >> BUCKET_LOG) + ((sb.emaxe - sb.emin) >> BUCKET_LOG) + 1;
+    p->nbuckets = (nbk + 7) & ~7;
+    int64_t na = la * c->k, nb = lb * c->k;
+    bool ok = true;
+    switch (p->path) {
+    case PATH_FIX64:
+    case PATH_FIX128:
+        ok = (p->afix = malloc((size_t)na * sizeof *p->afix)) &&
+             (p->bfix = malloc((size_t)nb * sizeof *p->bfix));
+        break;
+    case PATH_BUCKET64:
+        ok = (p->apk = malloc((size_t)na * sizeof *p->apk)) &&
+             (p->bpk = malloc((size_t)nb * sizeof *p->bpk));
+        break;
+    case PATH_BUCKET128:
+        ok = (p->asig = malloc((size_t)na * sizeof *p->asig)) &&
+             (p->bsig = malloc((size_t)nb * sizeof *p->bsig)) &&
+             (p->aexp = malloc((size_t)na * sizeof *p->aexp)) &&
+             (p->bexp = malloc((size_t)nb * sizeof *p->bexp));
+        break;
+    default: break;
     }
-    /* the final frame: alpha·S, beta·c, -D̂ and the output grid all fit */
+    if (!ok) {
+        gck_exact_plan_free(p);
+        return NULL;
+    }
+    if (p->path != PATH_ZERO) {
+        op_fill(&va, p->path, &sa, p->alo, p->ahi, p->afix, p->apk, p->asig, p->aexp);
+        op_fill(&vb, p->path, &sb, p->blo, p->bhi, p->bfix, p->bpk, p->bsig, p->bexp);
+    }
+    p->base_s = sa.emin + sb.emin;
+    p->nlimbs_s = (wa + wb + growth) / 32 + 6; /* at least the 5 a 128-bit sum needs */
+    /* The largest final frame: alpha·S, beta·c for any c of C's format, and -D̂ for any double
+     * (each element sizes its own frame from its actual terms, see frame_of). */
     const gck_format_info *fc = gck_format_get(c->type_c);
-    const gck_format_info *fo = gck_format_get(gck_case_type(c, GCK_D));
-    p->alpha = decode(c->alpha, 53);
-    p->beta = decode(c->beta, 53);
-    int32_t lo = p->base_s + p->alpha.e;
-    int32_t hi = top_s + p->alpha.e + bits_of(p->alpha.m);
-    int32_t c_lo = fc->emin - fc->precision + 1 + p->beta.e, c_hi = fc->emax + 1 + p->beta.e + 54;
-    int32_t o_lo = fo->emin - fo->precision + 1, o_hi = fo->emax + 2;
-    if (c_lo < lo) lo = c_lo;
-    if (o_lo < lo) lo = o_lo;
-    if (c_hi > hi) hi = c_hi;
-    if (o_hi > hi) hi = o_hi;
-    p->base_f = lo - 64; /* room below for the rounding bits */
-    p->nlimbs_f = (hi + 64 - p->base_f) / 32 + 6;
-    /* alpha·S writes up to four limbs past each limb of S (negative S: all of them) */
-    int need = (int)(((int64_t)p->base_s + p->alpha.e - p->base_f) >> 5) + p->nlimbs_s + 4;
-    if (need > p->nlimbs_f) p->nlimbs_f = need;
+    p->alpha = decode_double(c->alpha);
+    p->beta = decode_double(c->beta);
+    int64_t s_lo = (int64_t)p->base_s + p->alpha.e, s_hi = s_lo + 32 * p->nlimbs_s + 96;
+    int64_t c_lo = fc->emin - fc->precision + 1 + p->beta.e, c_hi = fc->emax + p->beta.e + 160;
+    int64_t lo = s_lo < c_lo ? s_lo : c_lo, hi = s_hi > c_hi ? s_hi : c_hi;
+    if (lo > -1074) lo = -1074;
+    if (hi < 1024 + 96) hi = 1024 + 96;
+    p->nlimbs_f = (int)((hi - lo) >> 5) + 4;
     return p;
 }
 
@@ -229,22 +377,25 @@ static int top_bit(const uint32_t *mag, int n) {
     return -1;
 }
 
-static inline int bit_at(const uint32_t *mag, int n, int b) {
-    if (b < 0 || b >= n * 32) return 0;
-    return (mag[b >> 5] >> (b & 31)) & 1;
+static inline uint32_t word_at(const uint32_t *mag, int n, int64_t w) {
+    return w >= 0 && w < n ? mag[w] : 0;
 }
 
-/* Bits [lo, lo+count) of mag (count <= 64; bits below 0 are 0). */
-static uint64_t bits(const uint32_t *mag, int n, int lo, int count) {
-    uint64_t v = 0;
-    for (int k = count - 1; k >= 0; k--) v = (v << 1) | (uint64_t)bit_at(mag, n, lo + k);
-    return v;
+/* Bits [lo, lo+count) of mag (count <= 64; bits outside the limbs are 0). */
+static uint64_t bits(const uint32_t *mag, int n, int64_t lo, int count) {
+    int64_t w = lo >= 0 ? lo / 32 : -((-lo + 31) / 32); /* floor(lo / 32) */
+    int sh = (int)(lo - 32 * w);
+    unsigned __int128 x = (unsigned __int128)word_at(mag, n, w) |
+                          (unsigned __int128)word_at(mag, n, w + 1) << 32 |
+                          (unsigned __int128)word_at(mag, n, w + 2) << 64;
+    uint64_t v = (uint64_t)(x >> sh);
+    return count < 64 ? v & ((UINT64_C(1) << count) - 1) : v;
 }
 
-static bool any_below(const uint32_t *mag, int n, int b) {
+static bool any_below(const uint32_t *mag, int n, int64_t b) {
     if (b <= 0) return false;
-    int full = b >> 5;
-    for (int i = 0; i < full && i < n; i++)
+    int64_t full = b >> 5;
+    for (int64_t i = 0; i < full && i < n; i++)
         if (mag[i]) return true;
     if (full < n && (b & 31) && (mag[full] & ((1u << (b & 31)) - 1u))) return true;
     return false;
@@ -260,9 +411,9 @@ static double round_to(const int64_t *l, int n, int32_t base, gck_format fmt, ui
     if (t < 0) return 0.0;
     int32_t E = base + t;                                       /* 2^E <= |x| < 2^(E+1) */
     int32_t q = (E > f->emin ? E : f->emin) - f->precision + 1; /* the output grid */
-    int lo = q - base;                                          /* bit index of 2^q */
-    uint64_t N = lo > t ? 0 : bits(mag, n, lo, t - lo + 1);
-    int round = bit_at(mag, n, lo - 1);
+    int64_t lo = (int64_t)q - base;                             /* bit index of 2^q */
+    uint64_t N = lo > t ? 0 : bits(mag, n, lo, (int)(t - lo + 1));
+    int round = (int)bits(mag, n, lo - 1, 1);
     bool sticky = any_below(mag, n, lo - 1);
     if (round && (sticky || (N & 1))) N++;
     double v = ldexp((double)N, q); /* exact: N <= 2^p, q on the grid of the format */
@@ -275,19 +426,21 @@ static double magnitude_up(const int64_t *l, int n, int32_t base, uint32_t *mag)
     magnitude(l, n, mag);
     int t = top_bit(mag, n);
     if (t < 0) return 0.0;
-    int lo = t - 52;
-    if (base + lo < -1074) lo = -1074 - base; /* double's subnormals keep fewer bits */
-    uint64_t N = lo > t ? 0 : bits(mag, n, lo, t - lo + 1);
+    int64_t lo = t - 52;
+    if (base + lo < -1074) lo = -1074 - (int64_t)base; /* double's subnormals keep fewer bits */
+    uint64_t N = lo > t ? 0 : bits(mag, n, lo, (int)(t - lo + 1));
     if (any_below(mag, n, lo)) N++;
-    return ldexp((double)N, base + lo); /* exact: N <= 2^53 on double's grid */
+    return ldexp((double)N, (int)(base + lo)); /* exact: N <= 2^53 on double's grid */
 }
 
 /* ---- per element ------------------------------------------------------------------------- */
 
 struct gck_exact_ws {
-    int64_t *s, *s4, *f;
+    int64_t *s, *f;
+    void *buckets; /* ncopy copies of nbuckets int64 or __int128, zero between elements */
     uint32_t *mag;
-    int ns, nf;
+    int ns, nf, nb;
+    int s_lo, s_top; /* S's limbs that matter: s_lo..s_top-1 digits, s_top 0 or -1 (sign) */
 };
 
 gck_exact_ws *gck_exact_ws_new(const gck_exact_plan *p) {
@@ -295,11 +448,13 @@ gck_exact_ws *gck_exact_ws_new(const gck_exact_plan *p) {
     if (!w) return NULL;
     w->ns = p->nlimbs_s;
     w->nf = p->nlimbs_f;
+    w->nb = p->nbuckets;
+    size_t bsize = p->path == PATH_BUCKET64 ? sizeof(int64_t) : sizeof(__int128);
     w->s = malloc((size_t)w->ns * sizeof *w->s);
-    w->s4 = malloc((size_t)(4 * w->ns) * sizeof *w->s4);
     w->f = malloc((size_t)w->nf * sizeof *w->f);
     w->mag = malloc((size_t)(w->nf > w->ns ? w->nf : w->ns) * sizeof *w->mag);
-    if (!w->s || !w->s4 || !w->f || !w->mag) {
+    w->buckets = p->path >= PATH_BUCKET64 ? calloc((size_t)(p->ncopy * w->nb), bsize) : malloc(1);
+    if (!w->s || !w->f || !w->mag || !w->buckets) {
         gck_exact_ws_free(w);
         return NULL;
     }
@@ -309,91 +464,208 @@ gck_exact_ws *gck_exact_ws_new(const gck_exact_plan *p) {
 void gck_exact_ws_free(gck_exact_ws *w) {
     if (!w) return;
     free(w->s);
-    free(w->s4);
     free(w->f);
+    free(w->buckets);
     free(w->mag);
     free(w);
 }
 
-/* S = sum_k a_ik b_kj into w->s (limbs, bit 0 at 2^base_s). Four accumulators, used in turn,
- * keep consecutive products from waiting on each other's additions. */
-static void accumulate(const gck_exact_plan *p, gck_exact_ws *w, int64_t ma, int64_t mb, int64_t i,
-                       int64_t j) {
+/* Add the signed v·2^o to the limbs. */
+static inline void add_signed128(int64_t *l, int64_t o, __int128 v) {
+    if (v) add128(l, o, v < 0 ? -(unsigned __int128)v : (unsigned __int128)v, v < 0);
+}
+
+/* Buckets lo..hi of every copy (bucket b weighs 2^(4b)) added into S and cleared, in one
+ * carry chain from the lowest bucket up: the copies of bucket b and the carry make `acc`, whose
+ * low 4 bits are S's bits 4b..4b+3 and whose rest carries on; eight digits make a 32-bit limb.
+ * The chain runs over whole limbs (buckets 8L..8L+7): those outside lo..hi are 0. `acc` is an
+ * int64 for a single copy of int64 buckets (below 2^62, the carry below 2^58) and an __int128
+ * otherwise (four copies below 2^63 or 2^124, the carry below 2^123). */
+#define FOLD_BODY(ACC)                                                                             \
+    do {                                                                                           \
+        ACC carry = 0;                                                                             \
+        for (int L = lo >> 3; L <= hi >> 3; L++) {                                                 \
+            uint64_t word = 0;                                                                     \
+            for (int t = 0; t < 8; t++) {                                                          \
+                ACC acc = carry;                                                                   \
+                for (int cp = 0; cp < ncopy; cp++) {                                               \
+                    acc += (ACC)bk[cp * nb + 8 * L + t];                                           \
+                    bk[cp * nb + 8 * L + t] = 0;                                                   \
+                }                                                                                  \
+                word |= ((uint64_t)acc & 0xf) << (4 * t);                                          \
+                carry = acc >> 4; /* floor: the digit is non-negative */                           \
+            }                                                                                      \
+            l[L] += (int64_t)word;                                                                 \
+        }                                                                                          \
+        add_signed128(l, (int64_t)((hi >> 3) + 1) << 5, carry);                                    \
+        normalize(l, n);                                                                           \
+    } while (0)
+
+static void fold64(int64_t *bk, int ncopy, int nb, int lo, int hi, int64_t *l, int n) {
+    if (ncopy == 1)
+        FOLD_BODY(int64_t);
+    else
+        FOLD_BODY(__int128);
+}
+
+static void fold128(__int128 *bk, int ncopy, int nb, int lo, int hi, int64_t *l, int n) {
+    FOLD_BODY(__int128);
+}
+
+/* One product into its bucket: bk[ea + eb] += sa·sb (x and y packed as sa << 32 | ea). */
+#define BUCKET64_ADD(bk, x, y)                                                                     \
+    do {                                                                                           \
+        uint64_t x_ = (x), y_ = (y);                                                               \
+        (bk)[(uint32_t)x_ + (uint32_t)y_] += (int64_t)(int32_t)(x_ >> 32) * (int32_t)(y_ >> 32);   \
+    } while (0)
+
+#define BUCKET128_ADD(bk, k) (bk)[ae[k] + be[k]] += (__int128)as[k] * bs[k]
+
+/* S = sum_k a_ik b_kj into w->s (limbs, bit 0 at 2^base_s). */
+static void sum_products(const gck_exact_plan *p, gck_exact_ws *w, int64_t ma, int64_t mb,
+                         int64_t i, int64_t j) {
     const gck_case *c = p->c;
     int64_t *l = w->s;
     int n = w->ns;
-    int64_t K = c->k;
-    if (p->no_products) {
-        memset(l, 0, (size_t)n * sizeof *l);
-        return;
-    }
-    if (p->afix) {
-        const int64_t *a = p->afix + (ma * c->m + i) * K, *b = p->bfix + (mb * c->n + j) * K;
-        __int128 s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int64_t K = c->k, ra = ma * c->m + i, cb = mb * c->n + j;
+    memset(l, 0, (size_t)n * sizeof *l);
+    if (p->path == PATH_ZERO) return;
+    if (p->path == PATH_FIX64 || p->path == PATH_FIX128) {
+        const int64_t *a = p->afix + ra * K, *b = p->bfix + cb * K;
+        unsigned __int128 u;
         int64_t k = 0;
-        for (; k + 4 <= K; k += 4) {
-            s0 += (__int128)a[k] * b[k];
-            s1 += (__int128)a[k + 1] * b[k + 1];
-            s2 += (__int128)a[k + 2] * b[k + 2];
-            s3 += (__int128)a[k + 3] * b[k + 3];
+        if (p->path == PATH_FIX64) {
+            int64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+            for (; k + 4 <= K; k += 4) {
+                s0 += a[k] * b[k];
+                s1 += a[k + 1] * b[k + 1];
+                s2 += a[k + 2] * b[k + 2];
+                s3 += a[k + 3] * b[k + 3];
+            }
+            for (; k < K; k++) s0 += a[k] * b[k];
+            u = (unsigned __int128)(__int128)((s0 + s1) + (s2 + s3));
+        } else {
+            __int128 s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+            for (; k + 4 <= K; k += 4) {
+                s0 += (__int128)a[k] * b[k];
+                s1 += (__int128)a[k + 1] * b[k + 1];
+                s2 += (__int128)a[k + 2] * b[k + 2];
+                s3 += (__int128)a[k + 3] * b[k + 3];
+            }
+            for (; k < K; k++) s0 += (__int128)a[k] * b[k];
+            u = (unsigned __int128)((s0 + s1) + (s2 + s3));
         }
-        for (; k < K; k++) s0 += (__int128)a[k] * b[k];
-        __int128 sum = (s0 + s1) + (s2 + s3);
-        memset(l, 0, (size_t)n * sizeof *l);
-        unsigned __int128 u = (unsigned __int128)sum;
         for (int q = 0; q < 4; q++) l[q] = (int64_t)(uint32_t)(u >> (32 * q));
-        if (sum < 0) l[4] = -1; /* two's complement: the limbs above are all ones */
+        if ((__int128)u < 0) l[4] = -1; /* two's complement: the limbs above are all ones */
         normalize(l, n);
         return;
     }
-    const dec *ar = p->a + (ma * c->m + i) * K, *bc = p->b + (mb * c->n + j) * K;
-    int64_t *acc[4] = {w->s4, w->s4 + n, w->s4 + 2 * n, w->s4 + 3 * n};
-    memset(w->s4, 0, (size_t)(4 * n) * sizeof *w->s4);
-    int32_t base = p->base_s;
-    if (p->narrow) {
-        for (int64_t k = 0; k < K; k++)
-            add64(acc[k & 3], ar[k].e + bc[k].e - base, ar[k].m * bc[k].m, ar[k].neg ^ bc[k].neg);
+    int lo = p->alo[ra] + p->blo[cb], hi = p->ahi[ra] + p->bhi[cb];
+    int nb = w->nb, ncopy = p->ncopy;
+    int64_t step = ncopy * p->block; /* each copy takes at most `block` products per round */
+    int o1 = (1 % ncopy) * nb, o2 = (2 % ncopy) * nb, o3 = (3 % ncopy) * nb;
+    if (p->path == PATH_BUCKET64) {
+        const uint64_t *a = p->apk + ra * K, *b = p->bpk + cb * K;
+        int64_t *bk = w->buckets, *b1 = bk + o1, *b2 = bk + o2, *b3 = bk + o3;
+        for (int64_t k0 = 0; k0 < K; k0 += step) {
+            int64_t kend = K - k0 < step ? K : k0 + step, k = k0;
+            for (; k + 4 <= kend; k += 4) {
+                BUCKET64_ADD(bk, a[k], b[k]);
+                BUCKET64_ADD(b1, a[k + 1], b[k + 1]);
+                BUCKET64_ADD(b2, a[k + 2], b[k + 2]);
+                BUCKET64_ADD(b3, a[k + 3], b[k + 3]);
+            }
+            for (; k < kend; k++) BUCKET64_ADD(bk + ((k - k0) & (ncopy - 1)) * nb, a[k], b[k]);
+            fold64(bk, ncopy, nb, lo, hi, l, n);
+        }
     } else {
-        for (int64_t k = 0; k < K; k++)
-            add128(acc[k & 3], ar[k].e + bc[k].e - base, (unsigned __int128)ar[k].m * bc[k].m,
-                   ar[k].neg ^ bc[k].neg);
+        const int64_t *as = p->asig + ra * K, *bs = p->bsig + cb * K;
+        const int32_t *ae = p->aexp + ra * K, *be = p->bexp + cb * K;
+        __int128 *bk = w->buckets, *b1 = bk + o1, *b2 = bk + o2, *b3 = bk + o3;
+        for (int64_t k0 = 0; k0 < K; k0 += step) {
+            int64_t kend = K - k0 < step ? K : k0 + step, k = k0;
+            for (; k + 4 <= kend; k += 4) {
+                BUCKET128_ADD(bk, k);
+                BUCKET128_ADD(b1, k + 1);
+                BUCKET128_ADD(b2, k + 2);
+                BUCKET128_ADD(b3, k + 3);
+            }
+            for (; k < kend; k++) BUCKET128_ADD(bk + ((k - k0) & (ncopy - 1)) * nb, k);
+            fold128(bk, ncopy, nb, lo, hi, l, n);
+        }
     }
-    for (int q = 0; q < n; q++) l[q] = acc[0][q] + acc[1][q] + acc[2][q] + acc[3][q];
-    normalize(l, n);
 }
 
-/* The final frame: alpha·S + beta·c (- got). */
-static void finish(const gck_exact_plan *p, gck_exact_ws *w, bool with_s, double cv,
-                   const double *got) {
+/* S, and the limbs of it that matter: above s_top the limbs only extend its sign (after
+ * normalize, a negative S has digits 2^32 - 1 up to a top limb of -1), below s_lo they are 0. */
+static void accumulate(const gck_exact_plan *p, gck_exact_ws *w, int64_t ma, int64_t mb, int64_t i,
+                       int64_t j) {
+    sum_products(p, w, ma, mb, i, j);
+    const int64_t *l = w->s;
+    int n = w->ns, t = n - 2;
+    int64_t ext = l[n - 1] < 0 ? 0xffffffff : 0;
+    while (t >= 0 && l[t] == ext) t--;
+    w->s_top = t + 1;
+    w->s[t + 1] = ext ? -1 : 0;
+    int z = 0;
+    while (z <= t && l[z] == 0) z++;
+    w->s_lo = z;
+}
+
+/* The final frame alpha·S + beta·c into w->f, sized from the terms at hand: *base is the
+ * exponent of its bit 0, *n its limbs; room is left for -D̂ when `got` is given. */
+static void finish(const gck_exact_plan *p, gck_exact_ws *w, bool with_s, dec cd, const dec *gd,
+                   int32_t *base, int *n) {
+    int64_t lo = INT64_MAX, hi = INT64_MIN, x;
+    int64_t s0 = (int64_t)p->base_s + p->alpha.e; /* alpha·S's bit 0 */
+    with_s = with_s && p->alpha.m && (w->s_top > w->s_lo || w->s[w->s_top]);
+    if (with_s) {
+        lo = s0 + 32 * w->s_lo;
+        hi = s0 + 32 * (w->s_top + 1) + 96;
+    }
+    if (cd.m && p->beta.m) {
+        x = (int64_t)cd.e + p->beta.e;
+        if (x < lo) lo = x;
+        if (x + 160 > hi) hi = x + 160;
+    }
+    if (gd && gd->m) {
+        x = gd->e;
+        if (x < lo) lo = x;
+        if (x + 96 > hi) hi = x + 96;
+    }
+    if (lo == INT64_MAX) lo = hi = 0;
+    *base = (int32_t)lo;
+    *n = (int)((hi - lo) >> 5) + 4;
     int64_t *f = w->f;
-    memset(f, 0, (size_t)w->nf * sizeof *f);
-    if (with_s && p->alpha.m) {
+    memset(f, 0, (size_t)*n * sizeof *f);
+    if (with_s) {
         /* alpha·S: each 32-bit digit times alpha's significand, shifted into place */
-        int64_t off = (int64_t)p->base_s + p->alpha.e - p->base_f;
+        int64_t off = s0 + 32 * w->s_lo - lo;
         int sh = (int)(off & 31);
         int64_t *dst = f + (off >> 5);
         unsigned __int128 am = (unsigned __int128)p->alpha.m << sh;
         int sign = p->alpha.neg ? -1 : 1;
-        for (int i = 0; i < w->ns; i++) {
+        if (p->alpha.m == 1) { /* alpha = ±2^e: S shifted */
+            for (int i = w->s_lo, d = 0; i <= w->s_top; i++, d++) {
+                int64_t v = w->s[i] * ((int64_t)sign << sh); /* |v| < 2^63 */
+                dst[d] += (int64_t)(uint32_t)v;
+                dst[d + 1] += v >> 32;
+            }
+        }
+        for (int i = w->s_lo, d = 0; p->alpha.m != 1 && i <= w->s_top; i++, d++) {
             if (!w->s[i]) continue;
             __int128 prod = (__int128)w->s[i] * (__int128)am * sign;
             unsigned __int128 u = (unsigned __int128)prod;
-            dst[i] += (int64_t)(uint32_t)u;
-            dst[i + 1] += (int64_t)(uint32_t)(u >> 32);
-            dst[i + 2] += (int64_t)(uint32_t)(u >> 64);
-            dst[i + 3] += (int64_t)(prod >> 96); /* sign-carrying top */
+            dst[d] += (int64_t)(uint32_t)u;
+            dst[d + 1] += (int64_t)(uint32_t)(u >> 32);
+            dst[d + 2] += (int64_t)(uint32_t)(u >> 64);
+            dst[d + 3] += (int64_t)(prod >> 96); /* sign-carrying top */
         }
     }
-    if (cv != 0.0) {
-        dec d = decode(cv, 53);
-        add128(f, (int64_t)d.e + p->beta.e - p->base_f, (unsigned __int128)d.m * p->beta.m,
-               d.neg ^ p->beta.neg);
-    }
-    if (got) {
-        dec g = decode(*got, 53);
-        if (g.m) add64(f, (int64_t)g.e - p->base_f, g.m, !g.neg);
-    }
-    normalize(f, w->nf);
+    if (cd.m && p->beta.m)
+        add128(f, (int64_t)cd.e + p->beta.e - lo, (unsigned __int128)cd.m * p->beta.m,
+               cd.neg ^ p->beta.neg);
+    normalize(f, *n);
 }
 
 void gck_exact_eval(const gck_exact_plan *p, gck_exact_ws *w, int64_t bi, int64_t i, int64_t j,
@@ -424,17 +696,25 @@ void gck_exact_eval(const gck_exact_plan *p, gck_exact_ws *w, int64_t bi, int64_
     }
     /* finite inputs: terms with a zero factor contribute 0 whether skipped or not */
     if (rab) accumulate(p, w, ma, mb, i, j);
-    finish(p, w, rab, cv, NULL);
+    dec cd = decode_double(cv), gd = {0, 0, 0};
+    bool err = got && isfinite(*got);
+    if (err) gd = decode_double(*got);
+    int32_t base;
+    int n;
+    finish(p, w, rab, cd, err ? &gd : NULL, &base, &n);
     bool zero;
-    double v = round_to(w->f, w->nf, p->base_f, td, w->mag, &zero);
+    double v = round_to(w->f, n, base, td, w->mag, &zero);
     if (zero) {
         gck_oracle_pass1(c, p->A, p->B, p->C, bi, i, j, skip_zero, &pre);
         v = gck_oracle_exact_zero(c, &pre);
     }
     out->value = v;
-    if (got && isfinite(*got)) {
-        finish(p, w, rab, cv, got);
-        out->abs_error = magnitude_up(w->f, w->nf, p->base_f, w->mag);
+    if (err) {
+        if (gd.m) { /* the frame holds alpha·S + beta·c, normalized: add -D̂ */
+            add64(w->f, (int64_t)gd.e - base, gd.m, !gd.neg);
+            normalize(w->f, n);
+        }
+        out->abs_error = magnitude_up(w->f, n, base, w->mag);
     }
 }
 

@@ -15,6 +15,12 @@ void gck_exact_plan_free(gck_exact_plan *p);
 gck_exact_ws *gck_exact_ws_new(const gck_exact_plan *p);
 void gck_exact_ws_free(gck_exact_ws *w);
 
+/** Which accumulation the plan chose: "zero", "fix64", "fix128", "bucket64" or "bucket128". */
+const char *gck_exact_plan_path(const gck_exact_plan *p);
+/** Fold the exponent buckets into the accumulator after at most `products` products per
+ *  bucket copy (tests use it to cross many folds with small K). */
+void gck_exact_plan_limit_block(gck_exact_plan *p, int64_t products);
+
 /** The same contract as gck_oracle_eval_element, computed with integers. */
 void gck_exact_eval(const gck_exact_plan *p, gck_exact_ws *w, int64_t bi, int64_t i, int64_t j,
                     bool skip_zero, const double *got, gck_oracle_eval *out);

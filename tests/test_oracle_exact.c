@@ -12,8 +12,22 @@ static gck_status exact_as_mpfr(const gck_case *c, const void *A, const void *B,
 #include "test_oracle.c"
 #undef gck_oracle_mpfr
 
+#include "../oracles/oracle_exact.h"
 #include "gemmcheck/runner.h"
 #include "grid.h"
+
+static const char *const paths[] = {"zero", "fix64", "fix128", "bucket64", "bucket128"};
+
+static int path_index(const gck_case *c, const void *A, const void *B, const void *C) {
+    gck_exact_plan *p = gck_exact_plan_new(c, A, B, C);
+    cr_assert(p);
+    const char *name = gck_exact_plan_path(p);
+    gck_exact_plan_free(p);
+    for (int t = 0; t < 5; t++)
+        if (!strcmp(name, paths[t])) return t;
+    cr_assert_fail("unknown path %s", name);
+    return -1;
+}
 
 static bool bits_equal(double a, double b) {
     if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
@@ -23,6 +37,7 @@ static bool bits_equal(double a, double b) {
 Test(oracle_exact, equals_mpfr_bit_for_bit_on_a_million_elements) {
     test_rng r = {test_seed("oracle_exact.property", 2026)};
     long elements = 0, cases = 0, specials = 0, infs = 0, subnormal = 0, zeros = 0;
+    long per_path[5] = {0};
     const gck_format st[] = {GCK_F16, GCK_BF16, GCK_F32, GCK_F64};
     while (elements < 1000000) {
         gck_case c;
@@ -63,6 +78,7 @@ Test(oracle_exact, equals_mpfr_bit_for_bit_on_a_million_elements) {
         gck_spec_fill(&s, GCK_C, C);
         char msg[256];
         cr_assert_eq(gck_oracle_exact(&c, A, B, C, D1, 2, msg, sizeof msg), GCK_OK, "%s", msg);
+        per_path[path_index(&c, A, B, C)] += c.m * c.n;
         /* the real MPFR oracle (the name is not remapped here) */
         cr_assert_eq((gck_oracle_mpfr)(&c, A, B, C, D2, 2, msg, sizeof msg), GCK_OK, "%s", msg);
         int64_t drs, dcs;
@@ -95,6 +111,133 @@ Test(oracle_exact, equals_mpfr_bit_for_bit_on_a_million_elements) {
             "[exact vs MPFR] %ld cases, %ld elements bit-identical (%ld NaN, %ld Inf, %ld "
             "zero, %ld subnormal results)\n",
             cases, elements, specials, infs, zeros, subnormal);
+    fprintf(stderr, "[exact vs MPFR] elements per accumulation path:");
+    for (int t = 0; t < 5; t++) fprintf(stderr, " %s %ld", paths[t], per_path[t]);
+    fprintf(stderr, "\n");
+    for (int t = 0; t < 5; t++) /* every way of summing is compared with MPFR */
+        cr_expect_geq(per_path[t], 10000, "path %s: %ld elements", paths[t], per_path[t]);
+}
+
+/* Element (i, j) of a case by the exact oracle (with `block` products per bucket copy between
+ * folds, 0: the plan's own) and by MPFR, value and exact error of `got` both identical. */
+static void compare_elements(const gck_case *c, const void *A, const void *B, const void *C,
+                             int64_t block, const char *what, long *checked) {
+    gck_exact_plan *p = gck_exact_plan_new(c, A, B, C);
+    cr_assert(p);
+    if (block) gck_exact_plan_limit_block(p, block);
+    gck_exact_ws *w = gck_exact_ws_new(p);
+    gck_oracle_ws *mw = gck_oracle_ws_new(c->k);
+    cr_assert(w && mw);
+    for (int64_t i = 0; i < c->m; i++)
+        for (int64_t j = 0; j < c->n; j++) {
+            gck_oracle_eval ex, mp;
+            gck_oracle_eval_element(mw, c, A, B, C, 0, i, j, false, NULL, &mp);
+            /* a nearby wrong result, so that the error is a long exact difference */
+            double got = mp.value * (1 + 0x1p-30) + 0x1p-1000;
+            gck_exact_eval(p, w, 0, i, j, false, &got, &ex);
+            gck_oracle_eval_element(mw, c, A, B, C, 0, i, j, false, &got, &mp);
+            cr_assert(bits_equal(ex.value, mp.value) && bits_equal(ex.abs_error, mp.abs_error),
+                      "%s, block %lld, (%lld,%lld): exact %a err %a, MPFR %a err %a", what,
+                      (long long)block, (long long)i, (long long)j, ex.value, ex.abs_error,
+                      mp.value, mp.abs_error);
+            (*checked)++;
+        }
+    gck_oracle_ws_free(mw);
+    gck_exact_ws_free(w);
+    gck_exact_plan_free(p);
+}
+
+/* A dot product of K terms at the buckets' worst case: every significand all ones and shifted
+ * by 3 inside its bucket, every product of one sign, so that each fold happens with the bucket
+ * a hair below 2^63 (2^124); one tiny value forces the bucket path. */
+static void headroom_case(gck_format t, int64_t K, double sign, long *checked) {
+    gck_case c;
+    gck_case_init(&c, 1, 1, K);
+    c.type_a = c.type_b = c.type_c = c.type_d = c.compute = t;
+    c.scale_type = GCK_F64;
+    c.beta = 0;
+    c.d_is_c = false;
+    c.lda = 1;
+    c.ldb = K;
+    c.ldc = c.ldd = 1;
+    int p = gck_format_get(t)->precision;
+    double ones = ldexp(ldexp(1, p) - 1, -p); /* 0.111...1 in binary, p ones */
+    /* last-bit exponents relative to the operand's smallest (2^-100 in A, 1 in B): 103 and 3,
+     * both 3 mod 4 */
+    void *A = alloc_elems(t, K), *B = alloc_elems(t, K), *C = alloc_elems(t, 1);
+    for (int64_t k = 0; k < K - 1; k++) {
+        gck_store(A, t, k, sign * ldexp(ones, 3 + p));
+        gck_store(B, t, k, ldexp(ones, 3 + p));
+    }
+    gck_store(A, t, K - 1, 0x1p-100);
+    gck_store(B, t, K - 1, 1.0);
+    gck_store(C, t, 0, 0.0);
+    c.type_d = GCK_F64;
+    const char *want = t == GCK_F64 ? "bucket128" : "bucket64";
+    gck_exact_plan *pl = gck_exact_plan_new(&c, A, B, C);
+    cr_assert_str_eq(gck_exact_plan_path(pl), want);
+    gck_exact_plan_free(pl);
+    compare_elements(&c, A, B, C, 0, "headroom", checked);
+    free(A);
+    free(B);
+    free(C);
+}
+
+Test(oracle_exact, buckets_fold_exactly_at_every_block_size_and_at_full_headroom) {
+    long checked = 0;
+    /* f32: 2^9 products per bucket copy fit; f64: 2^12 (four copies: 2048 and 16384 a round) */
+    headroom_case(GCK_F32, 5000, 1.0, &checked);
+    headroom_case(GCK_F32, 5000, -1.0, &checked);
+    headroom_case(GCK_BF16, 5000, -1.0, &checked);
+    headroom_case(GCK_F64, 40000, 1.0, &checked);
+    headroom_case(GCK_F64, 40000, -1.0, &checked);
+    headroom_case(GCK_F32, 200, -1.0, &checked); /* K < 256: one copy, folded once */
+    long headroom = checked;
+    /* wide exponents and cancellation with folds after 1, 2, 3 and 7 products per copy */
+    test_rng r = {test_seed("oracle_exact.buckets", 77)};
+    const gck_format ts[] = {GCK_F32, GCK_F64, GCK_BF16, GCK_F16};
+    const gck_dist ds[] = {GCK_DIST_LOGU, GCK_DIST_CANCEL, GCK_DIST_NORMAL};
+    long per_path[5] = {0};
+    for (int n = 0; n < 120; n++) {
+        gck_case c;
+        gck_case_init(&c, rng_range(&r, 1, 6), rng_range(&r, 1, 6), rng_range(&r, 1, 600));
+        c.type_a = ts[rng_range(&r, 0, 1)];
+        c.type_b = ts[rng_range(&r, 0, 3)];
+        c.type_c = ts[rng_range(&r, 0, 3)];
+        c.type_d = ts[rng_range(&r, 0, 3)];
+        c.d_is_c = false;
+        c.scale_type = GCK_F64;
+        c.alpha = (rng_next(&r) & 1) ? -0.75 : 0x1p-40;
+        c.beta = (rng_next(&r) & 1) ? 0.5 : 0;
+        c.lda = c.m;
+        c.ldb = c.k;
+        c.ldc = c.ldd = c.m;
+        gck_spec s;
+        gck_spec_init(&s, &c);
+        s.dist_ab = ds[rng_range(&r, 0, 2)];
+        s.dist_c = GCK_DIST_UNIFORM;
+        s.seed = rng_next(&r);
+        void *A = alloc_elems(c.type_a, c.m * c.k), *B = alloc_elems(c.type_b, c.k * c.n),
+             *C = alloc_elems(c.type_c, c.m * c.n);
+        gck_spec_fill(&s, GCK_A, A);
+        gck_spec_fill(&s, GCK_B, B);
+        gck_spec_fill(&s, GCK_C, C);
+        if (rng_next(&r) & 1) /* a tiny value spreads the exponents past any fixed point */
+            gck_store(A, c.type_a, rng_range(&r, 0, c.m * c.k - 1), -0x1p-120);
+        int path = path_index(&c, A, B, C);
+        per_path[path] += c.m * c.n;
+        const int64_t blocks[] = {1, 2, 3, 7, 0};
+        for (int b = 0; b < 5; b++) compare_elements(&c, A, B, C, blocks[b], "random", &checked);
+        free(A);
+        free(B);
+        free(C);
+    }
+    fprintf(stderr,
+            "[buckets] %ld headroom elements and %ld elements at 5 fold intervals equal to MPFR "
+            "(value and exact error); bucket64 %ld, bucket128 %ld elements\n",
+            headroom, checked - headroom, per_path[3], per_path[4]);
+    cr_expect_geq(per_path[3], 200);
+    cr_expect_geq(per_path[4], 200);
 }
 
 Test(oracle_exact, both_mode_agrees_on_values_and_exact_errors_over_the_grid) {
