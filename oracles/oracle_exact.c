@@ -27,6 +27,7 @@
 #include <float.h>
 #include <limits.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -720,28 +721,50 @@ void gck_exact_eval(const gck_exact_plan *p, gck_exact_ws *w, int64_t bi, int64_
 
 /* ---- the whole GEMM ---------------------------------------------------------------------- */
 
-typedef struct ex_job {
+/* D is cut into tiles of T x T elements (per batch member), handed out to the threads one at a
+ * time; T is chosen so that the tile's rows of op(A) and columns of op(B) stay in a core's L2
+ * while its elements are evaluated. */
+typedef struct ex_tiles {
     const gck_exact_plan *p;
     void *D;
-    int64_t first, last;
+    int64_t tile, tiles_i, tiles_j, count;
+    atomic_llong next;
+} ex_tiles;
+
+typedef struct ex_job {
+    ex_tiles *tiles;
     bool ok;
 } ex_job;
 
+static int64_t tile_size(const gck_exact_plan *p) {
+    const int64_t budget = 1 << 20;                                /* bytes of L2 for one tile */
+    int64_t line = p->c->k * (p->path == PATH_BUCKET128 ? 12 : 8); /* one decoded row/column */
+    int64_t t = line ? budget / (2 * line) : 64;
+    return t < 4 ? 4 : t > 64 ? 64 : t;
+}
+
 static void *run_ex(void *arg) {
     ex_job *job = arg;
-    const gck_case *c = job->p->c;
-    gck_exact_ws *w = gck_exact_ws_new(job->p);
+    ex_tiles *tl = job->tiles;
+    const gck_case *c = tl->p->c;
+    gck_exact_ws *w = gck_exact_ws_new(tl->p);
     job->ok = w != NULL;
     if (!w) return NULL;
     int64_t drs, dcs;
     gck_case_op_strides(c, GCK_D, &drs, &dcs);
     gck_format td = gck_case_type(c, GCK_D);
-    int64_t sd = gck_case_stride(c, GCK_D);
-    for (int64_t t = job->first; t < job->last; t++) {
-        int64_t i = t % c->m, j = (t / c->m) % c->n, bi = t / (c->m * c->n);
-        gck_oracle_eval ev;
-        gck_exact_eval(job->p, w, bi, i, j, false, NULL, &ev);
-        gck_store(job->D, td, bi * sd + i * drs + j * dcs, ev.value);
+    int64_t sd = gck_case_stride(c, GCK_D), T = tl->tile;
+    for (int64_t t; (t = atomic_fetch_add(&tl->next, 1)) < tl->count;) {
+        int64_t ti = t % tl->tiles_i, tj = (t / tl->tiles_i) % tl->tiles_j;
+        int64_t bi = t / (tl->tiles_i * tl->tiles_j);
+        int64_t i1 = (ti + 1) * T < c->m ? (ti + 1) * T : c->m;
+        int64_t j1 = (tj + 1) * T < c->n ? (tj + 1) * T : c->n;
+        for (int64_t j = tj * T; j < j1; j++)
+            for (int64_t i = ti * T; i < i1; i++) {
+                gck_oracle_eval ev;
+                gck_exact_eval(tl->p, w, bi, i, j, false, NULL, &ev);
+                gck_store(tl->D, td, bi * sd + i * drs + j * dcs, ev.value);
+            }
     }
     gck_exact_ws_free(w);
     return NULL;
@@ -757,11 +780,15 @@ gck_status gck_oracle_exact(const gck_case *c, const void *A, const void *B, con
         snprintf(msg, msg_len, "out of memory decoding the operands");
         return GCK_ENOMEM;
     }
-    threads = gck_thread_count(threads, total);
+    ex_tiles tl = {p, D, tile_size(p), 0, 0, 0, 0};
+    tl.tiles_i = (c->m + tl.tile - 1) / tl.tile;
+    tl.tiles_j = (c->n + tl.tile - 1) / tl.tile;
+    tl.count = c->batch * tl.tiles_i * tl.tiles_j;
+    atomic_init(&tl.next, 0);
+    threads = gck_thread_count(threads, tl.count);
     ex_job *jobs = calloc((size_t)threads, sizeof *jobs);
     bool ok = jobs != NULL;
-    for (int t = 0; ok && t < threads; t++)
-        jobs[t] = (ex_job){p, D, total * t / threads, total * (t + 1) / threads, false};
+    for (int t = 0; ok && t < threads; t++) jobs[t] = (ex_job){&tl, false};
     ok = ok && gck_parallel(jobs, (size_t)threads, sizeof *jobs, run_ex);
     for (int t = 0; ok && t < threads; t++) ok = jobs[t].ok;
     free(jobs);
