@@ -35,8 +35,8 @@ typedef struct slot {
     uint64_t case_no;
     gck_spec spec;
     bool requested;
-    bool confirming;     /* re-running a case that missed its deadline once */
-    bool retry_pending;  /* dispatch s->spec again (in a fresh worker) instead of a new case */
+    bool confirming;    /* re-running a case that missed its deadline once */
+    bool retry_pending; /* dispatch s->spec again (in a fresh worker) instead of a new case */
 } slot;
 
 typedef struct run_ctx {
@@ -95,7 +95,11 @@ static bool spawn(run_ctx *x, slot *s) {
         gck_worker_kill(&s->w);
         return false;
     }
-    snprintf(x->info->version, sizeof x->info->version, "%.500s", m.text);
+    /* "<oracle> <version>": the oracle the worker confirms it checks with */
+    const char *sp = strchr(m.text, ' ');
+    size_t on = sp ? (size_t)(sp - m.text) : strlen(m.text);
+    snprintf(x->info->oracle, sizeof x->info->oracle, "%.*s", (int)on, m.text);
+    snprintf(x->info->version, sizeof x->info->version, "%.500s", sp ? sp + 1 : "");
     if (gck_wire_read(s->w.from, &m, sizeof m, deadline) != 1 || m.tag != GCK_WIRE_TABLE) {
         snprintf(x->setup_error, sizeof x->setup_error, "backend %s: no support table", x->backend);
         gck_worker_kill(&s->w);

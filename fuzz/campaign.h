@@ -61,6 +61,7 @@ typedef struct gck_matrix_entry {
 typedef struct gck_backend_info {
     char spec[512];
     char version[512];
+    char oracle[16];  /**< the oracle its workers confirmed: "exact", "mpfr" or "both" */
     char status[512]; /**< "ran", or why it was skipped */
     int64_t cases;
     double seconds;

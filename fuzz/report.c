@@ -216,6 +216,7 @@ bool gck_report_write_json(const gck_campaign_result *r, const char *path, const
         json_t *o = json_object();
         json_object_set_new(o, "backend", json_string(r->backends[b].spec));
         json_object_set_new(o, "version", json_string(r->backends[b].version));
+        json_object_set_new(o, "oracle", json_string(r->backends[b].oracle));
         json_object_set_new(o, "status", json_string(r->backends[b].status));
         json_object_set_new(o, "cases", json_integer(r->backends[b].cases));
         json_object_set_new(o, "seconds", jnum(r->backends[b].seconds));
@@ -289,6 +290,8 @@ bool gck_report_merge_json(gck_campaign_result *r, const char *path, char *msg, 
                      jget_str(v, "version"));
             snprintf(r->backends[b].status, sizeof r->backends[b].status, "%s",
                      jget_str(v, "status"));
+            snprintf(r->backends[b].oracle, sizeof r->backends[b].oracle, "%s",
+                     jget_str(v, "oracle"));
         }
         r->backends[b].cases += (int64_t)jget_num(v, "cases");
         double s = jget_num(v, "seconds");

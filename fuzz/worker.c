@@ -32,6 +32,11 @@ int gck_worker_main(int argc, char **argv) {
             backend = argv[++i];
         else if (!strcmp(argv[i], "--strict-ieee"))
             strict = true;
+        else if (!strcmp(argv[i], "--oracle") && i + 1 < argc &&
+                 !gck_oracle_kind_parse(argv[++i], &oracle)) {
+            gck_wire_send(GCK_WORKER_OUT_FD, GCK_WIRE_SETUP, "unknown --oracle for the worker");
+            return 2;
+        }
     }
     signal(SIGPIPE, SIG_IGN);
     char msg[1024];
@@ -47,9 +52,12 @@ int gck_worker_main(int argc, char **argv) {
         gck_wire_send(GCK_WORKER_OUT_FD, GCK_WIRE_SETUP, msg);
         return 2;
     }
-    char version[256];
+    /* READY carries the oracle this worker checks with, then the backend's version */
+    static const char *const oracle_names[] = {"exact", "mpfr", "both"};
+    char version[256], ready[300];
     be.ops->version(be.state, version, sizeof version);
-    gck_wire_send(GCK_WORKER_OUT_FD, GCK_WIRE_READY, version);
+    snprintf(ready, sizeof ready, "%s %s", oracle_names[oracle], version);
+    gck_wire_send(GCK_WORKER_OUT_FD, GCK_WIRE_READY, ready);
     const gck_support_row *rows;
     size_t n = be.ops->table(be.state, &rows);
     char count[32];

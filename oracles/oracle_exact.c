@@ -648,7 +648,7 @@ static void finish(const gck_exact_plan *p, gck_exact_ws *w, bool with_s, dec cd
         int sign = p->alpha.neg ? -1 : 1;
         if (p->alpha.m == 1) { /* alpha = ±2^e: S shifted */
             for (int i = w->s_lo, d = 0; i <= w->s_top; i++, d++) {
-                int64_t v = w->s[i] * ((int64_t)sign << sh); /* |v| < 2^63 */
+                int64_t v = w->s[i] * sign * ((int64_t)1 << sh); /* |v| < 2^63 */
                 dst[d] += (int64_t)(uint32_t)v;
                 dst[d + 1] += v >> 32;
             }

@@ -217,6 +217,34 @@ Test(fuzz, ref_campaign_is_clean_and_the_report_has_the_contract, .init = setup,
     cr_expect(strstr(buf, "<testsuites") && strstr(buf, "failures=\"0\""), "%s", buf);
 }
 
+/* --oracle reaches the workers: each confirms the oracle it checks with, and the report says
+ * which (a campaign asked for `both` once silently ran the exact oracle alone). */
+Test(fuzz, the_oracle_choice_reaches_the_workers, .init = setup, .fini = teardown, .timeout = 300) {
+    const char *const choices[] = {"", "exact", "mpfr", "both"};
+    for (int x = 0; x < 4; x++) {
+        char args[4096], out[1 << 16], report[512], opt[64] = "";
+        snprintf(report, sizeof report, "%s/oracle%d.json", dir, x);
+        if (*choices[x]) snprintf(opt, sizeof opt, "--oracle %s", choices[x]);
+        snprintf(args, sizeof args,
+                 "fuzz --backend ref --backend openblas --cases 40 --seed 5 --jobs 2 %s "
+                 "--report %s --no-progress",
+                 opt, report);
+        int code = run(args, out, sizeof out);
+        cr_assert_eq(code, 0, "exit %d\n%s", code, out);
+        json_t *j = load(report);
+        json_t *bes = json_object_get(json_object_get(j, "environment"), "backends");
+        cr_assert_eq(json_array_size(bes), 2u);
+        for (size_t b = 0; b < 2; b++) {
+            const char *o = json_string_value(json_object_get(json_array_get(bes, b), "oracle"));
+            cr_expect(o && !strcmp(o, *choices[x] ? choices[x] : "exact"), "%s: oracle %s", opt,
+                      o ? o : "(none)");
+        }
+        cr_expect_eq(json_integer_value(json_object_get(json_object_get(j, "summary"), "cases")),
+                     80);
+        json_decref(j);
+    }
+}
+
 Test(fuzz, shards_are_disjoint_and_merge_adds_up, .init = setup, .fini = teardown, .timeout = 300) {
     char args[4096], out[1 << 16], r1[512], r2[512], merged[512];
     snprintf(r1, sizeof r1, "%s/s1.json", dir);
