@@ -39,12 +39,34 @@ double gck_round_to(double x, gck_format fmt) {
     if (fmt == GCK_F64 || !isfinite(x) || x == 0.0) return x;
     if (fmt == GCK_F32) return (double)(float)x; /* the hardware conversion is exactly this */
     const gck_format_info *f = &format_table[fmt];
-    int e = binade(x);
+    /* x = m·2^(ef - 1075); the grid of the result is 2^q, q = max(binade, emin) - p + 1 (a
+     * subnormal double lies below every emin here). Integer rounding, whatever the FPU mode. */
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    int ef = (int)((u >> 52) & 0x7ff);
+    uint64_t m = u & ((UINT64_C(1) << 52) - 1);
+    if (ef)
+        m |= UINT64_C(1) << 52;
+    else
+        ef = 1;
+    int e = ef - 1023;
     if (e < f->emin) e = f->emin;
-    int q = e - f->precision + 1;
-    double r = ldexp(nearbyint(ldexp(x, -q)), q);
-    if (fabs(r) > f->max) return copysign(INFINITY, x);
-    return r;
+    int q = e - f->precision + 1, d = q - (ef - 1075); /* d: bits below the grid */
+    if (d >= 54) {
+        m = 0; /* |x| < 2^(q-1) */
+    } else if (d > 0) {
+        uint64_t rem = m & ((UINT64_C(1) << d) - 1), half = UINT64_C(1) << (d - 1);
+        m >>= d;
+        if (rem > half || (rem == half && (m & 1))) m++;
+    } else { /* x is on the grid already */
+        return fabs(x) > f->max ? copysign(INFINITY, x) : x;
+    }
+    uint64_t pb = (uint64_t)(q + 1023) << 52; /* 2^q, a normal double */
+    double p2;
+    memcpy(&p2, &pb, sizeof p2);
+    double r = (double)m * p2; /* exact: m <= 2^p */
+    if (r > f->max) r = INFINITY;
+    return copysign(r, x);
 }
 
 double gck_round2_to(double hi, double lo, gck_format fmt) {
@@ -97,8 +119,13 @@ double gck_f16_to_double(uint16_t h) {
     double sign = (h & 0x8000u) ? -1.0 : 1.0;
     unsigned e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
     if (e == 0x1f) return m ? copysign(NAN, sign) : sign * INFINITY;
-    if (e == 0) return sign * ldexp((double)m, -24);
-    return sign * ldexp((double)(m + 1024u), (int)e - 25);
+    if (e == 0) return sign * (double)m * 0x1p-24;
+    /* a normal half is a normal double: rebias the exponent, widen the fraction */
+    uint64_t u =
+        (uint64_t)(h & 0x8000u) << 48 | (uint64_t)(e - 15 + 1023) << 52 | (uint64_t)m << 42;
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
 }
 
 float gck_f16_to_float(uint16_t h) { return (float)gck_f16_to_double(h); }
