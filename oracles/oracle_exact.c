@@ -68,10 +68,9 @@ static inline uint64_t raw_at(const void *base, int bytes, int64_t index) {
     }
 }
 
-/* x = (-1)^neg·m·2^e from the bits of a format with `fb` fraction and `eb` exponent bits, with
- * the trailing zeros of m shifted out (the shortest form keeps products and frames small).
- * *special: Inf or NaN (m = 0 then). */
-static inline dec decode_bits(uint64_t u, int fb, int eb, bool *special) {
+/* x = (-1)^neg·m·2^e from the bits of a format with `fb` fraction and `eb` exponent bits, m the
+ * stored significand (with its implicit bit). *special: Inf or NaN (m = 0 then). */
+static inline dec decode_raw(uint64_t u, int fb, int eb, bool *special) {
     uint64_t emask = (UINT64_C(1) << eb) - 1, ef = (u >> fb) & emask;
     dec d = {u & ((UINT64_C(1) << fb) - 1), 0, (int32_t)((u >> (fb + eb)) & 1)};
     *special = ef == emask;
@@ -81,10 +80,21 @@ static inline dec decode_bits(uint64_t u, int fb, int eb, bool *special) {
     }
     if (ef) d.m |= UINT64_C(1) << fb;
     d.e = (int32_t)(ef ? ef : 1) - ((1 << (eb - 1)) - 1) - fb;
-    int tz = __builtin_ctzll(d.m);
-    d.m >>= tz;
-    d.e += tz;
     return d;
+}
+
+/* The shortest form: the trailing zeros of m shifted out (keeps fixed-point widths small). */
+static inline dec strip(dec d) {
+    if (d.m) {
+        int tz = __builtin_ctzll(d.m);
+        d.m >>= tz;
+        d.e += tz;
+    }
+    return d;
+}
+
+static inline dec decode_bits(uint64_t u, int fb, int eb, bool *special) {
+    return strip(decode_raw(u, fb, eb, special));
 }
 
 static dec decode_double(double x) {
@@ -161,70 +171,79 @@ typedef struct opview {
 } opview;
 
 typedef struct opstats {
-    int32_t emin;  /* smallest exponent of a last bit */
-    int32_t emaxe; /* largest exponent of a last bit */
-    int32_t emax;  /* largest exponent of a top bit, plus one */
-    int mbits;     /* widest significand */
+    int32_t emin;    /* shortest form: smallest exponent of a last bit */
+    int32_t emax;    /* largest exponent of a top bit, plus one */
+    int mbits;       /* shortest form: widest significand */
+    int32_t emin_r;  /* stored form: smallest exponent of a last bit */
+    int32_t emaxe_r; /* stored form: largest exponent of a last bit */
+    int mbits_r;     /* stored form: widest significand */
 } opstats;
 
-/* Pass 1: specials per line, exponent ranges per line and over the operand. */
-static void op_stats(const opview *v, uint8_t *special, int32_t *lo, int32_t *hi, opstats *st) {
-    *st = (opstats){INT32_MAX, INT32_MIN, INT32_MIN, 0};
+/* Pass 1: specials per line; exponent ranges over the operand in the shortest form (for fixed
+ * point) and in the stored form (for buckets: its last-bit exponents spread no wider than the
+ * values' exponents, which keeps the buckets few). */
+static void op_stats(const opview *v, uint8_t *special, opstats *st) {
+    *st = (opstats){INT32_MAX, INT32_MIN, 0, INT32_MAX, INT32_MIN, 0};
     for (int64_t b = 0; b < v->members; b++) {
         const void *base = gck_oracle_member(v->base, v->type, v->stride, b);
         for (int64_t line = 0; line < v->lines; line++) {
             int64_t t = b * v->lines + line;
-            int32_t l = INT32_MAX, h = INT32_MIN;
             for (int64_t k = 0; k < v->K; k++) {
                 bool sp;
-                dec d = decode_bits(raw_at(base, v->lay.bytes, line * v->ls + k * v->ks), v->lay.fb,
-                                    v->lay.eb, &sp);
+                dec d = decode_raw(raw_at(base, v->lay.bytes, line * v->ls + k * v->ks), v->lay.fb,
+                                   v->lay.eb, &sp);
                 special[t] |= sp;
                 if (!d.m) continue;
                 int nb = bits_of(d.m);
-                if (d.e < l) l = d.e;
-                if (d.e > h) h = d.e;
+                if (d.e < st->emin_r) st->emin_r = d.e;
+                if (d.e > st->emaxe_r) st->emaxe_r = d.e;
+                if (nb > st->mbits_r) st->mbits_r = nb;
                 if (d.e + nb > st->emax) st->emax = d.e + nb;
-                if (nb > st->mbits) st->mbits = nb;
+                dec sd = strip(d);
+                if (sd.e < st->emin) st->emin = sd.e;
+                if (bits_of(sd.m) > st->mbits) st->mbits = bits_of(sd.m);
             }
-            lo[t] = l;
-            hi[t] = h;
-            if (l < st->emin) st->emin = l;
-            if (h != INT32_MIN && h > st->emaxe) st->emaxe = h;
         }
     }
 }
 
-/* Pass 2: the representation the path uses (exponents relative to st->emin). */
+/* Pass 2: the representation the path uses. Fixed point: the shortest form, relative to
+ * st->emin. Buckets: the stored form with r = e - st->emin_r; zeros get bucket 0 (adding 0
+ * anywhere changes nothing) and stay out of the line's range lo..hi (in buckets). */
 static void op_fill(const opview *v, int path, const opstats *st, int32_t *lo, int32_t *hi,
                     int64_t *fix, uint64_t *pk, int64_t *sig, int32_t *ex) {
+    bool fixed = path == PATH_FIX64 || path == PATH_FIX128;
     for (int64_t b = 0; b < v->members; b++) {
         const void *base = gck_oracle_member(v->base, v->type, v->stride, b);
         for (int64_t line = 0; line < v->lines; line++) {
             int64_t t = b * v->lines + line;
-            if (lo[t] == INT32_MAX) lo[t] = hi[t] = st->emin; /* no non-zero value */
-            int unit = path == PATH_BUCKET64 || path == PATH_BUCKET128 ? BUCKET_LOG : 0;
-            lo[t] = (lo[t] - st->emin) >> unit;
-            hi[t] = (hi[t] - st->emin) >> unit;
+            int32_t l = INT32_MAX, h = 0;
             for (int64_t k = 0; k < v->K; k++) {
                 bool sp;
-                dec d = decode_bits(raw_at(base, v->lay.bytes, line * v->ls + k * v->ks), v->lay.fb,
-                                    v->lay.eb, &sp);
-                int64_t s = d.neg ? -(int64_t)d.m : (int64_t)d.m;
-                int32_t r = d.e - st->emin;
+                dec d = decode_raw(raw_at(base, v->lay.bytes, line * v->ls + k * v->ks), v->lay.fb,
+                                   v->lay.eb, &sp);
                 int64_t x = t * v->K + k;
-                if (path == PATH_FIX64 || path == PATH_FIX128) {
-                    fix[x] = d.m ? (int64_t)((uint64_t)s << r) : 0;
+                if (fixed) {
+                    d = strip(d);
+                    int64_t sg = d.neg ? -(int64_t)d.m : (int64_t)d.m;
+                    fix[x] = d.m ? (int64_t)((uint64_t)sg << (d.e - st->emin)) : 0;
                     continue;
                 }
-                s = d.m ? (int64_t)((uint64_t)s << (r & ((1 << BUCKET_LOG) - 1))) : 0;
-                int32_t q = d.m ? r >> BUCKET_LOG : lo[t];
+                int32_t r = d.e - st->emin_r, q = d.m ? r >> BUCKET_LOG : 0;
+                int64_t sg = d.neg ? -(int64_t)d.m : (int64_t)d.m;
+                sg = d.m ? (int64_t)((uint64_t)sg << (r & ((1 << BUCKET_LOG) - 1))) : 0;
+                if (d.m && q < l) l = q;
+                if (d.m && q > h) h = q;
                 if (path == PATH_BUCKET64)
-                    pk[x] = (uint64_t)(uint32_t)(int32_t)s << 32 | (uint32_t)q;
+                    pk[x] = (uint64_t)(uint32_t)(int32_t)sg << 32 | (uint32_t)q;
                 else {
-                    sig[x] = s;
+                    sig[x] = sg;
                     ex[x] = q;
                 }
+            }
+            if (!fixed) {
+                lo[t] = l == INT32_MAX ? 0 : l;
+                hi[t] = h;
             }
         }
     }
@@ -258,23 +277,23 @@ gck_exact_plan *gck_exact_plan_new(const gck_case *c, const void *A, const void 
                  c->k, ars,       acs,         layout_of(c->type_a)};
     opview vb = {B,    c->type_b, c->stride_b, p->members_b,        c->n,
                  c->k, bcs,       brs,         layout_of(c->type_b)};
-    opstats sa = {0, 0, 0, 0}, sb = sa;
+    opstats sa = {0, 0, 0, 0, 0, 0}, sb = sa;
     if (rab) {
-        op_stats(&va, p->row_special, p->alo, p->ahi, &sa);
-        op_stats(&vb, p->col_special, p->blo, p->bhi, &sb);
+        op_stats(&va, p->row_special, &sa);
+        op_stats(&vb, p->col_special, &sb);
     }
     bool any = rab && sa.emin != INT32_MAX && sb.emin != INT32_MAX;
-    if (!any) sa = sb = (opstats){0, 0, 0, 0};
+    if (!any) sa = sb = (opstats){0, 0, 0, 0, 0, 0};
     int growth = 2 + bits_of((uint64_t)c->k + 1);
-    int wa = sa.emax - sa.emin, wb = sb.emax - sb.emin; /* fixed-point widths */
-    int P = sa.mbits + sb.mbits + 2 * BUCKET_PRESHIFT;  /* widest bucket term */
+    int wa = sa.emax - sa.emin, wb = sb.emax - sb.emin;    /* fixed-point widths */
+    int P = sa.mbits_r + sb.mbits_r + 2 * BUCKET_PRESHIFT; /* widest bucket term */
     if (!any)
         p->path = PATH_ZERO;
     else if (wa + wb + growth <= 63)
         p->path = PATH_FIX64;
     else if (wa <= 62 && wb <= 62 && wa + wb + growth <= 125)
         p->path = PATH_FIX128;
-    else if (sa.mbits + BUCKET_PRESHIFT <= 31 && sb.mbits + BUCKET_PRESHIFT <= 31 && P <= 60)
+    else if (sa.mbits_r + BUCKET_PRESHIFT <= 31 && sb.mbits_r + BUCKET_PRESHIFT <= 31 && P <= 60)
         p->path = PATH_BUCKET64;
     else
         p->path = PATH_BUCKET128;
@@ -286,7 +305,8 @@ gck_exact_plan *gck_exact_plan_new(const gck_case *c, const void *A, const void 
     int room = (p->path == PATH_BUCKET64 ? (p->ncopy == 1 ? 62 : 63) : 124) - P;
     p->block = (int64_t)1 << (room < 30 ? room : 30);
     /* bucket indices, rounded up to whole limbs (the fold runs over eight at a time) */
-    int nbk = ((sa.emaxe - sa.emin) >> BUCKET_LOG) + ((sb.emaxe - sb.emin) >> BUCKET_LOG) + 1;
+    int nbk =
+        ((sa.emaxe_r - sa.emin_r) >> BUCKET_LOG) + ((sb.emaxe_r - sb.emin_r) >> BUCKET_LOG) + 1;
     p->nbuckets = (nbk + 7) & ~7;
     int64_t na = la * c->k, nb = lb * c->k;
     bool ok = true;
@@ -316,10 +336,14 @@ gck_exact_plan *gck_exact_plan_new(const gck_case *c, const void *A, const void 
         op_fill(&va, p->path, &sa, p->alo, p->ahi, p->afix, p->apk, p->asig, p->aexp);
         op_fill(&vb, p->path, &sb, p->blo, p->bhi, p->bfix, p->bpk, p->bsig, p->bexp);
     }
-    p->base_s = sa.emin + sb.emin;
-    p->nlimbs_s = (wa + wb + growth) / 32 + 6; /* at least the 5 a 128-bit sum needs */
+    /* S's frame: bit 0 at the smallest product's last bit, room for every product and K of
+     * carries (at least the 5 limbs a 128-bit sum needs) */
+    bool fixed = p->path == PATH_FIX64 || p->path == PATH_FIX128;
+    p->base_s = fixed ? sa.emin + sb.emin : sa.emin_r + sb.emin_r;
+    int width = fixed ? wa + wb : (sa.emax - sa.emin_r) + (sb.emax - sb.emin_r);
+    p->nlimbs_s = (width + growth) / 32 + 6;
     /* The largest final frame: alpha·S, beta·c for any c of C's format, and -D̂ for any double
-     * (each element sizes its own frame from its actual terms, see frame_of). */
+     * (each element sizes its own frame from its actual terms, see finish). */
     const gck_format_info *fc = gck_format_get(c->type_c);
     p->alpha = decode_double(c->alpha);
     p->beta = decode_double(c->beta);
@@ -482,14 +506,14 @@ static inline void add_signed128(int64_t *l, int64_t o, __int128 v) {
  * The chain runs over whole limbs (buckets 8L..8L+7): those outside lo..hi are 0. `acc` is an
  * int64 for a single copy of int64 buckets (below 2^62, the carry below 2^58) and an __int128
  * otherwise (four copies below 2^63 or 2^124, the carry below 2^123). */
-#define FOLD_BODY(ACC)                                                                             \
+#define FOLD_BODY(ACC, NCOPY)                                                                      \
     do {                                                                                           \
         ACC carry = 0;                                                                             \
         for (int L = lo >> 3; L <= hi >> 3; L++) {                                                 \
             uint64_t word = 0;                                                                     \
             for (int t = 0; t < 8; t++) {                                                          \
                 ACC acc = carry;                                                                   \
-                for (int cp = 0; cp < ncopy; cp++) {                                               \
+                for (int cp = 0; cp < NCOPY; cp++) {                                               \
                     acc += (ACC)bk[cp * nb + 8 * L + t];                                           \
                     bk[cp * nb + 8 * L + t] = 0;                                                   \
                 }                                                                                  \
@@ -504,13 +528,16 @@ static inline void add_signed128(int64_t *l, int64_t o, __int128 v) {
 
 static void fold64(int64_t *bk, int ncopy, int nb, int lo, int hi, int64_t *l, int n) {
     if (ncopy == 1)
-        FOLD_BODY(int64_t);
+        FOLD_BODY(int64_t, 1);
     else
-        FOLD_BODY(__int128);
+        FOLD_BODY(__int128, 4);
 }
 
 static void fold128(__int128 *bk, int ncopy, int nb, int lo, int hi, int64_t *l, int n) {
-    FOLD_BODY(__int128);
+    if (ncopy == 1)
+        FOLD_BODY(__int128, 1);
+    else
+        FOLD_BODY(__int128, 4);
 }
 
 /* One product into its bucket: bk[ea + eb] += sa·sb (x and y packed as sa << 32 | ea). */

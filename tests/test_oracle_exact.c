@@ -161,16 +161,19 @@ static void headroom_case(gck_format t, int64_t K, double sign, long *checked) {
     c.ldb = K;
     c.ldc = c.ldd = 1;
     int p = gck_format_get(t)->precision;
-    double ones = ldexp(ldexp(1, p) - 1, -p); /* 0.111...1 in binary, p ones */
-    /* last-bit exponents relative to the operand's smallest (2^-100 in A, 1 in B): 103 and 3,
-     * both 3 mod 4 */
+    /* Every significand is p ones (odd: stored and shortest forms agree). Last-bit exponents:
+     * A's big values 3 and its tiny one -T, B's big values 3 and its small one 0; T is a
+     * multiple of 4 above 100 + p, so that the big products sit at 3 mod 4 in A's and in B's
+     * frame: shifted by 3 + 3 inside their bucket. */
     void *A = alloc_elems(t, K), *B = alloc_elems(t, K), *C = alloc_elems(t, 1);
+    double allones = ldexp(1, p) - 1;
+    int T = (100 + p + 3) / 4 * 4;
     for (int64_t k = 0; k < K - 1; k++) {
-        gck_store(A, t, k, sign * ldexp(ones, 3 + p));
-        gck_store(B, t, k, ldexp(ones, 3 + p));
+        gck_store(A, t, k, sign * ldexp(allones, 3));
+        gck_store(B, t, k, ldexp(allones, 3));
     }
-    gck_store(A, t, K - 1, 0x1p-100);
-    gck_store(B, t, K - 1, 1.0);
+    gck_store(A, t, K - 1, ldexp(allones, -T));
+    gck_store(B, t, K - 1, allones);
     gck_store(C, t, 0, 0.0);
     c.type_d = GCK_F64;
     const char *want = t == GCK_F64 ? "bucket128" : "bucket64";
