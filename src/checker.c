@@ -102,8 +102,98 @@ typedef struct elem_facts {
     bool exact_case;
 } elem_facts;
 
-static void gather(const gck_case *c, const gck_support_row *row, const void *A, const void *B,
-                   const void *C, int64_t bi, int64_t i, int64_t j, double oracle, elem_facts *f) {
+/* What pass 1 of gather needs from one line (a row of op(A), a column of op(B)), computed once
+ * per check instead of once per element. */
+typedef struct line_facts {
+    double maxabs; /* largest |x| (Inf when the line holds one) */
+    int32_t qmin;  /* smallest lowest-set-bit exponent of a non-zero value (INT32_MAX: none) */
+    bool repr;     /* every value finite and kept by rounding to the input and compute formats */
+    bool over;     /* a finite value above what the inputs are converted to */
+    bool has_inf;  /* an infinity (then the pairs are looked at: Inf times a flushed partner) */
+} line_facts;
+
+/* The operands prepared for gather: line facts, and op(A) and op(B) as doubles laid out along k
+ * (op(A)[member][i][k], op(B)[member][j][k]; NULL above the options' copy_limit: read in
+ * place). */
+typedef struct gather_plan {
+    line_facts *fa, *fb;
+    double *a, *b;
+} gather_plan;
+
+static void gather_plan_free(gather_plan *g) {
+    if (!g) return;
+    free(g->fa);
+    free(g->fb);
+    free(g->a);
+    free(g->b);
+    free(g);
+}
+
+/* The lines of operand x (GCK_A or GCK_B) of every stored batch member: facts, and the values
+ * into `dense` when given. Runs in the default rounding mode. */
+static void line_facts_of(const gck_case *c, const gck_model *m, gck_operand x, const void *X,
+                          int64_t members, line_facts *facts, double *dense) {
+    gck_format t = x == GCK_A ? c->type_a : c->type_b;
+    int64_t lines = x == GCK_A ? c->m : c->n, rs, cs;
+    gck_case_op_strides(c, x, &rs, &cs);
+    int64_t ls = x == GCK_A ? rs : cs, ks = x == GCK_A ? cs : rs; /* (line, k) at line·ls+k·ks */
+    int64_t stride = (x == GCK_A ? c->stride_a : c->stride_b) * gck_format_get(t)->storage_bytes;
+    const gck_format_info *fc = gck_format_get(m->compute);
+    gck_format infmt = m->inputs_rounded ? m->input_format : m->compute;
+    const gck_format_info *fin = gck_format_get(infmt);
+    double in_max = fin->max < fc->max ? fin->max : fc->max;
+    for (int64_t b = 0; b < members; b++) {
+        const char *base = (const char *)X + b * stride;
+        for (int64_t l = 0; l < lines; l++) {
+            line_facts f = {0, INT32_MAX, true, false, false};
+            double *d = dense ? dense + (b * lines + l) * c->k : NULL;
+            for (int64_t k = 0; k < c->k; k++) {
+                double v = gck_load(base, t, l * ls + k * ks), av = fabs(v);
+                if (d) d[k] = v;
+                if (isfinite(av) && av > in_max) f.over = true;
+                if (isinf(av)) f.has_inf = true;
+                if (av > f.maxabs) f.maxabs = av;
+                if (!f.repr) continue;
+                if (!isfinite(v) || gck_round_to(v, infmt) != v || gck_round_to(v, m->compute) != v)
+                    f.repr = false;
+                else if (v != 0 && lsb_exp(v) < f.qmin)
+                    f.qmin = lsb_exp(v);
+            }
+            facts[b * lines + l] = f;
+        }
+    }
+}
+
+static gather_plan *gather_plan_new(const gck_case *c, const gck_model *m, const void *A,
+                                    const void *B, double copy_limit) {
+    gather_plan *g = calloc(1, sizeof *g);
+    if (!g || !gck_case_reads_ab(c)) return g;
+    int64_t ma = c->stride_a == 0 ? 1 : c->batch, mb = c->stride_b == 0 ? 1 : c->batch;
+    int64_t la = ma * c->m, lb = mb * c->n;
+    g->fa = malloc((size_t)la * sizeof *g->fa);
+    g->fb = malloc((size_t)lb * sizeof *g->fb);
+    if (!g->fa || !g->fb) {
+        gather_plan_free(g);
+        return NULL;
+    }
+    double limit = copy_limit > 0 ? copy_limit : 1073741824.0;
+    if ((double)(la + lb) * (double)c->k * (double)sizeof(double) <= limit) {
+        g->a = malloc((size_t)(la * c->k) * sizeof *g->a);
+        g->b = malloc((size_t)(lb * c->k) * sizeof *g->b);
+        if (!g->a || !g->b) { /* not needed: values are then read in place */
+            free(g->a);
+            free(g->b);
+            g->a = g->b = NULL;
+        }
+    }
+    line_facts_of(c, m, GCK_A, A, ma, g->fa, g->a);
+    line_facts_of(c, m, GCK_B, B, mb, g->fb, g->b);
+    return g;
+}
+
+static void gather(const gck_case *c, const gck_support_row *row, const gather_plan *g,
+                   const void *A, const void *B, const void *C, int64_t bi, int64_t i, int64_t j,
+                   double oracle, elem_facts *f) {
     const gck_model *m = &row->model;
     memset(f, 0, sizeof *f);
     f->t.k = c->k;
@@ -116,7 +206,6 @@ static void gather(const gck_case *c, const gck_support_row *row, const void *A,
     const gck_format_info *fc = gck_format_get(m->compute);
     gck_format infmt = m->inputs_rounded ? m->input_format : m->compute;
     const gck_format_info *fin = gck_format_get(infmt);
-    double in_max = fin->max < fc->max ? fin->max : fc->max;
     const gck_format_info *fo = gck_format_get(gck_case_type(c, GCK_D));
     const gck_format_info *fe = gck_format_get(m->epilogue);
     int p = fc->precision < fo->precision ? fc->precision : fo->precision;
@@ -132,32 +221,36 @@ static void gather(const gck_case *c, const gck_support_row *row, const void *A,
     double maxa = 0, maxb = 0;
 
     const char *Ab = NULL, *Bb = NULL;
+    const double *da = NULL, *db = NULL; /* row i of op(A), column j of op(B), along k */
     if (rab) {
         Ab = (const char *)A + bi * c->stride_a * gck_format_get(c->type_a)->storage_bytes;
         Bb = (const char *)B + bi * c->stride_b * gck_format_get(c->type_b)->storage_bytes;
-    }
-    /* Pass 1, rounding to nearest (gck_round_to depends on it): what input rounding does. */
-    for (int64_t k = 0; rab && k < c->k; k++) {
-        double a = gck_load(Ab, c->type_a, i * ars + k * acs);
-        double b = gck_load(Bb, c->type_b, k * brs + j * bcs);
-        double fa = fabs(a), fb = fabs(b);
-        if ((isfinite(fa) && fa > in_max) || (isfinite(fb) && fb > in_max))
-            f->input_overflow = true;
-        if (isinf(fa) != isinf(fb)) { /* Inf times a finite partner that may become 0 */
-            double partner = isinf(fa) ? fb : fa;
-            if (partner != 0 && ((m->inputs_rounded && gck_round_to(partner, infmt) == 0) ||
-                                 (m->daz && partner < fin->min_normal)))
-                f->inf_times_flushed = true;
+        int64_t ra = (c->stride_a == 0 ? 0 : bi) * c->m + i,
+                cb = (c->stride_b == 0 ? 0 : bi) * c->n + j;
+        if (g->a) {
+            da = g->a + ra * c->k;
+            db = g->b + cb * c->k;
         }
-        if (fa > maxa) maxa = fa;
-        if (fb > maxb) maxb = fb;
-        if (exact) {
-            if (!isfinite(a) || !isfinite(b) || gck_round_to(a, infmt) != a ||
-                gck_round_to(b, infmt) != b || gck_round_to(a, m->compute) != a ||
-                gck_round_to(b, m->compute) != b)
-                exact = false;
-            if (exact && a != 0 && lsb_exp(a) < qa) qa = lsb_exp(a);
-            if (exact && b != 0 && lsb_exp(b) < qb) qb = lsb_exp(b);
+        /* Pass 1, from the line facts: what input rounding does. */
+        const line_facts *la = &g->fa[ra], *lb = &g->fb[cb];
+        f->input_overflow = la->over || lb->over;
+        maxa = la->maxabs;
+        maxb = lb->maxabs;
+        if (exact && la->repr && lb->repr) {
+            qa = la->qmin;
+            qb = lb->qmin;
+        } else
+            exact = false;
+        for (int64_t k = 0; (la->has_inf || lb->has_inf) && k < c->k; k++) {
+            double a = da ? da[k] : gck_load(Ab, c->type_a, i * ars + k * acs);
+            double b = db ? db[k] : gck_load(Bb, c->type_b, k * brs + j * bcs);
+            double fa = fabs(a), fb = fabs(b);
+            if (isinf(fa) != isinf(fb)) { /* Inf times a finite partner that may become 0 */
+                double partner = isinf(fa) ? fb : fa;
+                if (partner != 0 && ((m->inputs_rounded && gck_round_to(partner, infmt) == 0) ||
+                                     (m->daz && partner < fin->min_normal)))
+                    f->inf_times_flushed = true;
+            }
         }
     }
     double cv = 0, bc = 0;
@@ -172,26 +265,37 @@ static void gather(const gck_case *c, const gck_support_row *row, const void *A,
     /* Pass 2, rounding upward: the sums the bound and the overflow rules use. */
     int old = fegetround();
     fesetround(FE_UPWARD);
+    double T = 0, sum_ab = 0, pos = 0, neg = 0, pos_u = 0, neg_u = 0, max_term = 0;
+    bool alpha_neg = signbit(c->alpha);
     for (int64_t k = 0; rab && k < c->k; k++) {
-        double a = gck_load(Ab, c->type_a, i * ars + k * acs);
-        double b = gck_load(Bb, c->type_b, k * brs + j * bcs);
+        double a = da ? da[k] : gck_load(Ab, c->type_a, i * ars + k * acs);
+        double b = db ? db[k] : gck_load(Bb, c->type_b, k * brs + j * bcs);
         double fa = fabs(a), fb = fabs(b), ab = fa * fb, sab = aa * ab;
-        f->t.T += ab;
-        f->t.sum_ab += fa + fb;
+        T += ab;
+        sum_ab += fa + fb;
         if (isfinite(a) && isfinite(b)) { /* terms of finite inputs, by sign (an Inf here
                                            * means the term overflows double: possible) */
-            if ((signbit(a) != signbit(b)) != (bool)signbit(c->alpha))
-                f->neg += sab;
-            else
-                f->pos += sab;
-            if (signbit(a) != signbit(b))
-                f->neg_u += ab;
-            else
-                f->pos_u += ab;
-            double q = fmax(fmax(aa * fa, aa * fb), fmax(ab, sab));
-            if (q > f->max_term) f->max_term = q;
+            /* selected, not branched on: random signs would mispredict half the time
+             * (adding +0 changes no sum, which never holds -0) */
+            bool neg_ab = (bool)signbit(a) != (bool)signbit(b), neg_s = neg_ab != alpha_neg;
+            neg += neg_s ? sab : 0.0;
+            pos += neg_s ? 0.0 : sab;
+            neg_u += neg_ab ? ab : 0.0;
+            pos_u += neg_ab ? 0.0 : ab;
+            double q = aa * fa, q2 = aa * fb; /* no NaN here: the largest of the four */
+            if (q2 > q) q = q2;
+            if (ab > q) q = ab;
+            if (sab > q) q = sab;
+            if (q > max_term) max_term = q;
         }
     }
+    f->t.T = T;
+    f->t.sum_ab = sum_ab;
+    f->pos = pos;
+    f->neg = neg;
+    f->pos_u = pos_u;
+    f->neg_u = neg_u;
+    f->max_term = max_term;
     if (rc) {
         bc = fabs(c->beta) * f->t.abs_c;
         if (isfinite(cv)) {
@@ -253,6 +357,7 @@ typedef struct chk_job {
     const gck_check_options *opt;
     const void *A, *B, *C, *D;
     const gck_exact_plan *plan;
+    const gather_plan *gp;
     const uint8_t *rows, *cols; /* sampling masks (NULL: every element) */
     int64_t first, last;
     gck_check_result r;
@@ -442,7 +547,7 @@ static void *run_chk(void *arg) {
         gck_oracle_eval ev;
         evaluate(&o, c, job->A, job->B, job->C, bi, i, j, false, &got, &ev);
         elem_facts f;
-        gather(c, job->row, job->A, job->B, job->C, bi, i, j, ev.value, &f);
+        gather(c, job->row, job->gp, job->A, job->B, job->C, bi, i, j, ev.value, &f);
         gck_element_report e = {.batch = bi, .i = i, .j = j};
         int kind = decide(c, job->row, &ev, &f, got, &e);
         if (kind >= 0 && isnan(got) && c->alpha == 0 &&
@@ -539,13 +644,18 @@ gck_status gck_check_values(const gck_case *c, const gck_support_row *row,
         r->sampled = true;
     }
     gck_exact_plan *plan = NULL;
-    if (opt->oracle != GCK_ORACLE_MPFR && !(plan = gck_exact_plan_new(c, A, B, C))) {
+    gather_plan *gp = gather_plan_new(c, &row->model, A, B, opt->copy_limit);
+    if (!gp || (opt->oracle != GCK_ORACLE_MPFR && !(plan = gck_exact_plan_new(c, A, B, C)))) {
+        gather_plan_free(gp);
+        free(rows);
+        free(cols);
         snprintf(msg, len, "out of memory decoding the operands");
         return GCK_ENOMEM;
     }
     chk_job *jobs = calloc((size_t)threads, sizeof *jobs);
     if (!jobs) {
         gck_exact_plan_free(plan);
+        gather_plan_free(gp);
         free(rows);
         free(cols);
         snprintf(msg, len, "out of memory");
@@ -560,6 +670,7 @@ gck_status gck_check_values(const gck_case *c, const gck_support_row *row,
                             .C = C,
                             .D = D_got,
                             .plan = plan,
+                            .gp = gp,
                             .rows = rows,
                             .cols = cols,
                             .first = total * t / threads,
@@ -573,6 +684,7 @@ gck_status gck_check_values(const gck_case *c, const gck_support_row *row,
     }
     free(jobs);
     gck_exact_plan_free(plan);
+    gather_plan_free(gp);
     free(rows);
     free(cols);
     if (!ok) {

@@ -14,7 +14,6 @@
 static const char repro_help[] =
     "usage: gemmcheck repro --backend SPEC [--dump DIR] [--strict-ieee] [--no-rerun]\n"
     "                       [--no-guard-page]\n"
-    "                       [--no-guard-page]\n"
     "                       [--timeout SECONDS] [--threads N] [--oracle KIND] 'gck1 ...'\n"
     "\n"
     "Runs one case (a reproducer string, docs/REPRO.md) on one backend in a child process and\n"
@@ -27,8 +26,6 @@ static const char repro_help[] =
     "  --dump DIR         write A, B, C, D_expected, D_got (.npy) and case.txt into DIR\n"
     "  --strict-ieee      no zero-skipping leniency, whatever the backend declares\n"
     "  --no-rerun         skip the second call on fresh buffers (determinism check)\n"
-    "  --no-guard-page    end operands 4 KiB before their guard pages: a crash that goes away\n"
-    "                     is a read past the end of an operand\n"
     "  --no-guard-page    end operands 4 KiB before their guard pages: a crash that goes away\n"
     "                     is a read past the end of an operand\n"
     "  --timeout SECONDS  deadline of one backend call (default: from the case's cost, >= 10)\n"

@@ -8,6 +8,7 @@
 
 #include "gemmcheck/runner.h"
 #include "grid.h"
+#include "testutil.h"
 
 #define CASES 400
 
@@ -31,6 +32,54 @@ static void run_cases(const char *spec, long count[GCK_KIND_COUNT], long *exact)
     }
     free(r);
     gck_backend_close(&be);
+}
+
+/* The bounds from the operands read in place (no copy allowed) are those from the copy: same
+ * findings, worst elements, ratios, on ref and on faulty backends, specials included. */
+Test(checker, bounds_from_the_copy_and_from_the_operands_in_place_agree) {
+    const char *specs[] = {"ref", "plugin:" GCK_FAULTY_PLUGIN ":tolerance",
+                           "plugin:" GCK_FAULTY_PLUGIN ":nan"};
+    long compared = 0, findings = 0;
+    for (int b = 0; b < 3; b++) {
+        gck_backend be;
+        char msg[1024];
+        cr_assert_eq(gck_backend_open(&be, specs[b], msg, sizeof msg), GCK_OK, "%s", msg);
+        const gck_support_row *rows;
+        size_t nrows = be.ops->table(be.state, &rows);
+        gck_run_result *r1 = malloc(sizeof *r1), *r2 = malloc(sizeof *r2);
+        for (uint64_t i = 0; i < 150; i++) {
+            gck_spec s;
+            grid_spec(i, rows, nrows, &s);
+            gck_run_options o = {.check = {.threads = 1}};
+            cr_assert_eq(gck_run_spec(&be, &s, &o, r1, msg, sizeof msg), GCK_OK, "%s", msg);
+            o.check.copy_limit = 1; /* nothing fits: every value read in place */
+            cr_assert_eq(gck_run_spec(&be, &s, &o, r2, msg, sizeof msg), GCK_OK, "%s", msg);
+            const gck_check_result *x = &r1->check, *y = &r2->check;
+            cr_assert_eq(r1->nfindings, r2->nfindings, "case %llu", (unsigned long long)i);
+            cr_assert(x->elements == y->elements && x->exact_elements == y->exact_elements &&
+                          x->degenerate == y->degenerate && x->lenient == y->lenient,
+                      "case %llu", (unsigned long long)i);
+            for (int k = 0; k < GCK_KIND_COUNT; k++) {
+                cr_assert_eq(x->count[k], y->count[k], "case %llu", (unsigned long long)i);
+                if (x->count[k])
+                    cr_assert(x->worst[k].i == y->worst[k].i && x->worst[k].j == y->worst[k].j &&
+                                  same_value(x->worst[k].bound, y->worst[k].bound),
+                              "case %llu kind %d", (unsigned long long)i, k);
+            }
+            cr_assert(same_value(x->max_ratio.ratio, y->max_ratio.ratio) &&
+                          same_value(x->max_tight, y->max_tight),
+                      "case %llu: ratio %g vs %g", (unsigned long long)i, x->max_ratio.ratio,
+                      y->max_ratio.ratio);
+            compared += x->elements;
+            findings += r1->nfindings;
+        }
+        free(r1);
+        free(r2);
+        gck_backend_close(&be);
+    }
+    fprintf(stderr, "[bounds] %ld elements, %ld findings: copy and in-place reads agree\n",
+            compared, findings);
+    cr_expect_gt(findings, 0);
 }
 
 static void expect_only(const char *fault, gck_kind want) {

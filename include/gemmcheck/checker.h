@@ -69,6 +69,9 @@ typedef struct gck_check_options {
                                  rows and columns (the first and last ones included) instead
                                  of all; <= 0: 2^31 */
     int sample_lines;       /**< random rows and columns in the sample (<= 0: 16) */
+    double copy_limit;      /**< bytes for a copy of op(A) and op(B) as doubles along k, which
+                                 makes the bounds cheaper (<= 0: 1 GiB); a case that needs more
+                                 reads its operands in place */
 } gck_check_options;
 
 /** The result of checking one D. */
