@@ -47,15 +47,6 @@ typedef struct layout {
     int fb, eb, bytes;
 } layout;
 
-static layout layout_of(gck_format f) {
-    switch (f) {
-    case GCK_F16: return (layout){10, 5, 2};
-    case GCK_BF16: return (layout){7, 8, 2};
-    case GCK_F64: return (layout){52, 11, 8};
-    default: return (layout){23, 8, 4};
-    }
-}
-
 static inline uint64_t raw_at(const void *base, int bytes, int64_t index) {
     const char *p = (const char *)base + index * bytes;
     uint16_t h;
@@ -123,6 +114,13 @@ static const char *const path_names[] = {"zero", "fix64", "fix128", "bucket64", 
 #define BUCKET_LOG      2
 #define BUCKET_PRESHIFT 3 /* the largest such shift */
 
+/* A bucket64 operand value: significand (shifted by r mod 4) and bucket offset r / 4, side by
+ * side, so that a product is two sign-extending loads, a multiply and an indexed add. */
+typedef struct sigexp {
+    int32_t s;
+    uint32_t q;
+} sigexp;
+
 struct gck_exact_plan {
     const gck_case *c;
     const void *A, *B, *C;
@@ -132,7 +130,7 @@ struct gck_exact_plan {
     /* Every array below is laid out op(A)[member][i][k] and op(B)[member][j][k]. */
     int64_t *afix, *bfix; /* FIX: a = afix·2^emin_a */
     /* buckets: with r = e - emin, the significand shifted left by r mod 4, and r / 4 */
-    uint64_t *apk, *bpk;  /* BUCKET64: both packed, significand << 32 | r / 4 */
+    sigexp *apk, *bpk;    /* BUCKET64: both side by side */
     int64_t *asig, *bsig; /* BUCKET128: the significands ... */
     int32_t *aexp, *bexp; /* ... and r / 4 */
     /* range of e - emin over the non-zero values of a row of op(A) / column of op(B) (in
@@ -167,7 +165,6 @@ typedef struct opview {
     const void *base;
     gck_format type;
     int64_t stride, members, lines, K, ls, ks; /* element (line, k) at line·ls + k·ks */
-    layout lay;
 } opview;
 
 typedef struct opstats {
@@ -182,7 +179,18 @@ typedef struct opstats {
 /* Pass 1: specials per line; exponent ranges over the operand in the shortest form (for fixed
  * point) and in the stored form (for buckets: its last-bit exponents spread no wider than the
  * values' exponents, which keeps the buckets few). */
-static void op_stats(const opview *v, uint8_t *special, opstats *st) {
+/* Both passes are instantiated per storage layout (a constant `lay`: the decoding inlines to a
+ * few shifts and masks). */
+#define FOR_EACH_LAYOUT(call)                                                                      \
+    switch (v->type) {                                                                             \
+    case GCK_F16: call(10, 5, 2); break;                                                           \
+    case GCK_BF16: call(7, 8, 2); break;                                                           \
+    case GCK_F64: call(52, 11, 8); break;                                                          \
+    default: call(23, 8, 4); break;                                                                \
+    }
+
+static inline __attribute__((always_inline)) void op_stats_as(const opview *v, layout lay,
+                                                              uint8_t *special, opstats *st) {
     *st = (opstats){INT32_MAX, INT32_MIN, 0, INT32_MAX, INT32_MIN, 0};
     for (int64_t b = 0; b < v->members; b++) {
         const void *base = gck_oracle_member(v->base, v->type, v->stride, b);
@@ -190,8 +198,8 @@ static void op_stats(const opview *v, uint8_t *special, opstats *st) {
             int64_t t = b * v->lines + line;
             for (int64_t k = 0; k < v->K; k++) {
                 bool sp;
-                dec d = decode_raw(raw_at(base, v->lay.bytes, line * v->ls + k * v->ks), v->lay.fb,
-                                   v->lay.eb, &sp);
+                dec d = decode_raw(raw_at(base, lay.bytes, line * v->ls + k * v->ks), lay.fb,
+                                   lay.eb, &sp);
                 special[t] |= sp;
                 if (!d.m) continue;
                 int nb = bits_of(d.m);
@@ -207,11 +215,19 @@ static void op_stats(const opview *v, uint8_t *special, opstats *st) {
     }
 }
 
+static void op_stats(const opview *v, uint8_t *special, opstats *st) {
+#define STATS(fb, eb, by) op_stats_as(v, (layout){fb, eb, by}, special, st)
+    FOR_EACH_LAYOUT(STATS)
+#undef STATS
+}
+
 /* Pass 2: the representation the path uses. Fixed point: the shortest form, relative to
  * st->emin. Buckets: the stored form with r = e - st->emin_r; zeros get bucket 0 (adding 0
  * anywhere changes nothing) and stay out of the line's range lo..hi (in buckets). */
-static void op_fill(const opview *v, int path, const opstats *st, int32_t *lo, int32_t *hi,
-                    int64_t *fix, uint64_t *pk, int64_t *sig, int32_t *ex) {
+static inline __attribute__((always_inline)) void op_fill_as(const opview *v, layout lay, int path,
+                                                             const opstats *st, int32_t *lo,
+                                                             int32_t *hi, int64_t *fix, sigexp *pk,
+                                                             int64_t *sig, int32_t *ex) {
     bool fixed = path == PATH_FIX64 || path == PATH_FIX128;
     for (int64_t b = 0; b < v->members; b++) {
         const void *base = gck_oracle_member(v->base, v->type, v->stride, b);
@@ -220,8 +236,8 @@ static void op_fill(const opview *v, int path, const opstats *st, int32_t *lo, i
             int32_t l = INT32_MAX, h = 0;
             for (int64_t k = 0; k < v->K; k++) {
                 bool sp;
-                dec d = decode_raw(raw_at(base, v->lay.bytes, line * v->ls + k * v->ks), v->lay.fb,
-                                   v->lay.eb, &sp);
+                dec d = decode_raw(raw_at(base, lay.bytes, line * v->ls + k * v->ks), lay.fb,
+                                   lay.eb, &sp);
                 int64_t x = t * v->K + k;
                 if (fixed) {
                     d = strip(d);
@@ -235,7 +251,7 @@ static void op_fill(const opview *v, int path, const opstats *st, int32_t *lo, i
                 if (d.m && q < l) l = q;
                 if (d.m && q > h) h = q;
                 if (path == PATH_BUCKET64)
-                    pk[x] = (uint64_t)(uint32_t)(int32_t)sg << 32 | (uint32_t)q;
+                    pk[x] = (sigexp){(int32_t)sg, (uint32_t)q};
                 else {
                     sig[x] = sg;
                     ex[x] = q;
@@ -247,6 +263,13 @@ static void op_fill(const opview *v, int path, const opstats *st, int32_t *lo, i
             }
         }
     }
+}
+
+static void op_fill(const opview *v, int path, const opstats *st, int32_t *lo, int32_t *hi,
+                    int64_t *fix, sigexp *pk, int64_t *sig, int32_t *ex){
+#define FILL(fb, eb, by) op_fill_as(v, (layout){fb, eb, by}, path, st, lo, hi, fix, pk, sig, ex)
+    FOR_EACH_LAYOUT(FILL)
+#undef FILL
 }
 
 gck_exact_plan *gck_exact_plan_new(const gck_case *c, const void *A, const void *B, const void *C) {
@@ -273,10 +296,8 @@ gck_exact_plan *gck_exact_plan_new(const gck_case *c, const void *A, const void 
     int64_t ars, acs, brs, bcs;
     gck_case_op_strides(c, GCK_A, &ars, &acs);
     gck_case_op_strides(c, GCK_B, &brs, &bcs);
-    opview va = {A,    c->type_a, c->stride_a, p->members_a,        c->m,
-                 c->k, ars,       acs,         layout_of(c->type_a)};
-    opview vb = {B,    c->type_b, c->stride_b, p->members_b,        c->n,
-                 c->k, bcs,       brs,         layout_of(c->type_b)};
+    opview va = {A, c->type_a, c->stride_a, p->members_a, c->m, c->k, ars, acs};
+    opview vb = {B, c->type_b, c->stride_b, p->members_b, c->n, c->k, bcs, brs};
     opstats sa = {0, 0, 0, 0, 0, 0}, sb = sa;
     if (rab) {
         op_stats(&va, p->row_special, &sa);
@@ -540,12 +561,8 @@ static void fold128(__int128 *bk, int ncopy, int nb, int lo, int hi, int64_t *l,
         FOLD_BODY(__int128, 4);
 }
 
-/* One product into its bucket: bk[ea + eb] += sa·sb (x and y packed as sa << 32 | ea). */
-#define BUCKET64_ADD(bk, x, y)                                                                     \
-    do {                                                                                           \
-        uint64_t x_ = (x), y_ = (y);                                                               \
-        (bk)[(uint32_t)x_ + (uint32_t)y_] += (int64_t)(int32_t)(x_ >> 32) * (int32_t)(y_ >> 32);   \
-    } while (0)
+/* One product into its bucket: bk[qa + qb] += sa·sb. */
+#define BUCKET64_ADD(bk, x, y) (bk)[(x).q + (y).q] += (int64_t)(x).s * (y).s
 
 #define BUCKET128_ADD(bk, k) (bk)[ae[k] + be[k]] += (__int128)as[k] * bs[k]
 
@@ -593,7 +610,7 @@ static void sum_products(const gck_exact_plan *p, gck_exact_ws *w, int64_t ma, i
     int64_t step = ncopy * p->block; /* each copy takes at most `block` products per round */
     int o1 = (1 % ncopy) * nb, o2 = (2 % ncopy) * nb, o3 = (3 % ncopy) * nb;
     if (p->path == PATH_BUCKET64) {
-        const uint64_t *a = p->apk + ra * K, *b = p->bpk + cb * K;
+        const sigexp *a = p->apk + ra * K, *b = p->bpk + cb * K;
         int64_t *bk = w->buckets, *b1 = bk + o1, *b2 = bk + o2, *b3 = bk + o3;
         for (int64_t k0 = 0; k0 < K; k0 += step) {
             int64_t kend = K - k0 < step ? K : k0 + step, k = k0;
