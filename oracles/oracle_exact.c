@@ -133,9 +133,8 @@ struct gck_exact_plan {
     sigexp *apk, *bpk;    /* BUCKET64: both side by side */
     int64_t *asig, *bsig; /* BUCKET128: the significands ... */
     int32_t *aexp, *bexp; /* ... and r / 4 */
-    /* range of e - emin over the non-zero values of a row of op(A) / column of op(B) (in
-     * units of 4 bits on the bucket paths); zeros take the low end, so that every product's
-     * bucket is inside the range */
+    /* buckets: range of r / 4 over the non-zero values of a row of op(A) / column of op(B)
+     * (zeros sit at offset 0: adding their 0 to any bucket changes nothing) */
     int32_t *alo, *ahi, *blo, *bhi;
     int64_t block; /* products per bucket copy between two folds into S */
     int ncopy;     /* copies of the buckets, used in turn (1 or 4) */
@@ -176,11 +175,8 @@ typedef struct opstats {
     int mbits_r;     /* stored form: widest significand */
 } opstats;
 
-/* Pass 1: specials per line; exponent ranges over the operand in the shortest form (for fixed
- * point) and in the stored form (for buckets: its last-bit exponents spread no wider than the
- * values' exponents, which keeps the buckets few). */
-/* Both passes are instantiated per storage layout (a constant `lay`: the decoding inlines to a
- * few shifts and masks). */
+/* Both passes below are instantiated per storage layout (a constant `lay`: the decoding
+ * inlines to a few shifts and masks). */
 #define FOR_EACH_LAYOUT(call)                                                                      \
     switch (v->type) {                                                                             \
     case GCK_F16: call(10, 5, 2); break;                                                           \
@@ -189,6 +185,9 @@ typedef struct opstats {
     default: call(23, 8, 4); break;                                                                \
     }
 
+/* Pass 1: specials per line; exponent ranges over the operand in the shortest form (for fixed
+ * point) and in the stored form (for buckets: its last-bit exponents spread no wider than the
+ * values' exponents, which keeps the buckets few). */
 static inline __attribute__((always_inline)) void op_stats_as(const opview *v, layout lay,
                                                               uint8_t *special, opstats *st) {
     *st = (opstats){INT32_MAX, INT32_MIN, 0, INT32_MAX, INT32_MIN, 0};
