@@ -1,23 +1,25 @@
 /* The fast exact oracle: the same result as the MPFR oracle (SPEC §2), computed with integers.
  *
  * A and B are decoded once per GEMM, straight from their bits, into sign, integer significand
- * and exponent (x = m·2^e, m odd), laid out densely along k. Each product m_a·m_b is an exact
- * integer (at most 48 bits for f16, bf16 and f32, 106 with f64). How the products of an element
- * are summed is chosen per GEMM from the operands' exponent spread:
- *   - fixed point: when every value is an integer multiple of the operand's smallest unit and
- *     the sum fits 63 (or 125) bits, S is one int64 (__int128): a multiply and an add per
- *     product;
- *   - exponent buckets otherwise: the product goes, shifted by (e_a + e_b) mod 8, into the
- *     int64 (__int128) bucket (e_a + e_b) / 8 — one multiply, one shift and one add per product.
- *     Buckets hold terms below 2^(P+7) for P-bit products, so a bounded number of products fit;
- *     before that they are folded into a fixed-point superaccumulator of 32-bit digits in int64
- *     limbs (carries deferred, resolved once per fold). Four copies of the buckets, used in
- *     turn, keep consecutive products from waiting on each other.
+ * and exponent (x = m·2^e), laid out densely along k. Each product m_a·m_b is an exact integer
+ * (at most 48 bits for f16, bf16 and f32, 106 with f64). How the products of an element are
+ * summed is chosen per GEMM from the operands' exponent spread and significand widths:
+ *   - fixed point (shortest form, m odd): when every value is an integer multiple of its
+ *     operand's smallest unit and the sum fits 63 (or 125) bits, S is one int64 (__int128): a
+ *     multiply and an add per product;
+ *   - exponent buckets otherwise (stored form): with r = e - emin, a significand is kept
+ *     shifted left by r mod 4 and a product is added, without any shift, to the int64
+ *     (__int128) bucket r_a/4 + r_b/4. Bucket terms stay below 2^P (P: the two widest
+ *     significands plus 6 bits), so a bounded number of them fit; before that the buckets are
+ *     folded, by one carry chain, into a fixed-point superaccumulator of 32-bit digits in
+ *     int64 limbs. With K >= 256 four copies of the buckets, used in turn, keep consecutive
+ *     products from waiting on each other.
  * The sum S is then multiplied by alpha's significand (exact), beta·c and, for the checker, -D̂
- * are added, and the integer is rounded once to D's format: round to nearest even on the
- * output grid (2^(max(E, emin) - p + 1) for the leading bit 2^E), gradual underflow, overflow
- * to ±Inf. No floating-point operation touches the value on the way. Special values and the
- * sign of exact zeros come from the pass shared with the MPFR oracle.
+ * are added in a frame sized from these terms, and the integer is rounded once to D's format:
+ * round to nearest even on the output grid (2^(max(E, emin) - p + 1) for the leading bit 2^E),
+ * gradual underflow, overflow to ±Inf. No floating-point operation touches the value on the
+ * way. Special values and the sign of exact zeros come from the pass shared with the MPFR
+ * oracle. D is evaluated in L2-sized tiles handed out to the threads.
  *
  * The buckets are the "small superaccumulator" idea (R. M. Neal, "Fast exact summation using
  * small and large superaccumulators", arXiv:1505.05571, 2015) applied to exact integer
@@ -36,7 +38,7 @@
 #include "oracle_common.h"
 
 typedef struct dec {
-    uint64_t m;  /* significand, odd (0 for zero) */
+    uint64_t m;  /* significand (0 for zero; odd in the shortest form) */
     int32_t e;   /* exponent of its last bit */
     int32_t neg; /* 1 for negative */
 } dec;
