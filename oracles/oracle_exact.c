@@ -145,6 +145,11 @@ struct gck_exact_plan {
     int nlimbs_s;
     int nlimbs_f; /* the largest final frame any element needs */
     dec alpha, beta;
+    /* the case's facts each element needs, looked up once */
+    bool rab, rc;
+    gck_format td;
+    const gck_format_info *fo;
+    int64_t crs, ccs;
 };
 
 void gck_exact_plan_free(gck_exact_plan *p) {
@@ -375,6 +380,11 @@ gck_exact_plan *gck_exact_plan_new(const gck_case *c, const void *A, const void 
     if (lo > -1074) lo = -1074;
     if (hi < 1024 + 96) hi = 1024 + 96;
     p->nlimbs_f = (int)((hi - lo) >> 5) + 4;
+    p->rab = rab;
+    p->rc = gck_case_reads_c(c);
+    p->td = gck_case_type(c, GCK_D);
+    p->fo = gck_format_get(p->td);
+    gck_case_op_strides(c, GCK_C, &p->crs, &p->ccs);
     return p;
 }
 
@@ -448,10 +458,19 @@ static bool any_below(const uint32_t *mag, int n, int64_t b) {
     return false;
 }
 
-/* Round the value (limbs, bit 0 at 2^base) once to `fmt`. *zero says the value was exactly 0. */
-static double round_to(const int64_t *l, int n, int32_t base, gck_format fmt, uint32_t *mag,
-                       bool *zero) {
-    const gck_format_info *f = gck_format_get(fmt);
+/* N·2^q, exact when the result is a double: 2^q built from its bits where it is one. */
+static double scale2(uint64_t N, int64_t q) {
+    if (q < -1074 || q > 1023)
+        return ldexp((double)N, (int)(q < -2200 ? -2200 : q > 2200 ? 2200 : q));
+    uint64_t u = q >= -1022 ? (uint64_t)(q + 1023) << 52 : UINT64_C(1) << (q + 1074);
+    double p2;
+    memcpy(&p2, &u, sizeof p2);
+    return (double)N * p2;
+}
+
+/* Round the value (limbs, bit 0 at 2^base) once to format f. *zero: the value was exactly 0. */
+static double round_to(const int64_t *l, int n, int32_t base, const gck_format_info *f,
+                       uint32_t *mag, bool *zero) {
     int neg = magnitude(l, n, mag);
     int t = top_bit(mag, n);
     *zero = t < 0;
@@ -463,7 +482,7 @@ static double round_to(const int64_t *l, int n, int32_t base, gck_format fmt, ui
     int round = (int)bits(mag, n, lo - 1, 1);
     bool sticky = any_below(mag, n, lo - 1);
     if (round && (sticky || (N & 1))) N++;
-    double v = ldexp((double)N, q); /* exact: N <= 2^p, q on the grid of the format */
+    double v = scale2(N, q); /* exact: N <= 2^p, q on the grid of the format */
     if (v > f->max) v = INFINITY;
     return neg ? -v : v;
 }
@@ -477,7 +496,7 @@ static double magnitude_up(const int64_t *l, int n, int32_t base, uint32_t *mag)
     if (base + lo < -1074) lo = -1074 - (int64_t)base; /* double's subnormals keep fewer bits */
     uint64_t N = lo > t ? 0 : bits(mag, n, lo, (int)(t - lo + 1));
     if (any_below(mag, n, lo)) N++;
-    return ldexp((double)N, (int)(base + lo)); /* exact: N <= 2^53 on double's grid */
+    return scale2(N, (int64_t)base + lo); /* exact: N <= 2^53 on double's grid */
 }
 
 /* ---- per element ------------------------------------------------------------------------- */
@@ -717,16 +736,12 @@ static void finish(const gck_exact_plan *p, gck_exact_ws *w, bool with_s, dec cd
 void gck_exact_eval(const gck_exact_plan *p, gck_exact_ws *w, int64_t bi, int64_t i, int64_t j,
                     bool skip_zero, const double *got, gck_oracle_eval *out) {
     const gck_case *c = p->c;
-    gck_format td = gck_case_type(c, GCK_D);
-    bool rab = gck_case_reads_ab(c), rc = gck_case_reads_c(c);
+    bool rab = p->rab;
     int64_t ma = c->stride_a == 0 ? 0 : bi, mb = c->stride_b == 0 ? 0 : bi;
     double cv = 0.0;
-    if (rc) {
-        int64_t crs, ccs;
-        gck_case_op_strides(c, GCK_C, &crs, &ccs);
+    if (p->rc)
         cv = gck_load(gck_oracle_member(p->C, c->type_c, c->stride_c, bi), c->type_c,
-                      i * crs + j * ccs);
-    }
+                      i * p->crs + j * p->ccs);
     out->special_input = false;
     out->abs_error = NAN;
     bool special =
@@ -749,7 +764,7 @@ void gck_exact_eval(const gck_exact_plan *p, gck_exact_ws *w, int64_t bi, int64_
     int n;
     finish(p, w, rab, cd, err ? &gd : NULL, &base, &n);
     bool zero;
-    double v = round_to(w->f, n, base, td, w->mag, &zero);
+    double v = round_to(w->f, n, base, p->fo, w->mag, &zero);
     if (zero) {
         gck_oracle_pass1(c, p->A, p->B, p->C, bi, i, j, skip_zero, &pre);
         v = gck_oracle_exact_zero(c, &pre);
