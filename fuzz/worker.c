@@ -53,10 +53,9 @@ int gck_worker_main(int argc, char **argv) {
         return 2;
     }
     /* READY carries the oracle this worker checks with, then the backend's version */
-    static const char *const oracle_names[] = {"exact", "mpfr", "both"};
     char version[256], ready[300];
     be.ops->version(be.state, version, sizeof version);
-    snprintf(ready, sizeof ready, "%s %s", oracle_names[oracle], version);
+    snprintf(ready, sizeof ready, "%s %s", gck_oracle_kind_name(oracle), version);
     gck_wire_send(GCK_WORKER_OUT_FD, GCK_WIRE_READY, ready);
     const gck_support_row *rows;
     size_t n = be.ops->table(be.state, &rows);

@@ -86,15 +86,11 @@ static inline dec strip(dec d) {
     return d;
 }
 
-static inline dec decode_bits(uint64_t u, int fb, int eb, bool *special) {
-    return strip(decode_raw(u, fb, eb, special));
-}
-
 static dec decode_double(double x) {
     uint64_t u;
     bool special;
     memcpy(&u, &x, sizeof u);
-    return decode_bits(u, 52, 11, &special);
+    return strip(decode_raw(u, 52, 11, &special));
 }
 
 static int bits_of(uint64_t m) { return m ? 64 - __builtin_clzll(m) : 0; }
@@ -126,7 +122,6 @@ typedef struct sigexp {
 struct gck_exact_plan {
     const gck_case *c;
     const void *A, *B, *C;
-    int64_t members_a, members_b;       /* stored batch members (1 when broadcast) */
     uint8_t *row_special, *col_special; /* a NaN/Inf in row i of op(A) / column j of op(B) */
     int path;
     /* Every array below is laid out op(A)[member][i][k] and op(B)[member][j][k]. */
@@ -286,9 +281,9 @@ gck_exact_plan *gck_exact_plan_new(const gck_case *c, const void *A, const void 
     p->B = B;
     p->C = C;
     bool rab = gck_case_reads_ab(c);
-    p->members_a = c->stride_a == 0 ? 1 : c->batch;
-    p->members_b = c->stride_b == 0 ? 1 : c->batch;
-    int64_t la = p->members_a * c->m, lb = p->members_b * c->n;
+    int64_t members_a = c->stride_a == 0 ? 1 : c->batch,
+            members_b = c->stride_b == 0 ? 1 : c->batch;
+    int64_t la = members_a * c->m, lb = members_b * c->n;
     p->row_special = calloc((size_t)(la + 1), 1);
     p->col_special = calloc((size_t)(lb + 1), 1);
     p->alo = malloc((size_t)(la + 1) * sizeof *p->alo);
@@ -302,8 +297,8 @@ gck_exact_plan *gck_exact_plan_new(const gck_case *c, const void *A, const void 
     int64_t ars, acs, brs, bcs;
     gck_case_op_strides(c, GCK_A, &ars, &acs);
     gck_case_op_strides(c, GCK_B, &brs, &bcs);
-    opview va = {A, c->type_a, c->stride_a, p->members_a, c->m, c->k, ars, acs};
-    opview vb = {B, c->type_b, c->stride_b, p->members_b, c->n, c->k, bcs, brs};
+    opview va = {A, c->type_a, c->stride_a, members_a, c->m, c->k, ars, acs};
+    opview vb = {B, c->type_b, c->stride_b, members_b, c->n, c->k, bcs, brs};
     opstats sa = {0, 0, 0, 0, 0, 0}, sb = sa;
     if (rab) {
         op_stats(&va, p->row_special, &sa);

@@ -341,10 +341,15 @@ static void gather(const gck_case *c, const gck_support_row *row, const gather_p
     fesetround(old);
 }
 
+static const char *const oracle_names[] = {"exact", "mpfr", "both"};
+
+const char *gck_oracle_kind_name(gck_oracle_kind k) {
+    return (unsigned)k < 3 ? oracle_names[k] : "unknown";
+}
+
 bool gck_oracle_kind_parse(const char *name, gck_oracle_kind *out) {
-    static const char *const names[] = {"exact", "mpfr", "both"};
     for (int k = 0; k < 3; k++)
-        if (!strcmp(name, names[k])) {
+        if (!strcmp(name, oracle_names[k])) {
             *out = (gck_oracle_kind)k;
             return true;
         }

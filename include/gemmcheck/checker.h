@@ -60,6 +60,8 @@ typedef enum gck_oracle_kind {
 
 /** "exact", "mpfr", "both". */
 bool gck_oracle_kind_parse(const char *name, gck_oracle_kind *out);
+/** The name gck_oracle_kind_parse takes for k. */
+const char *gck_oracle_kind_name(gck_oracle_kind k);
 
 typedef struct gck_check_options {
     bool strict_ieee;       /**< ignore the zero-skipping leniency of the backend's promises */
