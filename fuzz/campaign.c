@@ -32,6 +32,8 @@ typedef struct slot {
     gck_worker w;
     bool alive, busy, in_call, called;
     double deadline;
+    gck_call_info call; /* the backend call under way (or the last one) */
+    double limit;       /* its deadline, seconds */
     uint64_t case_no;
     gck_spec spec;
     bool requested;
@@ -130,10 +132,10 @@ static double case_cost(const gck_case *c) {
     return (double)c->m * (double)c->n * (double)c->k * (double)c->batch;
 }
 
-static double call_timeout(const run_ctx *x, const gck_spec *s) {
-    /* a slow reference BLAS still does ~1e7 multiply-adds per second */
-    return x->o->timeout_floor + case_cost(&s->c) / 1e7;
-}
+/* Work of gemmcheck's own, never timed against the backend, but bounded so that a worker
+ * stuck outside any call cannot stall the campaign: set-up of a case (allocation, filling)
+ * before its first call, and the checks after a call. */
+#define OWN_WORK_SECONDS 600.0
 
 static void types_of(const gck_case *c, char *types, size_t tl, char *compute, size_t cl) {
     snprintf(types, tl, "%s,%s,%s,%s", gck_format_get(c->type_a)->name,
@@ -239,8 +241,8 @@ static void on_death(run_ctx *x, slot *s, bool hang) {
     char d[512];
     bool kinds[GCK_KIND_COUNT] = {false};
     if (hang) {
-        snprintf(d, sizeof d, "the call did not return within %.1f s; the worker was killed",
-                 call_timeout(x, &s->spec));
+        char flags[64];
+        gck_wire_hang_detail(&s->call, s->limit, d, sizeof d, flags, sizeof flags);
         record(x, GCK_KIND_HANG, &s->spec, d, NULL);
         kinds[GCK_KIND_HANG] = true;
         count_case(x, &s->spec, GCK_OUTCOME_FINDINGS, kinds, NAN);
@@ -310,8 +312,7 @@ static bool dispatch(run_ctx *x, slot *s) {
     s->busy = true;
     s->in_call = false;
     s->called = false;
-    /* until the first CALLING: set-up of the case (allocation, filling) */
-    s->deadline = gck_wire_now() + 60.0 + call_timeout(x, &s->spec);
+    s->deadline = gck_wire_now() + OWN_WORK_SECONDS;
     return true;
 }
 
@@ -455,13 +456,16 @@ static bool run_backend(run_ctx *x) {
             }
             switch (m.tag) {
             case GCK_WIRE_CALLING:
+                if (!gck_wire_parse_call(&m, &s->call))
+                    s->call = (gck_call_info){GCK_CALL_FIRST, 1, 0};
                 s->in_call = true;
-                s->deadline = gck_wire_now() + call_timeout(x, &s->spec);
+                s->limit = gck_call_deadline(&s->spec.c, s->call.calls, x->o->timeout_floor);
+                s->deadline = gck_wire_now() + s->limit;
                 break;
             case GCK_WIRE_CALLED:
                 s->in_call = false;
                 s->called = true;
-                s->deadline = gck_wire_now() + 600.0; /* checking: gemmcheck's own work */
+                s->deadline = gck_wire_now() + OWN_WORK_SECONDS;
                 break;
             case GCK_WIRE_RESULT: {
                 gck_run_result *rr = malloc(sizeof *rr);
@@ -490,7 +494,18 @@ static bool run_backend(run_ctx *x) {
         for (int j = 0; j < jobs; j++) {
             slot *s = &slots[j];
             if (s->busy && s->deadline > 0 && now > s->deadline) {
-                if (s->in_call && !s->confirming) {
+                if (!s->in_call) {
+                    /* gemmcheck's own work (set-up or checks) overran: not the backend's */
+                    char repro[2048];
+                    gck_spec_format(&s->spec, repro, sizeof repro);
+                    fprintf(stderr,
+                            "\ngemmcheck fuzz: internal error: preparing or checking a case took "
+                            "over %.0f s outside any backend call on '%s'\n",
+                            OWN_WORK_SECONDS, repro);
+                    x->res->internal_errors++;
+                    gck_worker_kill(&s->w);
+                    s->alive = s->busy = false;
+                } else if (!s->confirming) {
                     /* A call that misses its deadline once is run again in a fresh worker
                      * before it is called a hang: an overloaded machine can stall a correct
                      * call (a spinning BLAS thread pool starved of cores). */
@@ -499,7 +514,7 @@ static bool run_backend(run_ctx *x) {
                     s->retry_pending = true;
                     x->retried_calls++;
                 } else {
-                    on_death(x, s, s->in_call);
+                    on_death(x, s, true);
                 }
             }
         }

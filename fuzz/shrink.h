@@ -8,7 +8,7 @@
 typedef struct gck_shrink_options {
     const char *backend;
     double time_limit;   /**< seconds for the whole minimisation */
-    double call_timeout; /**< per backend call */
+    double call_timeout; /**< per backend call; <= 0: gck_call_deadline(case, calls, 10) */
     bool strict_ieee;
     bool verbose;
 } gck_shrink_options;

@@ -13,14 +13,14 @@
 #include "gemmcheck/runner.h"
 #include "wire.h"
 
-static void on_calling(void *ctx) {
+static void on_calling(void *ctx, const gck_call_info *call) {
     (void)ctx;
-    gck_wire_send(GCK_WORKER_OUT_FD, GCK_WIRE_CALLING, NULL);
+    gck_wire_send_call(GCK_WORKER_OUT_FD, GCK_WIRE_CALLING, call);
 }
 
-static void on_called(void *ctx) {
+static void on_called(void *ctx, const gck_call_info *call) {
     (void)ctx;
-    gck_wire_send(GCK_WORKER_OUT_FD, GCK_WIRE_CALLED, NULL);
+    gck_wire_send_call(GCK_WORKER_OUT_FD, GCK_WIRE_CALLED, call);
 }
 
 int gck_worker_main(int argc, char **argv) {

@@ -56,7 +56,10 @@ void gck_oracle_pass1(const gck_case *c, const void *A, const void *B, const voi
         if (a != 0.0 && b != 0.0) p->any_nonzero = true;
         if (!(a == 0.0 || b == 0.0) || !neg) p->s_neg_zero = false;
     }
-    if (used == 0) p->s_neg_zero = false; /* an empty sum is +0 */
+    /* No term left (alpha = 0, K = 0, or every term dropped by zero-skipping): the product
+     * term is absent, as in BLAS, and D = beta*c. */
+    p->ab_absent = used == 0;
+    if (p->ab_absent) p->s_neg_zero = false;
     p->cv = 0.0;
     if (p->rc) {
         int64_t crs, ccs;
@@ -78,12 +81,15 @@ void gck_oracle_pass1(const gck_case *c, const void *A, const void *B, const voi
 }
 
 double gck_oracle_exact_zero(const gck_case *c, const gck_oracle_pre *p) {
-    /* A non-zero beta*c cancelled a non-zero alpha*S: x + (-x) = +0. Otherwise alpha*S is
-     * itself an exact zero: S is -0 only when every product is a zero of negative sign
-     * (non-zero products that cancel give +0). */
+    /* A non-zero beta*c cancelled a non-zero alpha*S: x + (-x) = +0. */
     if (p->rc && p->cv != 0.0) return 0.0;
+    bool bc_neg = p->rc && (bool)signbit(p->cv) != (bool)signbit(c->beta);
+    /* No product term: D = beta*c with its sign (c = -0, beta > 0 gives -0); +0 when beta = 0
+     * as well. */
+    if (p->ab_absent) return bc_neg ? -0.0 : 0.0;
+    /* Otherwise alpha*S is itself an exact zero: S is -0 only when every product is a zero of
+     * negative sign (non-zero products that cancel give +0). */
     bool as_neg = p->s_neg_zero != (bool)signbit(c->alpha);
     if (!p->rc) return as_neg ? -0.0 : 0.0;
-    bool bc_neg = (bool)signbit(p->cv) != (bool)signbit(c->beta);
     return (as_neg && bc_neg) ? -0.0 : 0.0;
 }

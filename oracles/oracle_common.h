@@ -12,6 +12,8 @@ typedef struct gck_oracle_pre {
     bool special;        /**< a NaN or Inf among the used inputs decides the value */
     double value;        /**< that value (NaN or +-Inf) when special */
     bool any_nonzero;    /**< a non-zero product, or a non-zero c that is read */
+    bool ab_absent;      /**< no product term: alpha = 0, K = 0, or (skip_zero) every term
+                              dropped; D = beta*c as BLAS defines it */
     bool s_neg_zero;     /**< S is -0: every product a zero of negative sign */
     double cv;           /**< c_ij when read, else 0 */
     const void *Ab, *Bb; /**< batch member bi of A and B (NULL when not read) */

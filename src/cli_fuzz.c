@@ -59,6 +59,9 @@ static const char shrink_help[] =
     "usage: gemmcheck shrink --backend SPEC [--kind KIND] [--time S] [--timeout S]\n"
     "                        [--strict-ieee] [--verbose] 'gck1 ...'\n"
     "\n"
+    "  --timeout S   deadline of one backend call (default: from the call's multiply-adds and\n"
+    "                the bytes it may touch, at least 10 s)\n"
+    "\n"
     "Minimises a failing case (dimensions, K, leading dimensions, offsets, batch, values towards\n"
     "simpler distributions) while it keeps failing with the same kind (--kind, default: the\n"
     "first kind it shows), and prints the minimal reproducer.\n"
@@ -271,7 +274,7 @@ int gck_cmd_merge(int argc, char **argv) {
 int gck_cmd_shrink(int argc, char **argv) {
     const char *cmd = "shrink", *backend = NULL, *kind_s = NULL, *time_s = NULL, *timeout = NULL,
                *text = NULL;
-    gck_shrink_options o = {.time_limit = 120, .call_timeout = 5};
+    gck_shrink_options o = {.time_limit = 120, .call_timeout = 0};
     gck_opt_scan sc = {cmd, argc, argv, 1, false};
     for (; sc.i < argc; sc.i++) {
         const char *a = argv[sc.i];

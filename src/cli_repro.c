@@ -12,8 +12,8 @@
 #include "gemmcheck/runner.h"
 
 static const char repro_help[] =
-    "usage: gemmcheck repro --backend SPEC [--dump DIR] [--strict-ieee] [--no-rerun]\n"
-    "                       [--no-guard-page]\n"
+    "usage: gemmcheck repro --backend SPEC [--dump DIR] [--strict-ieee] [--rerun | --no-rerun]\n"
+    "                       [--concurrency N] [--no-guard-page]\n"
     "                       [--timeout SECONDS] [--threads N] [--oracle KIND] 'gck1 ...'\n"
     "\n"
     "Runs one case (a reproducer string, docs/REPRO.md) on one backend in a child process and\n"
@@ -25,10 +25,17 @@ static const char repro_help[] =
     "                     plugin:/path/lib.so[:name]\n"
     "  --dump DIR         write A, B, C, D_expected, D_got (.npy) and case.txt into DIR\n"
     "  --strict-ieee      no zero-skipping leniency, whatever the backend declares\n"
-    "  --no-rerun         skip the second call on fresh buffers (determinism check)\n"
+    "  --rerun            a second call on fresh buffers, compared bit for bit (determinism\n"
+    "                     check; the default)\n"
+    "  --no-rerun         skip the second call\n"
+    "  --concurrency N    also the concurrency check: N variants of the case called one at a\n"
+    "                     time, then from N threads at once (2 to 64; a `hang` in a concurrency\n"
+    "                     check names the N to use)\n"
     "  --no-guard-page    end operands 4 KiB before their guard pages: a crash that goes away\n"
     "                     is a read past the end of an operand\n"
-    "  --timeout SECONDS  deadline of one backend call (default: from the case's cost, >= 10)\n"
+    "  --timeout SECONDS  deadline of one backend call (default: from the call's multiply-adds\n"
+    "                     and the bytes it may touch, at least 10 s; times N for the N\n"
+    "                     concurrent calls). Only backend calls are timed.\n"
     "  --threads N        checker threads (default: one per core)\n"
     "  --oracle KIND      exact (default), mpfr, or both (a difference is an internal error)\n"
     "\n"
@@ -45,7 +52,7 @@ static void print_element(const char *label, const gck_element_report *e) {
            e->degenerate ? " (gamma = Inf: magnitude limit only)" : "");
 }
 
-static int report(const char *backend, const char *repro, const char *version,
+static int report(const char *backend, const char *flags, const char *repro, const char *version,
                   const gck_run_result *r) {
     printf("case:     %s\n", repro);
     printf("backend:  %s (%s)\n", backend, version);
@@ -83,23 +90,23 @@ static int report(const char *backend, const char *repro, const char *version,
     }
     printf("call:     %.6f s\n", r->call_seconds);
     if (r->outcome == GCK_OUTCOME_FINDINGS)
-        printf("repro:    gemmcheck repro --backend %s '%s'\n", backend, repro);
+        printf("repro:    gemmcheck repro --backend %s%s '%s'\n", backend, flags, repro);
     return r->outcome == GCK_OUTCOME_FINDINGS ? GCK_EXIT_FINDINGS : GCK_EXIT_OK;
 }
 
-static int crash_or_hang(const char *backend, const char *repro, gck_kind kind,
+static int crash_or_hang(const char *backend, const char *flags, const char *repro, gck_kind kind,
                          const char *detail) {
     printf("case:     %s\n", repro);
     printf("backend:  %s\n", backend);
     printf("verdict:  FINDINGS: %s\n", gck_kind_name(kind));
     printf("  %s: %s\n", gck_kind_name(kind), detail);
-    printf("repro:    gemmcheck repro --backend %s '%s'\n", backend, repro);
+    printf("repro:    gemmcheck repro --backend %s%s '%s'\n", backend, flags, repro);
     return GCK_EXIT_FINDINGS;
 }
 
 int gck_cmd_repro(int argc, char **argv) {
     const char *backend = NULL, *dump = NULL, *timeout = NULL, *threads = NULL, *text = NULL,
-               *oracle = NULL;
+               *oracle = NULL, *conc = NULL;
     bool strict = false, rerun = true, no_guard = false;
     gck_opt_scan sc = {cmd, argc, argv, 1, false};
     for (; sc.i < argc; sc.i++) {
@@ -112,12 +119,15 @@ int gck_cmd_repro(int argc, char **argv) {
             strict = true;
         else if (!strcmp(a, "--no-rerun"))
             rerun = false;
+        else if (!strcmp(a, "--rerun"))
+            rerun = true;
         else if (!strcmp(a, "--no-guard-page"))
             no_guard = true;
         else if (gck_opt_value(&sc, "--backend", &backend) || gck_opt_value(&sc, "--dump", &dump) ||
                  gck_opt_value(&sc, "--timeout", &timeout) ||
                  gck_opt_value(&sc, "--threads", &threads) ||
-                 gck_opt_value(&sc, "--oracle", &oracle)) {
+                 gck_opt_value(&sc, "--oracle", &oracle) ||
+                 gck_opt_value(&sc, "--concurrency", &conc)) {
             if (sc.error) return GCK_EXIT_USAGE;
         } else if (a[0] == '-' && a[1] == '-')
             return gck_cli_usage_error(cmd, "unknown option '%s' (see gemmcheck repro --help)", a);
@@ -143,18 +153,18 @@ int gck_cmd_repro(int argc, char **argv) {
     long long nthreads = 0;
     if (threads && (!gck_parse_count(threads, &nthreads) || nthreads > 4096))
         return gck_cli_usage_error(cmd, "--threads '%s' is not a count from 0 to 4096", threads);
-    if (!timeout) {
-        /* generous: a slow reference BLAS does ~1e8 multiply-adds per second per core */
-        double flops =
-            (double)spec.c.m * (double)spec.c.n * (double)spec.c.k * (double)spec.c.batch;
-        limit = 10.0 + flops / 1e7;
-    }
-    char repro[2048];
+    long long nconc = 0;
+    if (conc && (!gck_parse_count(conc, &nconc) || nconc < 2 || nconc > 64))
+        return gck_cli_usage_error(cmd, "--concurrency '%s' is not a thread count from 2 to 64",
+                                   conc);
+    char repro[2048], flags[64] = "";
     gck_spec_format(&spec, repro, sizeof repro);
+    if (nconc) snprintf(flags, sizeof flags, " --concurrency %lld", nconc);
 
     gck_run_options o = {
         .check = {.strict_ieee = strict, .threads = (int)nthreads, .oracle = okind},
         .determinism = rerun,
+        .concurrency = (int)nconc,
         .no_guard_page = no_guard,
         .dump_dir = dump};
     gck_isolated_result *res = malloc(sizeof *res);
@@ -165,15 +175,15 @@ int gck_cmd_repro(int argc, char **argv) {
     gck_run_isolated(backend, &spec, &o, limit, res);
     int rc;
     switch (res->status) {
-    case GCK_ISOLATED_RAN: rc = report(backend, repro, res->version, &res->run); break;
+    case GCK_ISOLATED_RAN: rc = report(backend, flags, repro, res->version, &res->run); break;
     case GCK_ISOLATED_SETUP_ERROR:
         fprintf(stderr, "gemmcheck repro: %s\n", res->message);
         rc = GCK_EXIT_USAGE;
         break;
     case GCK_ISOLATED_CRASH:
-        rc = crash_or_hang(backend, repro, GCK_KIND_CRASH, res->message);
+        rc = crash_or_hang(backend, flags, repro, GCK_KIND_CRASH, res->message);
         break;
-    case GCK_ISOLATED_HANG: rc = crash_or_hang(backend, repro, GCK_KIND_HANG, res->message); break;
+    case GCK_ISOLATED_HANG: rc = crash_or_hang(backend, flags, repro, GCK_KIND_HANG, res->message); break;
     default:
         fprintf(stderr, "gemmcheck repro: internal error: %s\n", res->message);
         rc = GCK_EXIT_INTERNAL;

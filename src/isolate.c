@@ -17,15 +17,19 @@
 
 static int wire_fd = -1;
 
-static void on_calling(void *ctx) {
+static void on_calling(void *ctx, const gck_call_info *call) {
     (void)ctx;
-    gck_wire_send(wire_fd, GCK_WIRE_CALLING, NULL);
+    gck_wire_send_call(wire_fd, GCK_WIRE_CALLING, call);
 }
 
-static void on_called(void *ctx) {
+static void on_called(void *ctx, const gck_call_info *call) {
     (void)ctx;
-    gck_wire_send(wire_fd, GCK_WIRE_CALLED, NULL);
+    gck_wire_send_call(wire_fd, GCK_WIRE_CALLED, call);
 }
+
+/* Until the first call: opening the backend and preparing the operands (gemmcheck's own work
+ * and the library's start-up, never counted against a call). */
+#define SETUP_SECONDS 120.0
 
 static void child_main(const char *backend, const gck_spec *s, const gck_run_options *base) {
     /* A fault in the backend must kill the worker by its signal, whatever handlers the parent
@@ -91,7 +95,8 @@ gck_status gck_run_isolated(const char *backend, const gck_spec *s, const gck_ru
     }
     close(fds[1]);
     bool in_call = false, called = false, done = false;
-    double deadline = gck_wire_now() + call_timeout + 30.0;
+    double deadline = gck_wire_now() + SETUP_SECONDS, limit = 0;
+    gck_call_info call = {GCK_CALL_FIRST, 1, 0};
     gck_wire_msg m;
     while (!done) {
         int got = gck_wire_read(fds[0], &m, sizeof m, deadline);
@@ -100,13 +105,14 @@ gck_status gck_run_isolated(const char *backend, const gck_spec *s, const gck_ru
             waitpid(pid, NULL, 0);
             if (in_call) {
                 out->status = GCK_ISOLATED_HANG;
-                snprintf(out->message, sizeof out->message,
-                         "the call did not return within %.1f s; the worker was killed",
-                         call_timeout);
+                char flags[64];
+                gck_wire_hang_detail(&call, limit, out->message, sizeof out->message, flags,
+                                     sizeof flags);
             } else {
                 out->status = GCK_ISOLATED_SETUP_ERROR;
                 snprintf(out->message, sizeof out->message,
-                         "backend set-up did not finish within %.0f s", call_timeout + 30.0);
+                         "backend set-up and operand preparation did not finish within %.0f s",
+                         SETUP_SECONDS);
             }
             break;
         }
@@ -127,8 +133,11 @@ gck_status gck_run_isolated(const char *backend, const gck_spec *s, const gck_ru
         }
         switch (m.tag) {
         case GCK_WIRE_CALLING:
+            if (!gck_wire_parse_call(&m, &call)) call = (gck_call_info){GCK_CALL_FIRST, 1, 0};
             in_call = true;
-            deadline = gck_wire_now() + call_timeout;
+            limit = call_timeout > 0 ? call_timeout * call.calls
+                                     : gck_call_deadline(&s->c, call.calls, 10.0);
+            deadline = gck_wire_now() + limit;
             break;
         case GCK_WIRE_CALLED:
             in_call = false;

@@ -22,6 +22,31 @@ const char *gck_outcome_name(gck_outcome o) {
                                           : "findings";
 }
 
+static const char *const mode_names[GCK_CALL_MODE_COUNT] = {
+    "first call", "rerun (determinism check)", "call made alone (concurrency check)",
+    "concurrent calls (concurrency check)"};
+
+const char *gck_call_mode_name(gck_call_mode m) {
+    return (unsigned)m < GCK_CALL_MODE_COUNT ? mode_names[m] : "call";
+}
+
+double gck_call_deadline(const gck_case *c, int calls, double floor) {
+    double flops = (double)c->m * (double)c->n * (double)c->k * (double)c->batch, bytes = 0;
+    for (int x = GCK_A; x <= GCK_D; x++) {
+        if (x == GCK_D && c->d_is_c) continue;
+        if ((x == GCK_A || x == GCK_B) && !gck_case_reads_ab(c)) continue;
+        bytes += (double)gck_case_extent(c, (gck_operand)x) *
+                 (double)gck_format_get(gck_case_type(c, (gck_operand)x))->storage_bytes;
+    }
+    return floor + (flops / 1e7 + bytes / 1e8) * (calls > 1 ? calls : 1);
+}
+
+static void call_hook(void (*hook)(void *, const gck_call_info *), void *ctx, gck_call_mode mode,
+                      int calls, int threads) {
+    gck_call_info ci = {mode, calls, threads};
+    if (hook) hook(ctx, &ci);
+}
+
 /* The four operands of one call; D aliases C when the case computes in place. */
 typedef struct operand_set {
     gck_guarded g[4];
@@ -245,8 +270,7 @@ static void concurrency_check(gck_backend *be, const gck_spec *s, const gck_supp
     char msg[256];
     bool ok = jobs && tids && started;
     gck_operand dx = s->c.d_is_c ? GCK_C : GCK_D;
-    /* single-threaded pass */
-    if (ok && o->before_call) o->before_call(o->ctx);
+    /* single-threaded pass: each call timed alone, its buffers prepared before */
     for (int t = 0; ok && t < threads; t++) {
         jobs[t] = (conc_job){.be = be, .spec = *s, .row = row, .status = GCK_CALL_OK, .go = &go};
         jobs[t].spec.seed = s->seed + 1 + (uint64_t)t;
@@ -255,8 +279,10 @@ static void concurrency_check(gck_backend *be, const gck_spec *s, const gck_supp
         if (!ok) break;
         gck_operands ops = operands_of(&alone);
         char cmsg[256];
+        call_hook(o->before_call, o->ctx, GCK_CALL_ALONE, 1, threads);
         gck_call_status st =
             be->ops->call(be->state, &jobs[t].spec.c, row, &ops, cmsg, sizeof cmsg);
+        call_hook(o->after_call, o->ctx, GCK_CALL_ALONE, 1, threads);
         jobs[t].alone = malloc(alone.g[dx].data_bytes ? alone.g[dx].data_bytes : 1);
         ok = jobs[t].alone != NULL && st == GCK_CALL_OK;
         if (jobs[t].alone) memcpy(jobs[t].alone, alone.g[dx].data, alone.g[dx].data_bytes);
@@ -267,10 +293,14 @@ static void concurrency_check(gck_backend *be, const gck_spec *s, const gck_supp
         ok = prepare(&jobs[t].spec, &jobs[t].os, slack, msg, sizeof msg) == GCK_OK;
     for (int t = 0; ok && t < threads; t++)
         ok = started[t] = pthread_create(&tids[t], NULL, conc_call, &jobs[t]) == 0;
+    bool any = false;
+    for (int t = 0; started && t < threads; t++) any = any || started[t];
+    /* the deadline runs from the release of the threads, every buffer already prepared */
+    if (any) call_hook(o->before_call, o->ctx, GCK_CALL_CONCURRENT, threads, threads);
     atomic_store(&go, true);
     for (int t = 0; tids && started && t < threads; t++)
         if (started[t]) pthread_join(tids[t], NULL);
-    if (jobs && o->after_call) o->after_call(o->ctx);
+    if (any) call_hook(o->after_call, o->ctx, GCK_CALL_CONCURRENT, threads, threads);
     if (ok) {
         int64_t differing = 0, first_thread = -1;
         for (int t = 0; t < threads; t++) {
@@ -321,11 +351,11 @@ gck_status gck_run_spec(gck_backend *be, const gck_spec *s, const gck_run_option
     gck_operands ops = operands_of(&os);
     char cmsg[256] = "";
     struct timespec t0, t1;
-    if (o->before_call) o->before_call(o->ctx);
+    call_hook(o->before_call, o->ctx, GCK_CALL_FIRST, 1, 0);
     clock_gettime(CLOCK_MONOTONIC, &t0);
     gck_call_status cs = be->ops->call(be->state, c, row, &ops, cmsg, sizeof cmsg);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    if (o->after_call) o->after_call(o->ctx);
+    call_hook(o->after_call, o->ctx, GCK_CALL_FIRST, 1, 0);
     r->call_seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     r->outcome = GCK_OUTCOME_PASS;
     if (cs != GCK_CALL_OK) {
@@ -357,9 +387,9 @@ gck_status gck_run_spec(gck_backend *be, const gck_spec *s, const gck_run_option
             return st;
         }
         gck_operands ops2 = operands_of(&again);
-        if (o->before_call) o->before_call(o->ctx);
+        call_hook(o->before_call, o->ctx, GCK_CALL_RERUN, 1, 0);
         cs = be->ops->call(be->state, c, row, &ops2, cmsg, sizeof cmsg);
-        if (o->after_call) o->after_call(o->ctx);
+        call_hook(o->after_call, o->ctx, GCK_CALL_RERUN, 1, 0);
         gck_operand dx = os.have_d ? GCK_D : GCK_C;
         const gck_guarded *g1 = &os.g[dx], *g2 = &again.g[dx];
         size_t es = (size_t)gck_format_get(gck_case_type(c, GCK_D))->storage_bytes;

@@ -27,6 +27,38 @@ void gck_wire_send(int fd, int tag, const char *text) {
     gck_wire_write(fd, &m, sizeof m);
 }
 
+void gck_wire_send_call(int fd, int tag, const gck_call_info *call) {
+    char text[48];
+    snprintf(text, sizeof text, "%d %d %d", (int)call->mode, call->calls, call->threads);
+    gck_wire_send(fd, tag, text);
+}
+
+bool gck_wire_parse_call(const gck_wire_msg *m, gck_call_info *call) {
+    int mode, calls, threads;
+    if (sscanf(m->text, "%d %d %d", &mode, &calls, &threads) != 3 || mode < 0 ||
+        mode >= GCK_CALL_MODE_COUNT || calls < 1 || calls > 4096 || threads < 0 || threads > 4096)
+        return false;
+    *call = (gck_call_info){(gck_call_mode)mode, calls, threads};
+    return true;
+}
+
+void gck_wire_hang_detail(const gck_call_info *call, double seconds, char *detail, size_t len,
+                          char *flags, size_t flen) {
+    bool conc = call->mode == GCK_CALL_ALONE || call->mode == GCK_CALL_CONCURRENT;
+    if (conc)
+        snprintf(flags, flen, " --concurrency %d", call->threads > 1 ? call->threads : 2);
+    else
+        snprintf(flags, flen, "%s", "");
+    char n[32] = "";
+    if (call->mode == GCK_CALL_CONCURRENT) snprintf(n, sizeof n, ", %d at once", call->calls);
+    snprintf(detail, len,
+             "the backend's %s%s did not return within its deadline of %.1f s; the worker was "
+             "killed%s%s",
+             gck_call_mode_name(call->mode), n, seconds,
+             conc ? " (repro flags for this call:" : "", conc ? flags : "");
+    if (conc) snprintf(detail + strlen(detail), len - strlen(detail), ")");
+}
+
 double gck_wire_now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);

@@ -8,6 +8,7 @@
 
 #include "gemmcheck/runner.h"
 #include "grid.h"
+#include "wire.h"
 #include "testutil.h"
 
 #define CASES 400
@@ -193,4 +194,115 @@ Test(checker, repro_reports_each_kind_with_its_exit_code) {
     snprintf(args, sizeof args, "repro --backend ref '%s'", a_case);
     cr_expect_eq(run_cli(args, out, sizeof out), 0, "%s", out);
     cr_expect(strstr(out, "verdict:  pass") != NULL, "%s", out);
+}
+
+/* Deadlines time backend calls only. A case with tens of MB of operands and almost no
+ * arithmetic (found as a false `hang` on ref and on four real libraries): with the
+ * determinism and concurrency checks, gemmcheck prepares ten sets of operands, each of ~50 MB,
+ * which takes seconds; every backend call takes well under a millisecond. Each call has 1 s. */
+static const char *const big_footprint_case =
+    "gck1 m=1 n=97 k=3 order=col ta=T tb=N types=f16,f32,f32,f32 compute=f64 scale=f64 alpha=1 "
+    "beta=0 lda=27790 ldb=6390 ldc=26871 ldd=26871 d=c batch=5 sa=3 sb=613454 sc=2579617 "
+    "sd=2579617 off=0,0,4,13 vab=logu vc=unif sp=0 cnan=0 seed=190190023356181426";
+
+Test(checker, preparing_large_operands_does_not_count_against_the_call_deadline,
+     .timeout = 300) {
+    char msg[512];
+    gck_spec s;
+    cr_assert_eq(gck_spec_parse(big_footprint_case, &s, msg, sizeof msg), GCK_OK, "%s", msg);
+    gck_run_options o = {.check = {.threads = 1}, .determinism = true, .concurrency = 4};
+    gck_isolated_result *res = malloc(sizeof *res);
+    gck_run_isolated("ref", &s, &o, 1.0, res);
+    cr_expect_eq(res->status, GCK_ISOLATED_RAN, "%s", res->message);
+    cr_expect_eq(res->run.outcome, GCK_OUTCOME_PASS);
+    free(res);
+}
+
+/* The hooks bracket each backend call and nothing else: a counting backend sees exactly
+ * `calls` calls between each before/after pair, in the order first, rerun, N alone, N at once. */
+static int counted_calls;
+static const gck_backend_ops *counted_ops; /* ref's */
+static gck_call_status counting_call(void *st, const gck_case *c, const gck_support_row *row,
+                                     const gck_operands *ops, char *msg, size_t len) {
+    __atomic_add_fetch(&counted_calls, 1, __ATOMIC_SEQ_CST);
+    return counted_ops->call(st, c, row, ops, msg, len);
+}
+
+typedef struct hook_log {
+    int n, open_at;
+    gck_call_info seen[16];
+    bool nested, miscounted;
+} hook_log;
+
+static void log_before(void *ctx, const gck_call_info *ci) {
+    hook_log *l = ctx;
+    if (l->open_at >= 0) l->nested = true;
+    l->open_at = __atomic_load_n(&counted_calls, __ATOMIC_SEQ_CST);
+    if (l->n < 16) l->seen[l->n++] = *ci;
+}
+
+static void log_after(void *ctx, const gck_call_info *ci) {
+    hook_log *l = ctx;
+    if (__atomic_load_n(&counted_calls, __ATOMIC_SEQ_CST) - l->open_at != ci->calls)
+        l->miscounted = true;
+    l->open_at = -1;
+}
+
+Test(checker, each_backend_call_is_bracketed_alone_with_its_mode) {
+    char msg[512];
+    gck_backend ref;
+    cr_assert_eq(gck_backend_open(&ref, "ref", msg, sizeof msg), GCK_OK, "%s", msg);
+    counted_ops = ref.ops;
+    gck_backend_ops ops = *ref.ops;
+    ops.call = counting_call;
+    gck_backend be = {.ops = &ops, .state = ref.state};
+    gck_spec s;
+    cr_assert_eq(gck_spec_parse(a_case, &s, msg, sizeof msg), GCK_OK, "%s", msg);
+    hook_log l = {.open_at = -1};
+    gck_run_options o = {.check = {.threads = 1},
+                         .determinism = true,
+                         .concurrency = 3,
+                         .before_call = log_before,
+                         .after_call = log_after,
+                         .ctx = &l};
+    gck_run_result *r = malloc(sizeof *r);
+    cr_assert_eq(gck_run_spec(&be, &s, &o, r, msg, sizeof msg), GCK_OK, "%s", msg);
+    cr_expect_eq(r->outcome, GCK_OUTCOME_PASS);
+    const gck_call_mode want[] = {GCK_CALL_FIRST, GCK_CALL_RERUN, GCK_CALL_ALONE, GCK_CALL_ALONE,
+                                  GCK_CALL_ALONE, GCK_CALL_CONCURRENT};
+    cr_assert_eq(l.n, 6, "%d bracketed calls", l.n);
+    for (int q = 0; q < 6; q++) cr_expect_eq(l.seen[q].mode, want[q], "call %d", q);
+    cr_expect_eq(l.seen[5].calls, 3);
+    cr_expect_eq(l.seen[2].threads, 3);
+    cr_expect_eq(counted_calls, 1 + 1 + 3 + 3);
+    cr_expect(!l.nested && !l.miscounted, "a bracket held other calls than its own");
+    free(r);
+    gck_backend_close(&ref);
+}
+
+Test(checker, deadlines_grow_with_the_bytes_a_call_may_touch) {
+    char msg[512];
+    gck_spec s;
+    cr_assert_eq(gck_spec_parse(big_footprint_case, &s, msg, sizeof msg), GCK_OK, "%s", msg);
+    /* ~53 MB of operands, 1,455 multiply-adds: the bytes dominate */
+    double t1 = gck_call_deadline(&s.c, 1, 3.0), t4 = gck_call_deadline(&s.c, 4, 3.0);
+    cr_expect_gt(t1, 3.0 + 0.4, "%g", t1);
+    cr_expect_lt(t1, 3.0 + 1.0, "%g", t1);
+    cr_expect_eq(t4 - 3.0, 4 * (t1 - 3.0));
+    s.c.alpha = 0; /* A and B are not read: only C's bytes count */
+    cr_expect_lt(gck_call_deadline(&s.c, 1, 3.0), t1);
+}
+
+Test(checker, a_hang_names_its_call_and_the_repro_flags) {
+    char detail[512], flags[64];
+    gck_call_info ci = {GCK_CALL_CONCURRENT, 4, 4};
+    gck_wire_hang_detail(&ci, 7.5, detail, sizeof detail, flags, sizeof flags);
+    cr_expect(strstr(detail, "concurrent calls") && strstr(detail, "4 at once") &&
+                  strstr(detail, "7.5 s"),
+              "%s", detail);
+    cr_expect_str_eq(flags, " --concurrency 4");
+    ci = (gck_call_info){GCK_CALL_RERUN, 1, 0};
+    gck_wire_hang_detail(&ci, 3, detail, sizeof detail, flags, sizeof flags);
+    cr_expect(strstr(detail, "rerun") != NULL, "%s", detail);
+    cr_expect_str_eq(flags, "");
 }

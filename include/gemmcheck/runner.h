@@ -32,6 +32,31 @@ typedef struct gck_finding {
     int64_t count; /**< elements (or bytes) affected */
 } gck_finding;
 
+/** Which backend call of a run is under way (each has its own deadline). */
+typedef enum gck_call_mode {
+    GCK_CALL_FIRST = 0,  /**< the case's call */
+    GCK_CALL_RERUN,      /**< the determinism check's second call on fresh buffers */
+    GCK_CALL_ALONE,      /**< a concurrency-check call made alone (its reference result) */
+    GCK_CALL_CONCURRENT, /**< the concurrency check's calls, all at once from threads */
+    GCK_CALL_MODE_COUNT
+} gck_call_mode;
+
+/** "first call", "rerun (determinism check)", ... */
+const char *gck_call_mode_name(gck_call_mode m);
+
+/** One backend call as the hooks see it. */
+typedef struct gck_call_info {
+    gck_call_mode mode;
+    int calls;   /**< calls in flight: 1, or the thread count for GCK_CALL_CONCURRENT */
+    int threads; /**< the concurrency check's thread count (0 outside it) */
+} gck_call_info;
+
+/** The deadline of a backend call of case c, in seconds: `floor` plus time for its
+ *  multiply-adds (1e7 per second: a slow reference BLAS) and for the bytes it may touch (every
+ *  operand's extent, padding included, at 1e8 bytes per second), times the calls in flight
+ *  (they share the cores). gemmcheck's own work (allocation, filling, checks) never counts. */
+double gck_call_deadline(const gck_case *c, int calls, double floor);
+
 typedef struct gck_run_options {
     gck_check_options check;
     bool determinism;     /**< run twice on fresh identical buffers, compare D */
@@ -40,8 +65,10 @@ typedef struct gck_run_options {
     bool no_guard_page;   /**< end operands 4 KiB before their guard pages: a read past the
                                end does not fault (to tell an over-read from other crashes) */
     const char *dump_dir; /**< write A, B, C, D_expected, D_got as .npy here */
-    void (*before_call)(void *ctx); /**< called just before each backend call */
-    void (*after_call)(void *ctx);  /**< called as soon as each backend call returns */
+    /** Called just before each backend call (for the concurrent calls: once, when every
+     *  thread's buffers are ready and the threads are released) and as soon as it returns. */
+    void (*before_call)(void *ctx, const gck_call_info *call);
+    void (*after_call)(void *ctx, const gck_call_info *call);
     void *ctx;
 } gck_run_options;
 
@@ -79,7 +106,9 @@ typedef struct gck_isolated_result {
 
 /** Run one spec in a forked child that opens the backend itself (the parent never
  *  initialises it), so that a crash or a hang is reported instead of taking the caller down.
- *  `call_timeout` bounds each backend call in seconds (set-up gets 30 s more). */
+ *  Each backend call has its own deadline: `call_timeout` seconds when > 0 (times the calls in
+ *  flight for the concurrent calls), else gck_call_deadline(case, calls, 10). Set-up and the
+ *  checks are not timed against the backend. */
 gck_status gck_run_isolated(const char *backend, const gck_spec *s, const gck_run_options *o,
                             double call_timeout, gck_isolated_result *out);
 
