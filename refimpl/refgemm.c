@@ -19,10 +19,22 @@ gck_ref_model gck_ref_model_default(gck_format compute) {
     };
 }
 
+static bool default_order(const gck_ref_model *m);
+
 void gck_ref_model_describe(const gck_ref_model *m, char *buf, size_t len) {
-    snprintf(buf, len, "compute=%s fma=%s round_inputs=%s scale=%s",
-             gck_format_get(m->compute)->name, m->fma ? "yes" : "no",
-             m->round_inputs ? "yes" : "no", gck_format_get(m->scale_compute)->name);
+    static const char *const alpha_at[] = {"sum", "product", "b"};
+    static const char *const beta_at[] = {"last", "first", "over-alpha"};
+    static const char *const sums[] = {"sequential", "blocked", "pairwise", "split"};
+    static const char *const skips[] = {"none", "zero-a", "zero-b"};
+    int n = snprintf(buf, len, "compute=%s fma=%s round_inputs=%s scale=%s",
+                     gck_format_get(m->compute)->name, m->fma ? "yes" : "no",
+                     m->round_inputs ? "yes" : "no", gck_format_get(m->scale_compute)->name);
+    if (n >= 0 && (size_t)n < len && (!default_order(m) || m->skip != GCK_REF_SKIP_NONE) &&
+        (unsigned)m->alpha_at < 3 && (unsigned)m->beta_at < 3 && (unsigned)m->sum < 4 &&
+        (unsigned)m->skip < 3)
+        snprintf(buf + n, len - (size_t)n, " alpha=%s beta=%s sum=%s/%d skip=%s",
+                 alpha_at[m->alpha_at], beta_at[m->beta_at], sums[m->sum], m->group,
+                 skips[m->skip]);
 }
 
 /* round_c(a * b); a and b are values of at most 24 bits unless fmt is f64. */
@@ -65,8 +77,109 @@ static double scale_add(double x, double y, gck_format s) {
     return (double)((float)x + (float)y);
 }
 
+static double div_c(double x, double y, gck_format fmt) {
+    if (fmt == GCK_F64) return x / y;
+    if (fmt == GCK_F32) return (double)((float)x / (float)y);
+    return gck_round_to(x / y, fmt); /* 53 >= 2p + 2: rounding twice is rounding once */
+}
+
 static const void *member(const void *base, gck_format f, int64_t stride, int64_t bi) {
     return (const char *)base + (size_t)(bi * stride) * (size_t)gck_format_get(f)->storage_bytes;
+}
+
+static bool default_order(const gck_ref_model *m) {
+    return m->alpha_at == GCK_REF_ALPHA_ON_SUM && m->beta_at == GCK_REF_BETA_LAST &&
+           m->sum == GCK_REF_SUM_SEQUENTIAL;
+}
+
+/* One element's operands and model. */
+typedef struct elem {
+    const gck_case *c;
+    const gck_ref_model *m;
+    const void *Ab, *Bb;
+    int64_t ars, acs, brs, bcs, i, j;
+} elem;
+
+/* The factors x, y of term k (the term is x*y, rounded or fused as the model says); false
+ * when the model skips the term. */
+static bool factors(const elem *e, int64_t k, double *x, double *y) {
+    const gck_case *c = e->c;
+    const gck_ref_model *m = e->m;
+    double a = gck_load(e->Ab, c->type_a, e->i * e->ars + k * e->acs);
+    double b = gck_load(e->Bb, c->type_b, k * e->brs + e->j * e->bcs);
+    if ((m->skip == GCK_REF_SKIP_ZERO_A && a == 0) || (m->skip == GCK_REF_SKIP_ZERO_B && b == 0))
+        return false;
+    if (m->round_inputs) {
+        a = gck_round_to(a, m->compute);
+        b = gck_round_to(b, m->compute);
+    }
+    switch (m->alpha_at) {
+    case GCK_REF_ALPHA_ON_PRODUCT:
+        *x = c->alpha;
+        *y = mul_c(a, b, m->compute);
+        break;
+    case GCK_REF_ALPHA_ON_B:
+        *x = mul_c(c->alpha, b, m->compute);
+        *y = a;
+        break;
+    default:
+        *x = a;
+        *y = b;
+    }
+    return true;
+}
+
+/* acc plus the terms k0 <= k < k1, one at a time. */
+static double sum_range(const elem *e, int64_t k0, int64_t k1, double acc) {
+    gck_format cf = e->m->compute;
+    for (int64_t k = k0; k < k1; k++) {
+        double x, y;
+        if (!factors(e, k, &x, &y)) continue;
+        acc = e->m->fma ? fma_c(x, y, acc, cf) : add_c(mul_c(x, y, cf), acc, cf);
+    }
+    return acc;
+}
+
+/* A balanced tree over the terms k0 <= k < k1 with leaves of at most `leaf` terms. */
+static double sum_tree(const elem *e, int64_t k0, int64_t k1, int64_t leaf) {
+    if (k1 - k0 <= leaf) return sum_range(e, k0, k1, 0.0);
+    int64_t mid = k0 + (k1 - k0) / 2;
+    return add_c(sum_tree(e, k0, mid, leaf), sum_tree(e, mid, k1, leaf), e->m->compute);
+}
+
+/* alpha*op(A)op(B) (+ beta*c where the order puts it into the accumulator) for one element,
+ * before the epilogue of GCK_REF_BETA_LAST. */
+static double product_term(const elem *e, double cv, bool rc) {
+    const gck_case *c = e->c;
+    const gck_ref_model *m = e->m;
+    gck_format cf = m->compute, sf = m->scale_compute;
+    int64_t K = c->k, group = m->group > 0 ? m->group : 1;
+    bool have = m->beta_at != GCK_REF_BETA_LAST; /* the accumulator holds its start value */
+    double acc = 0.0;
+    if (m->beta_at == GCK_REF_BETA_FIRST && rc) acc = mul_c(c->beta, cv, cf);
+    if (m->beta_at == GCK_REF_BETA_OVER_ALPHA && rc)
+        acc = mul_c(div_c(c->beta, c->alpha, cf), cv, cf);
+    /* alpha applied to each group's sum (it is in the terms, or applied once at the end,
+     * otherwise) */
+    bool scale_groups = m->alpha_at == GCK_REF_ALPHA_ON_SUM && m->beta_at != GCK_REF_BETA_OVER_ALPHA;
+    if (m->sum == GCK_REF_SUM_SEQUENTIAL && !scale_groups) {
+        acc = sum_range(e, 0, K, acc);
+    } else {
+        int64_t parts = m->sum == GCK_REF_SUM_SPLIT ? (group < K ? group : K) : 1;
+        int64_t step = m->sum == GCK_REF_SUM_BLOCKED ? group : (K + parts - 1) / parts;
+        if (m->sum == GCK_REF_SUM_SEQUENTIAL || m->sum == GCK_REF_SUM_PAIRWISE) step = K;
+        for (int64_t k0 = 0; k0 < K; k0 += step) {
+            int64_t k1 = k0 + step < K ? k0 + step : K;
+            double g = m->sum == GCK_REF_SUM_PAIRWISE ? sum_tree(e, k0, k1, group)
+                                                      : sum_range(e, k0, k1, 0.0);
+            if (scale_groups) g = default_order(m) ? scale_mul(c->alpha, g, sf)
+                                                   : mul_c(c->alpha, g, cf);
+            acc = have ? add_c(acc, g, cf) : g;
+            have = true;
+        }
+    }
+    if (m->beta_at == GCK_REF_BETA_OVER_ALPHA) acc = mul_c(c->alpha, acc, cf);
+    return acc;
 }
 
 gck_status gck_ref_gemm(const gck_case *c, const gck_ref_model *model, const void *A, const void *B,
@@ -81,6 +194,21 @@ gck_status gck_ref_gemm(const gck_case *c, const gck_ref_model *model, const voi
     if (sf != GCK_F32 && sf != GCK_F64) {
         snprintf(msg, msg_len, "model scale_compute (%s) must be f32 or f64",
                  (unsigned)sf < GCK_FORMAT_COUNT ? gck_format_get(sf)->name : "?");
+        return GCK_EINVAL;
+    }
+    if ((unsigned)model->alpha_at > GCK_REF_ALPHA_ON_B ||
+        (unsigned)model->beta_at > GCK_REF_BETA_OVER_ALPHA ||
+        (unsigned)model->sum > GCK_REF_SUM_SPLIT || (unsigned)model->skip > GCK_REF_SKIP_ZERO_B ||
+        model->group < 0) {
+        snprintf(msg, msg_len, "model order fields out of range");
+        return GCK_EINVAL;
+    }
+    if (!default_order(model) &&
+        (sf != cf || gck_round_to(c->alpha, cf) != c->alpha || gck_round_to(c->beta, cf) != c->beta)) {
+        snprintf(msg, msg_len,
+                 "a model with a non-default evaluation order computes alpha and beta in its "
+                 "compute format: scale_compute must be %s and alpha, beta values of it",
+                 gck_format_get(cf)->name);
         return GCK_EINVAL;
     }
     if (cf != GCK_F64 && !model->round_inputs && (c->type_a == GCK_F64 || c->type_b == GCK_F64)) {
@@ -104,7 +232,7 @@ gck_status gck_ref_gemm(const gck_case *c, const gck_ref_model *model, const voi
     gck_format td = gck_case_type(c, GCK_D);
     int64_t sd = gck_case_stride(c, GCK_D);
     bool rab = gck_case_reads_ab(c), rc = gck_case_reads_c(c);
-    double alpha = c->alpha, beta = c->beta;
+    double beta = c->beta;
 
     for (int64_t bi = 0; bi < c->batch; bi++) {
         const void *Ab = rab ? member(A, c->type_a, c->stride_a, bi) : NULL;
@@ -113,23 +241,14 @@ gck_status gck_ref_gemm(const gck_case *c, const gck_ref_model *model, const voi
         void *Db = (char *)D + (size_t)(bi * sd) * (size_t)gck_format_get(td)->storage_bytes;
         for (int64_t j = 0; j < c->n; j++) {
             for (int64_t i = 0; i < c->m; i++) {
-                double t = 0.0;
-                if (rab) {
-                    double acc = 0.0;
-                    for (int64_t k = 0; k < c->k; k++) {
-                        double a = gck_load(Ab, c->type_a, i * ars + k * acs);
-                        double b = gck_load(Bb, c->type_b, k * brs + j * bcs);
-                        if (model->round_inputs) {
-                            a = gck_round_to(a, cf);
-                            b = gck_round_to(b, cf);
-                        }
-                        acc = model->fma ? fma_c(a, b, acc, cf) : add_c(mul_c(a, b, cf), acc, cf);
-                    }
-                    t = scale_mul(alpha, acc, sf);
-                }
-                if (rc) {
-                    double bc = scale_mul(beta, gck_load(Cb, c->type_c, i * crs + j * ccs), sf);
-                    t = rab ? scale_add(t, bc, sf) : bc;
+                double cv = rc ? gck_load(Cb, c->type_c, i * crs + j * ccs) : 0.0, t;
+                if (!rab) { /* no product term: D = beta*c */
+                    t = rc ? scale_mul(beta, cv, sf) : 0.0;
+                } else {
+                    elem e = {c, model, Ab, Bb, ars, acs, brs, bcs, i, j};
+                    t = product_term(&e, cv, rc);
+                    if (rc && model->beta_at == GCK_REF_BETA_LAST)
+                        t = scale_add(t, scale_mul(beta, cv, sf), sf);
                 }
                 gck_store(Db, td, i * drs + j * dcs, t);
             }

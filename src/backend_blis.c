@@ -86,6 +86,9 @@ static gck_status blis_init(void **state, const char *arg, char *msg, size_t len
                     gck_model m = gck_model_plain(sd[comp]);
                     if (sd[c] == GCK_F32) m.epilogue = GCK_F32;
                     m.acc = GCK_ACC_SCALAR;
+                    /* beta*C in the micro-kernel's update, alpha on each K-block's sum or
+                     * folded into a packed operand: every order but beta/alpha */
+                    m.orders = GCK_ORDERS_ANY & ~GCK_ORDER_BETA_OVER_ALPHA;
                     unsigned scale =
                         sd[c] == GCK_F32 ? GCK_PROMISE_SCALE_F32 : GCK_PROMISE_SCALE_F64;
                     s->rows[s->n++] =

@@ -52,6 +52,11 @@ typedef struct cblas_state {
 static void add_row(cblas_state *s, entry_id e, gck_format ab, gck_format cd, gck_format compute,
                     unsigned promises) {
     gck_model m = gck_model_plain(compute);
+    /* OpenBLAS scales C by beta first (its gemm_beta kernels) and adds alpha times each
+     * K-block's sum, small-matrix kernels add beta*c last, GEMV-shaped calls may scale an
+     * operand by alpha: every order but alpha*(A*B + (beta/alpha)*C). A library of unknown
+     * make may use any. */
+    m.orders = s->fl == FLAVOUR_OPENBLAS ? GCK_ORDERS_ANY & ~GCK_ORDER_BETA_OVER_ALPHA : 0;
     m.inputs_rounded = false; /* the inputs are already of the compute type or exact in it */
     m.input_format = compute;
     s->row_entry[s->n] = e;

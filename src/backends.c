@@ -149,20 +149,40 @@ const gck_support_row *gck_backend_find_row(const gck_backend *be, const gck_cas
     return NULL;
 }
 
+unsigned gck_model_orders(const gck_model *m) { return m->orders ? m->orders : GCK_ORDERS_ANY; }
+
+/* "any", or the declared orders as "alpha:sum,product,operand beta:last,first,over-alpha" */
+static void describe_orders(unsigned o, char *buf, size_t len) {
+    static const char *const names[] = {"sum", "product", "operand", "last", "first", "over-alpha"};
+    if (o == GCK_ORDERS_ANY) {
+        snprintf(buf, len, "any");
+        return;
+    }
+    size_t n = 0;
+    for (int b = 0; b < 6 && n < len; b++) {
+        if (!(o >> b & 1)) continue;
+        bool first_of_kind = b < 3 ? !(o & ((1u << b) - 1)) : !(o & (((1u << b) - 1) & ~7u));
+        n += (size_t)snprintf(buf + n, len - n, "%s%s%s", n && first_of_kind ? " " : n ? "," : "",
+                              first_of_kind ? (b < 3 ? "alpha:" : "beta:") : "", names[b]);
+    }
+}
+
 void gck_row_describe(const gck_support_row *row, char *buf, size_t len) {
     const gck_model *m = &row->model;
     unsigned p = row->promises;
-    char acc[32];
+    char acc[32], ord[96];
+    describe_orders(gck_model_orders(m), ord, sizeof ord);
     if (m->acc == GCK_ACC_BLOCK_FMA)
         snprintf(acc, sizeof acc, m->block ? "block-FMA/%d" : "block-FMA", m->block);
     else
         snprintf(acc, sizeof acc, "scalar");
-    snprintf(buf, len, "%-4s %-4s %-4s %-4s | %-4s | in=%s%s %s epi=%s%s%s | %s%s%s%s%s%s%s | %s",
+    snprintf(buf, len,
+             "%-4s %-4s %-4s %-4s | %-4s | in=%s%s %s epi=%s%s%s order=%s | %s%s%s%s%s%s%s | %s",
              gck_format_get(row->a)->name, gck_format_get(row->b)->name,
              gck_format_get(row->c)->name, gck_format_get(row->d)->name,
              gck_format_get(row->compute)->name,
              m->inputs_rounded ? gck_format_get(m->input_format)->name : "exact", "", acc,
-             gck_format_get(m->epilogue)->name, m->ftz ? " FTZ" : "", m->daz ? " DAZ" : "",
+             gck_format_get(m->epilogue)->name, m->ftz ? " FTZ" : "", m->daz ? " DAZ" : "", ord,
              p & GCK_PROMISE_ALPHA0_NO_READ_AB ? "a0 " : "",
              p & GCK_PROMISE_BETA0_NO_READ_C ? "b0 " : "",
              p & GCK_PROMISE_MAY_SKIP_ZERO ? "skip0 " : "", p & GCK_PROMISE_ROW_MAJOR ? "row " : "",

@@ -63,7 +63,14 @@ double gck_bound(const gck_case *c, const gck_model *m, const gck_bound_terms *t
     double K = (double)t->k, aa = fabs(c->alpha), ab = fabs(c->beta);
     double eta = (m->ftz || m->daz) ? fc->min_normal : 0.5 * fc->min_subnormal;
     double g = gamma_up(2 * K + 4, ec);
-    double near_zero = (1 + eo) * eta * ((1 + aa) * t->sum_ab + (1 + ab) * t->abs_c + 2 * K + 8);
+    /* Orders that apply alpha after partial sums were rounded (alpha on the sum, or
+     * alpha*(A*B + (beta/alpha)*C)) scale those near-zero losses by |alpha|, and the latter
+     * also the rounding of (beta/alpha)*c. */
+    unsigned ord = gck_model_orders(m);
+    double late = (ord & (GCK_ORDER_ALPHA_ON_SUM | GCK_ORDER_BETA_OVER_ALPHA)) ? 1 + aa : 1;
+    double over = (ord & GCK_ORDER_BETA_OVER_ALPHA) ? 1 + aa : 1;
+    double near_zero = (1 + eo) * eta *
+                       ((1 + aa) * t->sum_ab + (1 + ab) * t->abs_c * over + (2 * K + 8) * late);
     double bound;
     *degenerate = isinf(g);
     if (*degenerate) {
@@ -217,6 +224,10 @@ static void gather(const gck_case *c, const gck_support_row *row, const gather_p
     if (qo > qmin) qmin = qo;
     if (m->ftz || m->daz) qmin = fc->emin > fo->emin ? fc->emin : fo->emin;
     double aa = fabs(c->alpha);
+    unsigned ord = gck_model_orders(m);
+    bool unscaled = ord & (GCK_ORDER_ALPHA_ON_SUM | GCK_ORDER_ALPHA_ON_PRODUCT),
+         on_operand = ord & GCK_ORDER_ALPHA_ON_OPERAND,
+         over_alpha = (ord & GCK_ORDER_BETA_OVER_ALPHA) && rc && c->alpha != 0;
     bool exact = gck_round_to(c->alpha, m->epilogue) == c->alpha &&
                  gck_round_to(c->beta, m->epilogue) == c->beta;
     int qa = INT32_MAX, qb = INT32_MAX;
@@ -285,10 +296,10 @@ static void gather(const gck_case *c, const gck_support_row *row, const gather_p
             pos += neg_s ? 0.0 : sab;
             neg_u += neg_ab ? ab : 0.0;
             pos_u += neg_ab ? 0.0 : ab;
-            double q = aa * fa, q2 = aa * fb; /* no NaN here: the largest of the four */
-            if (q2 > q) q = q2;
-            if (ab > q) q = ab;
-            if (sab > q) q = sab;
+            /* the largest quantity a declared order forms from this term (no NaN here) */
+            double q = sab;
+            if (on_operand) q = fmax(q, fmax(aa * fa, aa * fb));
+            if (unscaled && ab > q) q = ab;
             if (q > max_term) max_term = q;
         }
     }
@@ -296,9 +307,8 @@ static void gather(const gck_case *c, const gck_support_row *row, const gather_p
     f->t.sum_ab = sum_ab;
     f->pos = pos;
     f->neg = neg;
-    f->pos_u = pos_u;
-    f->neg_u = neg_u;
     f->max_term = max_term;
+    double r = 0, rcv = 0; /* |beta/alpha| and |(beta/alpha)*c|, rounded up */
     if (rc) {
         bc = fabs(c->beta) * f->t.abs_c;
         if (isfinite(cv)) {
@@ -307,8 +317,20 @@ static void gather(const gck_case *c, const gck_support_row *row, const gather_p
                 f->neg += bc;
             else
                 f->pos += bc;
+            if (over_alpha) { /* the unscaled sum A*B + (beta/alpha)*c, and beta/alpha itself */
+                r = fabs(c->beta) / aa;
+                rcv = r * f->t.abs_c;
+                f->max_term = fmax(f->max_term, fmax(r, rcv));
+                bool neg_r = (signbit(cv) != signbit(c->beta)) != (bool)signbit(c->alpha);
+                neg_u += neg_r ? rcv : 0.0;
+                pos_u += neg_r ? 0.0 : rcv;
+            }
         }
     }
+    /* a backend that never sums unscaled products cannot overflow there */
+    bool sums_unscaled = (ord & GCK_ORDER_ALPHA_ON_SUM) || over_alpha;
+    f->pos_u = sums_unscaled ? pos_u : 0.0;
+    f->neg_u = sums_unscaled ? neg_u : 0.0;
     /* Exact-case certificate: every quantity any evaluation order forms (inputs, products of
      * subsets of {alpha, a, b} and of {beta, c}, partial sums) is a multiple of 2^q and at
      * most M in magnitude; with M < 2^(q+p) and 2^q on both grids, all are representable. */
@@ -334,12 +356,29 @@ static void gather(const gck_case *c, const gck_support_row *row, const gather_p
             if (qc + qbe < q) q = qc + qbe;
         }
         double M = fmax(aa * f->t.T + bc, f->t.T);
+        if (over_alpha) {
+            /* beta/alpha must itself be exact; then (beta/alpha)*c and the partial sums of
+             * A*B + (beta/alpha)*c join the grid and the range */
+            double rq = c->beta / c->alpha, up = fma(rq, c->alpha, -c->beta);
+            fesetround(FE_DOWNWARD);
+            double down = fma(rq, c->alpha, -c->beta); /* both 0: rq*alpha == beta exactly */
+            fesetround(FE_TONEAREST);
+            exact = up == 0 && down == 0 && gck_round_to(rq, m->compute) == rq &&
+                    gck_round_to(rq, m->epilogue) == rq;
+            fesetround(FE_UPWARD);
+            if (exact) {
+                int qr = lsb_exp(rq);
+                if (qr < q) q = qr;
+                if (cv != 0 && qr + lsb_exp(cv) < q) q = qr + lsb_exp(cv);
+                M = fmax(M, fmax(r, f->t.T + rcv));
+            }
+        }
         M = fmax(M, fmax(aa * maxa, aa * maxb));
         M = fmax(M, fmax(fmax(maxa, maxb), aa));
         if (rc) M = fmax(M, fmax(fmax(fabs(c->beta), f->t.abs_c), bc));
         double lim = fmin(fc->max, fmin(fo->max, fe->max));
         if (q == INT32_MAX) q = qmin; /* everything is zero */
-        f->exact_case = q >= qmin && M < ldexp(1.0, q + p) && M <= lim;
+        f->exact_case = exact && q >= qmin && M < ldexp(1.0, q + p) && M <= lim;
     }
     fesetround(old);
 }
