@@ -4,7 +4,11 @@
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libmpfr-dev libgmp-dev libopenblas-dev libblis-dev libblas-dev libcriterion-dev libjansson-dev
-      python3 python3-numpy)
+      python3 python3-numpy
+      # the control suite (scripts/controls.sh): every CBLAS implementation and threading
+      # flavour Debian 12 packages for x86-64, and a load generator
+      libblas3 libopenblas0-pthread libopenblas0-openmp libopenblas0-serial
+      libblis4-pthread libblis4-openmp libblis4-serial libatlas3-base libgslcblas0 stress-ng)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

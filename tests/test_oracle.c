@@ -70,11 +70,13 @@ static double truth(const gck_case *c, const void *A, const void *B, const void 
     if (r == 0.0 && mpq_sgn(total) < 0) r = -0.0; /* underflow keeps the sign */
     if (mpq_sgn(total) == 0) {
         bool s_zero = mpq_sgn(s) == 0;
-        double s_ieee = (rab && all_zero_products) ? zero_sum : 0.0; /* K = 0 or unread: +0 */
+        double s_ieee = all_zero_products ? zero_sum : 0.0;
         bool as_nonzero = !s_zero;
         bool bc_nonzero = rc && cv != 0;
         if (as_nonzero || bc_nonzero)
             r = 0.0; /* exact cancellation: +0 */
+        else if (!rab) /* no product term (alpha = 0 or K = 0): beta*c, +0 when beta = 0 */
+            r = rc ? c->beta * cv : 0.0;
         else
             r = rc ? c->alpha * s_ieee + c->beta * cv : c->alpha * s_ieee;
     }
@@ -252,6 +254,8 @@ Test(oracle, special_value_combinations_follow_ieee_and_blas_rules) {
                         double s = rab ? a0 * b0 + a1 * b1 : 0.0;
                         double as = c.alpha * s;
                         double want = c.beta != 0 ? as + c.beta * cv : as;
+                        /* alpha = 0: no product term, D = beta*c (+0 when beta = 0 too) */
+                        if (!rab) want = c.beta != 0 ? c.beta * cv : 0.0;
                         double got = gck_load(D, c.type_d, i + j * c.m);
                         cr_assert(same_value(got, want),
                                   "%s: alpha=%g beta=%g a=(%g,%g) b=(%g,%g) c=%g: got %g want %g",
@@ -384,6 +388,41 @@ Test(oracle, blas_semantics_quick_return_and_unread_operands) {
     cr_expect_eq(c4[0], -2.0);
     cr_expect(c4[1] == 0 && !signbit(c4[1]), "alpha*(+0) + (-2)*(-0) = +0 + +0");
     cr_expect(isinf(c4[3]) && c4[3] < 0);
+}
+
+/* With alpha = 0 or K = 0 the product term is absent, as in BLAS: D = beta*c rounded once,
+ * its zero sign included (c = -0 and beta > 0 give -0), and +0 when beta = 0 as well; both
+ * oracles, whatever alpha's sign. */
+Test(oracle, no_product_term_gives_beta_c_with_its_zero_sign) {
+    static const struct {
+        double alpha, beta, c;
+        int64_t k;
+        double want;
+    } rows[] = {
+        {0.0, 2.0, -0.0, 3, -0.0},  {0.0, 2.0, 0.0, 3, 0.0},   {0.0, -2.0, 0.0, 3, -0.0},
+        {0.0, -2.0, -0.0, 3, 0.0},  {0.0, 0.0, -0.0, 3, 0.0},  {-0.0, 1.0, -0.0, 3, -0.0},
+        {1.0, 1.0, -0.0, 0, -0.0},  {-1.0, 1.0, 0.0, 0, 0.0},  {-1.0, 0.0, 5.0, 0, 0.0},
+        {-3.0, 0.5, -0.0, 0, -0.0},
+    };
+    char msg[256];
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        gck_case c;
+        gck_case_init(&c, 1, 1, rows[r].k);
+        c.type_d = c.type_c = GCK_F32;
+        c.alpha = rows[r].alpha;
+        c.beta = rows[r].beta;
+        double A[3] = {1, 2, 3}, B[3] = {-0.0, -0.0, -0.0};
+        for (int o = 0; o < 2; o++) {
+            float C[1] = {(float)rows[r].c};
+            gck_status st = o ? gck_oracle_exact(&c, A, B, C, C, 1, msg, sizeof msg)
+                              : gck_oracle_mpfr(&c, A, B, C, C, 1, msg, sizeof msg);
+            cr_assert_eq(st, GCK_OK, "%s", msg);
+            cr_expect(C[0] == rows[r].want && !signbit(C[0]) == !signbit(rows[r].want),
+                      "%s oracle, alpha %g beta %g c %g K %lld: got %g, want %g",
+                      o ? "exact" : "mpfr", rows[r].alpha, rows[r].beta, rows[r].c,
+                      (long long)rows[r].k, (double)C[0], rows[r].want);
+        }
+    }
 }
 
 Test(oracle, thread_count_does_not_change_a_bit) {

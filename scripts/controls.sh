@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# The control suite: a fuzz campaign through `cblas:` on every CBLAS implementation Debian 12
+# ships for x86-64 that is installed here (scripts/install-deps.sh installs them), the way a
+# user checks a library gemmcheck has never seen. Prints one line per library (cases, cases with
+# findings, distinct findings) and checks every distinct finding against the documented
+# deviations in scripts/controls-known.txt (docs/DEVIATIONS.md explains each): a finding not
+# listed there fails the suite, so does a library that cannot run.
+#
+#   scripts/controls.sh [--time S] [--seed N] [--out DIR] [--gemmcheck PATH] [--load]
+#
+# --time S     seconds per library (default 30; CI runs a few seconds each)
+# --seed N     campaign seed (default 1)
+# --out DIR    reports go here (default controls-out/)
+# --load       keep both cores busy with a second process (stress-ng, or busy loops) while
+#              the campaigns run: a correct library must still show no `hang`
+# Exit status: 0 every finding documented, 1 an undocumented finding, 2 set-up error.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+time_s=30 seed=1 out=controls-out gck="$here/../build/gemmcheck" load=0
+while (($#)); do
+  case "$1" in
+    --time) time_s=$2; shift 2 ;;
+    --seed) seed=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --gemmcheck) gck=$2; shift 2 ;;
+    --load) load=1; shift ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "controls.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+[ -x "$gck" ] || { echo "controls.sh: no gemmcheck binary at $gck (build first)" >&2; exit 2; }
+known="$here/controls-known.txt"
+lib=/usr/lib/x86_64-linux-gnu
+# label and library, one per implementation and threading flavour Debian 12 packages
+libs=(
+  "netlib $lib/blas/libblas.so.3"
+  "openblas-pthread $lib/openblas-pthread/libblas.so.3"
+  "openblas-openmp $lib/openblas-openmp/libblas.so.3"
+  "openblas-serial $lib/openblas-serial/libblas.so.3"
+  "blis-pthread $lib/blis-pthread/libblas.so.3"
+  "blis-openmp $lib/blis-openmp/libblas.so.3"
+  "blis-serial $lib/blis-serial/libblas.so.3"
+  "atlas $lib/atlas/libblas.so.3"
+  "gsl $lib/libgslcblas.so.0"
+)
+mkdir -p "$out"
+loadpid=""
+if ((load)); then
+  if command -v stress-ng >/dev/null; then
+    stress-ng --cpu "$(nproc)" --quiet & loadpid=$!
+  else
+    for _ in $(seq "$(nproc)"); do (while :; do :; done) & loadpid="$loadpid $!"; done
+  fi
+  trap 'kill $loadpid 2>/dev/null' EXIT
+fi
+printf '%-17s %-48s %8s %9s %9s %s\n' library version cases findings distinct undocumented
+rc=0
+for entry in "${libs[@]}"; do
+  name=${entry%% *} path=${entry#* }
+  if [ ! -e "$path" ]; then
+    echo "controls.sh: $name: $path is not installed (scripts/install-deps.sh)" >&2
+    rc=2
+    continue
+  fi
+  report="$out/$name.json"
+  "$gck" fuzz --backend "cblas:$path" --time "$time_s" --seed "$seed" --report "$report" \
+    >"$out/$name.log" 2>&1
+  st=$?
+  if ((st > 1)); then
+    echo "controls.sh: $name: the campaign failed (exit $st), see $out/$name.log" >&2
+    rc=2
+    continue
+  fi
+  # one line of counts, then one line per undocumented finding
+  python3 - "$report" "$name" "$known" "$gck" "cblas:$path" >"$out/$name.check" <<'PY'
+import json, re, subprocess, sys
+report, name, known_path, gck, backend = sys.argv[1:]
+r = json.load(open(report))
+known = []
+for line in open(known_path):
+    line = line.split("#", 1)[0].split()
+    if line:
+        known.append(line)  # library-regex kind [types-regex] [overread]
+def documented(f):
+    for k in known:
+        if not re.fullmatch(k[0], name) or k[1] != f["kind"]:
+            continue
+        if len(k) > 2 and k[2] != "overread" and not re.fullmatch(k[2], f["signature"].split("|")[2]):
+            continue
+        if "overread" in k:
+            # a known over-read: the case must pass once the operands end 4 KiB before
+            # their guard pages
+            p = subprocess.run([gck, "repro", "--backend", backend, "--no-guard-page", f["case"]],
+                               capture_output=True)
+            if p.returncode != 0:
+                continue
+        return True
+    return False
+s = r["summary"]
+version = r["environment"]["backends"][0].get("version", "?")
+bad = [f for f in r["findings"] if not documented(f)]
+print(f'{name:<17} {version[:48]:<48} {s["cases"]:>8} {s["outcomes"]["findings"]:>9} '
+      f'{s["distinct_findings"]:>9} {len(bad)}')
+for f in bad:
+    print(f'  undocumented {f["kind"]}: {f["details"][:160]}\n    {f["reproduce"]}')
+PY
+  cat "$out/$name.check"
+  if [ "$(head -1 "$out/$name.check" | awk '{print $NF}')" != 0 ]; then rc=$((rc > 1 ? rc : 1)); fi
+done
+exit $rc
