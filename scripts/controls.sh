@@ -6,42 +6,55 @@
 # deviations in scripts/controls-known.txt (docs/DEVIATIONS.md explains each): a finding not
 # listed there fails the suite, so does a library that cannot run.
 #
-#   scripts/controls.sh [--time S] [--seed N] [--out DIR] [--gemmcheck PATH] [--load]
+#   scripts/controls.sh [--time S] [--seed N] [--jobs N] [--libs REGEX] [--out DIR]
+#                       [--gemmcheck PATH] [--load]
 #
 # --time S     seconds per library (default 30; CI runs a few seconds each)
 # --seed N     campaign seed (default 1)
+# --jobs N     workers per campaign (default: one per core)
+# --libs REGEX only the libraries whose label matches (e.g. 'blis|atlas')
 # --out DIR    reports go here (default controls-out/)
 # --load       keep both cores busy with a second process (stress-ng, or busy loops) while
 #              the campaigns run: a correct library must still show no `hang`
 # Exit status: 0 every finding documented, 1 an undocumented finding, 2 set-up error.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-time_s=30 seed=1 out=controls-out gck="$here/../build/gemmcheck" load=0
+time_s=30 seed=1 out=controls-out gck="$here/../build/gemmcheck" load=0 jobs=$(nproc) only=.
 while (($#)); do
   case "$1" in
     --time) time_s=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
+    --jobs) jobs=$2; shift 2 ;;
+    --libs) only=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --gemmcheck) gck=$2; shift 2 ;;
     --load) load=1; shift ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "controls.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 [ -x "$gck" ] || { echo "controls.sh: no gemmcheck binary at $gck (build first)" >&2; exit 2; }
 known="$here/controls-known.txt"
 lib=/usr/lib/x86_64-linux-gnu
-# label and library, one per implementation and threading flavour Debian 12 packages
+# label, backend kind and library: every implementation and threading flavour Debian 12
+# packages, the ILP64 builds (64-bit integer arguments) through cblas64:
 libs=(
-  "netlib $lib/blas/libblas.so.3"
-  "openblas-pthread $lib/openblas-pthread/libblas.so.3"
-  "openblas-openmp $lib/openblas-openmp/libblas.so.3"
-  "openblas-serial $lib/openblas-serial/libblas.so.3"
-  "blis-pthread $lib/blis-pthread/libblas.so.3"
-  "blis-openmp $lib/blis-openmp/libblas.so.3"
-  "blis-serial $lib/blis-serial/libblas.so.3"
-  "atlas $lib/atlas/libblas.so.3"
-  "gsl $lib/libgslcblas.so.0"
+  "netlib cblas $lib/blas/libblas.so.3"
+  "openblas-pthread cblas $lib/openblas-pthread/libblas.so.3"
+  "openblas-openmp cblas $lib/openblas-openmp/libblas.so.3"
+  "openblas-serial cblas $lib/openblas-serial/libblas.so.3"
+  "blis-pthread cblas $lib/blis-pthread/libblas.so.3"
+  "blis-openmp cblas $lib/blis-openmp/libblas.so.3"
+  "blis-serial cblas $lib/blis-serial/libblas.so.3"
+  "atlas cblas $lib/atlas/libblas.so.3"
+  "gsl cblas $lib/libgslcblas.so.0"
+  "netlib64 cblas64 $lib/blas64/libblas64.so.3"
+  "openblas64-pthread cblas64 $lib/openblas64-pthread/libblas64.so.3"
+  "openblas64-openmp cblas64 $lib/openblas64-openmp/libblas64.so.3"
+  "openblas64-serial cblas64 $lib/openblas64-serial/libblas64.so.3"
+  "blis64-pthread cblas64 $lib/blis64-pthread/libblas64.so.3"
+  "blis64-openmp cblas64 $lib/blis64-openmp/libblas64.so.3"
+  "blis64-serial cblas64 $lib/blis64-serial/libblas64.so.3"
 )
 mkdir -p "$out"
 loadpid=""
@@ -53,18 +66,22 @@ if ((load)); then
   fi
   trap 'kill $loadpid 2>/dev/null' EXIT
 fi
-printf '%-17s %-48s %8s %9s %9s %s\n' library version cases findings distinct undocumented
+printf '%-18s %-36s %8s %9s %9s %s\n' library package cases findings distinct undocumented
 rc=0
 for entry in "${libs[@]}"; do
-  name=${entry%% *} path=${entry#* }
+  read -r name kind path <<<"$entry"
+  [[ $name =~ $only ]] || continue
   if [ ! -e "$path" ]; then
     echo "controls.sh: $name: $path is not installed (scripts/install-deps.sh)" >&2
     rc=2
     continue
   fi
+  real=$(readlink -f "$path")
+  pkg=$(dpkg -S "$real" 2>/dev/null | head -1 | cut -d: -f1)
+  package="${pkg:-?}=$( [ -n "$pkg" ] && dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null)"
   report="$out/$name.json"
-  "$gck" fuzz --backend "cblas:$path" --time "$time_s" --seed "$seed" --report "$report" \
-    >"$out/$name.log" 2>&1
+  "$gck" fuzz --backend "$kind:$path" --time "$time_s" --seed "$seed" --jobs "$jobs" \
+    --report "$report" >"$out/$name.log" 2>&1
   st=$?
   if ((st > 1)); then
     echo "controls.sh: $name: the campaign failed (exit $st), see $out/$name.log" >&2
@@ -72,9 +89,9 @@ for entry in "${libs[@]}"; do
     continue
   fi
   # one line of counts, then one line per undocumented finding
-  python3 - "$report" "$name" "$known" "$gck" "cblas:$path" >"$out/$name.check" <<'PY'
+  python3 - "$report" "$name" "$known" "$gck" "$kind:$path" "$package" >"$out/$name.check" <<'PY'
 import json, re, subprocess, sys
-report, name, known_path, gck, backend = sys.argv[1:]
+report, name, known_path, gck, backend, package = sys.argv[1:]
 r = json.load(open(report))
 known = []
 for line in open(known_path):
@@ -97,9 +114,8 @@ def documented(f):
         return True
     return False
 s = r["summary"]
-version = r["environment"]["backends"][0].get("version", "?")
 bad = [f for f in r["findings"] if not documented(f)]
-print(f'{name:<17} {version[:48]:<48} {s["cases"]:>8} {s["outcomes"]["findings"]:>9} '
+print(f'{name:<18} {package[:36]:<36} {s["cases"]:>8} {s["outcomes"]["findings"]:>9} '
       f'{s["distinct_findings"]:>9} {len(bad)}')
 for f in bad:
     print(f'  undocumented {f["kind"]}: {f["details"][:160]}\n    {f["reproduce"]}')

@@ -1,5 +1,7 @@
-/* CBLAS backends: `openblas` (the OpenBLAS found at build time) and `cblas:/path/lib.so` (any
- * library exporting cblas_sgemm and cblas_dgemm). The library is loaded with dlopen and
+/* CBLAS backends: `openblas` (the OpenBLAS found at build time), `cblas:/path/lib.so` (any
+ * library exporting cblas_sgemm and cblas_dgemm) and `cblas64:/path/lib.so` (the same with 64-bit
+ * integer arguments, as the ILP64 builds Debian ships as libblas64, libopenblas64 and
+ * libblis64 take them; the enum arguments stay int). The library is loaded with dlopen and
  * RTLD_LOCAL so that several BLAS libraries, which all export the same symbol names, can be
  * tested side by side without one interposing on another. Optional extensions are declared
  * only when their symbols are present: OpenBLAS cblas_sbgemm / cblas_shgemm, MKL
@@ -22,6 +24,12 @@ typedef void (*dgemm_fn)(int, int, int, int, int, int, double, const double *, i
 /* bf16 x bf16 -> f32 and f16 x f16 -> f32 (OpenBLAS and MKL share this argument list) */
 typedef void (*hgemm_fn)(int, int, int, int, int, int, float, const uint16_t *, int,
                          const uint16_t *, int, float, float *, int);
+typedef void (*sgemm64_fn)(int, int, int, int64_t, int64_t, int64_t, float, const float *, int64_t,
+                           const float *, int64_t, float, float *, int64_t);
+typedef void (*dgemm64_fn)(int, int, int, int64_t, int64_t, int64_t, double, const double *,
+                           int64_t, const double *, int64_t, double, double *, int64_t);
+typedef void (*hgemm64_fn)(int, int, int, int64_t, int64_t, int64_t, float, const uint16_t *,
+                           int64_t, const uint16_t *, int64_t, float, float *, int64_t);
 
 typedef enum flavour { FLAVOUR_GENERIC, FLAVOUR_OPENBLAS } flavour;
 
@@ -40,6 +48,7 @@ static const char *const entry_names[E_COUNT] = {
 
 typedef struct cblas_state {
     void *handle;
+    bool ilp64; /* 64-bit integer arguments */
     char path[PATH_MAX];
     flavour fl;
     void *fn[E_COUNT];
@@ -83,7 +92,7 @@ static gck_status cblas_open(cblas_state *s, const char *path, flavour fl, char 
      * alpha = 0; a library of unknown make is assumed to do the same (SPEC §1). OpenBLAS
      * propagates NaN. Both honour beta = 0 (C not read). */
     unsigned p = GCK_PROMISE_BETA0_NO_READ_C | GCK_PROMISE_ROW_MAJOR | GCK_PROMISE_D_IN_PLACE |
-                 GCK_PROMISE_INT32_DIMS;
+                 (s->ilp64 ? 0 : GCK_PROMISE_INT32_DIMS);
     /* OpenBLAS 0.3.21 reads A and B when alpha = 0 (measured: a NaN in A reaches C), so it
      * does not get the reference BLAS's alpha = 0 promise. */
     if (fl == FLAVOUR_GENERIC) p |= GCK_PROMISE_MAY_SKIP_ZERO | GCK_PROMISE_ALPHA0_NO_READ_AB;
@@ -145,13 +154,16 @@ static gck_status openblas_init(void **state, const char *arg, char *msg, size_t
 #endif
 }
 
-static gck_status cblas_init(void **state, const char *arg, char *msg, size_t len) {
+static gck_status generic_init(void **state, const char *arg, bool ilp64, char *msg,
+                               size_t len) {
     if (!arg || !*arg) {
-        snprintf(msg, len, "backend 'cblas' needs a library: cblas:/path/lib.so");
+        snprintf(msg, len, "backend '%s' needs a library: %s:/path/lib.so",
+                 ilp64 ? "cblas64" : "cblas", ilp64 ? "cblas64" : "cblas");
         return GCK_EINVAL;
     }
     cblas_state *s = calloc(1, sizeof *s);
     if (!s) return GCK_ENOMEM;
+    s->ilp64 = ilp64;
     gck_status st = cblas_open(s, arg, FLAVOUR_GENERIC, msg, len);
     if (st != GCK_OK) {
         free(s);
@@ -159,6 +171,14 @@ static gck_status cblas_init(void **state, const char *arg, char *msg, size_t le
     }
     *state = s;
     return GCK_OK;
+}
+
+static gck_status cblas_init(void **state, const char *arg, char *msg, size_t len) {
+    return generic_init(state, arg, false, msg, len);
+}
+
+static gck_status cblas64_init(void **state, const char *arg, char *msg, size_t len) {
+    return generic_init(state, arg, true, msg, len);
 }
 
 static void cblas_teardown(void *state) {
@@ -191,12 +211,30 @@ static gck_call_status cblas_call(void *state, const gck_case *c, const gck_supp
     int order = c->order == GCK_COL_MAJOR ? CBLAS_COL : CBLAS_ROW;
     int ta = c->transa == GCK_OP_N ? CBLAS_NOTRANS : CBLAS_TRANS;
     int tb = c->transb == GCK_OP_N ? CBLAS_NOTRANS : CBLAS_TRANS;
-    int m = (int)c->m, n = (int)c->n, k = (int)c->k;
-    int lda = (int)c->lda, ldb = (int)c->ldb, ldc = (int)c->ldc;
     if (!s->fn[e]) {
         snprintf(msg, len, "%s is missing", entry_names[e]);
         return GCK_CALL_NOT_SUPPORTED;
     }
+    if (s->ilp64) {
+        int64_t m = c->m, n = c->n, k = c->k, lda = c->lda, ldb = c->ldb, ldc = c->ldc;
+        switch (e) {
+        case E_SGEMM:
+            ((sgemm64_fn)s->fn[e])(order, ta, tb, m, n, k, (float)c->alpha, ops->a, lda, ops->b,
+                                   ldb, (float)c->beta, ops->d, ldc);
+            break;
+        case E_DGEMM:
+            ((dgemm64_fn)s->fn[e])(order, ta, tb, m, n, k, c->alpha, ops->a, lda, ops->b, ldb,
+                                   c->beta, ops->d, ldc);
+            break;
+        default:
+            ((hgemm64_fn)s->fn[e])(order, ta, tb, m, n, k, (float)c->alpha, ops->a, lda, ops->b,
+                                   ldb, (float)c->beta, ops->d, ldc);
+            break;
+        }
+        return GCK_CALL_OK;
+    }
+    int m = (int)c->m, n = (int)c->n, k = (int)c->k;
+    int lda = (int)c->lda, ldb = (int)c->ldb, ldc = (int)c->ldc;
     switch (e) {
     case E_SGEMM:
         ((sgemm_fn)s->fn[e])(order, ta, tb, m, n, k, (float)c->alpha, ops->a, lda, ops->b, ldb,
@@ -216,6 +254,13 @@ static gck_call_status cblas_call(void *state, const gck_case *c, const gck_supp
 
 const gck_backend_ops *gck_openblas_backend_ops(void) {
     static const gck_backend_ops ops = {"openblas",      openblas_init, cblas_teardown,
+                                        cblas_available, cblas_version, cblas_table,
+                                        cblas_call};
+    return &ops;
+}
+
+const gck_backend_ops *gck_cblas64_backend_ops(void) {
+    static const gck_backend_ops ops = {"cblas64",     cblas64_init, cblas_teardown,
                                         cblas_available, cblas_version, cblas_table,
                                         cblas_call};
     return &ops;

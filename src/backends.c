@@ -8,7 +8,8 @@
 #include "backends.h"
 
 static const char *const builtin_names[] = {
-    "ref", "openblas", "blis", "cblas:<lib.so>", "cublas", "cublaslt", "plugin:<lib.so>[:name]",
+    "ref", "openblas", "blis", "cblas:<lib.so>", "cblas64:<lib.so>", "cublas", "cublaslt",
+    "plugin:<lib.so>[:name]",
     NULL};
 
 const char *const *gck_backend_names(void) { return builtin_names; }
@@ -21,6 +22,7 @@ typedef struct registered {
 static const registered registry[] = {
     {"ref", gck_ref_backend_ops},       {"openblas", gck_openblas_backend_ops},
     {"blis", gck_blis_backend_ops},     {"cblas", gck_cblas_backend_ops},
+    {"cblas64", gck_cblas64_backend_ops},
     {"cublas", gck_cublas_backend_ops}, {"cublaslt", gck_cublaslt_backend_ops},
 };
 
@@ -77,7 +79,8 @@ gck_status gck_backend_open(gck_backend *be, const char *spec, char *msg, size_t
         if (!be->ops) {
             snprintf(msg, len,
                      "unknown backend '%s' (known: ref, openblas, blis, "
-                     "cblas:/path/lib.so, cublas, cublaslt, plugin:/path/lib.so[:name])",
+                     "cblas:/path/lib.so, cblas64:/path/lib.so, cublas, cublaslt, "
+                     "plugin:/path/lib.so[:name])",
                      spec);
             return GCK_EINVAL;
         }

@@ -7,6 +7,7 @@
 const gck_backend_ops *gck_ref_backend_ops(void);
 const gck_backend_ops *gck_openblas_backend_ops(void);
 const gck_backend_ops *gck_cblas_backend_ops(void);
+const gck_backend_ops *gck_cblas64_backend_ops(void);
 const gck_backend_ops *gck_blis_backend_ops(void);
 const gck_backend_ops *gck_cublas_backend_ops(void);
 const gck_backend_ops *gck_cublaslt_backend_ops(void);
