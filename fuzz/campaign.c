@@ -233,6 +233,14 @@ static void on_result(run_ctx *x, slot *s, const gck_run_result *rr) {
     count_case(x, &s->spec, outcome, kinds, rr->check.max_tight);
 }
 
+/* gemmcheck's own failure on the case in flight: counted, reported with the case, no finding. */
+static void internal_error(run_ctx *x, const slot *s, const char *what) {
+    char repro[2048];
+    gck_spec_format(&s->spec, repro, sizeof repro);
+    fprintf(stderr, "\ngemmcheck fuzz: internal error: %s on '%s'\n", what, repro);
+    x->res->internal_errors++;
+}
+
 static void on_death(run_ctx *x, slot *s, bool hang) {
     int status = 0;
     if (hang) kill(s->w.pid, SIGKILL);
@@ -257,13 +265,8 @@ static void on_death(run_ctx *x, slot *s, bool hang) {
         kinds[GCK_KIND_CRASH] = true;
         count_case(x, &s->spec, GCK_OUTCOME_FINDINGS, kinds, NAN);
     } else {
-        char repro[2048];
-        gck_spec_format(&s->spec, repro, sizeof repro);
-        fprintf(stderr,
-                "gemmcheck fuzz: internal error: a worker died after the call returned "
-                "(status %d) on '%s'\n",
-                status, repro);
-        x->res->internal_errors++;
+        snprintf(d, sizeof d, "a worker died after the call returned (status %d)", status);
+        internal_error(x, s, d);
     }
     gck_worker_kill(&s->w);
     s->alive = s->busy = false;
@@ -481,10 +484,7 @@ static bool run_backend(run_ctx *x) {
                 break;
             }
             default: {
-                char repro[2048];
-                gck_spec_format(&s->spec, repro, sizeof repro);
-                fprintf(stderr, "\ngemmcheck fuzz: internal error: %s on '%s'\n", m.text, repro);
-                x->res->internal_errors++;
+                internal_error(x, s, m.text);
                 s->busy = false;
                 s->deadline = 0;
             }
@@ -496,13 +496,12 @@ static bool run_backend(run_ctx *x) {
             if (s->busy && s->deadline > 0 && now > s->deadline) {
                 if (!s->in_call) {
                     /* gemmcheck's own work (set-up or checks) overran: not the backend's */
-                    char repro[2048];
-                    gck_spec_format(&s->spec, repro, sizeof repro);
-                    fprintf(stderr,
-                            "\ngemmcheck fuzz: internal error: preparing or checking a case took "
-                            "over %.0f s outside any backend call on '%s'\n",
-                            OWN_WORK_SECONDS, repro);
-                    x->res->internal_errors++;
+                    char what[128];
+                    snprintf(what, sizeof what,
+                             "preparing or checking a case took over %.0f s outside any "
+                             "backend call",
+                             OWN_WORK_SECONDS);
+                    internal_error(x, s, what);
                     gck_worker_kill(&s->w);
                     s->alive = s->busy = false;
                 } else if (!s->confirming) {

@@ -196,6 +196,24 @@ Test(checker, repro_reports_each_kind_with_its_exit_code) {
     cr_expect(strstr(out, "verdict:  pass") != NULL, "%s", out);
 }
 
+/* repro runs the concurrency check on request: a thread-unsafe backend is caught, the repro
+ * line keeps the flag, ref passes; a bad thread count is a usage error. */
+Test(checker, repro_concurrency_runs_the_thread_safety_check) {
+    char args[4096], out[16384];
+    snprintf(args, sizeof args, "repro --backend plugin:%s:racy --concurrency 4 '%s'",
+             GCK_FAULTY_PLUGIN, a_case);
+    cr_expect_eq(run_cli(args, out, sizeof out), 1, "%s", out);
+    cr_expect(strstr(out, "FINDINGS: nondeterministic") != NULL, "%s", out);
+    cr_expect(strstr(out, "--concurrency 4 'gck1") != NULL, "%s", out);
+    snprintf(args, sizeof args, "repro --backend plugin:%s:racy '%s'", GCK_FAULTY_PLUGIN, a_case);
+    cr_expect_eq(run_cli(args, out, sizeof out), 0, "without --concurrency: %s", out);
+    snprintf(args, sizeof args, "repro --backend ref --concurrency 3 '%s'", a_case);
+    cr_expect_eq(run_cli(args, out, sizeof out), 0, "%s", out);
+    snprintf(args, sizeof args, "repro --backend ref --concurrency 1 '%s'", a_case);
+    cr_expect_eq(run_cli(args, out, sizeof out), 2, "%s", out);
+    cr_expect(strstr(out, "--concurrency '1'") != NULL, "%s", out);
+}
+
 /* Deadlines time backend calls only. A case with tens of MB of operands and almost no
  * arithmetic (found as a false `hang` on ref and on four real libraries): with the
  * determinism and concurrency checks, gemmcheck prepares ten sets of operands, each of ~50 MB,

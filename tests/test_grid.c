@@ -97,3 +97,6 @@ Test(grid, blis_gives_zero_findings_but_its_known_overreads, .timeout = 1200) { 
 Test(grid, netlib_cblas_gives_zero_findings, .timeout = 1200) {
     run_grid("cblas:/usr/lib/x86_64-linux-gnu/blas/libblas.so.3");
 }
+Test(grid, netlib_ilp64_through_cblas64_gives_zero_findings, .timeout = 1200) {
+    run_grid("cblas64:/usr/lib/x86_64-linux-gnu/blas64/libblas64.so.3");
+}
