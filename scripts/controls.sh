@@ -97,20 +97,21 @@ known = []
 for line in open(known_path):
     line = line.split("#", 1)[0].split()
     if line:
-        known.append(line)  # library-regex kind [types-regex] [overread]
+        known.append(line)  # library-regex kind [types=REGEX] [overread]
+def passes(case, *flags):
+    p = subprocess.run([gck, "repro", "--backend", backend, *flags, case], capture_output=True)
+    return p.returncode == 0
 def documented(f):
     for k in known:
         if not re.fullmatch(k[0], name) or k[1] != f["kind"]:
             continue
-        if len(k) > 2 and k[2] != "overread" and not re.fullmatch(k[2], f["signature"].split("|")[2]):
+        opts = dict(o.split("=", 1) if "=" in o else (o, "") for o in k[2:])
+        if "types" in opts and not re.fullmatch(opts["types"], f["signature"].split("|")[2]):
             continue
-        if "overread" in k:
-            # a known over-read: the case must pass once the operands end 4 KiB before
-            # their guard pages
-            p = subprocess.run([gck, "repro", "--backend", backend, "--no-guard-page", f["case"]],
-                               capture_output=True)
-            if p.returncode != 0:
-                continue
+        # a known over-read: the case passes once the operands end 4 KiB before their guard
+        # pages
+        if "overread" in opts and not passes(f["case"], "--no-guard-page"):
+            continue
         return True
     return False
 s = r["summary"]

@@ -88,6 +88,9 @@ static gck_status cblas_open(cblas_state *s, const char *path, flavour fl, char 
         s->handle = NULL;
         return GCK_EIO;
     }
+    /* A library of known make declares what it does: OpenBLAS loaded through cblas: (its
+     * libblas.so.3 or libopenblas64) is OpenBLAS */
+    if (fl == FLAVOUR_GENERIC && dlsym(s->handle, "openblas_get_config")) s->fl = FLAVOUR_OPENBLAS;
     /* Reference BLAS skips terms whose B element is zero and leaves A and B unread when
      * alpha = 0; a library of unknown make is assumed to do the same (SPEC §1). OpenBLAS
      * propagates NaN. Both honour beta = 0 (C not read). */
@@ -95,7 +98,7 @@ static gck_status cblas_open(cblas_state *s, const char *path, flavour fl, char 
                  (s->ilp64 ? 0 : GCK_PROMISE_INT32_DIMS);
     /* OpenBLAS 0.3.21 reads A and B when alpha = 0 (measured: a NaN in A reaches C), so it
      * does not get the reference BLAS's alpha = 0 promise. */
-    if (fl == FLAVOUR_GENERIC) p |= GCK_PROMISE_MAY_SKIP_ZERO | GCK_PROMISE_ALPHA0_NO_READ_AB;
+    if (s->fl == FLAVOUR_GENERIC) p |= GCK_PROMISE_MAY_SKIP_ZERO | GCK_PROMISE_ALPHA0_NO_READ_AB;
     add_row(s, E_SGEMM, GCK_F32, GCK_F32, GCK_F32, p | GCK_PROMISE_SCALE_F32);
     add_row(s, E_DGEMM, GCK_F64, GCK_F64, GCK_F64, p | GCK_PROMISE_SCALE_F64);
     if (s->fn[E_SBGEMM])

@@ -143,3 +143,36 @@ Test(orders, each_order_differs_from_the_default_somewhere) {
     free(A);
     free(B);
 }
+
+/* What each built-in backend declares: ref its one order; OpenBLAS, built in or loaded through
+ * cblas: (a library of known make), every order but beta/alpha and no alpha = 0 or
+ * zero-skipping promise; a CBLAS of unknown make (netlib here) every order and both. */
+static void expect_rows(const char *spec, unsigned orders, unsigned with, unsigned without) {
+    gck_backend be;
+    char msg[1024];
+    cr_assert_eq(gck_backend_open(&be, spec, msg, sizeof msg), GCK_OK, "%s", msg);
+    const gck_support_row *rows;
+    size_t n = be.ops->table(be.state, &rows);
+    cr_assert_gt(n, 0);
+    for (size_t r = 0; r < n; r++) {
+        cr_expect_eq(gck_model_orders(&rows[r].model), orders, "%s row %zu orders %#x", spec, r,
+                     gck_model_orders(&rows[r].model));
+        cr_expect_eq(rows[r].promises & with, with, "%s row %zu", spec, r);
+        cr_expect_eq(rows[r].promises & without, 0, "%s row %zu", spec, r);
+    }
+    gck_backend_close(&be);
+}
+
+Test(orders, each_backend_declares_its_orders_and_promises) {
+    const unsigned no_over = GCK_ORDERS_ANY & ~GCK_ORDER_BETA_OVER_ALPHA;
+    const unsigned lenient = GCK_PROMISE_ALPHA0_NO_READ_AB | GCK_PROMISE_MAY_SKIP_ZERO;
+    expect_rows("ref", GCK_ORDER_ALPHA_ON_SUM | GCK_ORDER_BETA_LAST,
+                GCK_PROMISE_ALPHA0_NO_READ_AB, GCK_PROMISE_MAY_SKIP_ZERO);
+    expect_rows("openblas", no_over, 0, lenient);
+    expect_rows("cblas:/usr/lib/x86_64-linux-gnu/openblas-serial/libblas.so.3", no_over, 0,
+                lenient);
+    expect_rows("cblas64:/usr/lib/x86_64-linux-gnu/openblas64-serial/libblas64.so.3", no_over, 0,
+                lenient);
+    expect_rows("cblas:/usr/lib/x86_64-linux-gnu/blas/libblas.so.3", GCK_ORDERS_ANY, lenient, 0);
+    expect_rows("blis", no_over, GCK_PROMISE_ALPHA0_NO_READ_AB, GCK_PROMISE_MAY_SKIP_ZERO);
+}
