@@ -37,6 +37,7 @@ typedef struct slot {
     uint64_t case_no;
     gck_spec spec;
     bool requested;
+    int concurrency;    /* the concurrency check's threads for the case in flight (0: none) */
     bool confirming;    /* re-running a case that missed its deadline once */
     bool retry_pending; /* dispatch s->spec again (in a fresh worker) instead of a new case */
 } slot;
@@ -159,7 +160,7 @@ static void save_corpus(const run_ctx *x, const gck_fuzz_finding *f) {
 }
 
 static void record(run_ctx *x, gck_kind kind, const gck_spec *s, const char *detail,
-                   const gck_element_report *e) {
+                   const char *flags, const gck_element_report *e) {
     gck_fuzz_finding f;
     memset(&f, 0, sizeof f);
     f.kind = kind;
@@ -170,6 +171,7 @@ static void record(run_ctx *x, gck_kind kind, const gck_spec *s, const char *det
              types, compute, shape);
     snprintf(f.backend, sizeof f.backend, "%s", x->backend);
     gck_spec_format(s, f.repro, sizeof f.repro);
+    snprintf(f.flags, sizeof f.flags, "%s", flags);
     f.cost = case_cost(&s->c);
     snprintf(f.detail, sizeof f.detail, "%s", detail);
     if (e) {
@@ -221,14 +223,19 @@ static void on_result(run_ctx *x, slot *s, const gck_run_result *rr) {
         /* a tuple the user asked for and the backend refuses */
         char d[600];
         snprintf(d, sizeof d, "requested type tuple refused: %s", rr->note);
-        record(x, GCK_KIND_UNIMPLEMENTED, &s->spec, d, NULL);
+        record(x, GCK_KIND_UNIMPLEMENTED, &s->spec, d, "", NULL);
         kinds[GCK_KIND_UNIMPLEMENTED] = true;
         outcome = GCK_OUTCOME_FINDINGS;
     }
+    /* a nondeterminism the concurrency check may have seen needs it in repro as well */
+    char conc[32] = "";
+    if (s->concurrency > 1) snprintf(conc, sizeof conc, " --concurrency %d", s->concurrency);
     for (int f = 0; f < rr->nfindings; f++) {
         const gck_finding *fd = &rr->findings[f];
         kinds[fd->kind] = true;
-        record(x, fd->kind, &s->spec, fd->detail, fd->has_element ? &fd->element : NULL);
+        record(x, fd->kind, &s->spec, fd->detail,
+               fd->kind == GCK_KIND_NONDETERMINISTIC ? conc : "",
+               fd->has_element ? &fd->element : NULL);
     }
     count_case(x, &s->spec, outcome, kinds, rr->check.max_tight);
 }
@@ -251,7 +258,7 @@ static void on_death(run_ctx *x, slot *s, bool hang) {
     if (hang) {
         char flags[64];
         gck_wire_hang_detail(&s->call, s->limit, d, sizeof d, flags, sizeof flags);
-        record(x, GCK_KIND_HANG, &s->spec, d, NULL);
+        record(x, GCK_KIND_HANG, &s->spec, d, flags, NULL);
         kinds[GCK_KIND_HANG] = true;
         count_case(x, &s->spec, GCK_OUTCOME_FINDINGS, kinds, NAN);
     } else if (s->in_call || !s->called) {
@@ -261,7 +268,7 @@ static void on_death(run_ctx *x, slot *s, bool hang) {
         else
             snprintf(d, sizeof d, "the worker exited with status %d inside the backend call",
                      WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-        record(x, GCK_KIND_CRASH, &s->spec, d, NULL);
+        record(x, GCK_KIND_CRASH, &s->spec, d, "", NULL);
         kinds[GCK_KIND_CRASH] = true;
         count_case(x, &s->spec, GCK_OUTCOME_FINDINGS, kinds, NAN);
     } else {
@@ -310,6 +317,7 @@ static bool dispatch(run_ctx *x, slot *s) {
     req.determinism = (double)(h % 10000) < x->o->rerun_share * 10000.0;
     req.concurrency =
         (double)((h >> 20) % 10000) < x->o->concurrency_share * 10000.0 ? x->o->concurrency : 0;
+    s->concurrency = req.concurrency;
     gck_spec_format(&s->spec, req.repro, sizeof req.repro);
     if (!gck_wire_write(s->w.to, &req, sizeof req)) return false;
     s->busy = true;

@@ -41,6 +41,7 @@ typedef struct gck_fuzz_finding {
     char signature[256];
     char backend[512];
     char repro[2048]; /**< the smallest reproducer seen */
+    char flags[32];   /**< repro options that make the same calls (" --concurrency 4"), or "" */
     double cost;      /**< m*n*k*batch of that reproducer */
     char detail[512];
     bool has_element;
@@ -48,6 +49,9 @@ typedef struct gck_fuzz_finding {
     int64_t count; /**< cases that showed it */
     double time_s; /**< seconds since the campaign started when first seen */
 } gck_fuzz_finding;
+
+/** The command that re-runs a finding: gemmcheck repro --backend B[ flags] 'CASE'. */
+void gck_fuzz_finding_command(const gck_fuzz_finding *f, char *buf, size_t len);
 
 /** Support-matrix entry: one backend and type tuple. */
 typedef struct gck_matrix_entry {

@@ -92,6 +92,10 @@ static const char *jget_str(const json_t *o, const char *key) {
     return s ? s : "";
 }
 
+void gck_fuzz_finding_command(const gck_fuzz_finding *f, char *buf, size_t len) {
+    snprintf(buf, len, "gemmcheck repro --backend %s%s '%s'", f->backend, f->flags, f->repro);
+}
+
 static json_t *finding_json(const gck_fuzz_finding *f) {
     json_t *o = json_object();
     json_object_set_new(o, "kind", json_string(gck_kind_name(f->kind)));
@@ -103,7 +107,8 @@ static json_t *finding_json(const gck_fuzz_finding *f) {
     json_object_set_new(o, "signature", json_string(f->signature));
     json_object_set_new(o, "cost", jnum(f->cost));
     char cmd[3000];
-    snprintf(cmd, sizeof cmd, "gemmcheck repro --backend %s '%s'", f->backend, f->repro);
+    gck_fuzz_finding_command(f, cmd, sizeof cmd);
+    json_object_set_new(o, "repro_flags", json_string(f->flags));
     json_object_set_new(o, "reproduce", json_string(cmd));
     if (f->has_element) {
         const gck_element_report *e = &f->element;
@@ -309,6 +314,7 @@ bool gck_report_merge_json(gck_campaign_result *r, const char *path, char *msg, 
         snprintf(f.signature, sizeof f.signature, "%s", jget_str(v, "signature"));
         snprintf(f.backend, sizeof f.backend, "%s", jget_str(v, "backend"));
         snprintf(f.repro, sizeof f.repro, "%s", jget_str(v, "case"));
+        snprintf(f.flags, sizeof f.flags, "%s", jget_str(v, "repro_flags"));
         snprintf(f.detail, sizeof f.detail, "%s", jget_str(v, "details"));
         f.cost = jget_num(v, "cost");
         f.count = (int64_t)jget_num(v, "count");
@@ -400,11 +406,11 @@ bool gck_report_write_junit(const gck_campaign_result *r, const char *path, char
                     continue;
                 fprintf(f, "      <failure type=\"%s\" message=\"", gck_kind_name(fd->kind));
                 xml_escaped(f, fd->detail);
-                fprintf(f, "\">gemmcheck repro --backend ");
-                xml_escaped(f, fd->backend);
-                fprintf(f, " '");
-                xml_escaped(f, fd->repro);
-                fprintf(f, "'</failure>\n");
+                char cmd[3000];
+                gck_fuzz_finding_command(fd, cmd, sizeof cmd);
+                fprintf(f, "\">");
+                xml_escaped(f, cmd);
+                fprintf(f, "</failure>\n");
             }
             if (e->pass + e->fail == 0)
                 fprintf(
@@ -452,8 +458,9 @@ void gck_report_print_summary(const gck_campaign_result *r, FILE *out) {
         const gck_fuzz_finding *f = &r->findings[i];
         fprintf(out, "  %-20s x%-5lld first at %6.2f s  %s\n", gck_kind_name(f->kind),
                 (long long)f->count, f->time_s, f->signature);
-        fprintf(out, "    %s\n    gemmcheck repro --backend %s '%s'\n", f->detail, f->backend,
-                f->repro);
+        char cmd[3000];
+        gck_fuzz_finding_command(f, cmd, sizeof cmd);
+        fprintf(out, "    %s\n    %s\n", f->detail, cmd);
     }
     if (r->nfindings > shown)
         fprintf(out,

@@ -388,3 +388,44 @@ Test(fuzz, bad_arguments_exit_2_naming_the_problem, .init = setup, .fini = teard
     cr_expect_eq(run(args, out, sizeof out), 2, "%s", out);
     cr_expect(strstr(out, "not a gemmcheck report") != NULL, "%s", out);
 }
+
+/* A finding of the concurrency check carries the repro flags that repeat it: the report's
+ * `reproduce` command (and `repro_flags`) name --concurrency, and that command, run as written,
+ * finds the same kind; a hang names the call that missed its deadline. */
+Test(fuzz, findings_carry_the_repro_flags_of_the_calls_that_showed_them, .init = setup,
+     .fini = teardown, .timeout = 300) {
+    char args[4096], out[1 << 16], report[512];
+    snprintf(report, sizeof report, "%s/racy.json", dir);
+    snprintf(args, sizeof args,
+             "fuzz --backend plugin:%s:racy --seed 7 --jobs 2 --cases 60 --concurrency-share 1 "
+             "--rerun-share 0 --report %s --no-progress",
+             GCK_FAULTY_PLUGIN, report);
+    cr_assert_eq(run(args, out, sizeof out), 1, "%s", out);
+    json_t *j = load(report), *fs = json_object_get(j, "findings"), *f;
+    size_t i;
+    int seen = 0;
+    json_array_foreach(fs, i, f) {
+        cr_expect_str_eq(json_string_value(json_object_get(f, "kind")), "nondeterministic");
+        cr_expect_str_eq(json_string_value(json_object_get(f, "repro_flags")), " --concurrency 4");
+        const char *cmd = json_string_value(json_object_get(f, "reproduce"));
+        cr_assert(strncmp(cmd, "gemmcheck repro ", 16) == 0, "%s", cmd);
+        cr_expect(strstr(cmd, " --concurrency 4 'gck1") != NULL, "%s", cmd);
+        if (seen++ == 0) {
+            cr_expect_eq(run(cmd + 10, out, sizeof out), 1, "%s\n%s", cmd, out);
+            cr_expect(strstr(out, "FINDINGS: nondeterministic") != NULL, "%s", out);
+        }
+    }
+    cr_expect_gt(seen, 0);
+    json_decref(j);
+    snprintf(report, sizeof report, "%s/hang.json", dir);
+    snprintf(args, sizeof args,
+             "fuzz --backend plugin:%s:hang --seed 7 --jobs 1 --cases 2 --timeout-floor 1 "
+             "--report %s --no-progress",
+             GCK_FAULTY_PLUGIN, report);
+    cr_assert_eq(run(args, out, sizeof out), 1, "%s", out);
+    j = load(report);
+    f = json_array_get(json_object_get(j, "findings"), 0);
+    cr_expect(strstr(json_string_value(json_object_get(f, "details")), "first call") != NULL,
+              "%s", json_string_value(json_object_get(f, "details")));
+    json_decref(j);
+}
