@@ -149,17 +149,22 @@ static unsigned kinds_of(json_t *report) {
     return k;
 }
 
-static void found_by_campaign(const char *fault, gck_kind want, unsigned also_ok,
-                              const char *extra) {
+/* A campaign (seed 7) on one faulty plugin backend that must end with findings; its report. */
+static json_t *faulty_campaign(const char *fault, const char *extra) {
     char args[4096], out[1 << 16], report[512];
     snprintf(report, sizeof report, "%s/%s.json", dir, fault);
-    snprintf(args, sizeof args,
-             "fuzz --backend plugin:%s:%s --seed 7 --jobs 2 --report %s "
-             "--no-progress %s",
+    snprintf(args, sizeof args, "fuzz --backend plugin:%s:%s --seed 7 --report %s --no-progress %s",
              GCK_FAULTY_PLUGIN, fault, report, extra);
     int code = run(args, out, sizeof out);
     cr_assert_eq(code, 1, "%s: exit %d\n%s", fault, code, out);
-    json_t *j = load(report);
+    return load(report);
+}
+
+static void found_by_campaign(const char *fault, gck_kind want, unsigned also_ok,
+                              const char *extra) {
+    char jobs[512];
+    snprintf(jobs, sizeof jobs, "--jobs 2 %s", extra);
+    json_t *j = faulty_campaign(fault, jobs);
     unsigned kinds = kinds_of(j);
     cr_expect(kinds & (1u << want), "%s: no %s finding", fault, gck_kind_name(want));
     cr_expect_eq(kinds & ~((1u << want) | also_ok), 0u, "%s: unexpected kinds %#x", fault, kinds);
@@ -394,14 +399,10 @@ Test(fuzz, bad_arguments_exit_2_naming_the_problem, .init = setup, .fini = teard
  * finds the same kind; a hang names the call that missed its deadline. */
 Test(fuzz, findings_carry_the_repro_flags_of_the_calls_that_showed_them, .init = setup,
      .fini = teardown, .timeout = 300) {
-    char args[4096], out[1 << 16], report[512];
-    snprintf(report, sizeof report, "%s/racy.json", dir);
-    snprintf(args, sizeof args,
-             "fuzz --backend plugin:%s:racy --seed 7 --jobs 2 --cases 60 --concurrency-share 1 "
-             "--rerun-share 0 --report %s --no-progress",
-             GCK_FAULTY_PLUGIN, report);
-    cr_assert_eq(run(args, out, sizeof out), 1, "%s", out);
-    json_t *j = load(report), *fs = json_object_get(j, "findings"), *f;
+    char out[1 << 16];
+    json_t *j = faulty_campaign("racy", "--jobs 2 --cases 60 --concurrency-share 1 "
+                                        "--rerun-share 0"),
+           *fs = json_object_get(j, "findings"), *f;
     size_t i;
     int seen = 0;
     json_array_foreach(fs, i, f) {
@@ -417,15 +418,9 @@ Test(fuzz, findings_carry_the_repro_flags_of_the_calls_that_showed_them, .init =
     }
     cr_expect_gt(seen, 0);
     json_decref(j);
-    snprintf(report, sizeof report, "%s/hang.json", dir);
-    snprintf(args, sizeof args,
-             "fuzz --backend plugin:%s:hang --seed 7 --jobs 1 --cases 2 --timeout-floor 1 "
-             "--report %s --no-progress",
-             GCK_FAULTY_PLUGIN, report);
-    cr_assert_eq(run(args, out, sizeof out), 1, "%s", out);
-    j = load(report);
+    j = faulty_campaign("hang", "--jobs 1 --cases 2 --timeout-floor 1");
     f = json_array_get(json_object_get(j, "findings"), 0);
-    cr_expect(strstr(json_string_value(json_object_get(f, "details")), "first call") != NULL,
-              "%s", json_string_value(json_object_get(f, "details")));
+    cr_expect(strstr(json_string_value(json_object_get(f, "details")), "first call") != NULL, "%s",
+              json_string_value(json_object_get(f, "details")));
     json_decref(j);
 }
