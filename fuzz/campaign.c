@@ -233,8 +233,7 @@ static void on_result(run_ctx *x, slot *s, const gck_run_result *rr) {
     for (int f = 0; f < rr->nfindings; f++) {
         const gck_finding *fd = &rr->findings[f];
         kinds[fd->kind] = true;
-        record(x, fd->kind, &s->spec, fd->detail,
-               fd->kind == GCK_KIND_NONDETERMINISTIC ? conc : "",
+        record(x, fd->kind, &s->spec, fd->detail, fd->kind == GCK_KIND_NONDETERMINISTIC ? conc : "",
                fd->has_element ? &fd->element : NULL);
     }
     count_case(x, &s->spec, outcome, kinds, rr->check.max_tight);

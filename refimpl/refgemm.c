@@ -122,9 +122,7 @@ static bool factors(const elem *e, int64_t k, double *x, double *y) {
         *x = mul_c(c->alpha, b, m->compute);
         *y = a;
         break;
-    default:
-        *x = a;
-        *y = b;
+    default: *x = a; *y = b;
     }
     return true;
 }
@@ -161,7 +159,8 @@ static double product_term(const elem *e, double cv, bool rc) {
         acc = mul_c(div_c(c->beta, c->alpha, cf), cv, cf);
     /* alpha applied to each group's sum (it is in the terms, or applied once at the end,
      * otherwise) */
-    bool scale_groups = m->alpha_at == GCK_REF_ALPHA_ON_SUM && m->beta_at != GCK_REF_BETA_OVER_ALPHA;
+    bool scale_groups =
+        m->alpha_at == GCK_REF_ALPHA_ON_SUM && m->beta_at != GCK_REF_BETA_OVER_ALPHA;
     if (m->sum == GCK_REF_SUM_SEQUENTIAL && !scale_groups) {
         acc = sum_range(e, 0, K, acc);
     } else {
@@ -172,8 +171,8 @@ static double product_term(const elem *e, double cv, bool rc) {
             int64_t k1 = k0 + step < K ? k0 + step : K;
             double g = m->sum == GCK_REF_SUM_PAIRWISE ? sum_tree(e, k0, k1, group)
                                                       : sum_range(e, k0, k1, 0.0);
-            if (scale_groups) g = default_order(m) ? scale_mul(c->alpha, g, sf)
-                                                   : mul_c(c->alpha, g, cf);
+            if (scale_groups)
+                g = default_order(m) ? scale_mul(c->alpha, g, sf) : mul_c(c->alpha, g, cf);
             acc = have ? add_c(acc, g, cf) : g;
             have = true;
         }
@@ -203,8 +202,8 @@ gck_status gck_ref_gemm(const gck_case *c, const gck_ref_model *model, const voi
         snprintf(msg, msg_len, "model order fields out of range");
         return GCK_EINVAL;
     }
-    if (!default_order(model) &&
-        (sf != cf || gck_round_to(c->alpha, cf) != c->alpha || gck_round_to(c->beta, cf) != c->beta)) {
+    if (!default_order(model) && (sf != cf || gck_round_to(c->alpha, cf) != c->alpha ||
+                                  gck_round_to(c->beta, cf) != c->beta)) {
         snprintf(msg, msg_len,
                  "a model with a non-default evaluation order computes alpha and beta in its "
                  "compute format: scale_compute must be %s and alpha, beta values of it",

@@ -157,8 +157,7 @@ static gck_status openblas_init(void **state, const char *arg, char *msg, size_t
 #endif
 }
 
-static gck_status generic_init(void **state, const char *arg, bool ilp64, char *msg,
-                               size_t len) {
+static gck_status generic_init(void **state, const char *arg, bool ilp64, char *msg, size_t len) {
     if (!arg || !*arg) {
         snprintf(msg, len, "backend '%s' needs a library: %s:/path/lib.so",
                  ilp64 ? "cblas64" : "cblas", ilp64 ? "cblas64" : "cblas");
@@ -263,7 +262,7 @@ const gck_backend_ops *gck_openblas_backend_ops(void) {
 }
 
 const gck_backend_ops *gck_cblas64_backend_ops(void) {
-    static const gck_backend_ops ops = {"cblas64",     cblas64_init, cblas_teardown,
+    static const gck_backend_ops ops = {"cblas64",       cblas64_init,  cblas_teardown,
                                         cblas_available, cblas_version, cblas_table,
                                         cblas_call};
     return &ops;

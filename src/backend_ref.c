@@ -28,7 +28,7 @@ static const unsigned ref_promises = GCK_PROMISE_ALPHA0_NO_READ_AB | GCK_PROMISE
 static void add_row(ref_state *s, gck_format a, gck_format b, gck_format c, gck_format d,
                     gck_format compute) {
     gck_model m = gck_model_plain(compute);
-    m.epilogue = compute == GCK_F64 ? GCK_F64 : GCK_F32; /* gck_ref_model_default's epilogue */
+    m.epilogue = compute == GCK_F64 ? GCK_F64 : GCK_F32;     /* gck_ref_model_default's epilogue */
     m.orders = GCK_ORDER_ALPHA_ON_SUM | GCK_ORDER_BETA_LAST; /* gck_ref_gemm's default order */
     s->rows[s->n++] = (gck_support_row){a, b, c, d, compute, m, ref_promises, "gck_ref_gemm"};
 }

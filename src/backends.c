@@ -7,10 +7,15 @@
 
 #include "backends.h"
 
-static const char *const builtin_names[] = {
-    "ref", "openblas", "blis", "cblas:<lib.so>", "cblas64:<lib.so>", "cublas", "cublaslt",
-    "plugin:<lib.so>[:name]",
-    NULL};
+static const char *const builtin_names[] = {"ref",
+                                            "openblas",
+                                            "blis",
+                                            "cblas:<lib.so>",
+                                            "cblas64:<lib.so>",
+                                            "cublas",
+                                            "cublaslt",
+                                            "plugin:<lib.so>[:name]",
+                                            NULL};
 
 const char *const *gck_backend_names(void) { return builtin_names; }
 
@@ -20,10 +25,10 @@ typedef struct registered {
 } registered;
 
 static const registered registry[] = {
-    {"ref", gck_ref_backend_ops},       {"openblas", gck_openblas_backend_ops},
-    {"blis", gck_blis_backend_ops},     {"cblas", gck_cblas_backend_ops},
-    {"cblas64", gck_cblas64_backend_ops},
-    {"cublas", gck_cublas_backend_ops}, {"cublaslt", gck_cublaslt_backend_ops},
+    {"ref", gck_ref_backend_ops},           {"openblas", gck_openblas_backend_ops},
+    {"blis", gck_blis_backend_ops},         {"cblas", gck_cblas_backend_ops},
+    {"cblas64", gck_cblas64_backend_ops},   {"cublas", gck_cublas_backend_ops},
+    {"cublaslt", gck_cublaslt_backend_ops},
 };
 
 typedef const gck_backend_ops *(*plugin_entry)(const char *name);
@@ -165,7 +170,10 @@ static void describe_orders(unsigned o, char *buf, size_t len) {
     for (int b = 0; b < 6 && n < len; b++) {
         if (!(o >> b & 1)) continue;
         bool first_of_kind = b < 3 ? !(o & ((1u << b) - 1)) : !(o & (((1u << b) - 1) & ~7u));
-        n += (size_t)snprintf(buf + n, len - n, "%s%s%s", n && first_of_kind ? " " : n ? "," : "",
+        n += (size_t)snprintf(buf + n, len - n, "%s%s%s",
+                              n && first_of_kind ? " "
+                              : n                ? ","
+                                                 : "",
                               first_of_kind ? (b < 3 ? "alpha:" : "beta:") : "", names[b]);
     }
 }

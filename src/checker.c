@@ -69,8 +69,8 @@ double gck_bound(const gck_case *c, const gck_model *m, const gck_bound_terms *t
     unsigned ord = gck_model_orders(m);
     double late = (ord & (GCK_ORDER_ALPHA_ON_SUM | GCK_ORDER_BETA_OVER_ALPHA)) ? 1 + aa : 1;
     double over = (ord & GCK_ORDER_BETA_OVER_ALPHA) ? 1 + aa : 1;
-    double near_zero = (1 + eo) * eta *
-                       ((1 + aa) * t->sum_ab + (1 + ab) * t->abs_c * over + (2 * K + 8) * late);
+    double near_zero =
+        (1 + eo) * eta * ((1 + aa) * t->sum_ab + (1 + ab) * t->abs_c * over + (2 * K + 8) * late);
     double bound;
     *degenerate = isinf(g);
     if (*degenerate) {

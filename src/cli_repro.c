@@ -183,7 +183,9 @@ int gck_cmd_repro(int argc, char **argv) {
     case GCK_ISOLATED_CRASH:
         rc = crash_or_hang(backend, flags, repro, GCK_KIND_CRASH, res->message);
         break;
-    case GCK_ISOLATED_HANG: rc = crash_or_hang(backend, flags, repro, GCK_KIND_HANG, res->message); break;
+    case GCK_ISOLATED_HANG:
+        rc = crash_or_hang(backend, flags, repro, GCK_KIND_HANG, res->message);
+        break;
     default:
         fprintf(stderr, "gemmcheck repro: internal error: %s\n", res->message);
         rc = GCK_EXIT_INTERNAL;

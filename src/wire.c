@@ -54,8 +54,8 @@ void gck_wire_hang_detail(const gck_call_info *call, double seconds, char *detai
     snprintf(detail, len,
              "the backend's %s%s did not return within its deadline of %.1f s; the worker was "
              "killed%s%s",
-             gck_call_mode_name(call->mode), n, seconds,
-             conc ? " (repro flags for this call:" : "", conc ? flags : "");
+             gck_call_mode_name(call->mode), n, seconds, conc ? " (repro flags for this call:" : "",
+             conc ? flags : "");
     if (conc) snprintf(detail + strlen(detail), len - strlen(detail), ")");
 }
 

@@ -122,9 +122,8 @@ static gck_call_status z_call(void *state, const gck_case *c, const gck_support_
                        .sum = kind->sum,
                        .group = kind->group,
                        .skip = kind->skip};
-    return gck_ref_gemm(c, &m, ops->a, ops->b, ops->c, ops->d, msg, len) == GCK_OK
-               ? GCK_CALL_OK
-               : GCK_CALL_ERROR;
+    return gck_ref_gemm(c, &m, ops->a, ops->b, ops->c, ops->d, msg, len) == GCK_OK ? GCK_CALL_OK
+                                                                                   : GCK_CALL_ERROR;
 }
 
 const gck_backend_ops *gemmcheck_backend_plugin(const char *name);

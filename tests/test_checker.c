@@ -8,8 +8,8 @@
 
 #include "gemmcheck/runner.h"
 #include "grid.h"
-#include "wire.h"
 #include "testutil.h"
+#include "wire.h"
 
 #define CASES 400
 
@@ -223,8 +223,7 @@ static const char *const big_footprint_case =
     "beta=0 lda=27790 ldb=6390 ldc=26871 ldd=26871 d=c batch=5 sa=3 sb=613454 sc=2579617 "
     "sd=2579617 off=0,0,4,13 vab=logu vc=unif sp=0 cnan=0 seed=190190023356181426";
 
-Test(checker, preparing_large_operands_does_not_count_against_the_call_deadline,
-     .timeout = 300) {
+Test(checker, preparing_large_operands_does_not_count_against_the_call_deadline, .timeout = 300) {
     char msg[512];
     gck_spec s;
     cr_assert_eq(gck_spec_parse(big_footprint_case, &s, msg, sizeof msg), GCK_OK, "%s", msg);
@@ -286,8 +285,8 @@ Test(checker, each_backend_call_is_bracketed_alone_with_its_mode) {
     gck_run_result *r = malloc(sizeof *r);
     cr_assert_eq(gck_run_spec(&be, &s, &o, r, msg, sizeof msg), GCK_OK, "%s", msg);
     cr_expect_eq(r->outcome, GCK_OUTCOME_PASS);
-    const gck_call_mode want[] = {GCK_CALL_FIRST, GCK_CALL_RERUN, GCK_CALL_ALONE, GCK_CALL_ALONE,
-                                  GCK_CALL_ALONE, GCK_CALL_CONCURRENT};
+    const gck_call_mode want[] = {GCK_CALL_FIRST, GCK_CALL_RERUN, GCK_CALL_ALONE,
+                                  GCK_CALL_ALONE, GCK_CALL_ALONE, GCK_CALL_CONCURRENT};
     cr_assert_eq(l.n, 6, "%d bracketed calls", l.n);
     for (int q = 0; q < 6; q++) cr_expect_eq(l.seen[q].mode, want[q], "call %d", q);
     cr_expect_eq(l.seen[5].calls, 3);

@@ -74,7 +74,7 @@ static double truth(const gck_case *c, const void *A, const void *B, const void 
         bool as_nonzero = !s_zero;
         bool bc_nonzero = rc && cv != 0;
         if (as_nonzero || bc_nonzero)
-            r = 0.0; /* exact cancellation: +0 */
+            r = 0.0;   /* exact cancellation: +0 */
         else if (!rab) /* no product term (alpha = 0 or K = 0): beta*c, +0 when beta = 0 */
             r = rc ? c->beta * cv : 0.0;
         else
@@ -399,9 +399,9 @@ Test(oracle, no_product_term_gives_beta_c_with_its_zero_sign) {
         int64_t k;
         double want;
     } rows[] = {
-        {0.0, 2.0, -0.0, 3, -0.0},  {0.0, 2.0, 0.0, 3, 0.0},   {0.0, -2.0, 0.0, 3, -0.0},
-        {0.0, -2.0, -0.0, 3, 0.0},  {0.0, 0.0, -0.0, 3, 0.0},  {-0.0, 1.0, -0.0, 3, -0.0},
-        {1.0, 1.0, -0.0, 0, -0.0},  {-1.0, 1.0, 0.0, 0, 0.0},  {-1.0, 0.0, 5.0, 0, 0.0},
+        {0.0, 2.0, -0.0, 3, -0.0},  {0.0, 2.0, 0.0, 3, 0.0},  {0.0, -2.0, 0.0, 3, -0.0},
+        {0.0, -2.0, -0.0, 3, 0.0},  {0.0, 0.0, -0.0, 3, 0.0}, {-0.0, 1.0, -0.0, 3, -0.0},
+        {1.0, 1.0, -0.0, 0, -0.0},  {-1.0, 1.0, 0.0, 0, 0.0}, {-1.0, 0.0, 5.0, 0, 0.0},
         {-3.0, 0.5, -0.0, 0, -0.0},
     };
     char msg[256];

@@ -76,8 +76,7 @@ Test(orders, an_order_the_backend_does_not_declare_is_caught, .timeout = 300) {
                  "beta/alpha folded into the sum passed as the default order");
 }
 
-Test(orders, zero_skipping_in_either_operand_passes_by_leniency_and_fails_strict,
-     .timeout = 300) {
+Test(orders, zero_skipping_in_either_operand_passes_by_leniency_and_fails_strict, .timeout = 300) {
     const char *names[] = {"skip0-a", "skip0-b", "netlib"};
     for (size_t q = 0; q < 3; q++) {
         zoo_counts lax = run_zoo(names[q], false);
@@ -166,8 +165,8 @@ static void expect_rows(const char *spec, unsigned orders, unsigned with, unsign
 Test(orders, each_backend_declares_its_orders_and_promises) {
     const unsigned no_over = GCK_ORDERS_ANY & ~GCK_ORDER_BETA_OVER_ALPHA;
     const unsigned lenient = GCK_PROMISE_ALPHA0_NO_READ_AB | GCK_PROMISE_MAY_SKIP_ZERO;
-    expect_rows("ref", GCK_ORDER_ALPHA_ON_SUM | GCK_ORDER_BETA_LAST,
-                GCK_PROMISE_ALPHA0_NO_READ_AB, GCK_PROMISE_MAY_SKIP_ZERO);
+    expect_rows("ref", GCK_ORDER_ALPHA_ON_SUM | GCK_ORDER_BETA_LAST, GCK_PROMISE_ALPHA0_NO_READ_AB,
+                GCK_PROMISE_MAY_SKIP_ZERO);
     expect_rows("openblas", no_over, 0, lenient);
     expect_rows("cblas:/usr/lib/x86_64-linux-gnu/openblas-serial/libblas.so.3", no_over, 0,
                 lenient);

@@ -34,16 +34,16 @@ extern "C" {
 
 /** Where alpha enters. */
 typedef enum gck_ref_alpha {
-    GCK_REF_ALPHA_ON_SUM = 0,  /**< alpha times the sum (or each group's sum) of a*b */
-    GCK_REF_ALPHA_ON_PRODUCT,  /**< alpha * round(a*b) for each term */
-    GCK_REF_ALPHA_ON_B,        /**< round(alpha*b) * a for each term (netlib) */
+    GCK_REF_ALPHA_ON_SUM = 0, /**< alpha times the sum (or each group's sum) of a*b */
+    GCK_REF_ALPHA_ON_PRODUCT, /**< alpha * round(a*b) for each term */
+    GCK_REF_ALPHA_ON_B,       /**< round(alpha*b) * a for each term (netlib) */
 } gck_ref_alpha;
 
 /** Where beta*c enters. */
 typedef enum gck_ref_beta {
-    GCK_REF_BETA_LAST = 0,      /**< round_s(alpha*S) + round_s(beta*c) */
-    GCK_REF_BETA_FIRST,         /**< the accumulator starts at round(beta*c) (netlib, BLIS) */
-    GCK_REF_BETA_OVER_ALPHA,    /**< it starts at round(round(beta/alpha)*c); D = alpha*acc */
+    GCK_REF_BETA_LAST = 0,   /**< round_s(alpha*S) + round_s(beta*c) */
+    GCK_REF_BETA_FIRST,      /**< the accumulator starts at round(beta*c) (netlib, BLIS) */
+    GCK_REF_BETA_OVER_ALPHA, /**< it starts at round(round(beta/alpha)*c); D = alpha*acc */
 } gck_ref_beta;
 
 /** How the k sum is grouped. */
