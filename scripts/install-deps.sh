@@ -2,7 +2,7 @@
 # Install gemmcheck's build and test dependencies from Debian 12's packages. Idempotent: only
 # missing packages are installed, and apt is not touched when everything is present.
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev
+pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev clang-format
       libmpfr-dev libgmp-dev libopenblas-dev libblis-dev libblas-dev libcriterion-dev libjansson-dev
       python3 python3-numpy
       # the control suite (scripts/controls.sh): every CBLAS implementation and threading
