@@ -261,13 +261,22 @@ static void on_death(run_ctx *x, slot *s, bool hang) {
         kinds[GCK_KIND_HANG] = true;
         count_case(x, &s->spec, GCK_OUTCOME_FINDINGS, kinds, NAN);
     } else if (s->in_call || !s->called) {
+        /* the call under way, or the backend's set-up before the first call */
+        char where[128], flags[64] = "";
+        if (s->in_call) {
+            snprintf(where, sizeof where, "inside the backend's %s",
+                     gck_call_mode_name(s->call.mode));
+            gck_wire_call_flags(&s->call, flags, sizeof flags);
+        } else {
+            snprintf(where, sizeof where, "before the backend's first call");
+        }
         if (WIFSIGNALED(status))
-            snprintf(d, sizeof d, "the worker died by signal %d (%s) inside the backend call",
-                     WTERMSIG(status), strsignal(WTERMSIG(status)));
+            snprintf(d, sizeof d, "the worker died by signal %d (%s) %s", WTERMSIG(status),
+                     strsignal(WTERMSIG(status)), where);
         else
-            snprintf(d, sizeof d, "the worker exited with status %d inside the backend call",
-                     WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-        record(x, GCK_KIND_CRASH, &s->spec, d, "", NULL);
+            snprintf(d, sizeof d, "the worker exited with status %d %s",
+                     WIFEXITED(status) ? WEXITSTATUS(status) : -1, where);
+        record(x, GCK_KIND_CRASH, &s->spec, d, flags, NULL);
         kinds[GCK_KIND_CRASH] = true;
         count_case(x, &s->spec, GCK_OUTCOME_FINDINGS, kinds, NAN);
     } else {

@@ -119,9 +119,12 @@ gck_status gck_run_isolated(const char *backend, const gck_spec *s, const gck_ru
         if (got == 0) {
             int st = 0;
             waitpid(pid, &st, 0);
-            const char *where = in_call  ? "inside the backend call"
-                                : called ? "after the backend call returned"
-                                         : "while setting up the backend";
+            char where[128];
+            snprintf(where, sizeof where, "%s%s",
+                     in_call  ? "inside the backend's "
+                     : called ? "after the backend call returned"
+                              : "while setting up the backend",
+                     in_call ? gck_call_mode_name(call.mode) : "");
             if (WIFSIGNALED(st))
                 snprintf(out->message, sizeof out->message, "the worker died by signal %d (%s) %s",
                          WTERMSIG(st), strsignal(WTERMSIG(st)), where);

@@ -42,13 +42,18 @@ bool gck_wire_parse_call(const gck_wire_msg *m, gck_call_info *call) {
     return true;
 }
 
-void gck_wire_hang_detail(const gck_call_info *call, double seconds, char *detail, size_t len,
-                          char *flags, size_t flen) {
+bool gck_wire_call_flags(const gck_call_info *call, char *flags, size_t len) {
     bool conc = call->mode == GCK_CALL_ALONE || call->mode == GCK_CALL_CONCURRENT;
     if (conc)
-        snprintf(flags, flen, " --concurrency %d", call->threads > 1 ? call->threads : 2);
+        snprintf(flags, len, " --concurrency %d", call->threads > 1 ? call->threads : 2);
     else
-        snprintf(flags, flen, "%s", "");
+        snprintf(flags, len, "%s", "");
+    return conc;
+}
+
+void gck_wire_hang_detail(const gck_call_info *call, double seconds, char *detail, size_t len,
+                          char *flags, size_t flen) {
+    bool conc = gck_wire_call_flags(call, flags, flen);
     char n[32] = "";
     if (call->mode == GCK_CALL_CONCURRENT) snprintf(n, sizeof n, ", %d at once", call->calls);
     snprintf(detail, len,

@@ -11,7 +11,7 @@
 enum {
     GCK_WIRE_SETUP = 1, /* set-up failed (text: why); the worker exits */
     GCK_WIRE_READY,     /* the backend is open (text: its version) */
-    GCK_WIRE_CALLING,   /* a backend call starts: its deadline runs (text: "mode calls") */
+    GCK_WIRE_CALLING,   /* a backend call starts: its deadline runs (text: "mode calls threads") */
     GCK_WIRE_CALLED,    /* the call returned */
     GCK_WIRE_RESULT,    /* followed by one gck_run_result (text: the backend's version) */
     GCK_WIRE_INTERNAL,  /* gemmcheck failed (text: why) */
@@ -34,6 +34,9 @@ int gck_wire_read(int fd, void *buf, size_t n, double deadline);
 void gck_wire_send_call(int fd, int tag, const gck_call_info *call);
 /** The call a CALLING/CALLED record describes; false when the text is malformed. */
 bool gck_wire_parse_call(const gck_wire_msg *m, gck_call_info *call);
+/** The repro flags that make the same call again: " --concurrency N" for the concurrency
+ *  check's calls (returns true), else "" (the first call and the rerun are repro's default). */
+bool gck_wire_call_flags(const gck_call_info *call, char *flags, size_t len);
 /** The detail of a `hang`: which call missed its deadline of `seconds`, and the repro flags
  *  that make the same call again ("" or " --concurrency N"). */
 void gck_wire_hang_detail(const gck_call_info *call, double seconds, char *detail, size_t len,

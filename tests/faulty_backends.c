@@ -11,10 +11,13 @@
  *   nondet     every second call differs in the last bit of one element (racy reduction)
  *   racy       correct alone, but keeps its result in one static buffer shared by all
  *              threads (calls from several threads at once overwrite each other's D)
+ *   crowd      correct alone, but crashes when another call is in flight (a library whose
+ *              global state is not thread-safe)
  *   unimpl     refuses f64, which its table declares
  *   error      returns an error status for every call */
 #define _DEFAULT_SOURCE 1
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,6 +132,13 @@ static gck_call_status f_call(void *state, const gck_case *c, const gck_support_
                 was_nan[i + j * c->m] = isnan(gck_load(ops->c, c->type_c, i * rs + j * cs));
     }
     if (!strcmp(fault_name, "racy") && nonempty) return racy_call(s, c, row, ops, msg, len);
+    if (!strcmp(fault_name, "crowd") && nonempty) {
+        static atomic_int in_flight;
+        int n = atomic_fetch_add(&in_flight, 1) + 1;
+        usleep(2000); /* the window in which the other calls arrive */
+        if (n > 1 || atomic_load(&in_flight) > 1) write_to_null_page();
+        atomic_fetch_sub(&in_flight, 1);
+    }
     gck_call_status st = s->ref.ops->call(s->ref.state, c, row, ops, msg, len);
     if (st != GCK_CALL_OK || !nonempty) {
         free(was_nan);
@@ -157,7 +167,7 @@ static gck_call_status f_call(void *state, const gck_case *c, const gck_support_
 }
 
 static const char *const names[] = {"tolerance", "nan",    "betanan", "oob",   "input", "segv",
-                                    "hang",      "nondet", "unimpl",  "error", "racy"};
+                                    "hang",      "nondet", "unimpl",  "error", "racy",  "crowd"};
 
 const gck_backend_ops *gemmcheck_backend_plugin(const char *name);
 const gck_backend_ops *gemmcheck_backend_plugin(const char *name) {

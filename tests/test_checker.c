@@ -143,7 +143,8 @@ Test(checker, a_segfaulting_backend_is_a_crash_not_the_end_of_gemmcheck) {
     gck_isolated_result *res = malloc(sizeof *res);
     gck_run_isolated(spec, &s, &o, 10, res);
     cr_expect_eq(res->status, GCK_ISOLATED_CRASH, "%s", res->message);
-    cr_expect(strstr(res->message, "signal 11") && strstr(res->message, "inside the backend call"),
+    cr_expect(strstr(res->message, "signal 11") &&
+                  strstr(res->message, "inside the backend's first call"),
               "%s", res->message);
     free(res);
 }
@@ -196,8 +197,9 @@ Test(checker, repro_reports_each_kind_with_its_exit_code) {
     cr_expect(strstr(out, "verdict:  pass") != NULL, "%s", out);
 }
 
-/* repro runs the concurrency check on request: a thread-unsafe backend is caught, the repro
- * line keeps the flag, ref passes; a bad thread count is a usage error. */
+/* repro runs the concurrency check on request: a thread-unsafe backend is caught (a wrong
+ * result or a crash in the concurrent calls), the repro line keeps the flag, ref passes; a bad
+ * thread count is a usage error. */
 Test(checker, repro_concurrency_runs_the_thread_safety_check) {
     char args[4096], out[16384];
     snprintf(args, sizeof args, "repro --backend plugin:%s:racy --concurrency 4 '%s'",
@@ -209,6 +211,15 @@ Test(checker, repro_concurrency_runs_the_thread_safety_check) {
     cr_expect_eq(run_cli(args, out, sizeof out), 0, "without --concurrency: %s", out);
     snprintf(args, sizeof args, "repro --backend ref --concurrency 3 '%s'", a_case);
     cr_expect_eq(run_cli(args, out, sizeof out), 0, "%s", out);
+    /* a crash that only concurrent calls show names them, and keeps the flag */
+    snprintf(args, sizeof args, "repro --backend plugin:%s:crowd --concurrency 2 '%s'",
+             GCK_FAULTY_PLUGIN, a_case);
+    cr_expect_eq(run_cli(args, out, sizeof out), 1, "%s", out);
+    cr_expect(strstr(out, "FINDINGS: crash") != NULL, "%s", out);
+    cr_expect(strstr(out, "inside the backend's concurrent calls") != NULL, "%s", out);
+    cr_expect(strstr(out, "--concurrency 2 'gck1") != NULL, "%s", out);
+    snprintf(args, sizeof args, "repro --backend plugin:%s:crowd '%s'", GCK_FAULTY_PLUGIN, a_case);
+    cr_expect_eq(run_cli(args, out, sizeof out), 0, "without --concurrency: %s", out);
     snprintf(args, sizeof args, "repro --backend ref --concurrency 1 '%s'", a_case);
     cr_expect_eq(run_cli(args, out, sizeof out), 2, "%s", out);
     cr_expect(strstr(out, "--concurrency '1'") != NULL, "%s", out);

@@ -396,7 +396,8 @@ Test(fuzz, bad_arguments_exit_2_naming_the_problem, .init = setup, .fini = teard
 
 /* A finding of the concurrency check carries the repro flags that repeat it: the report's
  * `reproduce` command (and `repro_flags`) name --concurrency, and that command, run as written,
- * finds the same kind; a hang names the call that missed its deadline. */
+ * finds the same kind; a crash in the concurrent calls carries them too; a hang names the call
+ * that missed its deadline. */
 Test(fuzz, findings_carry_the_repro_flags_of_the_calls_that_showed_them, .init = setup,
      .fini = teardown, .timeout = 300) {
     char out[1 << 16];
@@ -417,6 +418,17 @@ Test(fuzz, findings_carry_the_repro_flags_of_the_calls_that_showed_them, .init =
         }
     }
     cr_expect_gt(seen, 0);
+    json_decref(j);
+    /* a crash in the concurrent calls */
+    j = faulty_campaign("crowd", "--jobs 1 --cases 20 --concurrency-share 1 --rerun-share 0");
+    fs = json_object_get(j, "findings");
+    cr_expect_gt(json_array_size(fs), 0);
+    json_array_foreach(fs, i, f) {
+        cr_expect_str_eq(json_string_value(json_object_get(f, "kind")), "crash");
+        cr_expect_str_eq(json_string_value(json_object_get(f, "repro_flags")), " --concurrency 4");
+        cr_expect(strstr(json_string_value(json_object_get(f, "details")), "concurrent calls"),
+                  "%s", json_string_value(json_object_get(f, "details")));
+    }
     json_decref(j);
     j = faulty_campaign("hang", "--jobs 1 --cases 2 --timeout-floor 1");
     f = json_array_get(json_object_get(j, "findings"), 0);
