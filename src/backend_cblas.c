@@ -90,7 +90,21 @@ static gck_status cblas_open(cblas_state *s, const char *path, flavour fl, char 
     }
     /* A library of known make declares what it does: OpenBLAS loaded through cblas: (its
      * libblas.so.3 or libopenblas64) is OpenBLAS */
-    if (fl == FLAVOUR_GENERIC && dlsym(s->handle, "openblas_get_config")) s->fl = FLAVOUR_OPENBLAS;
+    const char *(*ob_config)(void) = NULL;
+    *(void **)&ob_config = dlsym(s->handle, "openblas_get_config");
+    if (fl == FLAVOUR_GENERIC && ob_config) s->fl = FLAVOUR_OPENBLAS;
+    /* OpenBLAS says how wide its integers are: the other interface would hand it garbage
+     * dimensions, so it is refused (other makes cannot be asked) */
+    if (ob_config && (strstr(ob_config(), "USE64BITINT") != NULL) != s->ilp64) {
+        bool wide = !s->ilp64;
+        snprintf(msg, len,
+                 "%s takes %s-bit integer arguments (OpenBLAS built %s USE64BITINT): use %s:%s",
+                 path, wide ? "64" : "32", wide ? "with" : "without", wide ? "cblas64" : "cblas",
+                 path);
+        dlclose(s->handle);
+        s->handle = NULL;
+        return GCK_EINVAL;
+    }
     /* Reference BLAS skips terms whose B element is zero and leaves A and B unread when
      * alpha = 0; a library of unknown make is assumed to do the same (SPEC §1). OpenBLAS
      * propagates NaN. Both honour beta = 0 (C not read). */
@@ -110,8 +124,6 @@ static gck_status cblas_open(cblas_state *s, const char *path, flavour fl, char 
         add_row(s, E_MKL_F16, GCK_F16, GCK_F32, GCK_F32, p | GCK_PROMISE_SCALE_F32);
 
     /* version: the library's own words where it has them */
-    const char *(*ob_config)(void) = NULL;
-    *(void **)&ob_config = dlsym(s->handle, "openblas_get_config");
     void (*mkl_version)(char *, int) = NULL;
     *(void **)&mkl_version = dlsym(s->handle, "MKL_Get_Version_String");
     const char *(*bli_version)(void) = NULL;

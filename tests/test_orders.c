@@ -175,3 +175,21 @@ Test(orders, each_backend_declares_its_orders_and_promises) {
     expect_rows("cblas:/usr/lib/x86_64-linux-gnu/blas/libblas.so.3", GCK_ORDERS_ANY, lenient, 0);
     expect_rows("blis", no_over, GCK_PROMISE_ALPHA0_NO_READ_AB, GCK_PROMISE_MAY_SKIP_ZERO);
 }
+
+/* OpenBLAS says whether it takes 64-bit integers: the interface of the other width is refused
+ * with a message naming the right one, instead of passing it garbage dimensions. */
+Test(orders, openblas_through_the_interface_of_the_wrong_integer_width_is_refused) {
+    static const struct {
+        const char *spec, *want;
+    } cases[] = {
+        {"cblas:/usr/lib/x86_64-linux-gnu/openblas64-serial/libblas64.so.3", "use cblas64:"},
+        {"cblas64:/usr/lib/x86_64-linux-gnu/openblas-serial/libblas.so.3", "use cblas:"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gck_backend be;
+        char msg[1024];
+        cr_expect_eq(gck_backend_open(&be, cases[i].spec, msg, sizeof msg), GCK_EINVAL, "%s",
+                     cases[i].spec);
+        cr_expect(strstr(msg, cases[i].want) != NULL, "%s: %s", cases[i].spec, msg);
+    }
+}
