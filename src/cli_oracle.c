@@ -143,7 +143,7 @@ static int run(const char **o) {
         return gck_cli_usage_error(cmd, "--oracle '%s' must be exact, mpfr or both", o[ORACLE]);
     if (o[THREADS] && (!gck_parse_count(o[THREADS], &threads) || threads > 4096))
         return gck_cli_usage_error(cmd, "--threads '%s' is not a count from 0 to 4096", o[THREADS]);
-    gck_op ta, tb;
+    gck_op ta = GCK_OP_N, tb = GCK_OP_N;
     int rc;
     if ((rc = parse_trans("--transa", o[TRANSA], &ta)) ||
         (rc = parse_trans("--transb", o[TRANSB], &tb)))

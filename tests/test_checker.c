@@ -163,7 +163,7 @@ Test(checker, a_backend_that_never_returns_is_a_hang) {
 
 /* The CLI: exit codes and the verdict line for crash, hang, a numeric finding, and pass. */
 static int run_cli(const char *args, char *out, size_t len) {
-    char cmd[4096];
+    char cmd[8192];
     snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", GCK_BINARY, args);
     FILE *p = popen(cmd, "r");
     size_t n = fread(out, 1, len - 1, p);

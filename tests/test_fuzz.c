@@ -25,7 +25,7 @@ static void teardown(void) {
 }
 
 static int run(const char *args, char *out, size_t len) {
-    char cmd[4096];
+    char cmd[8192];
     snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", GCK_BINARY, args);
     FILE *p = popen(cmd, "r");
     size_t n = fread(out, 1, len - 1, p);
