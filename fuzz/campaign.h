@@ -10,6 +10,9 @@
 #include "gemmcheck/runner.h"
 
 #define GCK_MAX_BACKENDS 8
+/** `repro --repeat` in the reproducer of a nondeterministic finding: repro stops at the first
+ *  run that shows it (races in real libraries took up to a few thousand runs). */
+#define GCK_NONDET_REPEAT 10000
 
 typedef struct gck_campaign_options {
     const char *backends[GCK_MAX_BACKENDS];
@@ -41,7 +44,7 @@ typedef struct gck_fuzz_finding {
     char signature[256];
     char backend[512];
     char repro[2048]; /**< the smallest reproducer seen */
-    char flags[32];   /**< repro options that make the same calls (" --concurrency 4"), or "" */
+    char flags[64];   /**< repro options that make the same calls (" --concurrency 4"), or "" */
     double cost;      /**< m*n*k*batch of that reproducer */
     char detail[512];
     bool has_element;

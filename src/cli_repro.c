@@ -13,7 +13,7 @@
 
 static const char repro_help[] =
     "usage: gemmcheck repro --backend SPEC [--dump DIR] [--strict-ieee] [--rerun | --no-rerun]\n"
-    "                       [--concurrency N] [--no-guard-page]\n"
+    "                       [--concurrency N] [--repeat N] [--no-guard-page]\n"
     "                       [--timeout SECONDS] [--threads N] [--oracle KIND] 'gck1 ...'\n"
     "\n"
     "Runs one case (a reproducer string, docs/REPRO.md) on one backend in a child process and\n"
@@ -31,6 +31,10 @@ static const char repro_help[] =
     "  --concurrency N    also the concurrency check: N variants of the case called one at a\n"
     "                     time, then from N threads at once (2 to 64; a `hang` in a concurrency\n"
     "                     check names the N to use)\n"
+    "  --repeat N         run the case up to N times (1 to 100000) in the same process, the\n"
+    "                     library's state carried over as in a campaign's worker, and stop at\n"
+    "                     the first run with a finding: for a race that shows only now and\n"
+    "                     then, or only after the library has served some calls (default 1)\n"
     "  --no-guard-page    end operands 4 KiB before their guard pages: a crash that goes away\n"
     "                     is a read past the end of an operand\n"
     "  --timeout SECONDS  deadline of one backend call (default: from the call's multiply-adds\n"
@@ -106,7 +110,7 @@ static int crash_or_hang(const char *backend, const char *flags, const char *rep
 
 int gck_cmd_repro(int argc, char **argv) {
     const char *backend = NULL, *dump = NULL, *timeout = NULL, *threads = NULL, *text = NULL,
-               *oracle = NULL, *conc = NULL;
+               *oracle = NULL, *conc = NULL, *repeat = NULL;
     bool strict = false, rerun = true, no_guard = false;
     gck_opt_scan sc = {cmd, argc, argv, 1, false};
     for (; sc.i < argc; sc.i++) {
@@ -127,7 +131,8 @@ int gck_cmd_repro(int argc, char **argv) {
                  gck_opt_value(&sc, "--timeout", &timeout) ||
                  gck_opt_value(&sc, "--threads", &threads) ||
                  gck_opt_value(&sc, "--oracle", &oracle) ||
-                 gck_opt_value(&sc, "--concurrency", &conc)) {
+                 gck_opt_value(&sc, "--concurrency", &conc) ||
+                 gck_opt_value(&sc, "--repeat", &repeat)) {
             if (sc.error) return GCK_EXIT_USAGE;
         } else if (a[0] == '-' && a[1] == '-')
             return gck_cli_usage_error(cmd, "unknown option '%s' (see gemmcheck repro --help)", a);
@@ -157,22 +162,32 @@ int gck_cmd_repro(int argc, char **argv) {
     if (conc && (!gck_parse_count(conc, &nconc) || nconc < 2 || nconc > 64))
         return gck_cli_usage_error(cmd, "--concurrency '%s' is not a thread count from 2 to 64",
                                    conc);
-    char repro[2048], flags[64] = "";
+    long long nrep = 1;
+    if (repeat && (!gck_parse_count(repeat, &nrep) || nrep < 1 || nrep > 100000))
+        return gck_cli_usage_error(cmd, "--repeat '%s' is not a count from 1 to 100000", repeat);
+    char repro[2048], flags[96] = "";
     gck_spec_format(&spec, repro, sizeof repro);
-    if (nconc) snprintf(flags, sizeof flags, " --concurrency %lld", nconc);
+    int fl = nconc ? snprintf(flags, sizeof flags, " --concurrency %lld", nconc) : 0;
+    if (nrep > 1) snprintf(flags + fl, sizeof flags - (size_t)fl, " --repeat %lld", nrep);
 
     gck_run_options o = {
         .check = {.strict_ieee = strict, .threads = (int)nthreads, .oracle = okind},
         .determinism = rerun,
         .concurrency = (int)nconc,
         .no_guard_page = no_guard,
-        .dump_dir = dump};
+        .dump_dir = dump,
+        .repeat = (int)nrep};
     gck_isolated_result *res = malloc(sizeof *res);
     if (!res) {
         fprintf(stderr, "gemmcheck repro: out of memory\n");
         return GCK_EXIT_INTERNAL;
     }
     gck_run_isolated(backend, &spec, &o, limit, res);
+    if (nrep > 1 && res->status == GCK_ISOLATED_RAN)
+        printf("attempts: %d of %lld%s\n", res->run.attempts, nrep,
+               res->run.outcome == GCK_OUTCOME_FINDINGS
+                   ? " (stopped at the first one with a finding)"
+                   : ", none with a finding");
     int rc;
     switch (res->status) {
     case GCK_ISOLATED_RAN: rc = report(backend, flags, repro, res->version, &res->run); break;

@@ -333,8 +333,8 @@ static void concurrency_check(gck_backend *be, const gck_spec *s, const gck_supp
     free(started);
 }
 
-gck_status gck_run_spec(gck_backend *be, const gck_spec *s, const gck_run_options *o,
-                        gck_run_result *r, char *msg, size_t len) {
+static gck_status run_once(gck_backend *be, const gck_spec *s, const gck_run_options *o,
+                           gck_run_result *r, char *msg, size_t len) {
     memset(r, 0, sizeof *r);
     const gck_case *c = &s->c;
     gck_status st = gck_case_validate(c, msg, len);
@@ -426,5 +426,17 @@ gck_status gck_run_spec(gck_backend *be, const gck_spec *s, const gck_run_option
     if (o->concurrency > 1) concurrency_check(be, s, row, o, r);
     if (o->dump_dir) st = dump(o->dump_dir, s, &os, msg, len);
     free_set(&os);
+    return st;
+}
+
+gck_status gck_run_spec(gck_backend *be, const gck_spec *s, const gck_run_options *o,
+                        gck_run_result *r, char *msg, size_t len) {
+    int attempts = 0;
+    gck_status st;
+    do {
+        st = run_once(be, s, o, r, msg, len);
+        attempts++;
+    } while (st == GCK_OK && r->outcome == GCK_OUTCOME_PASS && attempts < o->repeat);
+    r->attempts = attempts;
     return st;
 }

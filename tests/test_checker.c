@@ -198,8 +198,9 @@ Test(checker, repro_reports_each_kind_with_its_exit_code) {
 }
 
 /* repro runs the concurrency check on request: a thread-unsafe backend is caught (a wrong
- * result or a crash in the concurrent calls), the repro line keeps the flag, ref passes; a bad
- * thread count is a usage error. */
+ * result or a crash in the concurrent calls), the repro line keeps the flag, ref passes; a race
+ * that needs earlier calls is found with --repeat; a bad thread or repeat count is a usage
+ * error. */
 Test(checker, repro_concurrency_runs_the_thread_safety_check) {
     char args[4096], out[16384];
     snprintf(args, sizeof args, "repro --backend plugin:%s:racy --concurrency 4 '%s'",
@@ -220,6 +221,22 @@ Test(checker, repro_concurrency_runs_the_thread_safety_check) {
     cr_expect(strstr(out, "--concurrency 2 'gck1") != NULL, "%s", out);
     snprintf(args, sizeof args, "repro --backend plugin:%s:crowd '%s'", GCK_FAULTY_PLUGIN, a_case);
     cr_expect_eq(run_cli(args, out, sizeof out), 0, "without --concurrency: %s", out);
+    /* a race that needs calls made before: one run passes, --repeat finds it on the second
+     * run in the same process and keeps the flag */
+    snprintf(args, sizeof args, "repro --backend plugin:%s:late --concurrency 4 '%s'",
+             GCK_FAULTY_PLUGIN, a_case);
+    cr_expect_eq(run_cli(args, out, sizeof out), 0, "one run: %s", out);
+    snprintf(args, sizeof args, "repro --backend plugin:%s:late --concurrency 4 --repeat 5 '%s'",
+             GCK_FAULTY_PLUGIN, a_case);
+    cr_expect_eq(run_cli(args, out, sizeof out), 1, "%s", out);
+    cr_expect(strstr(out, "attempts: 2 of 5 (stopped at the first one with a finding)"), "%s", out);
+    cr_expect(strstr(out, "--concurrency 4 --repeat 5 'gck1") != NULL, "%s", out);
+    snprintf(args, sizeof args, "repro --backend ref --concurrency 2 --repeat 3 '%s'", a_case);
+    cr_expect_eq(run_cli(args, out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, "attempts: 3 of 3, none with a finding") != NULL, "%s", out);
+    snprintf(args, sizeof args, "repro --backend ref --repeat 0 '%s'", a_case);
+    cr_expect_eq(run_cli(args, out, sizeof out), 2, "%s", out);
+    cr_expect(strstr(out, "--repeat '0'") != NULL, "%s", out);
     snprintf(args, sizeof args, "repro --backend ref --concurrency 1 '%s'", a_case);
     cr_expect_eq(run_cli(args, out, sizeof out), 2, "%s", out);
     cr_expect(strstr(out, "--concurrency '1'") != NULL, "%s", out);

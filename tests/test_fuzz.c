@@ -395,9 +395,9 @@ Test(fuzz, bad_arguments_exit_2_naming_the_problem, .init = setup, .fini = teard
 }
 
 /* A finding of the concurrency check carries the repro flags that repeat it: the report's
- * `reproduce` command (and `repro_flags`) name --concurrency, and that command, run as written,
- * finds the same kind; a crash in the concurrent calls carries them too; a hang names the call
- * that missed its deadline. */
+ * `reproduce` command (and `repro_flags`) name --concurrency (and --repeat, for a race that
+ * shows now and then), and that command, run as written, finds the same kind; a crash in the
+ * concurrent calls carries them too; a hang names the call that missed its deadline. */
 Test(fuzz, findings_carry_the_repro_flags_of_the_calls_that_showed_them, .init = setup,
      .fini = teardown, .timeout = 300) {
     char out[1 << 16];
@@ -408,10 +408,11 @@ Test(fuzz, findings_carry_the_repro_flags_of_the_calls_that_showed_them, .init =
     int seen = 0;
     json_array_foreach(fs, i, f) {
         cr_expect_str_eq(json_string_value(json_object_get(f, "kind")), "nondeterministic");
-        cr_expect_str_eq(json_string_value(json_object_get(f, "repro_flags")), " --concurrency 4");
+        cr_expect_str_eq(json_string_value(json_object_get(f, "repro_flags")),
+                         " --concurrency 4 --repeat 10000");
         const char *cmd = json_string_value(json_object_get(f, "reproduce"));
         cr_assert(strncmp(cmd, "gemmcheck repro ", 16) == 0, "%s", cmd);
-        cr_expect(strstr(cmd, " --concurrency 4 'gck1") != NULL, "%s", cmd);
+        cr_expect(strstr(cmd, " --concurrency 4 --repeat 10000 'gck1") != NULL, "%s", cmd);
         if (seen++ == 0) {
             cr_expect_eq(run(cmd + 10, out, sizeof out), 1, "%s\n%s", cmd, out);
             cr_expect(strstr(out, "FINDINGS: nondeterministic") != NULL, "%s", out);

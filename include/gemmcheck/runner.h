@@ -65,6 +65,9 @@ typedef struct gck_run_options {
     bool no_guard_page;   /**< end operands 4 KiB before their guard pages: a read past the
                                end does not fault (to tell an over-read from other crashes) */
     const char *dump_dir; /**< write A, B, C, D_expected, D_got as .npy here */
+    int repeat; /**< > 1: run the case up to this many times with the same backend (its state
+                     carried over, as in a campaign's worker), stopping at the first run with
+                     findings: a race may show only after the library has served some calls */
     /** Called just before each backend call (for the concurrent calls: once, when every
      *  thread's buffers are ready and the threads are released) and as soon as it returns. */
     void (*before_call)(void *ctx, const gck_call_info *call);
@@ -80,6 +83,7 @@ typedef struct gck_run_result {
     int nfindings;
     gck_finding findings[GCK_KIND_COUNT]; /**< at most one per kind */
     double call_seconds;
+    int attempts; /**< runs made (1 unless gck_run_options.repeat > 1) */
 } gck_run_result;
 
 /** Run one spec. Returns GCK_OK when the case ran (whatever its outcome); GCK_EINVAL for an
