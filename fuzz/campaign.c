@@ -60,7 +60,6 @@ typedef struct run_ctx {
     size_t nprelude, next_prelude;
     uint64_t next_index;
     int64_t dispatched;
-    int64_t retried_calls; /* deadlines missed once, then met */
     char setup_error[1024];
 } run_ctx;
 
@@ -501,6 +500,7 @@ static bool run_backend(run_ctx *x) {
                 }
                 on_result(x, s, rr);
                 free(rr);
+                if (s->confirming) x->res->deadline_retries++; /* missed once, met this time */
                 s->busy = false;
                 s->deadline = 0;
                 break;
@@ -533,7 +533,6 @@ static bool run_backend(run_ctx *x) {
                     gck_worker_kill(&s->w);
                     s->alive = s->busy = false;
                     s->retry_pending = true;
-                    x->retried_calls++;
                 } else {
                     on_death(x, s, true);
                 }

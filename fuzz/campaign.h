@@ -77,6 +77,8 @@ typedef struct gck_backend_info {
 /** Everything a report holds. */
 typedef struct gck_campaign_result {
     int64_t cases, pass, unsupported, with_findings, internal_errors;
+    int64_t deadline_retries; /**< calls that missed their deadline once and met it when the
+                                   case was run again in a fresh worker (not findings) */
     int64_t kind_cases[GCK_KIND_COUNT]; /**< cases with at least one finding of the kind */
     double seconds;
     uint64_t seed;

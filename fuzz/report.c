@@ -175,6 +175,7 @@ bool gck_report_write_json(const gck_campaign_result *r, const char *path, const
     json_object_set_new(sum, "cases_by_kind", byk);
     json_object_set_new(sum, "distinct_findings", json_integer((json_int_t)r->nfindings));
     json_object_set_new(sum, "internal_errors", json_integer(r->internal_errors));
+    json_object_set_new(sum, "deadline_retries", json_integer(r->deadline_retries));
     json_object_set_new(sum, "seconds", jnum(r->seconds));
     json_object_set_new(sum, "cases_per_second", jnum(r->seconds > 0 ? r->cases / r->seconds : 0));
     char seed[32];
@@ -263,6 +264,7 @@ bool gck_report_merge_json(gck_campaign_result *r, const char *path, char *msg, 
     r->unsupported += (int64_t)jget_num(outc, "unsupported");
     r->with_findings += (int64_t)jget_num(outc, "findings");
     r->internal_errors += (int64_t)jget_num(sum, "internal_errors");
+    r->deadline_retries += (int64_t)jget_num(sum, "deadline_retries");
     json_t *byk = json_object_get(sum, "cases_by_kind");
     for (int k = 0; k < GCK_KIND_COUNT; k++)
         r->kind_cases[k] += (int64_t)jget_num(byk, gck_kind_name((gck_kind)k));
@@ -467,6 +469,11 @@ void gck_report_print_summary(const gck_campaign_result *r, FILE *out) {
                 "  ... and %zu more distinct findings (all in the JSON report and the JSON "
                 "Lines file)\n",
                 r->nfindings - shown);
+    if (r->deadline_retries)
+        fprintf(out,
+                "%lld call(s) missed their deadline once and met it when run again in a fresh "
+                "worker (a busy machine; not findings)\n",
+                (long long)r->deadline_retries);
     if (r->internal_errors)
         fprintf(out, "%lld internal error(s): see the messages above\n",
                 (long long)r->internal_errors);

@@ -13,6 +13,9 @@
  *              threads (calls from several threads at once overwrite each other's D)
  *   crowd      correct alone, but crashes when another call is in flight (a library whose
  *              global state is not thread-safe)
+ *   stall      correct, but its first call in the run stalls for 5 s (a machine so busy that
+ *              a call misses its deadline once); "the run" is marked by creating the file
+ *              named by GCK_FAULTY_STALL_FILE, so a fresh worker does not stall again
  *   late       correct for the first 10 calls a process makes, then as racy (a race that needs
  *              state built up by earlier calls, as in OpenBLAS's serial build)
  *   unimpl     refuses f64, which its table declares
@@ -123,6 +126,14 @@ static gck_call_status f_call(void *state, const gck_case *c, const gck_support_
     if (!strcmp(fault_name, "segv") && nonempty) write_to_null_page();
     if (!strcmp(fault_name, "hang") && nonempty)
         for (;;) pause();
+    const char *mark = getenv("GCK_FAULTY_STALL_FILE");
+    if (!strcmp(fault_name, "stall") && nonempty && mark) {
+        FILE *f = fopen(mark, "wx"); /* fails once the file exists */
+        if (f) {
+            fclose(f);
+            sleep(5);
+        }
+    }
     /* betanan: remember where C is NaN before the reference overwrites it */
     bool *was_nan = NULL;
     if (!strcmp(fault_name, "betanan") && c->beta == 0 && nonempty) {
@@ -172,7 +183,7 @@ static gck_call_status f_call(void *state, const gck_case *c, const gck_support_
 
 static const char *const names[] = {"tolerance", "nan",   "betanan", "oob",    "input",
                                     "segv",      "hang",  "nondet",  "unimpl", "error",
-                                    "racy",      "crowd", "late"};
+                                    "racy",      "crowd", "late",    "stall"};
 
 const gck_backend_ops *gemmcheck_backend_plugin(const char *name);
 const gck_backend_ops *gemmcheck_backend_plugin(const char *name) {

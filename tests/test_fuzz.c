@@ -394,6 +394,28 @@ Test(fuzz, bad_arguments_exit_2_naming_the_problem, .init = setup, .fini = teard
     cr_expect(strstr(out, "not a gemmcheck report") != NULL, "%s", out);
 }
 
+/* A call that misses its deadline once and meets it when the case is run again in a fresh
+ * worker is not a hang: the campaign passes and counts it in `deadline_retries`. */
+Test(fuzz, a_call_that_stalls_once_is_retried_not_a_hang, .init = setup, .fini = teardown,
+     .timeout = 120) {
+    char args[4096], out[1 << 16], report[512], mark[512];
+    snprintf(report, sizeof report, "%s/stall.json", dir);
+    snprintf(mark, sizeof mark, "%s/stalled", dir);
+    cr_assert_eq(setenv("GCK_FAULTY_STALL_FILE", mark, 1), 0);
+    snprintf(args, sizeof args,
+             "fuzz --backend plugin:%s:stall --seed 7 --jobs 1 --cases 3 --timeout-floor 1 "
+             "--report %s --no-progress",
+             GCK_FAULTY_PLUGIN, report);
+    int code = run(args, out, sizeof out);
+    unsetenv("GCK_FAULTY_STALL_FILE");
+    cr_assert_eq(code, 0, "%s", out);
+    cr_expect(strstr(out, "1 call(s) missed their deadline once") != NULL, "%s", out);
+    json_t *j = load(report), *sum = json_object_get(j, "summary");
+    cr_expect_eq(json_integer_value(json_object_get(sum, "deadline_retries")), 1);
+    cr_expect_eq(json_array_size(json_object_get(j, "findings")), 0);
+    json_decref(j);
+}
+
 /* A finding of the concurrency check carries the repro flags that repeat it: the report's
  * `reproduce` command (and `repro_flags`) name --concurrency (and --repeat, for a race that
  * shows now and then), and that command, run as written, finds the same kind; a crash in the
