@@ -44,9 +44,9 @@ typedef struct gck_fuzz_finding {
     char signature[256];
     char backend[512];
     char repro[2048]; /**< the smallest reproducer seen */
-    char flags[64];   /**< repro options that make the same calls again (" --concurrency 4 --repeat
-                         10000"), or "" */
-    double cost;      /**< m*n*k*batch of that reproducer */
+    /** repro options that make the same calls again (" --concurrency 4 --repeat 10000"), or "" */
+    char flags[64];
+    double cost; /**< m*n*k*batch of that reproducer */
     char detail[512];
     bool has_element;
     gck_element_report element;
