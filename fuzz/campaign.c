@@ -230,11 +230,7 @@ static void on_result(run_ctx *x, slot *s, const gck_run_result *rr) {
      * may show only now and then, or only after the library has served calls (OpenBLAS's serial
      * build), so repro runs the case until it shows, as the worker did. */
     char conc[64];
-    if (s->concurrency > 1)
-        snprintf(conc, sizeof conc, " --concurrency %d --repeat %d", s->concurrency,
-                 GCK_NONDET_REPEAT);
-    else
-        snprintf(conc, sizeof conc, " --repeat %d", GCK_NONDET_REPEAT);
+    gck_wire_repro_flags(conc, sizeof conc, s->concurrency, GCK_NONDET_REPEAT);
     for (int f = 0; f < rr->nfindings; f++) {
         const gck_finding *fd = &rr->findings[f];
         kinds[fd->kind] = true;

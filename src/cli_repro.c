@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "gemmcheck/runner.h"
+#include "wire.h"
 
 static const char repro_help[] =
     "usage: gemmcheck repro --backend SPEC [--dump DIR] [--strict-ieee] [--rerun | --no-rerun]\n"
@@ -167,8 +168,7 @@ int gck_cmd_repro(int argc, char **argv) {
         return gck_cli_usage_error(cmd, "--repeat '%s' is not a count from 1 to 100000", repeat);
     char repro[2048], flags[96] = "";
     gck_spec_format(&spec, repro, sizeof repro);
-    int fl = nconc ? snprintf(flags, sizeof flags, " --concurrency %lld", nconc) : 0;
-    if (nrep > 1) snprintf(flags + fl, sizeof flags - (size_t)fl, " --repeat %lld", nrep);
+    gck_wire_repro_flags(flags, sizeof flags, nconc, nrep);
 
     gck_run_options o = {
         .check = {.strict_ieee = strict, .threads = (int)nthreads, .oracle = okind},

@@ -42,12 +42,16 @@ bool gck_wire_parse_call(const gck_wire_msg *m, gck_call_info *call) {
     return true;
 }
 
+void gck_wire_repro_flags(char *flags, size_t len, long long concurrency, long long repeat) {
+    char c[40] = "", r[40] = "";
+    if (concurrency > 1) snprintf(c, sizeof c, " --concurrency %lld", concurrency);
+    if (repeat > 1) snprintf(r, sizeof r, " --repeat %lld", repeat);
+    snprintf(flags, len, "%s%s", c, r);
+}
+
 bool gck_wire_call_flags(const gck_call_info *call, char *flags, size_t len) {
     bool conc = call->mode == GCK_CALL_ALONE || call->mode == GCK_CALL_CONCURRENT;
-    if (conc)
-        snprintf(flags, len, " --concurrency %d", call->threads > 1 ? call->threads : 2);
-    else
-        snprintf(flags, len, "%s", "");
+    gck_wire_repro_flags(flags, len, conc ? (call->threads > 1 ? call->threads : 2) : 0, 1);
     return conc;
 }
 

@@ -34,6 +34,9 @@ int gck_wire_read(int fd, void *buf, size_t n, double deadline);
 void gck_wire_send_call(int fd, int tag, const gck_call_info *call);
 /** The call a CALLING/CALLED record describes; false when the text is malformed. */
 bool gck_wire_parse_call(const gck_wire_msg *m, gck_call_info *call);
+/** `repro` options, as appended to its command line: " --concurrency N" when concurrency > 1,
+ *  " --repeat R" when repeat > 1, else "". The one spelling of both for every reproducer. */
+void gck_wire_repro_flags(char *flags, size_t len, long long concurrency, long long repeat);
 /** The repro flags that make the same call again: " --concurrency N" for the concurrency
  *  check's calls (returns true), else "" (the first call and the rerun are repro's default). */
 bool gck_wire_call_flags(const gck_call_info *call, char *flags, size_t len);
