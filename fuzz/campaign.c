@@ -5,11 +5,13 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,25 +23,28 @@
 #define MAX_JOBS    64
 #define MAX_TARGETS 1024
 
-static volatile sig_atomic_t stop_requested;
+static volatile sig_atomic_t stop_requested, stop_signal;
 
 static void on_stop_signal(int sig) {
-    (void)sig;
     stop_requested = 1;
+    stop_signal = sig;
 }
 
 typedef struct slot {
     gck_worker w;
-    bool alive, busy, in_call, called;
-    double deadline;
-    gck_call_info call; /* the backend call under way (or the last one) */
-    double limit;       /* its deadline, seconds */
+    bool alive, busy;
+    gck_case_watch watch; /* the case in flight: phase, call, deadlines */
     uint64_t case_no;
     gck_spec spec;
     bool requested;
     int concurrency;    /* the concurrency check's threads for the case in flight (0: none) */
     bool confirming;    /* re-running a case that missed its deadline once */
     bool retry_pending; /* dispatch s->spec again (in a fresh worker) instead of a new case */
+    bool resend;        /* the worker did not take s->spec: send it to a fresh one, as it was */
+    int served;         /* cases this worker has finished */
+    gck_spec prev;      /* the last case it finished */
+    bool lingering;     /* the worker died before the case in flight made a call, after
+                           earlier cases: s->spec is re-run in a fresh worker to tell whose */
 } slot;
 
 typedef struct run_ctx {
@@ -51,7 +56,7 @@ typedef struct run_ctx {
     double end; /* this backend's end */
     FILE *jsonl;
     gck_support_row rows[MAX_TARGETS];
-    char entries[MAX_TARGETS][96];
+    char entries[MAX_TARGETS][96], entries_tmp[MAX_TARGETS][96];
     size_t nrows;
     gck_fuzz_target targets[MAX_TARGETS];
     size_t ntargets;
@@ -70,72 +75,50 @@ static uint64_t mix64(uint64_t z) {
     return z ^ (z >> 31);
 }
 
-/* Start a worker and read its handshake (READY, TABLE, rows); false with a reason. */
-static bool spawn(run_ctx *x, slot *s) {
+/* Start a worker (its handshake is read by `handshake`); false with a reason. */
+static bool start(run_ctx *x, slot *s) {
     /* a fresh worker; the case fields survive (a retry runs the same case again) */
-    s->alive = s->busy = s->in_call = s->called = false;
-    s->deadline = 0;
-    s->w.pid = -1;
-    s->w.to = s->w.from = -1;
-    if (!gck_worker_spawn(&s->w, x->o->exe, x->backend, x->o->strict_ieee, x->o->oracle)) {
-        snprintf(x->setup_error, sizeof x->setup_error, "cannot start a worker: %s",
-                 strerror(errno));
-        return false;
-    }
-    gck_wire_msg m;
-    double deadline = gck_wire_now() + 120.0;
-    if (gck_wire_read(s->w.from, &m, sizeof m, deadline) != 1) {
-        snprintf(x->setup_error, sizeof x->setup_error,
-                 "backend %s: the worker died while "
-                 "setting up",
-                 x->backend);
+    s->alive = s->busy = false;
+    s->served = 0;
+    gck_worker_options wo = {x->backend, x->o->strict_ieee, x->o->oracle, stderr, 50};
+    return gck_worker_spawn(&s->w, &wo, x->setup_error, sizeof x->setup_error);
+}
+
+/* Read a started worker's handshake (READY, TABLE, rows) before `deadline`; false with a
+ * reason (the worker is killed). */
+static bool handshake(run_ctx *x, slot *s, double deadline) {
+    gck_support_row rows[MAX_TARGETS];
+    size_t n;
+    char why[1024];
+    int hs = gck_worker_handshake(&s->w, deadline, rows, x->entries_tmp, MAX_TARGETS, &n, why,
+                                  sizeof why);
+    if (hs != 1) {
+        snprintf(x->setup_error, sizeof x->setup_error, "backend %.200s: %.800s", x->backend, why);
+        if (hs >= 0) snprintf(x->setup_error, sizeof x->setup_error, "%s", why);
         gck_worker_kill(&s->w);
         return false;
     }
-    if (m.tag != GCK_WIRE_READY) {
-        snprintf(x->setup_error, sizeof x->setup_error, "%s", m.text);
-        gck_worker_kill(&s->w);
-        return false;
-    }
-    /* "<oracle> <version>": the oracle the worker confirms it checks with */
-    const char *sp = strchr(m.text, ' ');
-    size_t on = sp ? (size_t)(sp - m.text) : strlen(m.text);
-    snprintf(x->info->oracle, sizeof x->info->oracle, "%.*s", (int)on, m.text);
-    snprintf(x->info->version, sizeof x->info->version, "%.500s", sp ? sp + 1 : "");
-    if (gck_wire_read(s->w.from, &m, sizeof m, deadline) != 1 || m.tag != GCK_WIRE_TABLE) {
-        snprintf(x->setup_error, sizeof x->setup_error, "backend %s: no support table", x->backend);
-        gck_worker_kill(&s->w);
-        return false;
-    }
-    size_t n = (size_t)strtoull(m.text, NULL, 10);
-    bool first = x->nrows == 0; /* the first worker's table is kept; respawns send the same */
-    for (size_t r = 0; r < n; r++) {
-        gck_wire_row wr;
-        if (gck_wire_read(s->w.from, &wr, sizeof wr, deadline) != 1) {
-            snprintf(x->setup_error, sizeof x->setup_error, "backend %s: truncated table",
-                     x->backend);
-            gck_worker_kill(&s->w);
-            return false;
-        }
-        if (first && r < MAX_TARGETS) {
-            x->rows[r] = wr.row;
-            memcpy(x->entries[r], wr.entry, sizeof wr.entry);
+    snprintf(x->info->oracle, sizeof x->info->oracle, "%s", s->w.oracle);
+    snprintf(x->info->version, sizeof x->info->version, "%s", s->w.version);
+    if (x->nrows == 0) { /* the first worker's table is kept; respawns send the same */
+        for (size_t r = 0; r < n; r++) {
+            x->rows[r] = rows[r];
+            memcpy(x->entries[r], x->entries_tmp[r], sizeof x->entries[r]);
             x->rows[r].entry = x->entries[r];
         }
+        x->nrows = n;
     }
-    if (first) x->nrows = n < MAX_TARGETS ? n : MAX_TARGETS;
     s->alive = true;
     return true;
+}
+
+static bool spawn(run_ctx *x, slot *s) {
+    return start(x, s) && handshake(x, s, gck_wire_now() + 120.0);
 }
 
 static double case_cost(const gck_case *c) {
     return (double)c->m * (double)c->n * (double)c->k * (double)c->batch;
 }
-
-/* Work of gemmcheck's own, never timed against the backend, but bounded so that a worker
- * stuck outside any call cannot stall the campaign: set-up of a case (allocation, filling)
- * before its first call, and the checks after a call. */
-#define OWN_WORK_SECONDS 600.0
 
 static void types_of(const gck_case *c, char *types, size_t tl, char *compute, size_t cl) {
     snprintf(types, tl, "%s,%s,%s,%s", gck_format_get(c->type_a)->name,
@@ -248,43 +231,38 @@ static void internal_error(run_ctx *x, const slot *s, const char *what) {
     x->res->internal_errors++;
 }
 
-static void on_death(run_ctx *x, slot *s, bool hang) {
-    int status = 0;
-    if (hang) kill(s->w.pid, SIGKILL);
-    waitpid(s->w.pid, &status, 0);
-    s->w.pid = -1;
-    char d[512];
+/* The end of a worker with a case in flight: a hang (the call under way missed its deadline),
+ * a death (the backend's, or gemmcheck's before any call), or corrupted messages (`why`). */
+static void on_death(run_ctx *x, slot *s, bool hang, const char *why) {
+    gck_worker_kill(&s->w);
+    char d[1024], flags[64];
     bool kinds[GCK_KIND_COUNT] = {false};
-    if (hang) {
-        char flags[64];
-        gck_wire_hang_detail(&s->call, s->limit, d, sizeof d, flags, sizeof flags);
-        record(x, GCK_KIND_HANG, &s->spec, d, flags, NULL);
-        kinds[GCK_KIND_HANG] = true;
-        count_case(x, &s->spec, GCK_OUTCOME_FINDINGS, kinds, NAN);
-    } else if (s->in_call || !s->called) {
-        /* the call under way, or the backend's set-up before the first call */
-        char where[128], flags[64] = "";
-        if (s->in_call) {
-            snprintf(where, sizeof where, "inside the backend's %s",
-                     gck_call_mode_name(s->call.mode));
-            gck_wire_call_flags(&s->call, flags, sizeof flags);
-        } else {
-            snprintf(where, sizeof where, "before the backend's first call");
-        }
-        if (WIFSIGNALED(status))
-            snprintf(d, sizeof d, "the worker died by signal %d (%s) %s", WTERMSIG(status),
-                     strsignal(WTERMSIG(status)), where);
-        else
-            snprintf(d, sizeof d, "the worker exited with status %d %s",
-                     WIFEXITED(status) ? WEXITSTATUS(status) : -1, where);
-        record(x, GCK_KIND_CRASH, &s->spec, d, flags, NULL);
-        kinds[GCK_KIND_CRASH] = true;
+    gck_kind kind = hang ? GCK_KIND_HANG : GCK_KIND_CRASH;
+    bool backend = true;
+    if (hang)
+        gck_wire_hang_detail(&s->watch.call, s->watch.limit, d, sizeof d, flags, sizeof flags);
+    else if (why)
+        gck_watch_corrupted(&s->watch, why, d, sizeof d, flags, sizeof flags);
+    else
+        backend = gck_watch_death(&s->watch, &s->w, d, sizeof d, flags, sizeof flags);
+    if (!backend && s->served > 0) {
+        /* died before this case's first call, in a worker that had served cases: damage left
+         * by an earlier call (a thread still running, a corrupted heap) or gemmcheck's own
+         * failure on this case. The case runs again in a fresh worker to tell which. */
+        s->lingering = true;
+        s->resend = true;
+        s->alive = s->busy = false;
+        s->served = 0;
+        return;
+    }
+    if (backend) {
+        record(x, kind, &s->spec, d, flags, NULL);
+        kinds[kind] = true;
         count_case(x, &s->spec, GCK_OUTCOME_FINDINGS, kinds, NAN);
     } else {
-        snprintf(d, sizeof d, "a worker died after the call returned (status %d)", status);
         internal_error(x, s, d);
     }
-    gck_worker_kill(&s->w);
+    s->lingering = false;
     s->alive = s->busy = false;
 }
 
@@ -309,12 +287,14 @@ static bool next_case(run_ctx *x, gck_spec *s, uint64_t *case_no, bool *requeste
 }
 
 static bool dispatch(run_ctx *x, slot *s) {
-    gck_fuzz_request req;
+    gck_wire_request req;
     memset(&req, 0, sizeof req);
     bool requested = s->requested;
     if (s->retry_pending) {
         s->retry_pending = false; /* the same case again: spec, case number, flags */
         s->confirming = true;
+    } else if (s->resend) {
+        s->resend = false;
     } else {
         next_case(x, &s->spec, &s->case_no, &requested);
         s->confirming = false;
@@ -327,13 +307,22 @@ static bool dispatch(run_ctx *x, slot *s) {
     req.concurrency =
         (double)((h >> 20) % 10000) < x->o->concurrency_share * 10000.0 ? x->o->concurrency : 0;
     s->concurrency = req.concurrency;
+    req.threads = 1;
+    req.repeat = 1;
     gck_spec_format(&s->spec, req.repro, sizeof req.repro);
-    if (!gck_wire_write(s->w.to, &req, sizeof req)) return false;
-    s->busy = true;
-    s->in_call = false;
-    s->called = false;
-    s->deadline = gck_wire_now() + OWN_WORK_SECONDS;
-    return true;
+    gck_watch_start(&s->watch, &s->spec.c, 0, x->o->timeout_floor);
+    if (gck_worker_request(&s->w, &req, gck_wire_now() + 30.0)) {
+        s->busy = true;
+        return true;
+    }
+    /* the worker is gone or does not read: the case goes to a fresh one; a worker that died
+     * idle, after earlier cases, is looked into as above */
+    gck_worker_kill(&s->w);
+    s->alive = false;
+    s->resend = true;
+    if (s->served > 0) s->lingering = true;
+    s->served = 0;
+    return false;
 }
 
 static void progress(const run_ctx *x, bool final) {
@@ -384,18 +373,166 @@ static int load_corpus(run_ctx *x, gck_spec **out, size_t *n, size_t *cap) {
     return loaded;
 }
 
+/* The findings file: created or opened without truncating, locked for this campaign (another
+ * live campaign writing it is refused), then emptied. NULL with the reason. */
+static FILE *open_findings_file(const char *path, char *msg, size_t len) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        snprintf(msg, len, "cannot create %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        snprintf(msg, len, "%s is being written by another campaign (it holds the file's lock)",
+                 path);
+        close(fd);
+        return NULL;
+    }
+    if (ftruncate(fd, 0) != 0 || !(flock(fd, LOCK_EX) == 0)) {
+        snprintf(msg, len, "cannot truncate %s: %s", path, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        snprintf(msg, len, "cannot open %s: %s", path, strerror(errno));
+        close(fd);
+    }
+    return f;
+}
+
+/* Kill every worker of the run. */
+static void kill_all(slot *slots, int jobs) {
+    for (int j = 0; j < jobs; j++) {
+        gck_worker_kill(&slots[j].w);
+        slots[j].alive = slots[j].busy = false;
+    }
+}
+
+/* Start the run's workers, all at once, and read their handshakes before the run's end (a
+ * worker not ready by then is not waited for: spawning never outlasts --time). */
+static bool start_workers(run_ctx *x, slot *slots, int jobs) {
+    for (int j = 0; j < jobs; j++) {
+        slots[j].w.pid = -1;
+        slots[j].w.dead = true;
+        if (!start(x, &slots[j])) {
+            kill_all(slots, j);
+            return false;
+        }
+    }
+    double deadline = gck_wire_now() + 120.0;
+    if (deadline > x->end + 3.0) deadline = x->end + 3.0;
+    int ready = 0;
+    for (int j = 0; j < jobs; j++) {
+        if (handshake(x, &slots[j], j == 0 ? gck_wire_now() + 120.0 : deadline))
+            ready++;
+        else if (j == 0) {
+            kill_all(slots, jobs); /* the backend cannot be opened: a set-up error */
+            return false;
+        }
+    }
+    return ready > 0;
+}
+
+/* A message from a busy worker. */
+static void on_frame(run_ctx *x, slot *s, const gck_wire_frame *f) {
+    const char *text;
+    switch (f->tag) {
+    case GCK_WIRE_CALLING:
+    case GCK_WIRE_CALLED:
+        if (!gck_watch_frame(&s->watch, f)) on_death(x, s, false, "a malformed call record");
+        return;
+    case GCK_WIRE_RESULT: {
+        gck_run_result *rr = malloc(sizeof *rr);
+        char why[256];
+        if (!rr) {
+            internal_error(x, s, "out of memory");
+            s->busy = false;
+            return;
+        }
+        memcpy(rr, f->data, sizeof *rr);
+        if (!gck_wire_check_result(rr, why, sizeof why)) {
+            free(rr);
+            on_death(x, s, false, why);
+            return;
+        }
+        if (s->lingering) {
+            /* the same case passed in a fresh worker: the death was the earlier case's */
+            char d[512];
+            snprintf(d, sizeof d,
+                     "the worker died after the backend's calls for this case had returned, "
+                     "before the next case made a call (a thread the backend left running, or "
+                     "heap damage)");
+            bool kinds[GCK_KIND_COUNT] = {false};
+            kinds[GCK_KIND_CRASH] = true;
+            record(x, GCK_KIND_CRASH, &s->prev, d, "", NULL);
+            count_case(x, &s->prev, GCK_OUTCOME_FINDINGS, kinds, NAN);
+            s->lingering = false;
+        }
+        on_result(x, s, rr);
+        free(rr);
+        s->served++;
+        s->prev = s->spec;
+        if (s->confirming) x->res->deadline_retries++; /* missed once, met this time */
+        s->busy = false;
+        return;
+    }
+    case GCK_WIRE_INTERNAL:
+    case GCK_WIRE_SETUP:
+        internal_error(x, s, gck_wire_text(f, &text) ? text : "(an unterminated message)");
+        s->busy = false;
+        return;
+    default: {
+        char why[64];
+        snprintf(why, sizeof why, "message %d out of turn", f->tag);
+        on_death(x, s, false, why);
+    }
+    }
+}
+
+/* Everything a busy worker has to say now (no waiting). */
+static void service(run_ctx *x, slot *s) {
+    while (s->busy) {
+        gck_wire_frame f;
+        char why[256];
+        gck_worker_event ev = gck_worker_next(&s->w, 0, &f, why, sizeof why);
+        if (ev == GCK_WORKER_NOTHING) return;
+        if (ev == GCK_WORKER_FRAME)
+            on_frame(x, s, &f);
+        else
+            on_death(x, s, false, ev == GCK_WORKER_MALFORMED ? why : NULL);
+    }
+    gck_worker_show_output(&s->w);
+}
+
+/* A busy worker whose phase ran out of time. */
+static void on_deadline(run_ctx *x, slot *s) {
+    if (!s->watch.in_call) {
+        /* gemmcheck's own work (set-up or checks) overran: not the backend's */
+        char what[128];
+        snprintf(what, sizeof what,
+                 "preparing or checking a case took over %.0f s outside any backend call",
+                 GCK_OWN_WORK_SECONDS);
+        internal_error(x, s, what);
+        gck_worker_kill(&s->w);
+        s->alive = s->busy = false;
+    } else if (!s->confirming) {
+        /* A call that misses its deadline once is run again in a fresh worker before it is
+         * called a hang: an overloaded machine can stall a correct call (a spinning BLAS
+         * thread pool starved of cores). */
+        gck_worker_kill(&s->w);
+        s->alive = s->busy = false;
+        s->retry_pending = true;
+    } else {
+        on_death(x, s, true, NULL);
+    }
+}
+
 /* Run the campaign on one backend until its time is up. Returns false on a set-up error. */
 static bool run_backend(run_ctx *x) {
     int jobs = x->o->jobs;
     slot slots[MAX_JOBS];
     memset(slots, 0, sizeof slots);
-    for (int j = 0; j < jobs; j++) {
-        slots[j].w.to = slots[j].w.from = -1;
-        if (!spawn(x, &slots[j])) {
-            for (int k = 0; k < j; k++) gck_worker_kill(&slots[k].w);
-            return false;
-        }
-    }
+    if (!start_workers(x, slots, jobs)) return false;
     /* targets: the backend's rows, or the user's --types */
     if (x->o->types) {
         char msg[512];
@@ -403,7 +540,7 @@ static bool run_backend(run_ctx *x) {
                                            msg, sizeof msg);
         if (x->ntargets == 0) {
             snprintf(x->setup_error, sizeof x->setup_error, "%s", msg);
-            for (int j = 0; j < jobs; j++) gck_worker_kill(&slots[j].w);
+            kill_all(slots, jobs);
             return false;
         }
     } else {
@@ -433,115 +570,46 @@ static bool run_backend(run_ctx *x) {
                 fprintf(stderr, "\ngemmcheck fuzz: %s\n", x->setup_error);
                 continue;
             }
-            if (s->alive && !s->busy && accepting && !dispatch(x, s)) on_death(x, s, false);
+            if (s->alive && !s->busy && accepting) dispatch(x, s);
             if (s->busy) busy++;
         }
         if (busy == 0 && !accepting) break;
-        if (!accepting && now > x->end + 3.0 && !stop_requested) {
-            /* in-flight cases past the grace period are abandoned, not counted */
-            for (int j = 0; j < jobs; j++)
-                if (slots[j].busy) {
-                    gck_worker_kill(&slots[j].w);
-                    slots[j].alive = slots[j].busy = false;
-                }
+        if (!accepting && (stop_requested || now > x->end + 3.0)) {
+            /* in-flight cases past the grace period (or on a stop) are abandoned, not counted */
+            kill_all(slots, jobs);
             break;
         }
-        if (stop_requested && !accepting) {
-            for (int j = 0; j < jobs; j++)
-                if (slots[j].busy) {
-                    gck_worker_kill(&slots[j].w);
-                    slots[j].alive = slots[j].busy = false;
-                }
-            break;
-        }
-        struct pollfd pfd[MAX_JOBS];
-        int idx[MAX_JOBS], np = 0;
+        struct pollfd pfd[2 * MAX_JOBS];
+        int idx[2 * MAX_JOBS];
+        nfds_t np = 0;
         double wake = now + 0.2;
         for (int j = 0; j < jobs; j++)
             if (slots[j].busy) {
                 pfd[np] = (struct pollfd){.fd = slots[j].w.from, .events = POLLIN};
                 idx[np++] = j;
-                if (slots[j].deadline > 0 && slots[j].deadline < wake) wake = slots[j].deadline;
+                pfd[np] = (struct pollfd){.fd = slots[j].w.pidfd, .events = POLLIN};
+                idx[np++] = j;
+                if (slots[j].watch.deadline < wake) wake = slots[j].watch.deadline;
             }
         int ms = (int)((wake - now) * 1000);
-        int pr = poll(pfd, (nfds_t)np, ms < 0 ? 0 : ms);
+        int pr = poll(pfd, np, ms < 0 ? 0 : ms);
         if (pr < 0 && errno != EINTR) break;
-        for (int p = 0; pr > 0 && p < np; p++) {
-            if (!(pfd[p].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-            slot *s = &slots[idx[p]];
-            gck_wire_msg m;
-            if (gck_wire_read(s->w.from, &m, sizeof m, gck_wire_now() + 30.0) != 1) {
-                on_death(x, s, false);
-                continue;
-            }
-            switch (m.tag) {
-            case GCK_WIRE_CALLING:
-                if (!gck_wire_parse_call(&m, &s->call))
-                    s->call = (gck_call_info){GCK_CALL_FIRST, 1, 0};
-                s->in_call = true;
-                s->limit = gck_call_deadline(&s->spec.c, s->call.calls, x->o->timeout_floor);
-                s->deadline = gck_wire_now() + s->limit;
-                break;
-            case GCK_WIRE_CALLED:
-                s->in_call = false;
-                s->called = true;
-                s->deadline = gck_wire_now() + OWN_WORK_SECONDS;
-                break;
-            case GCK_WIRE_RESULT: {
-                gck_run_result *rr = malloc(sizeof *rr);
-                if (!rr || gck_wire_read(s->w.from, rr, sizeof *rr, gck_wire_now() + 30.0) != 1) {
-                    free(rr);
-                    on_death(x, s, false);
-                    break;
-                }
-                on_result(x, s, rr);
-                free(rr);
-                if (s->confirming) x->res->deadline_retries++; /* missed once, met this time */
-                s->busy = false;
-                s->deadline = 0;
-                break;
-            }
-            default: {
-                internal_error(x, s, m.text);
-                s->busy = false;
-                s->deadline = 0;
-            }
-            }
-        }
+        for (nfds_t p = 0; pr > 0 && p < np; p++)
+            if (pfd[p].revents) service(x, &slots[idx[p]]);
         now = gck_wire_now();
-        for (int j = 0; j < jobs; j++) {
-            slot *s = &slots[j];
-            if (s->busy && s->deadline > 0 && now > s->deadline) {
-                if (!s->in_call) {
-                    /* gemmcheck's own work (set-up or checks) overran: not the backend's */
-                    char what[128];
-                    snprintf(what, sizeof what,
-                             "preparing or checking a case took over %.0f s outside any "
-                             "backend call",
-                             OWN_WORK_SECONDS);
-                    internal_error(x, s, what);
-                    gck_worker_kill(&s->w);
-                    s->alive = s->busy = false;
-                } else if (!s->confirming) {
-                    /* A call that misses its deadline once is run again in a fresh worker
-                     * before it is called a hang: an overloaded machine can stall a correct
-                     * call (a spinning BLAS thread pool starved of cores). */
-                    gck_worker_kill(&s->w);
-                    s->alive = s->busy = false;
-                    s->retry_pending = true;
-                } else {
-                    on_death(x, s, true);
-                }
+        for (int j = 0; j < jobs; j++)
+            if (slots[j].busy && now > slots[j].watch.deadline) {
+                service(x, &slots[j]); /* a message that arrived in time is not a miss */
+                if (slots[j].busy && gck_wire_now() > slots[j].watch.deadline)
+                    on_deadline(x, &slots[j]);
             }
-        }
         if (now - last_progress > 0.5) {
             progress(x, false);
             last_progress = now;
         }
     }
     progress(x, true);
-    for (int j = 0; j < jobs; j++)
-        if (slots[j].alive) gck_worker_kill(&slots[j].w);
+    kill_all(slots, jobs);
     free(x->prelude);
     x->prelude = NULL;
     return true;
@@ -554,7 +622,7 @@ int gck_campaign_run(const gck_campaign_options *o) {
     res.shard_index = o->shard_index;
     res.shard_count = o->shard_count;
     res.shards_merged = 1;
-    stop_requested = 0;
+    stop_requested = stop_signal = 0;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop_signal;
@@ -563,10 +631,10 @@ int gck_campaign_run(const gck_campaign_options *o) {
     signal(SIGPIPE, SIG_IGN);
     FILE *jsonl = NULL;
     if (o->jsonl_path) {
-        jsonl = fopen(o->jsonl_path, "w");
+        char msg[600];
+        jsonl = open_findings_file(o->jsonl_path, msg, sizeof msg);
         if (!jsonl) {
-            fprintf(stderr, "gemmcheck fuzz: cannot create %s: %s\n", o->jsonl_path,
-                    strerror(errno));
+            fprintf(stderr, "gemmcheck fuzz: %s\n", msg);
             return 2;
         }
     }
@@ -590,6 +658,13 @@ int gck_campaign_run(const gck_campaign_options *o) {
         if (usable[b]) gck_worker_kill(&s.w);
         snprintf(why[b], sizeof why[b], "%s", x->setup_error);
         nusable += usable[b];
+        if (!usable[b] && o->backends_explicit) {
+            /* a backend the user named cannot run: say so before running the others */
+            fprintf(stderr, "gemmcheck fuzz: %s\n", why[b]);
+            free(x);
+            if (jsonl) fclose(jsonl);
+            return 2;
+        }
     }
     for (int b = 0, done = 0; b < o->nbackends && !stop_requested; b++) {
         if (!usable[b]) {
@@ -633,6 +708,15 @@ int gck_campaign_run(const gck_campaign_options *o) {
     free(x);
     res.seconds = gck_wire_now() - t0;
     if (jsonl) fclose(jsonl);
+    if (stop_signal) {
+        snprintf(res.interrupted, sizeof res.interrupted, "%s",
+                 stop_signal == SIGINT    ? "SIGINT"
+                 : stop_signal == SIGTERM ? "SIGTERM"
+                                          : "signal");
+        fprintf(stderr, "gemmcheck fuzz: interrupted by %s after %lld cases\n", res.interrupted,
+                (long long)res.cases);
+        if (res.cases == 0 && rc == 0) rc = 2; /* it ran nothing: not a pass */
+    }
     if (rc == 0 && ran == 0) {
         fprintf(stderr, "gemmcheck fuzz: no backend could run\n");
         rc = 2;

@@ -34,7 +34,6 @@ typedef struct gck_campaign_options {
     const char *report_path, *junit_path, *jsonl_path, *corpus_dir;
     bool progress;
     bool stop_on_finding; /**< end the campaign at the first distinct finding */
-    const char *exe;      /**< the gemmcheck binary to start workers from */
     const char *command_line;
 } gck_campaign_options;
 
@@ -91,6 +90,7 @@ typedef struct gck_campaign_result {
     gck_backend_info backends[GCK_MAX_BACKENDS * 4];
     int nbackends;
     int shards_merged;
+    char interrupted[16]; /**< "SIGINT" or "SIGTERM" when a signal ended the campaign early */
 } gck_campaign_result;
 
 /** Run a campaign; returns the exit code (0 no findings, 1 findings, 2 set-up, 3 internal). */

@@ -185,6 +185,8 @@ bool gck_report_write_json(const gck_campaign_result *r, const char *path, const
     snprintf(shard, sizeof shard, "%d/%d", r->shard_index, r->shard_count);
     json_object_set_new(sum, "shard", json_string(shard));
     json_object_set_new(sum, "shards_merged", json_integer(r->shards_merged));
+    json_object_set_new(sum, "interrupted",
+                        r->interrupted[0] ? json_string(r->interrupted) : json_null());
     json_t *mat = json_array();
     for (size_t i = 0; i < r->nmatrix; i++) {
         const gck_matrix_entry *e = &r->matrix[i];
@@ -361,7 +363,8 @@ static const struct {
     unsigned kinds; /* bits of gck_kind */
 } checks[] = {
     {"numeric", 1u << GCK_KIND_OUT_OF_TOLERANCE | 1u << GCK_KIND_NONFINITE_MISMATCH},
-    {"memory", 1u << GCK_KIND_OUT_OF_BOUNDS_WRITE | 1u << GCK_KIND_INPUT_MODIFIED},
+    {"memory", 1u << GCK_KIND_OUT_OF_BOUNDS_WRITE | 1u << GCK_KIND_INPUT_MODIFIED |
+                   1u << GCK_KIND_FPENV_MODIFIED},
     {"robustness", 1u << GCK_KIND_CRASH | 1u << GCK_KIND_HANG | 1u << GCK_KIND_ERROR |
                        1u << GCK_KIND_UNIMPLEMENTED},
     {"determinism", 1u << GCK_KIND_NONDETERMINISTIC},

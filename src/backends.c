@@ -96,8 +96,56 @@ gck_status gck_backend_open(gck_backend *be, const char *spec, char *msg, size_t
         if (be->plugin_handle) dlclose(be->plugin_handle);
         be->ops = NULL;
         be->plugin_handle = NULL;
+        return s;
     }
-    return s;
+    /* everything gemmcheck does with the backend trusts its table: check it once, here */
+    const gck_support_row *rows = NULL;
+    size_t n = be->ops->table(be->state, &rows);
+    char why[256];
+    if (!gck_backend_check_table(rows, n, why, sizeof why)) {
+        snprintf(msg, len, "backend %s declares an invalid support table: %s", spec, why);
+        gck_backend_close(be);
+        return GCK_EINVAL;
+    }
+    return GCK_OK;
+}
+
+static bool format_ok(gck_format f) { return (unsigned)f < GCK_FORMAT_COUNT; }
+
+bool gck_backend_check_table(const gck_support_row *rows, size_t n, char *why, size_t len) {
+    if (n == 0 || !rows) {
+        snprintf(why, len, "no rows");
+        return false;
+    }
+    if (n > GCK_MAX_ROWS) {
+        snprintf(why, len, "%zu rows, more than %d", n, GCK_MAX_ROWS);
+        return false;
+    }
+    for (size_t r = 0; r < n; r++) {
+        const gck_support_row *w = &rows[r];
+        const gck_model *m = &w->model;
+        const char *bad = !format_ok(w->a)                          ? "type of A"
+                          : !format_ok(w->b)                        ? "type of B"
+                          : !format_ok(w->c)                        ? "type of C"
+                          : !format_ok(w->d)                        ? "type of D"
+                          : !format_ok(w->compute)                  ? "compute type"
+                          : !format_ok(m->compute)                  ? "model's compute type"
+                          : !format_ok(m->input_format)             ? "model's input format"
+                          : !format_ok(m->epilogue)                 ? "model's epilogue format"
+                          : (unsigned)m->acc > GCK_ACC_BLOCK_FMA    ? "accumulation"
+                          : m->block < 0                            ? "block width"
+                          : (m->orders & ~(unsigned)GCK_ORDERS_ANY) ? "evaluation orders"
+                                                                    : NULL;
+        if (bad) {
+            snprintf(why, len, "row %zu: its %s is out of range", r, bad);
+            return false;
+        }
+        if (w->entry && strnlen(w->entry, 96) == 96) {
+            snprintf(why, len, "row %zu: its entry name is not a string of at most 95 bytes", r);
+            return false;
+        }
+    }
+    return true;
 }
 
 void gck_backend_close(gck_backend *be) {

@@ -16,4 +16,10 @@ const gck_backend_ops *gck_cublaslt_backend_ops(void);
  *  epilogue in `compute`, no FTZ/DAZ. */
 gck_model gck_model_plain(gck_format compute);
 
+/** Check a support table a backend declared: at least one row, at most GCK_MAX_ROWS, every
+ *  format and enumeration in range, block >= 0, the entry (if any) a terminated string.
+ *  False with the reason (naming the row) otherwise. */
+#define GCK_MAX_ROWS 1024
+bool gck_backend_check_table(const gck_support_row *rows, size_t n, char *why, size_t len);
+
 #endif

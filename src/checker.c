@@ -22,7 +22,8 @@ static const char *const kind_names[GCK_KIND_COUNT] = {"out_of_tolerance",
                                                        "hang",
                                                        "nondeterministic",
                                                        "unimplemented",
-                                                       "error"};
+                                                       "error",
+                                                       "fpenv_modified"};
 
 const char *gck_kind_name(gck_kind k) { return (unsigned)k < GCK_KIND_COUNT ? kind_names[k] : "?"; }
 

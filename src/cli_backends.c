@@ -3,8 +3,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backends.h"
 #include "cli.h"
 #include "gemmcheck/backend.h"
+#include "worker.h"
 
 static const char backends_help[] =
     "usage: gemmcheck backends [--rows] [SPEC ...]\n"
@@ -20,22 +22,30 @@ static const char backends_help[] =
     "\n"
     "Exit status: 0, or 2 when a named SPEC cannot be loaded.\n";
 
+/* Each backend is opened in a worker process, as a campaign does: an `init` or a table that
+ * crashes, hangs or lies takes the worker down, not this listing. */
 static int show(const char *spec, bool all_rows) {
-    gck_backend be;
+    static gck_support_row rows[GCK_MAX_ROWS];
+    static char entries[GCK_MAX_ROWS][96];
+    gck_worker w;
     char msg[1024];
-    gck_status s = gck_backend_open(&be, spec, msg, sizeof msg);
-    if (s != GCK_OK) {
-        printf("%s: %s%s\n", spec,
-               strncmp(msg, "unavailable", 11) == 0 ? "" : "unavailable: ", msg);
-        return s == GCK_EINVAL ? GCK_EXIT_USAGE : GCK_EXIT_FINDINGS;
+    gck_worker_options wo = {spec, false, NULL, stderr, 50};
+    if (!gck_worker_spawn(&w, &wo, msg, sizeof msg)) {
+        printf("%s: %s\n", spec, msg);
+        return GCK_EXIT_INTERNAL;
     }
-    char why[512], version[512];
-    bool ok = be.ops->available(be.state, why, sizeof why);
-    be.ops->version(be.state, version, sizeof version);
-    printf("%s: %s%s\n", spec, ok ? "available, " : "", ok ? why : why);
-    printf("  version: %s\n", version);
-    const gck_support_row *rows;
-    size_t n = be.ops->table(be.state, &rows);
+    size_t n = 0;
+    int hs = gck_worker_handshake(&w, gck_wire_now() + 120.0, rows, entries, GCK_MAX_ROWS, &n, msg,
+                                  sizeof msg);
+    if (hs != 1) {
+        /* unavailable here (no device) is a fact, not an error; a backend that cannot be
+         * opened or misbehaves while opening is one when named */
+        printf("%s: %s%s\n", spec, hs == 2 ? "" : "cannot be opened: ", msg);
+        gck_worker_kill(&w);
+        return hs == 2 ? GCK_EXIT_OK : GCK_EXIT_USAGE;
+    }
+    printf("%s: available, %s\n", spec, w.note);
+    printf("  version: %s\n", w.version);
     printf("  support table: %zu row%s\n", n, n == 1 ? "" : "s");
     if (n <= 24 || all_rows) {
         for (size_t r = 0; r < n; r++) {
@@ -48,7 +58,7 @@ static int show(const char *spec, bool all_rows) {
         gck_row_describe(&rows[0], line, sizeof line);
         printf("    %s\n    ... (%zu more; gemmcheck backends --rows %s)\n", line, n - 1, spec);
     }
-    gck_backend_close(&be);
+    gck_worker_kill(&w);
     return GCK_EXIT_OK;
 }
 

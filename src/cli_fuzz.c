@@ -213,14 +213,6 @@ int gck_cmd_fuzz(int argc, char **argv) {
             snprintf(jsonl, sizeof jsonl, "gemmcheck-findings.jsonl");
         o.jsonl_path = jsonl;
     }
-    static char exe[PATH_MAX];
-    ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (l <= 0) {
-        fprintf(stderr, "gemmcheck fuzz: internal error: cannot find my own binary\n");
-        return GCK_EXIT_INTERNAL;
-    }
-    exe[l] = '\0';
-    o.exe = exe;
     char cmdline[4096] = "gemmcheck";
     size_t pos = strlen(cmdline);
     for (int i = 0; i < argc && pos < sizeof cmdline - 2; i++)

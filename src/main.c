@@ -1,13 +1,16 @@
 /* gemmcheck command-line entry point: dispatches to the subcommands. */
+#define _DEFAULT_SOURCE 1
 #include <gmp.h>
+#include <limits.h>
 #include <mpfr.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "../fuzz/worker.h"
 #include "cli.h"
 #include "cuda_probe.h"
 #include "gemmcheck/version.h"
+#include "worker.h"
 
 static const char main_help[] =
     "usage: gemmcheck <command> [options]\n"
@@ -44,6 +47,13 @@ int main(int argc, char **argv) {
         return GCK_EXIT_USAGE;
     }
     const char *cmd = argv[1];
+    /* workers are started from this very binary (fork+exec of `gemmcheck __worker`) */
+    static char exe[4096];
+    ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (l > 0) {
+        exe[l] = '\0';
+        gck_worker_set_exe(exe);
+    }
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         fputs(main_help, stdout);
         return GCK_EXIT_OK;

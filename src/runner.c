@@ -11,10 +11,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "fpenv.h"
 #include "gemmcheck/oracle.h"
 #include "guard.h"
 #include "npy.h"
+#include "text.h"
 
 const char *gck_outcome_name(gck_outcome o) {
     return o == GCK_OUTCOME_PASS          ? "pass"
@@ -45,6 +48,28 @@ static void call_hook(void (*hook)(void *, const gck_call_info *), void *ctx, gc
                       int calls, int threads) {
     gck_call_info ci = {mode, calls, threads};
     if (hook) hook(ctx, &ci);
+}
+
+/* One backend call. The caller's floating-point environment is saved before and restored
+ * after, so that what the backend leaves set cannot bend gemmcheck's own arithmetic; a change
+ * is described in `fpenv` (the first one seen is kept). The message is the backend's text,
+ * whatever it wrote: terminated and cleaned before anyone reads it. */
+static gck_call_status call_backend(gck_backend *be, const gck_case *c, const gck_support_row *row,
+                                    const gck_operands *ops, char *cmsg, size_t clen, char *fpenv,
+                                    size_t flen) {
+    gck_fpenv env;
+    gck_fpenv_save(&env);
+    memset(cmsg, 0, clen);
+    gck_call_status st = be->ops->call(be->state, c, row, ops, cmsg, clen);
+    char what[160];
+    if (gck_fpenv_restore(&env, what, sizeof what) && fpenv[0] == '\0')
+        snprintf(fpenv, flen, "%s", what);
+    gck_text_clean_inplace(cmsg, clen);
+    if ((unsigned)st > GCK_CALL_DEVICE_FAULT) {
+        snprintf(cmsg, clen, "status %d, which is not a gck_call_status", (int)st);
+        st = GCK_CALL_ERROR;
+    }
+    return st;
 }
 
 /* The four operands of one call; D aliases C when the case computes in place. */
@@ -96,7 +121,9 @@ static gck_operands operands_of(operand_set *os) {
 }
 
 static gck_finding *add_finding(gck_run_result *r, gck_kind k) {
-    gck_finding *f = &r->findings[r->nfindings++];
+    /* at most GCK_KIND_COUNT: a second finding of a kind past that replaces the last */
+    gck_finding *f =
+        &r->findings[r->nfindings < GCK_KIND_COUNT ? r->nfindings++ : r->nfindings - 1];
     memset(f, 0, sizeof *f);
     f->kind = k;
     f->count = 1;
@@ -245,6 +272,7 @@ typedef struct conc_job {
     unsigned char *alone; /* D from the single-threaded call */
     gck_call_status status;
     atomic_bool *go;
+    char fpenv[160]; /* what this thread's call left changed in its FP environment */
 } conc_job;
 
 static void *conc_call(void *arg) {
@@ -252,7 +280,8 @@ static void *conc_call(void *arg) {
     gck_operands ops = operands_of(&j->os);
     char cmsg[256];
     while (!atomic_load(j->go)) sched_yield(); /* all threads call at the same moment */
-    j->status = j->be->ops->call(j->be->state, &j->spec.c, j->row, &ops, cmsg, sizeof cmsg);
+    j->status =
+        call_backend(j->be, &j->spec.c, j->row, &ops, cmsg, sizeof cmsg, j->fpenv, sizeof j->fpenv);
     return NULL;
 }
 
@@ -260,7 +289,8 @@ static void *conc_call(void *arg) {
  * different values) are first run one after the other, then all at once from as many threads
  * on fresh buffers; every concurrent D must equal its single-threaded D bit for bit. */
 static void concurrency_check(gck_backend *be, const gck_spec *s, const gck_support_row *row,
-                              const gck_run_options *o, gck_run_result *r) {
+                              const gck_run_options *o, gck_run_result *r, char *fpenv,
+                              size_t flen) {
     int threads = o->concurrency;
     size_t slack = o->no_guard_page ? 4096 : 0;
     conc_job *jobs = calloc((size_t)threads, sizeof *jobs);
@@ -281,7 +311,7 @@ static void concurrency_check(gck_backend *be, const gck_spec *s, const gck_supp
         char cmsg[256];
         call_hook(o->before_call, o->ctx, GCK_CALL_ALONE, 1, threads);
         gck_call_status st =
-            be->ops->call(be->state, &jobs[t].spec.c, row, &ops, cmsg, sizeof cmsg);
+            call_backend(be, &jobs[t].spec.c, row, &ops, cmsg, sizeof cmsg, fpenv, flen);
         call_hook(o->after_call, o->ctx, GCK_CALL_ALONE, 1, threads);
         jobs[t].alone = malloc(alone.g[dx].data_bytes ? alone.g[dx].data_bytes : 1);
         ok = jobs[t].alone != NULL && st == GCK_CALL_OK;
@@ -301,6 +331,9 @@ static void concurrency_check(gck_backend *be, const gck_spec *s, const gck_supp
     for (int t = 0; tids && started && t < threads; t++)
         if (started[t]) pthread_join(tids[t], NULL);
     if (any) call_hook(o->after_call, o->ctx, GCK_CALL_CONCURRENT, threads, threads);
+    for (int t = 0; started && t < threads; t++)
+        if (started[t] && jobs[t].fpenv[0] && !fpenv[0])
+            snprintf(fpenv, flen, "%s (a concurrent call)", jobs[t].fpenv);
     if (ok) {
         int64_t differing = 0, first_thread = -1;
         for (int t = 0; t < threads; t++) {
@@ -333,6 +366,41 @@ static void concurrency_check(gck_backend *be, const gck_spec *s, const gck_supp
     free(started);
 }
 
+/* Refuse a case whose operands cannot fit in this machine's memory before allocating any (the
+ * guard buffers reserve address space lazily: a huge case would be killed midway instead). Each
+ * operand set holds every operand and a snapshot of it; the rerun adds a set, the concurrency
+ * check two per thread. */
+static gck_status fits_in_memory(const gck_spec *s, const gck_run_options *o, char *msg,
+                                 size_t len) {
+    const gck_case *c = &s->c;
+    double set = 0;
+    for (int x = GCK_A; x <= GCK_D; x++) {
+        if (x == GCK_D && c->d_is_c) continue;
+        set += 2.0 * (double)gck_case_extent(c, (gck_operand)x) *
+               gck_format_get(gck_case_type(c, (gck_operand)x))->storage_bytes;
+    }
+    double sets = 1.0 + (o->determinism ? 1 : 0) + (o->concurrency > 1 ? 2.0 * o->concurrency : 0);
+    double need = set * sets;
+    double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    if (need > phys) {
+        snprintf(msg, len,
+                 "the case's operands need %.1f GiB, more than this machine's %.1f GiB of memory",
+                 need / 1073741824.0, phys / 1073741824.0);
+        return GCK_ENOMEM;
+    }
+    return GCK_OK;
+}
+
+/* A backend call that left the floating-point environment changed (gemmcheck restored it). */
+static void fpenv_finding(gck_run_result *r, const char *fpenv) {
+    if (!fpenv[0]) return;
+    gck_finding *f = add_finding(r, GCK_KIND_FPENV_MODIFIED);
+    snprintf(f->detail, sizeof f->detail,
+             "the backend call returned with the caller's floating-point environment changed "
+             "(now %s); gemmcheck restored it",
+             fpenv);
+}
+
 static gck_status run_once(gck_backend *be, const gck_spec *s, const gck_run_options *o,
                            gck_run_result *r, char *msg, size_t len) {
     memset(r, 0, sizeof *r);
@@ -345,15 +413,16 @@ static gck_status run_once(gck_backend *be, const gck_spec *s, const gck_run_opt
         return GCK_OK;
     }
     gck_row_describe(row, r->row, sizeof r->row);
+    if ((st = fits_in_memory(s, o, msg, len)) != GCK_OK) return st;
     operand_set os;
     size_t slack = o->no_guard_page ? 4096 : 0;
     if ((st = prepare(s, &os, slack, msg, len)) != GCK_OK) return st;
     gck_operands ops = operands_of(&os);
-    char cmsg[256] = "";
+    char cmsg[256] = "", fpenv[200] = "";
     struct timespec t0, t1;
     call_hook(o->before_call, o->ctx, GCK_CALL_FIRST, 1, 0);
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    gck_call_status cs = be->ops->call(be->state, c, row, &ops, cmsg, sizeof cmsg);
+    gck_call_status cs = call_backend(be, c, row, &ops, cmsg, sizeof cmsg, fpenv, sizeof fpenv);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     call_hook(o->after_call, o->ctx, GCK_CALL_FIRST, 1, 0);
     r->call_seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
@@ -368,6 +437,7 @@ static gck_status run_once(gck_backend *be, const gck_spec *s, const gck_run_opt
                  : cs == GCK_CALL_ERROR       ? "an error"
                                               : "a sticky device error",
                  cmsg[0] ? cmsg : "(no message)");
+        fpenv_finding(r, fpenv);
         free_set(&os);
         return GCK_OK;
     }
@@ -388,7 +458,7 @@ static gck_status run_once(gck_backend *be, const gck_spec *s, const gck_run_opt
         }
         gck_operands ops2 = operands_of(&again);
         call_hook(o->before_call, o->ctx, GCK_CALL_RERUN, 1, 0);
-        cs = be->ops->call(be->state, c, row, &ops2, cmsg, sizeof cmsg);
+        cs = call_backend(be, c, row, &ops2, cmsg, sizeof cmsg, fpenv, sizeof fpenv);
         call_hook(o->after_call, o->ctx, GCK_CALL_RERUN, 1, 0);
         gck_operand dx = os.have_d ? GCK_D : GCK_C;
         const gck_guarded *g1 = &os.g[dx], *g2 = &again.g[dx];
@@ -423,7 +493,8 @@ static gck_status run_once(gck_backend *be, const gck_spec *s, const gck_run_opt
         }
         free_set(&again);
     }
-    if (o->concurrency > 1) concurrency_check(be, s, row, o, r);
+    if (o->concurrency > 1) concurrency_check(be, s, row, o, r, fpenv, sizeof fpenv);
+    fpenv_finding(r, fpenv);
     if (o->dump_dir) st = dump(o->dump_dir, s, &os, msg, len);
     free_set(&os);
     return st;

@@ -19,9 +19,35 @@
  *   late       correct for the first 10 calls a process makes, then as racy (a race that needs
  *              state built up by earlier calls, as in OpenBLAS's serial build)
  *   unimpl     refuses f64, which its table declares
- *   error      returns an error status for every call */
-#define _DEFAULT_SOURCE 1
+ *   error      returns an error status for every call
+ *
+ * Hostile backends, each attacking gemmcheck's process model in one way (docs/ISOLATION.md):
+ *   pipe13     writes 13 bytes to the worker's message descriptor (fd 4) during its call
+ *   pipejunk   writes 5000 random bytes there
+ *   fpround    leaves rounding toward zero set
+ *   fpftz      leaves FTZ and DAZ set in MXCSR
+ *   fptrap     leaves the invalid, divide-by-zero and overflow traps enabled
+ *   closefds   closes descriptors 0-20 and then blocks
+ *   norows     declares an empty support table
+ *   badrow     declares a row whose type of A is the format 17
+ *   initsegv   crashes in its init
+ *   forkcrash  forks a child that sleeps 30 s (holding every descriptor), then crashes
+ *   forksleep  forks a child that sleeps 30 s, then computes D correctly
+ *   killgroup  sends SIGTERM to its process group
+ *   after      computes D correctly; a thread it started crashes 30 ms later
+ *   badtext    returns an error whose message is invalid UTF-8, markup and a terminal escape
+ *              without a terminating NUL; its version string is the same kind of bytes
+ *   stdout     prints terminal escapes and garbage to stdout and stderr, computes D correctly
+ *   exit       calls _exit(7)         abort     calls abort()       sigkill  raises SIGKILL
+ *   spin       spins forever          far       writes to a wild address
+ *   ownsegv    installs its own SIGSEGV handler (which exits 0), then crashes */
+#define _GNU_SOURCE 1
+#include <fcntl.h>
+#include <fenv.h>
+#include <immintrin.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,8 +63,15 @@ typedef struct faulty_state {
 
 static const char *fault_name;
 
+/* A real SIGSEGV, also in sanitizer builds (UBSan would stop at the null store first). */
+__attribute__((no_sanitize("undefined"))) static void write_to_null_page(void) {
+    volatile int *volatile null_page = NULL; /* volatile: the compiler cannot see it is NULL */
+    *null_page = 1;
+}
+
 static gck_status f_init(void **state, const char *arg, char *msg, size_t len) {
     (void)arg;
+    if (!strcmp(fault_name, "initsegv")) write_to_null_page();
     faulty_state *s = calloc(1, sizeof *s);
     if (!s) return GCK_ENOMEM;
     gck_status st = gck_backend_open(&s->ref, "ref", msg, len);
@@ -62,20 +95,102 @@ static bool f_available(void *state, char *why, size_t len) {
     return true;
 }
 
+/* Bytes no report may pass on raw: invalid UTF-8, markup, a terminal escape. */
+static const char bad_bytes[] = "\xff\xfe <&\"> \x1b[31mred\x1b[0m \xc0\xaf";
+
 static void f_version(void *state, char *buf, size_t len) {
     (void)state;
-    snprintf(buf, len, "faulty test backend '%s' over the reference GEMMs", fault_name);
+    if (!strcmp(fault_name, "badtext"))
+        snprintf(buf, len, "version %s", bad_bytes);
+    else
+        snprintf(buf, len, "faulty test backend '%s' over the reference GEMMs", fault_name);
 }
 
 static size_t f_table(void *state, const gck_support_row **rows) {
     faulty_state *s = state;
-    return s->ref.ops->table(s->ref.state, rows);
+    size_t n = s->ref.ops->table(s->ref.state, rows);
+    if (!strcmp(fault_name, "norows")) return 0;
+    if (!strcmp(fault_name, "badrow")) {
+        static gck_support_row bad[2];
+        bad[0] = (*rows)[0];
+        bad[1] = (*rows)[1];
+        bad[1].a = (gck_format)17;
+        *rows = bad;
+        return 2;
+    }
+    return n;
 }
 
-/* A real SIGSEGV, also in sanitizer builds (UBSan would stop at the null store first). */
-__attribute__((no_sanitize("undefined"))) static void write_to_null_page(void) {
-    volatile int *volatile null_page = NULL; /* volatile: the compiler cannot see it is NULL */
-    *null_page = 1;
+static void *crash_later(void *arg) {
+    (void)arg;
+    usleep(30000);
+    write_to_null_page();
+    return NULL;
+}
+
+static void exit_zero(int sig) {
+    (void)sig;
+    _exit(0);
+}
+
+/* The hostile modes that act before the call's arithmetic (0: none applied). */
+static void hostile(faulty_state *s, char *msg, size_t len) {
+    (void)s;
+    (void)msg;
+    (void)len;
+    if (!strcmp(fault_name, "pipe13")) {
+        if (write(4, "hello, world\n", 13) < 0) perror("write");
+    } else if (!strcmp(fault_name, "pipejunk")) {
+        unsigned char junk[5000];
+        for (size_t i = 0; i < sizeof junk; i++) junk[i] = (unsigned char)(rand() >> 7);
+        if (write(4, junk, sizeof junk) < 0) perror("write");
+    } else if (!strcmp(fault_name, "closefds")) {
+        for (int fd = 0; fd <= 20; fd++) close(fd);
+        for (;;) pause();
+    } else if (!strcmp(fault_name, "forkcrash") || !strcmp(fault_name, "forksleep")) {
+        if (fork() == 0) {
+            sleep(30);
+            _exit(0);
+        }
+        if (!strcmp(fault_name, "forkcrash")) write_to_null_page();
+    } else if (!strcmp(fault_name, "killgroup")) {
+        kill(0, SIGTERM);
+        sleep(1);
+    } else if (!strcmp(fault_name, "stdout")) {
+        printf("\x1b[2J\x1b[31mverdict:  pass\x1b[0m %s\n", bad_bytes);
+        fprintf(stderr, "library warning \xff\xfe\n");
+        fflush(stdout);
+    } else if (!strcmp(fault_name, "exit")) {
+        _exit(7);
+    } else if (!strcmp(fault_name, "abort")) {
+        abort();
+    } else if (!strcmp(fault_name, "sigkill")) {
+        raise(SIGKILL);
+    } else if (!strcmp(fault_name, "spin")) {
+        for (volatile unsigned long i = 0;; i++) {
+        }
+    } else if (!strcmp(fault_name, "far")) {
+        volatile uintptr_t where = 0x7ff0000010ull; /* a wild pointer: nothing mapped there */
+        *(volatile char *)where = 1;
+    } else if (!strcmp(fault_name, "ownsegv")) {
+        signal(SIGSEGV, exit_zero);
+        write_to_null_page();
+    }
+}
+
+/* The hostile modes that act after a correct call. */
+static void hostile_after(void) {
+    if (!strcmp(fault_name, "fpround")) {
+        fesetround(FE_TOWARDZERO);
+    } else if (!strcmp(fault_name, "fpftz")) {
+        _mm_setcsr(_mm_getcsr() | 0x8040u);
+    } else if (!strcmp(fault_name, "fptrap")) {
+        feenableexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW);
+    } else if (!strcmp(fault_name, "after")) {
+        static int started;
+        pthread_t t;
+        if (!started++ && pthread_create(&t, NULL, crash_later, NULL) == 0) pthread_detach(t);
+    }
 }
 
 static int64_t d_offset(const gck_case *c, int64_t i, int64_t j) {
@@ -119,6 +234,11 @@ static gck_call_status f_call(void *state, const gck_case *c, const gck_support_
         snprintf(msg, len, "CUBLAS_STATUS_EXECUTION_FAILED (simulated)");
         return GCK_CALL_ERROR;
     }
+    if (!strcmp(fault_name, "badtext")) {
+        for (size_t i = 0; i < len; i++) msg[i] = bad_bytes[i % (sizeof bad_bytes - 1)];
+        return GCK_CALL_ERROR; /* the message is not terminated */
+    }
+    if (nonempty) hostile(s, msg, len);
     if (!strcmp(fault_name, "unimpl") && (c->type_a == GCK_F64 || c->type_b == GCK_F64)) {
         snprintf(msg, len, "f64 inputs not implemented");
         return GCK_CALL_NOT_SUPPORTED;
@@ -155,6 +275,7 @@ static gck_call_status f_call(void *state, const gck_case *c, const gck_support_
         atomic_fetch_sub(&in_flight, 1);
     }
     gck_call_status st = s->ref.ops->call(s->ref.state, c, row, ops, msg, len);
+    if (st == GCK_CALL_OK) hostile_after();
     if (st != GCK_CALL_OK || !nonempty) {
         free(was_nan);
         return st;
@@ -181,9 +302,12 @@ static gck_call_status f_call(void *state, const gck_case *c, const gck_support_
     return GCK_CALL_OK;
 }
 
-static const char *const names[] = {"tolerance", "nan",   "betanan", "oob",    "input",
-                                    "segv",      "hang",  "nondet",  "unimpl", "error",
-                                    "racy",      "crowd", "late",    "stall"};
+static const char *const names[] = {
+    "tolerance", "nan",      "betanan",   "oob",       "input",     "segv",     "hang",
+    "nondet",    "unimpl",   "error",     "racy",      "crowd",     "late",     "stall",
+    "pipe13",    "pipejunk", "fpround",   "fpftz",     "fptrap",    "closefds", "norows",
+    "badrow",    "initsegv", "forkcrash", "forksleep", "killgroup", "after",    "badtext",
+    "stdout",    "exit",     "abort",     "sigkill",   "spin",      "far",      "ownsegv"};
 
 const gck_backend_ops *gemmcheck_backend_plugin(const char *name);
 const gck_backend_ops *gemmcheck_backend_plugin(const char *name) {

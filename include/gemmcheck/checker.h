@@ -29,6 +29,8 @@ typedef enum gck_kind {
     GCK_KIND_NONDETERMINISTIC,
     GCK_KIND_UNIMPLEMENTED,
     GCK_KIND_ERROR,
+    GCK_KIND_FPENV_MODIFIED, /**< the call returned with the caller's rounding mode, exception
+                                  traps or FTZ/DAZ changed */
     GCK_KIND_COUNT
 } gck_kind;
 

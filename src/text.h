@@ -1,0 +1,17 @@
+/* Text that comes from a backend (internal): error messages, versions, table entries. It may be
+ * anything: unterminated, invalid UTF-8, terminal escapes, markup. gemmcheck passes on only
+ * printable, valid UTF-8, with every other byte written as \xNN, so that reports stay valid
+ * JSON and XML and terminals print it as it is. */
+#ifndef GEMMCHECK_TEXT_H
+#define GEMMCHECK_TEXT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/** Write the first `slen` bytes of src (or up to its NUL) into dst (always terminated,
+ *  truncated to fit), control characters and bytes of invalid UTF-8 escaped as \xNN. */
+void gck_text_clean(char *dst, size_t dlen, const char *src, size_t slen);
+/** gck_text_clean in place on a buffer of `len` bytes that may lack its NUL. */
+void gck_text_clean_inplace(char *buf, size_t len);
+
+#endif

@@ -1,0 +1,597 @@
+/* Worker processes: the worker's side (serving cases) and the supervisor's (spawning,
+ * reading, killing). */
+#define _GNU_SOURCE 1
+#include "worker.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backends.h"
+#include "fpenv.h"
+#include "gemmcheck/runner.h"
+#include "text.h"
+
+static char worker_exe[4096];
+
+void gck_worker_set_exe(const char *path) {
+    snprintf(worker_exe, sizeof worker_exe, "%s", path ? path : "");
+}
+
+/* ---- the worker's side ------------------------------------------------------------------------
+ */
+
+static uint32_t out_seq; /* frames this worker has sent */
+
+static void send_text(int tag, const char *text) {
+    char clean[GCK_WIRE_TEXT_MAX];
+    gck_text_clean(clean, sizeof clean, text, strlen(text));
+    gck_wire_send_text(GCK_WORKER_OUT_FD, &out_seq, tag, clean);
+}
+
+/* READY: "<oracle>\t<version>\t<availability note>", each part cleaned (no tabs left). */
+static void send_ready(gck_oracle_kind oracle, const char *version, const char *note) {
+    char v[512], n[300], text[GCK_WIRE_TEXT_MAX];
+    gck_text_clean(v, sizeof v, version, strlen(version));
+    gck_text_clean(n, sizeof n, note, strlen(note));
+    snprintf(text, sizeof text, "%s\t%s\t%s", gck_oracle_kind_name(oracle), v, n);
+    gck_wire_send_text(GCK_WORKER_OUT_FD, &out_seq, GCK_WIRE_READY, text);
+}
+
+static void on_calling(void *ctx, const gck_call_info *call) {
+    (void)ctx;
+    gck_wire_send_call(GCK_WORKER_OUT_FD, &out_seq, GCK_WIRE_CALLING, call);
+}
+
+static void on_called(void *ctx, const gck_call_info *call) {
+    (void)ctx;
+    gck_wire_send_call(GCK_WORKER_OUT_FD, &out_seq, GCK_WIRE_CALLED, call);
+}
+
+#define MAX_KIDS 256
+
+/* The worker's live children: /proc/self/task/T/children of every thread T. */
+static size_t list_children(pid_t *kids, size_t max) {
+    size_t n = 0;
+    DIR *d = opendir("/proc/self/task");
+    if (!d) return 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < max) {
+        if (e->d_name[0] == '.') continue;
+        char path[300];
+        snprintf(path, sizeof path, "/proc/self/task/%s/children", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        long p;
+        while (n < max && fscanf(f, "%ld", &p) == 1) kids[n++] = (pid_t)p;
+        fclose(f);
+    }
+    closedir(d);
+    return n;
+}
+
+static bool listed(const pid_t *set, size_t n, pid_t p) {
+    for (size_t i = 0; i < n; i++)
+        if (set[i] == p) return true;
+    return false;
+}
+
+/* Kill the processes a backend left behind during a case (children started after the backend
+ * was opened, and their orphans, which come back to the worker as subreaper); reap the dead. */
+static void reap_strays(const pid_t *keep, size_t nkeep) {
+    for (int round = 0; round < 64; round++) {
+        while (waitpid(-1, NULL, WNOHANG) > 0) {
+        }
+        pid_t kids[MAX_KIDS];
+        size_t n = list_children(kids, MAX_KIDS), killed = 0;
+        for (size_t i = 0; i < n; i++)
+            if (!listed(keep, nkeep, kids[i])) {
+                kill(kids[i], SIGKILL);
+                waitpid(kids[i], NULL, 0);
+                killed++;
+            }
+        if (killed == 0) return;
+    }
+}
+
+static int serve(const char *backend, bool strict, gck_oracle_kind oracle) {
+    signal(SIGPIPE, SIG_IGN);
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    char msg[1024];
+    gck_backend be;
+    gck_fpenv env;
+    gck_fpenv_save(&env); /* opening may leave the environment changed: gemmcheck's is kept */
+    gck_status st = gck_backend_open(&be, backend, msg, sizeof msg);
+    if (st != GCK_OK) {
+        gck_fpenv_restore(&env, NULL, 0);
+        send_text(GCK_WIRE_SETUP, msg);
+        return 2;
+    }
+    char why[512] = "", version[512] = "";
+    bool ok = be.ops->available(be.state, why, sizeof why);
+    why[sizeof why - 1] = '\0';
+    be.ops->version(be.state, version, sizeof version);
+    version[sizeof version - 1] = '\0';
+    const gck_support_row *rows;
+    size_t n = be.ops->table(be.state, &rows);
+    gck_fpenv_restore(&env, NULL, 0);
+    if (!ok) {
+        snprintf(msg, sizeof msg, "backend %s is %s%s", backend,
+                 strncmp(why, "unavailable", 11) == 0 ? "" : "unavailable: ", why);
+        send_text(GCK_WIRE_UNAVAILABLE, msg);
+        return 2;
+    }
+    send_ready(oracle, version, why);
+    snprintf(msg, sizeof msg, "%zu", n);
+    send_text(GCK_WIRE_TABLE, msg);
+    for (size_t r = 0; r < n; r++) {
+        gck_wire_row wr = {.row = rows[r]};
+        gck_text_clean(wr.entry, sizeof wr.entry, rows[r].entry ? rows[r].entry : "",
+                       sizeof wr.entry);
+        wr.row.entry = NULL;
+        gck_wire_send(GCK_WORKER_OUT_FD, &out_seq, GCK_WIRE_ROW, &wr, sizeof wr);
+    }
+    pid_t keep[MAX_KIDS]; /* processes the backend started while opening: its own business */
+    size_t nkeep = list_children(keep, MAX_KIDS);
+    gck_run_result *res = malloc(sizeof *res);
+    gck_wire_request *req = malloc(sizeof *req);
+    if (!res || !req) return 3;
+    uint32_t in_seq = 0;
+    int rc = 0;
+    for (;;) {
+        int tag;
+        size_t len;
+        int got = gck_wire_read_frame(GCK_WORKER_IN_FD, &in_seq, &tag, req, sizeof *req, &len);
+        if (got == 0) break; /* the supervisor is done */
+        if (got < 0 || tag != GCK_WIRE_REQUEST) {
+            rc = 2; /* not the supervisor's request: stop rather than guess */
+            break;
+        }
+        req->repro[sizeof req->repro - 1] = req->dump_dir[sizeof req->dump_dir - 1] = '\0';
+        gck_spec s;
+        if (gck_spec_parse(req->repro, &s, msg, sizeof msg) != GCK_OK) {
+            send_text(GCK_WIRE_INTERNAL, msg);
+            continue;
+        }
+        gck_run_options o = {
+            .check = {.strict_ieee = strict, .threads = req->threads, .oracle = oracle},
+            .determinism = req->determinism != 0,
+            .concurrency = req->concurrency,
+            .no_guard_page = req->no_guard_page != 0,
+            .dump_dir = req->dump_dir[0] ? req->dump_dir : NULL,
+            .repeat = req->repeat,
+            .before_call = on_calling,
+            .after_call = on_called};
+        st = gck_run_spec(&be, &s, &o, res, msg, sizeof msg);
+        if (st == GCK_OK)
+            gck_wire_send(GCK_WORKER_OUT_FD, &out_seq, GCK_WIRE_RESULT, res, sizeof *res);
+        else
+            send_text(st == GCK_EINTERNAL ? GCK_WIRE_INTERNAL : GCK_WIRE_SETUP, msg);
+        reap_strays(keep, nkeep);
+    }
+    free(res);
+    free(req);
+    gck_backend_close(&be);
+    return rc;
+}
+
+int gck_worker_main(int argc, char **argv) {
+    const char *backend = NULL;
+    bool strict = false;
+    gck_oracle_kind oracle = GCK_ORACLE_EXACT;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--backend") && i + 1 < argc)
+            backend = argv[++i];
+        else if (!strcmp(argv[i], "--strict-ieee"))
+            strict = true;
+        else if (!strcmp(argv[i], "--oracle") && i + 1 < argc &&
+                 !gck_oracle_kind_parse(argv[++i], &oracle)) {
+            send_text(GCK_WIRE_SETUP, "unknown --oracle for the worker");
+            return 2;
+        }
+    }
+    if (!backend) {
+        send_text(GCK_WIRE_SETUP, "no --backend for the worker");
+        return 2;
+    }
+    return serve(backend, strict, oracle);
+}
+
+/* ---- the supervisor's side --------------------------------------------------------------------
+ */
+
+static void close_fd(int *fd) {
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+}
+
+/* In the child, between fork and exec (or serve): a process group of its own, death with the
+ * supervisor, the descriptors of the protocol and nothing else, default signal dispositions. */
+static void child_setup(pid_t parent, int req, int out, int output) {
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (getppid() != parent) _exit(127); /* the supervisor died before the line above */
+    int r = fcntl(req, F_DUPFD, 10), o = fcntl(out, F_DUPFD, 10), c = fcntl(output, F_DUPFD, 10);
+    int devnull = open("/dev/null", O_RDONLY);
+    if (r < 0 || o < 0 || c < 0 || devnull < 0) _exit(127);
+    dup2(devnull, STDIN_FILENO);
+    dup2(c, STDOUT_FILENO);
+    dup2(c, STDERR_FILENO);
+    dup2(r, GCK_WORKER_IN_FD);
+    dup2(o, GCK_WORKER_OUT_FD);
+    for (int fd = GCK_WORKER_OUT_FD + 1; fd < 1024; fd++) close(fd);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    static const int reset[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGCHLD};
+    for (size_t i = 0; i < sizeof reset / sizeof reset[0]; i++) signal(reset[i], SIG_DFL);
+    signal(SIGINT, SIG_IGN); /* the supervisor decides when a campaign ends */
+}
+
+bool gck_worker_spawn(gck_worker *w, const gck_worker_options *o, char *why, size_t wlen) {
+    memset(w, 0, sizeof *w);
+    w->pid = -1;
+    w->pidfd = w->to = w->from = w->output = -1;
+    w->dead = true;
+    int req[2] = {-1, -1}, out[2] = {-1, -1};
+    if (!gck_wire_reader_init(&w->rd) || pipe(req) != 0 || pipe(out) != 0 ||
+        (w->output = memfd_create("gemmcheck-worker-output", MFD_CLOEXEC)) < 0) {
+        snprintf(why, wlen, "cannot start a worker: %s", strerror(errno));
+        close_fd(&req[0]);
+        close_fd(&req[1]);
+        close_fd(&out[0]);
+        close_fd(&out[1]);
+        gck_worker_kill(w);
+        return false;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    w->output_to = o->output_to;
+    w->output_limit = o->output_limit;
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid == 0) {
+        child_setup(parent, req[0], out[1], w->output);
+        const char *oracle = o->oracle ? o->oracle : "exact";
+        if (worker_exe[0]) {
+            execl(worker_exe, worker_exe, "__worker", "--backend", o->backend, "--oracle", oracle,
+                  o->strict_ieee ? "--strict-ieee" : NULL, (char *)NULL);
+            _exit(127);
+        }
+        gck_oracle_kind ok = GCK_ORACLE_EXACT;
+        gck_oracle_kind_parse(oracle, &ok);
+        _exit(serve(o->backend, o->strict_ieee, ok));
+    }
+    int err = errno;
+    close_fd(&req[0]);
+    close_fd(&out[1]);
+    if (pid < 0) {
+        snprintf(why, wlen, "cannot start a worker: fork: %s", strerror(err));
+        close_fd(&req[1]);
+        close_fd(&out[0]);
+        gck_worker_kill(w);
+        return false;
+    }
+    setpgid(pid, pid); /* also here: no window in which a group kill misses it */
+    w->pid = pid;
+    w->dead = false;
+    w->to = req[1];
+    w->from = out[0];
+    w->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    fcntl(w->to, F_SETFD, FD_CLOEXEC);
+    fcntl(w->from, F_SETFD, FD_CLOEXEC);
+    fcntl(w->to, F_SETFL, O_NONBLOCK);
+    fcntl(w->from, F_SETFL, O_NONBLOCK);
+    return true;
+}
+
+/* The worker has ended (or must): kill what is left of its group, reap it. */
+static void reap(gck_worker *w, bool kill_first) {
+    if (w->dead || w->pid <= 0) return;
+    if (kill_first) kill(w->pid, SIGKILL);
+    int st = 0;
+    while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    kill(-w->pid, SIGKILL); /* children the backend left in the group, holding the pipe */
+    w->status = st;
+    w->dead = true;
+}
+
+void gck_worker_kill(gck_worker *w) {
+    if (w->pid > 0 && !w->dead) kill(-w->pid, SIGKILL);
+    reap(w, true);
+    gck_worker_show_output(w);
+    close_fd(&w->to);
+    close_fd(&w->from);
+    close_fd(&w->pidfd);
+    close_fd(&w->output);
+    gck_wire_reader_free(&w->rd);
+}
+
+/* Whether the process has ended, waiting up to `seconds`. */
+static bool ended_within(gck_worker *w, double seconds) {
+    double end = gck_wire_now() + seconds;
+    for (;;) {
+        if (w->pidfd >= 0) {
+            struct pollfd p = {.fd = w->pidfd, .events = POLLIN};
+            double left = end - gck_wire_now();
+            int pr = poll(&p, 1, left > 0 ? (int)(left * 1000) + 1 : 0);
+            if (pr > 0) return true;
+            if (pr == 0 || errno != EINTR) return false;
+        } else {
+            int st;
+            pid_t r = waitpid(w->pid, &st, WNOHANG);
+            if (r == w->pid) {
+                w->status = st;
+                w->dead = true;
+                kill(-w->pid, SIGKILL);
+                return true;
+            }
+            if (gck_wire_now() > end) return false;
+            usleep(10000);
+        }
+    }
+}
+
+gck_worker_event gck_worker_next(gck_worker *w, double deadline, gck_wire_frame *f, char *why,
+                                 size_t wlen) {
+    bool eof = w->from < 0;
+    for (;;) {
+        int r = gck_wire_reader_next(&w->rd, f, why, wlen);
+        if (r > 0) return GCK_WORKER_FRAME;
+        if (r < 0) return GCK_WORKER_MALFORMED;
+        if (w->dead) return GCK_WORKER_DIED; /* bytes left over: a death mid-message */
+        struct pollfd p[2];
+        nfds_t np = 0;
+        if (!eof) p[np++] = (struct pollfd){.fd = w->from, .events = POLLIN};
+        if (w->pidfd >= 0) p[np++] = (struct pollfd){.fd = w->pidfd, .events = POLLIN};
+        double left = deadline - gck_wire_now();
+        int ms = left > 0 ? (int)(left * 1000) + 1 : 0;
+        if (w->pidfd < 0 && (ms > 100 || ms < 0)) ms = 100; /* no pidfd: look now and then */
+        int pr = poll(p, np, ms);
+        if (pr < 0 && errno != EINTR) return GCK_WORKER_NOTHING;
+        if (pr <= 0) {
+            if (w->pidfd < 0 && ended_within(w, 0)) continue;
+            if (gck_wire_now() >= deadline) return GCK_WORKER_NOTHING;
+            continue;
+        }
+        bool readable = !eof && (p[0].revents & (POLLIN | POLLHUP | POLLERR));
+        bool ended = w->pidfd >= 0 && (p[np - 1].revents & (POLLIN | POLLHUP));
+        if (readable) {
+            long n = gck_wire_reader_fill(&w->rd, w->from);
+            if (n > 0) continue;
+            if (n == 0) eof = true;
+        }
+        if (ended) {
+            while (!eof && gck_wire_reader_fill(&w->rd, w->from) > 0) {
+            } /* what it sent before it died comes first */
+            reap(w, false);
+            continue;
+        }
+        if (eof) {
+            /* the pipe closed: a dying process closes it just before it ends; a live one
+             * closed it itself (the backend closed descriptors it does not own) */
+            close_fd(&w->from);
+            if (!ended_within(w, 2.0)) w->pipe_closed = true;
+            reap(w, w->pipe_closed);
+        }
+    }
+}
+
+int gck_worker_handshake(gck_worker *w, double deadline, gck_support_row *rows, char (*entries)[96],
+                         size_t max, size_t *n, char *why, size_t wlen) {
+    gck_wire_frame f;
+    const char *text = NULL;
+    size_t want = 0, got = 0;
+    bool ready = false, table = false;
+    *n = 0;
+    for (;;) {
+        char bad[256];
+        gck_worker_event ev = gck_worker_next(w, deadline, &f, bad, sizeof bad);
+        if (ev == GCK_WORKER_NOTHING) {
+            snprintf(why, wlen, "the worker did not finish opening the backend in time");
+            return -1;
+        }
+        if (ev == GCK_WORKER_MALFORMED) {
+            snprintf(why, wlen, "the worker sent %s while opening the backend", bad);
+            return -1;
+        }
+        if (ev == GCK_WORKER_DIED) {
+            int st = w->status;
+            if (WIFSIGNALED(st))
+                snprintf(why, wlen, "the worker died by signal %d (%s) while opening the backend",
+                         WTERMSIG(st), strsignal(WTERMSIG(st)));
+            else
+                snprintf(why, wlen, "the worker %s while opening the backend",
+                         w->pipe_closed ? "closed gemmcheck's pipe" : "exited");
+            return -1;
+        }
+        bool is_text = f.tag != GCK_WIRE_ROW && f.tag != GCK_WIRE_RESULT;
+        if (is_text && !gck_wire_text(&f, &text)) {
+            snprintf(why, wlen, "the worker sent an unterminated message while opening");
+            return -1;
+        }
+        if ((f.tag == GCK_WIRE_SETUP || f.tag == GCK_WIRE_UNAVAILABLE) && !ready) {
+            gck_text_clean(why, wlen, text, strlen(text));
+            return f.tag == GCK_WIRE_SETUP ? 0 : 2;
+        }
+        if (f.tag == GCK_WIRE_READY && !ready) {
+            const char *t1 = strchr(text, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+            if (!t2) {
+                snprintf(why, wlen, "the worker sent a malformed READY while opening");
+                return -1;
+            }
+            size_t on = (size_t)(t1 - text);
+            snprintf(w->oracle, sizeof w->oracle, "%.*s", (int)(on < 15 ? on : 15), text);
+            gck_text_clean(w->version, sizeof w->version, t1 + 1, (size_t)(t2 - t1 - 1));
+            gck_text_clean(w->note, sizeof w->note, t2 + 1, strlen(t2 + 1));
+            ready = true;
+        } else if (f.tag == GCK_WIRE_TABLE && ready && !table) {
+            char *end;
+            unsigned long long c = strtoull(text, &end, 10);
+            if (*end || c == 0 || c > GCK_MAX_ROWS) {
+                snprintf(why, wlen, "the backend declares %s support rows", text);
+                return -1;
+            }
+            want = (size_t)c;
+            table = true;
+        } else if (f.tag == GCK_WIRE_ROW && table && got < want) {
+            gck_wire_row wr;
+            memcpy(&wr, f.data, sizeof wr);
+            wr.entry[sizeof wr.entry - 1] = '\0';
+            gck_text_clean_inplace(wr.entry, sizeof wr.entry);
+            wr.row.entry = NULL;
+            char bad_row[200];
+            if (!gck_backend_check_table(&wr.row, 1, bad_row, sizeof bad_row)) {
+                snprintf(why, wlen, "support row %zu: %s", got, bad_row);
+                return -1;
+            }
+            if (got < max) {
+                rows[got] = wr.row;
+                memcpy(entries[got], wr.entry, sizeof wr.entry);
+                rows[got].entry = entries[got];
+            }
+            got++;
+        } else {
+            snprintf(why, wlen, "the worker sent message %d out of turn while opening", f.tag);
+            return -1;
+        }
+        if (table && got == want) {
+            *n = want < max ? want : max;
+            return 1;
+        }
+    }
+}
+
+bool gck_worker_request(gck_worker *w, const gck_wire_request *req, double deadline) {
+    if (w->dead || w->to < 0) return false;
+    unsigned char buf[sizeof(gck_wire_request) + 64];
+    size_t n = gck_wire_encode(buf, sizeof buf, w->seq, GCK_WIRE_REQUEST, req, sizeof *req);
+    if (n == 0 || !gck_wire_write(w->to, buf, n, deadline)) return false;
+    w->seq++;
+    return true;
+}
+
+void gck_worker_show_output(gck_worker *w) {
+    if (w->output < 0 || !w->output_to) return;
+    FILE *to = w->output_to;
+    int limit = w->output_limit;
+    char label[64];
+    snprintf(label, sizeof label, "backend output (worker %ld)", (long)w->pid);
+    char buf[4096];
+    ssize_t n;
+    char line[1024];
+    size_t ll = 0;
+    while ((n = pread(w->output, buf, sizeof buf, (off_t)w->output_seen)) > 0) {
+        w->output_seen += n;
+        for (ssize_t i = 0; i < n; i++) {
+            if (buf[i] != '\n' && ll < sizeof line - 1) {
+                line[ll++] = buf[i];
+                continue;
+            }
+            if (buf[i] != '\n') continue; /* the rest of an over-long line */
+            line[ll] = '\0';
+            ll = 0;
+            if (w->output_shown < limit) {
+                char clean[1100];
+                gck_text_clean(clean, sizeof clean, line, sizeof line);
+                fprintf(to, "%s: %s\n", label, clean);
+            } else if (w->output_shown == limit) {
+                fprintf(to, "%s: (more output not shown)\n", label);
+            }
+            w->output_shown++;
+        }
+        if (w->output_seen > (1 << 24)) break; /* a flood: 16 MiB read is enough */
+    }
+    if (ll > 0 && w->output_shown < limit) {
+        line[ll] = '\0';
+        char clean[1100];
+        gck_text_clean(clean, sizeof clean, line, sizeof line);
+        fprintf(to, "%s: %s\n", label, clean);
+        w->output_shown++;
+    }
+}
+
+/* ---- following one case ---------------------------------------------------------------------- */
+
+void gck_watch_start(gck_case_watch *w, const gck_case *c, double call_timeout, double floor) {
+    *w = (gck_case_watch){.c = c, .call_timeout = call_timeout, .floor = floor};
+    w->call = (gck_call_info){GCK_CALL_FIRST, 1, 0};
+    w->deadline = gck_wire_now() + GCK_OWN_WORK_SECONDS;
+}
+
+bool gck_watch_frame(gck_case_watch *w, const gck_wire_frame *f) {
+    const char *text;
+    gck_call_info call;
+    if (!gck_wire_text(f, &text) || !gck_wire_parse_call(text, &call)) return false;
+    if (f->tag == GCK_WIRE_CALLING) {
+        w->call = call;
+        w->in_call = true;
+        w->limit = w->call_timeout > 0 ? w->call_timeout * call.calls
+                                       : gck_call_deadline(w->c, call.calls, w->floor);
+        w->deadline = gck_wire_now() + w->limit;
+    } else {
+        w->in_call = false;
+        w->called = true;
+        w->deadline = gck_wire_now() + GCK_OWN_WORK_SECONDS; /* checks: gemmcheck's own */
+    }
+    return true;
+}
+
+/* "inside the backend's first call", "after the backend's rerun ... returned" */
+static void where(const gck_case_watch *w, char *buf, size_t len) {
+    if (w->in_call)
+        snprintf(buf, len, "inside the backend's %s", gck_call_mode_name(w->call.mode));
+    else
+        snprintf(buf, len, "after the backend's %s returned", gck_call_mode_name(w->call.mode));
+}
+
+bool gck_watch_death(const gck_case_watch *w, const gck_worker *wk, char *detail, size_t dlen,
+                     char *flags, size_t flen) {
+    char at[160];
+    flags[0] = '\0';
+    bool backend = w->in_call || w->called;
+    if (backend) {
+        where(w, at, sizeof at);
+        gck_wire_call_flags(&w->call, flags, flen);
+    } else {
+        snprintf(at, sizeof at, "while gemmcheck prepared the case, before any backend call");
+    }
+    int st = wk->status;
+    if (wk->pipe_closed)
+        snprintf(detail, dlen,
+                 "the worker closed gemmcheck's message pipe %s and was killed (the backend "
+                 "closed a descriptor it does not own)",
+                 at);
+    else if (WIFSIGNALED(st))
+        snprintf(detail, dlen, "the worker died by signal %d (%s) %s", WTERMSIG(st),
+                 strsignal(WTERMSIG(st)), at);
+    else
+        snprintf(detail, dlen, "the worker exited with status %d %s",
+                 WIFEXITED(st) ? WEXITSTATUS(st) : -1, at);
+    return backend;
+}
+
+void gck_watch_corrupted(const gck_case_watch *w, const char *why, char *detail, size_t dlen,
+                         char *flags, size_t flen) {
+    char at[160];
+    if (w->in_call || w->called)
+        where(w, at, sizeof at);
+    else
+        snprintf(at, sizeof at, "before the case's first backend call");
+    flags[0] = '\0';
+    gck_wire_call_flags(&w->call, flags, flen);
+    snprintf(detail, dlen,
+             "gemmcheck's message pipe carried %s %s (something in the worker other than "
+             "gemmcheck wrote to it); the worker was killed",
+             why, at);
+}

@@ -1,0 +1,114 @@
+/* Worker processes (internal): the one place where a backend runs on behalf of gemmcheck's
+ * commands. A worker is a child process, started by fork+exec of the gemmcheck binary
+ * (`gemmcheck __worker`) or, for library callers without one, by fork alone; it opens the
+ * backend and runs the cases its supervisor sends. The supervisor never opens the backend.
+ *
+ * What a worker can do to its supervisor is bounded (docs/ISOLATION.md): it runs in its own
+ * process group (a signal it sends to "its group" stays there), dies with its supervisor
+ * (parent-death signal), has its output captured, and talks only through checked frames
+ * (wire.h); the supervisor detects its death by the process, not by the pipe, and every wait
+ * has a deadline. */
+#ifndef GEMMCHECK_WORKER_H
+#define GEMMCHECK_WORKER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "gemmcheck/backend.h"
+#include "wire.h"
+
+/* The worker's descriptors: requests in, messages out. */
+#define GCK_WORKER_IN_FD  3
+#define GCK_WORKER_OUT_FD 4
+
+/** The executable that serves `__worker` (the gemmcheck binary); NULL or "": fork only. */
+void gck_worker_set_exe(const char *path);
+/** The worker's main loop (`gemmcheck __worker --backend SPEC [--strict-ieee] [--oracle K]`). */
+int gck_worker_main(int argc, char **argv);
+
+typedef struct gck_worker_options {
+    const char *backend;
+    bool strict_ieee;
+    const char *oracle; /* NULL: exact */
+    FILE *output_to;    /* where the worker's stdout and stderr are shown (NULL: not shown) */
+    int output_limit;   /* lines shown per worker */
+} gck_worker_options;
+
+/** A running worker as the supervisor sees it. */
+typedef struct gck_worker {
+    pid_t pid;    /**< also its process group */
+    int pidfd;    /**< readable when the process has ended */
+    int to, from; /**< request pipe (write end), message pipe (read end), both non-blocking */
+    int output;   /**< the worker's stdout and stderr (a memory file) */
+    long long output_seen, output_shown;
+    gck_wire_reader rd;
+    uint32_t seq; /**< requests sent */
+    bool dead;    /**< reaped; `status` is its wait status */
+    int status;
+    bool pipe_closed; /**< the message pipe closed while the process lived (it was killed) */
+    char oracle[16];
+    char version[512];
+    char note[300]; /**< the backend's availability note ("OpenBLAS 0.3.21, 2 threads") */
+    FILE *output_to;
+    int output_limit;
+} gck_worker;
+
+/** Start a worker; false with the reason. */
+bool gck_worker_spawn(gck_worker *w, const gck_worker_options *o, char *why, size_t wlen);
+/** Read the worker's handshake before `deadline`: READY (oracle, version), then the support
+ *  table into rows/entries (at most `max`; *n rows). Returns 1 when ready, 0 when the backend
+ *  cannot be opened (unknown, library missing, init failed), 2 when it opened but cannot run
+ *  here (no device), -1 when the worker died or misbehaved meanwhile (why says which). */
+int gck_worker_handshake(gck_worker *w, double deadline, gck_support_row *rows, char (*entries)[96],
+                         size_t max, size_t *n, char *why, size_t wlen);
+/** Send one case; false when the worker does not take it before `deadline`. */
+bool gck_worker_request(gck_worker *w, const gck_wire_request *req, double deadline);
+
+typedef enum gck_worker_event {
+    GCK_WORKER_NOTHING = 0, /**< the deadline passed */
+    GCK_WORKER_FRAME,       /**< a checked frame */
+    GCK_WORKER_DIED,        /**< the worker ended (reaped: `status`, `pipe_closed`) */
+    GCK_WORKER_MALFORMED    /**< bytes that are not a frame gemmcheck wrote (why) */
+} gck_worker_event;
+
+/** The next thing the worker does before `deadline` (now or earlier: do not wait). Frames sent
+ *  before a death are returned before the death. */
+gck_worker_event gck_worker_next(gck_worker *w, double deadline, gck_wire_frame *f, char *why,
+                                 size_t wlen);
+/** Kill the worker's process group and reap it, show its remaining output, close (idempotent). */
+void gck_worker_kill(gck_worker *w);
+/** Show what the worker wrote to stdout/stderr since the last call, labelled "backend output
+ *  (worker PID)", cleaned, at most output_limit lines per worker in total. */
+void gck_worker_show_output(gck_worker *w);
+
+/** One case in a worker, as its supervisor follows it: which phase, which call, deadlines. */
+typedef struct gck_case_watch {
+    const gck_case *c;
+    double call_timeout; /**< > 0: each call's deadline (times calls in flight) */
+    double floor;        /**< else gck_call_deadline's floor */
+    bool in_call, called;
+    gck_call_info call;
+    double limit;    /**< the call's deadline, seconds */
+    double deadline; /**< when the phase under way times out (CLOCK_MONOTONIC) */
+} gck_case_watch;
+
+/** gemmcheck's own work for one case (allocation, filling, checks): bounded, never timed
+ *  against the backend; running over is an internal error. */
+#define GCK_OWN_WORK_SECONDS 600.0
+
+/** A case was sent: the watch starts in gemmcheck's own set-up. */
+void gck_watch_start(gck_case_watch *w, const gck_case *c, double call_timeout, double floor);
+/** CALLING and CALLED move the watch (returns true); false for a malformed call text. */
+bool gck_watch_frame(gck_case_watch *w, const gck_wire_frame *f);
+/** Who a death of the worker during this case is blamed on, with the finding's detail and
+ *  repro flags: true: the backend's `crash`; false: gemmcheck's internal error (the worker
+ *  died while gemmcheck prepared the case, before any backend call). */
+bool gck_watch_death(const gck_case_watch *w, const gck_worker *wk, char *detail, size_t dlen,
+                     char *flags, size_t flen);
+/** The detail of a `crash` for a worker whose messages were corrupted (`why`). */
+void gck_watch_corrupted(const gck_case_watch *w, const char *why, char *detail, size_t dlen,
+                         char *flags, size_t flen);
+
+#endif
