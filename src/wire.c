@@ -167,9 +167,12 @@ long gck_wire_reader_fill(gck_wire_reader *r, int fd) {
 
 int gck_wire_reader_next(gck_wire_reader *r, gck_wire_frame *f, char *why, size_t wlen) {
     header h;
-    if (r->have < sizeof h) return 0;
-    memcpy(&h, r->buf, sizeof h);
-    if (h.magic != MAGIC) {
+    const uint32_t magic = MAGIC;
+    size_t m = r->have < sizeof magic ? r->have : sizeof magic;
+    bool bad_magic = memcmp(r->buf, &magic, m) != 0; /* known from the first byte on */
+    if (!bad_magic && r->have < sizeof h) return 0;
+    memcpy(&h, r->buf, r->have < sizeof h ? r->have : sizeof h);
+    if (bad_magic) {
         snprintf(why, wlen, "bytes that are not a gemmcheck message (%02x %02x %02x %02x ...)",
                  r->buf[0], r->buf[1], r->buf[2], r->buf[3]);
         return -1;

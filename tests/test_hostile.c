@@ -1,0 +1,362 @@
+/* Hostile backends (tests/faulty_backends.c, docs/ISOLATION.md): whatever a backend does inside
+ * or after its call, the supervisor survives, reports the right kind, writes valid reports,
+ * leaves no process behind, and exits as documented. Each process a test starts carries an
+ * environment marker, so that every descendant is found afterwards, re-parented or not. */
+#define _DEFAULT_SOURCE 1
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gemmcheck/gemmcheck.h"
+#include "wire.h"
+
+static char dir[256];
+static char tag[64];
+
+static void setup(void) {
+    snprintf(dir, sizeof dir, "/tmp/gck_hostile_XXXXXX");
+    cr_assert(mkdtemp(dir));
+    snprintf(tag, sizeof tag, "GCK_HOSTILE_TAG=%ld_%d", (long)getpid(), rand());
+}
+
+static void teardown(void) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", dir);
+}
+
+/* Processes (other than zombies) whose environment holds this test's marker. */
+static int marked_processes(void) {
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+        char path[300], env[1 << 15];
+        snprintf(path, sizeof path, "/proc/%s/environ", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        size_t len = fread(env, 1, sizeof env, f);
+        fclose(f);
+        for (size_t i = 0; i < len; i += strlen(env + i) + 1)
+            if (!strncmp(env + i, tag, strlen(tag)) && env[i + strlen(tag)] == '\0') n++;
+    }
+    closedir(d);
+    return n;
+}
+
+/* Marked processes left after up to 3 s (killed ones take a moment to go). */
+static int strays(void) {
+    int n = 0;
+    for (int i = 0; i < 30 && (n = marked_processes()) > 0; i++) usleep(100000);
+    return n;
+}
+
+/* Run gemmcheck with the marker; its exit status (-1: killed by a signal). */
+static int run(const char *args, char *out, size_t len) {
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "env %s timeout -s KILL 300 '%s' %s 2>&1", tag, GCK_BINARY, args);
+    FILE *p = popen(cmd, "r");
+    size_t n = fread(out, 1, len - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Well-formed XML text as far as a report needs: valid UTF-8, no control characters but
+ * newline and tab, every '&' an entity, no '<' inside an attribute value. */
+static bool xml_clean(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return false;
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    bool in_attr = false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)buf[i];
+        if (c < 0x20 && c != '\n' && c != '\t') return false;
+        if (c == '"') in_attr = !in_attr;
+        if (c == '<' && in_attr) return false;
+        if (c == '&' && strncmp(buf + i, "&amp;", 5) && strncmp(buf + i, "&lt;", 4) &&
+            strncmp(buf + i, "&gt;", 4) && strncmp(buf + i, "&quot;", 6) &&
+            strncmp(buf + i, "&apos;", 6) && strncmp(buf + i, "&#", 2))
+            return false;
+        if (c >= 0x80) {
+            size_t l = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+            if (l == 0 || i + l > n) return false;
+            for (size_t k = 1; k < l; k++)
+                if (((unsigned char)buf[i + k] & 0xc0) != 0x80) return false;
+            i += l - 1;
+        }
+    }
+    return true;
+}
+
+/* Every line of a JSON Lines file parses; the number of lines. */
+static int jsonl_lines(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    char line[1 << 16];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        json_error_t err;
+        json_t *j = json_loads(line, 0, &err);
+        cr_expect(j != NULL, "%s: line %d does not parse: %s", path, n + 1, err.text);
+        cr_expect(j && json_is_string(json_object_get(j, "details")), "%s: line %d has no details",
+                  path, n + 1);
+        json_decref(j);
+        n++;
+    }
+    fclose(f);
+    return n;
+}
+
+typedef struct mode {
+    const char *name;
+    int exit;         /* the campaign's exit status */
+    const char *kind; /* the kind every finding has (NULL: none) */
+    const char *extra;
+    int cases; /* 0: 8 */
+} mode;
+
+static const mode modes[] = {
+    {"pipe13", 1, "crash", "", 0},
+    {"pipejunk", 1, "crash", "", 0},
+    {"fpround", 1, "fpenv_modified", "", 0},
+    {"fpftz", 1, "fpenv_modified", "", 0},
+    {"fptrap", 1, "fpenv_modified", "", 0},
+    {"closefds", 1, "crash", "", 0},
+    {"forkcrash", 1, "crash", "", 0},
+    {"forksleep", 0, NULL, "", 0},
+    {"killgroup", 1, "crash", "", 0},
+    {"after", 1, "crash", "", 40},
+    {"badtext", 1, "error", "", 0},
+    {"stdout", 0, NULL, "", 0},
+    {"exit", 1, "crash", "", 0},
+    {"abort", 1, "crash", "", 0},
+    {"sigkill", 1, "crash", "", 0},
+    {"far", 1, "crash", "", 0},
+    {"ownsegv", 1, "crash", "", 0},
+    {"spin", 1, "hang", "--timeout-floor 1", 0},
+    {"segv", 1, "crash", "", 0},
+    {"input", 1, "input_modified", "", 0},
+    {"oob", 1, "out_of_bounds_write", "", 0},
+};
+
+static void campaign(const mode *m) {
+    char args[4096], out[1 << 16], report[512], junit[512], jsonl[512];
+    snprintf(report, sizeof report, "%s/%s.json", dir, m->name);
+    snprintf(junit, sizeof junit, "%s/%s.xml", dir, m->name);
+    snprintf(jsonl, sizeof jsonl, "%s/%s.jsonl", dir, m->name);
+    snprintf(args, sizeof args,
+             "fuzz --backend plugin:%s:%s --seed 7 --jobs 1 --rerun-share 0.5 "
+             "--report %s --junit %s --findings %s --no-progress --cases %d %s",
+             GCK_FAULTY_PLUGIN, m->name, report, junit, jsonl, m->cases ? m->cases : 8, m->extra);
+    int code = run(args, out, sizeof out);
+    cr_expect_eq(code, m->exit, "%s: exit %d, expected %d\n%s", m->name, code, m->exit, out);
+    json_error_t err;
+    json_t *j = json_load_file(report, 0, &err);
+    cr_assert(j, "%s: the report does not parse: %s\n%s", m->name, err.text, out);
+    json_t *sum = json_object_get(j, "summary");
+    cr_expect_eq(json_integer_value(json_object_get(sum, "internal_errors")), 0,
+                 "%s: internal errors\n%s", m->name, out);
+    size_t i, nf = json_array_size(json_object_get(j, "findings"));
+    json_t *f;
+    json_array_foreach(json_object_get(j, "findings"), i, f) {
+        const char *kind = json_string_value(json_object_get(f, "kind"));
+        cr_expect(m->kind && !strcmp(kind, m->kind), "%s: a %s finding: %s", m->name, kind,
+                  json_string_value(json_object_get(f, "details")));
+        cr_expect(json_is_string(json_object_get(f, "details")), "%s: no details", m->name);
+    }
+    cr_expect_eq(nf > 0, m->kind != NULL, "%s: %zu findings\n%s", m->name, nf, out);
+    int streamed = jsonl_lines(jsonl);
+    cr_expect(nf == 0 ? streamed == 0 : streamed >= (int)nf,
+              "%s: %d streamed finding records for %zu findings", m->name, streamed, nf);
+    cr_expect(xml_clean(junit), "%s: the JUnit file is not clean XML", m->name);
+    cr_expect_eq(strays(), 0, "%s: processes left behind", m->name);
+    fprintf(stderr, "[hostile %s] exit %d, %zu finding(s)%s%s\n", m->name, code, nf, nf ? ": " : "",
+            nf ? json_string_value(
+                     json_object_get(json_array_get(json_object_get(j, "findings"), 0), "details"))
+               : "");
+    json_decref(j);
+}
+
+Test(hostile, every_mode_gives_its_kind_valid_reports_and_no_strays, .init = setup,
+     .fini = teardown, .timeout = 900) {
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) campaign(&modes[i]);
+}
+
+Test(hostile, a_backend_that_cannot_be_opened_is_a_set_up_error_everywhere, .init = setup,
+     .fini = teardown, .timeout = 300) {
+    static const char *const bad[] = {"norows", "badrow", "initsegv"};
+    static const char *const says[] = {"no rows", "row 1: its type of A is out of range",
+                                       "signal 11"};
+    for (size_t i = 0; i < 3; i++) {
+        char args[2048], out[1 << 14];
+        snprintf(args, sizeof args, "backends plugin:%s:%s", GCK_FAULTY_PLUGIN, bad[i]);
+        cr_expect_eq(run(args, out, sizeof out), 2, "backends %s:\n%s", bad[i], out);
+        cr_expect(strstr(out, says[i]), "backends %s:\n%s", bad[i], out);
+        snprintf(args, sizeof args,
+                 "fuzz --backend plugin:%s:%s --cases 3 --no-progress "
+                 "--report %s/r.json",
+                 GCK_FAULTY_PLUGIN, bad[i], dir);
+        cr_expect_eq(run(args, out, sizeof out), 2, "fuzz %s:\n%s", bad[i], out);
+        cr_expect(strstr(out, says[i]), "fuzz %s:\n%s", bad[i], out);
+    }
+    static char out2[1 << 18]; /* its 560 rows are listed */
+    char args[2048], *out = out2;
+    snprintf(args, sizeof args, "backends plugin:%s:badtext", GCK_FAULTY_PLUGIN);
+    cr_expect_eq(run(args, out, sizeof out2), 0, "%s", out);
+    cr_expect(strstr(out, "version \\xff\\xfe <&\"> \\x1b[31mred"), "%s", out);
+    cr_expect_eq(strchr(out, 0x1b), NULL, "a raw escape reached the terminal:\n%s", out);
+    cr_expect_eq(strays(), 0);
+}
+
+Test(hostile, repro_labels_backend_output_and_refuses_cases_beyond_memory, .init = setup,
+     .fini = teardown) {
+    const char *c = "gck1 m=5 n=4 k=3 order=col ta=N tb=N types=f32,f32,f32,f32 compute=f32 "
+                    "scale=f32 alpha=1 beta=0 lda=5 ldb=3 ldc=5 ldd=5 d=sep batch=1 sa=0 sb=0 "
+                    "sc=0 sd=0 off=0,0,0,0 vab=unif vc=unif sp=0 cnan=1 seed=3";
+    char args[4096], out[1 << 14];
+    snprintf(args, sizeof args, "repro --backend plugin:%s:stdout '%s'", GCK_FAULTY_PLUGIN, c);
+    cr_expect_eq(run(args, out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, "backend output (worker "), "%s", out);
+    cr_expect(strstr(out, "verdict:  pass"), "%s", out);
+    cr_expect_eq(strchr(out, 0x1b), NULL, "a raw escape reached the terminal:\n%s", out);
+    const char *huge = "gck1 m=1000000000 n=4 k=3 order=col ta=N tb=N types=f64,f64,f64,f64 "
+                       "compute=f64 scale=f64 alpha=1 beta=0 lda=1000000000 ldb=3 "
+                       "ldc=1000000000 ldd=1000000000 d=sep batch=1 sa=0 sb=0 sc=0 sd=0 "
+                       "off=0,0,0,0 vab=unif vc=unif sp=0 cnan=1 seed=3";
+    snprintf(args, sizeof args, "repro --backend ref '%s'", huge);
+    cr_expect_eq(run(args, out, sizeof out), 2, "%s", out);
+    cr_expect(strstr(out, "more than this machine's"), "%s", out);
+    cr_expect_eq(strays(), 0);
+}
+
+/* Start gemmcheck with the marker in the background; its pid. */
+static pid_t start(const char *const *argv) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        putenv(tag);
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(null, 2);
+        execv(GCK_BINARY, (char *const *)argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+static int wait_exit(pid_t pid) {
+    int st;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st);
+}
+
+Test(hostile, killing_or_stopping_the_supervisor_leaves_nothing_behind, .init = setup,
+     .fini = teardown, .timeout = 120) {
+    char backend[1024], report[512];
+    /* SIGKILL while the backend spins: the worker dies with its supervisor */
+    snprintf(backend, sizeof backend, "plugin:%s:spin", GCK_FAULTY_PLUGIN);
+    const char *spin[] = {GCK_BINARY, "fuzz", "--backend",       backend, "--jobs",        "2",
+                          "--time",   "60",   "--timeout-floor", "50",    "--no-progress", NULL};
+    pid_t pid = start(spin);
+    sleep(3);
+    cr_expect_gt(marked_processes(), 1, "no workers started");
+    kill(pid, SIGKILL);
+    wait_exit(pid);
+    cr_expect_eq(strays(), 0, "workers outlived a killed supervisor");
+    /* SIGTERM before any case finished: the report says so and the exit status is not 0 */
+    snprintf(report, sizeof report, "%s/term.json", dir);
+    const char *hang[] = {
+        GCK_BINARY,        "fuzz", "--backend",     backend,    "--jobs", "1", "--time", "60",
+        "--timeout-floor", "50",   "--no-progress", "--report", report,   NULL};
+    pid = start(hang);
+    sleep(3);
+    kill(pid, SIGTERM);
+    cr_expect_eq(wait_exit(pid), 2);
+    json_error_t err;
+    json_t *j = json_load_file(report, 0, &err);
+    cr_assert(j, "%s", err.text);
+    json_t *sum = json_object_get(j, "summary");
+    cr_expect_str_eq(json_string_value(json_object_get(sum, "interrupted")), "SIGTERM");
+    cr_expect_eq(json_integer_value(json_object_get(sum, "cases")), 0);
+    json_decref(j);
+    cr_expect_eq(strays(), 0);
+}
+
+Test(hostile, a_findings_file_in_use_is_refused, .init = setup, .fini = teardown, .timeout = 120) {
+    char findings[512], out[1 << 14], args[2048];
+    snprintf(findings, sizeof findings, "%s/shared.jsonl", dir);
+    const char *first[] = {GCK_BINARY, "fuzz",          "--backend",  "ref",    "--time",
+                           "6",        "--no-progress", "--findings", findings, NULL};
+    pid_t pid = start(first);
+    sleep(2);
+    snprintf(args, sizeof args, "fuzz --backend ref --time 2 --no-progress --findings %s",
+             findings);
+    cr_expect_eq(run(args, out, sizeof out), 2, "%s", out);
+    cr_expect(strstr(out, "being written by another campaign"), "%s", out);
+    cr_expect_eq(wait_exit(pid), 0);
+    cr_expect_eq(strays(), 0);
+}
+
+/* What crosses the pipe is checked: the forged records of a hostile worker are refused. */
+Test(hostile, forged_and_corrupted_messages_are_refused) {
+    gck_run_result *r = calloc(1, sizeof *r);
+    char why[256];
+    r->outcome = GCK_OUTCOME_FINDINGS;
+    r->nfindings = 0x41414141;
+    cr_expect_not(gck_wire_check_result(r, why, sizeof why));
+    cr_expect(strstr(why, "1094795585 findings"), "%s", why);
+    r->nfindings = 1;
+    r->findings[0].kind = (gck_kind)0x41414141;
+    cr_expect_not(gck_wire_check_result(r, why, sizeof why));
+    r->findings[0].kind = GCK_KIND_CRASH;
+    memset(r->findings[0].detail, 0xff, sizeof r->findings[0].detail); /* no NUL, not UTF-8 */
+    memset(r->row, '<', sizeof r->row);
+    cr_expect(gck_wire_check_result(r, why, sizeof why));
+    cr_expect(!strncmp(r->findings[0].detail, "\\xff\\xff", 8));
+    cr_expect_lt(strlen(r->row), sizeof r->row);
+    r->outcome = GCK_OUTCOME_PASS; /* a pass with findings */
+    cr_expect_not(gck_wire_check_result(r, why, sizeof why));
+
+    gck_wire_reader rd;
+    cr_assert(gck_wire_reader_init(&rd));
+    unsigned char frame[256];
+    size_t n = gck_wire_encode(frame, sizeof frame, 0, GCK_WIRE_CALLING, "0 1 0", 6);
+    gck_wire_frame f;
+    /* a good frame, then the same frame again (its sequence number is stale) */
+    memcpy(rd.buf, frame, n);
+    memcpy(rd.buf + n, frame, n);
+    rd.have = 2 * n;
+    cr_expect_eq(gck_wire_reader_next(&rd, &f, why, sizeof why), 1);
+    cr_expect_eq(gck_wire_reader_next(&rd, &f, why, sizeof why), -1);
+    cr_expect(strstr(why, "message 0 where 1 was due"), "%s", why);
+    /* a flipped payload byte */
+    rd.have = 0;
+    rd.seq = 0;
+    memcpy(rd.buf, frame, n);
+    rd.buf[n - 2] ^= 1;
+    rd.have = n;
+    cr_expect_eq(gck_wire_reader_next(&rd, &f, why, sizeof why), -1);
+    cr_expect(strstr(why, "checksum"), "%s", why);
+    /* 13 stray bytes */
+    memcpy(rd.buf, "hello, world\n", 13);
+    rd.have = 13;
+    cr_expect_eq(gck_wire_reader_next(&rd, &f, why, sizeof why), -1);
+    /* a length no message has */
+    n = gck_wire_encode(frame, sizeof frame, 0, GCK_WIRE_RESULT, "x", 2);
+    memcpy(rd.buf, frame, n);
+    rd.have = n;
+    cr_expect_eq(gck_wire_reader_next(&rd, &f, why, sizeof why), -1);
+    gck_wire_reader_free(&rd);
+    free(r);
+}
