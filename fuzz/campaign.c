@@ -112,8 +112,8 @@ static bool handshake(run_ctx *x, slot *s, double deadline) {
     return true;
 }
 
-static bool spawn(run_ctx *x, slot *s) {
-    return start(x, s) && handshake(x, s, gck_wire_now() + 120.0);
+static bool spawn(run_ctx *x, slot *s, double deadline) {
+    return start(x, s) && handshake(x, s, deadline);
 }
 
 static double case_cost(const gck_case *c) {
@@ -351,8 +351,21 @@ static int load_corpus(run_ctx *x, gck_spec **out, size_t *n, size_t *cap) {
         if (l < 5 || strcmp(e->d_name + l - 4, ".txt")) continue;
         char path[4096], line[4096], msg[256];
         snprintf(path, sizeof path, "%s/%s", x->o->corpus_dir, e->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f) continue;
+        /* regular files only, opened without blocking: a FIFO or a device is skipped */
+        int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0) continue;
+        if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+            fprintf(stderr, "gemmcheck fuzz: corpus entry %s is not a regular file (skipped)\n",
+                    path);
+            close(fd);
+            continue;
+        }
+        FILE *f = fdopen(fd, "r");
+        if (!f) {
+            close(fd);
+            continue;
+        }
         if (fgets(line, sizeof line, f)) {
             line[strcspn(line, "\n")] = '\0';
             gck_spec s;
@@ -408,29 +421,15 @@ static void kill_all(slot *slots, int jobs) {
     }
 }
 
-/* Start the run's workers, all at once, and read their handshakes before the run's end (a
- * worker not ready by then is not waited for: spawning never outlasts --time). */
+/* Start the run's first worker (whether the backend opens at all is a set-up fact, given up
+ * to 120 s); the others start in the main loop, one at a time and only while the run accepts
+ * cases, so that spawning never outlasts --time. */
 static bool start_workers(run_ctx *x, slot *slots, int jobs) {
     for (int j = 0; j < jobs; j++) {
         slots[j].w.pid = -1;
         slots[j].w.dead = true;
-        if (!start(x, &slots[j])) {
-            kill_all(slots, j);
-            return false;
-        }
     }
-    double deadline = gck_wire_now() + 120.0;
-    if (deadline > x->end + 3.0) deadline = x->end + 3.0;
-    int ready = 0;
-    for (int j = 0; j < jobs; j++) {
-        if (handshake(x, &slots[j], j == 0 ? gck_wire_now() + 120.0 : deadline))
-            ready++;
-        else if (j == 0) {
-            kill_all(slots, jobs); /* the backend cannot be opened: a set-up error */
-            return false;
-        }
-    }
-    return ready > 0;
+    return spawn(x, &slots[0], gck_wire_now() + 120.0);
 }
 
 /* A message from a busy worker. */
@@ -566,7 +565,8 @@ static bool run_backend(run_ctx *x) {
         int busy = 0;
         for (int j = 0; j < jobs; j++) {
             slot *s = &slots[j];
-            if (!s->alive && accepting && !spawn(x, s)) {
+            double ready_by = now + 120.0 < x->end + 3.0 ? now + 120.0 : x->end + 3.0;
+            if (!s->alive && accepting && !spawn(x, s, ready_by)) {
                 fprintf(stderr, "\ngemmcheck fuzz: %s\n", x->setup_error);
                 continue;
             }
@@ -654,7 +654,7 @@ int gck_campaign_run(const gck_campaign_options *o) {
         gck_backend_info probe_info;
         x->info = &probe_info;
         slot s = {0};
-        usable[b] = spawn(x, &s);
+        usable[b] = spawn(x, &s, gck_wire_now() + 120.0);
         if (usable[b]) gck_worker_kill(&s.w);
         snprintf(why[b], sizeof why[b], "%s", x->setup_error);
         nusable += usable[b];

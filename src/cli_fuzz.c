@@ -1,11 +1,13 @@
 /* gemmcheck fuzz, merge and shrink. */
 #define _DEFAULT_SOURCE 1
+#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../fuzz/campaign.h"
@@ -66,6 +68,30 @@ static const char shrink_help[] =
     "simpler distributions) while it keeps failing with the same kind (--kind, default: the\n"
     "first kind it shows), and prints the minimal reproducer.\n"
     "Exit status: 1 minimised (the case fails), 0 the case does not fail, 2 usage or set-up.\n";
+
+/* Shards beyond this are refused, not wrapped. */
+#define GCK_MAX_SHARDS 1000000
+
+/* A decimal count >= 1 in the first n bytes of s (at most 12 digits). */
+static bool parse_count(const char *s, size_t n, long long *out) {
+    if (n == 0 || n > 12) return false;
+    long long v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return false;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return v >= 1;
+}
+
+/* The same, 0 allowed (Slurm task ids may start at 0). */
+static bool parse_count0(const char *s, long long *out) {
+    if (!strcmp(s, "0")) {
+        *out = 0;
+        return true;
+    }
+    return parse_count(s, strlen(s), out);
+}
 
 static bool parse_real(const char *cmd, const char *opt, const char *v, double lo, double *out) {
     if (!gck_parse_double(v, out) || *out < lo) {
@@ -169,26 +195,42 @@ int gck_cmd_fuzz(int argc, char **argv) {
     /* shards: --shard I/N, else a Slurm job array */
     o.shard_index = o.shard_count = 1;
     if (shard) {
-        int i = 0, c = 0;
-        char extra;
-        if (sscanf(shard, "%d/%d%c", &i, &c, &extra) != 2 || c < 1 || i < 1 || i > c)
-            return gck_cli_usage_error(cmd, "--shard '%s' must be I/N with 1 <= I <= N", shard);
-        o.shard_index = i;
-        o.shard_count = c;
+        long long i, c;
+        const char *slash = strchr(shard, '/');
+        if (!slash || !parse_count(shard, (size_t)(slash - shard), &i) ||
+            !parse_count(slash + 1, strlen(slash + 1), &c) || c > GCK_MAX_SHARDS || i > c)
+            return gck_cli_usage_error(cmd, "--shard '%s' must be I/N with 1 <= I <= N <= %d",
+                                       shard, GCK_MAX_SHARDS);
+        o.shard_index = (int)i;
+        o.shard_count = (int)c;
     } else if (getenv("SLURM_ARRAY_TASK_ID") && getenv("SLURM_ARRAY_TASK_COUNT")) {
-        long id = strtol(getenv("SLURM_ARRAY_TASK_ID"), NULL, 10);
-        long min =
-            getenv("SLURM_ARRAY_TASK_MIN") ? strtol(getenv("SLURM_ARRAY_TASK_MIN"), NULL, 10) : 0;
-        long count = strtol(getenv("SLURM_ARRAY_TASK_COUNT"), NULL, 10);
-        if (count >= 1 && id - min >= 0 && id - min < count) {
-            o.shard_index = (int)(id - min) + 1;
-            o.shard_count = (int)count;
-        }
+        const char *sid = getenv("SLURM_ARRAY_TASK_ID"), *smin = getenv("SLURM_ARRAY_TASK_MIN");
+        const char *scount = getenv("SLURM_ARRAY_TASK_COUNT");
+        long long id, min = 0, count;
+        bool valid = parse_count0(sid, &id) && (!smin || parse_count0(smin, &min)) &&
+                     parse_count(scount, strlen(scount), &count) && count <= GCK_MAX_SHARDS &&
+                     id >= min && id - min < count;
+        if (!valid)
+            return gck_cli_usage_error(
+                cmd,
+                "SLURM_ARRAY_TASK_ID=%s, SLURM_ARRAY_TASK_MIN=%s, SLURM_ARRAY_TASK_COUNT=%s do "
+                "not name one of at most %d shards (give --shard I/N)",
+                sid, smin ? smin : "(unset)", scount, GCK_MAX_SHARDS);
+        o.shard_index = (int)(id - min) + 1;
+        o.shard_count = (int)count;
+    }
+    if (o.corpus_dir) {
+        struct stat st;
+        if (stat(o.corpus_dir, &st) == 0 && !S_ISDIR(st.st_mode))
+            return gck_cli_usage_error(cmd, "--corpus '%s' is not a directory", o.corpus_dir);
     }
     if (seed) {
         char *end;
-        if (!*seed || *seed == '-' || (o.seed = strtoull(seed, &end, 10), *end))
-            return gck_cli_usage_error(cmd, "--seed '%s' must be an unsigned integer", seed);
+        errno = 0;
+        if (!*seed || *seed == '-' || *seed == '+' || (o.seed = strtoull(seed, &end, 10), *end) ||
+            errno == ERANGE)
+            return gck_cli_usage_error(cmd, "--seed '%s' must be an unsigned integer below 2^64",
+                                       seed);
     } else {
         int fd = open("/dev/urandom", O_RDONLY);
         if (fd < 0 || read(fd, &o.seed, sizeof o.seed) != (ssize_t)sizeof o.seed)

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -193,8 +194,13 @@ int gck_worker_main(int argc, char **argv) {
             backend = argv[++i];
         else if (!strcmp(argv[i], "--strict-ieee"))
             strict = true;
-        else if (!strcmp(argv[i], "--oracle") && i + 1 < argc &&
-                 !gck_oracle_kind_parse(argv[++i], &oracle)) {
+        else if (!strcmp(argv[i], "--parent") && i + 1 < argc) {
+            /* die with the supervisor; if it is already gone, do not start */
+            long parent = strtol(argv[++i], NULL, 10);
+            prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+            if (getppid() != (pid_t)parent) return 2;
+        } else if (!strcmp(argv[i], "--oracle") && i + 1 < argc &&
+                   !gck_oracle_kind_parse(argv[++i], &oracle)) {
             send_text(GCK_WIRE_SETUP, "unknown --oracle for the worker");
             return 2;
         }
@@ -237,6 +243,57 @@ static void child_setup(pid_t parent, int req, int out, int output) {
     signal(SIGINT, SIG_IGN); /* the supervisor decides when a campaign ends */
 }
 
+/* fork+exec of `gemmcheck __worker` with posix_spawn: its own process group, the protocol's
+ * descriptors at 3 and 4, stdout and stderr to the capture, stdin from /dev/null, default
+ * signal dispositions (SIGINT ignored: the supervisor decides when a campaign ends). */
+static int spawn_exec(pid_t *pid, const char *backend, const char *oracle, bool strict,
+                      const char *ppid, int req, int out, int output) {
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawnattr_init(&at);
+    /* move everything above 4 first, so that dup2 onto 3 and 4 cannot clobber a source */
+    int r = fcntl(req, F_DUPFD_CLOEXEC, 10), o = fcntl(out, F_DUPFD_CLOEXEC, 10),
+        c = fcntl(output, F_DUPFD_CLOEXEC, 10);
+    posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, c, STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&fa, c, STDERR_FILENO);
+    posix_spawn_file_actions_adddup2(&fa, r, GCK_WORKER_IN_FD);
+    posix_spawn_file_actions_adddup2(&fa, o, GCK_WORKER_OUT_FD);
+    posix_spawn_file_actions_addclosefrom_np(&fa, GCK_WORKER_OUT_FD + 1);
+    sigset_t none, dfl;
+    sigemptyset(&none);
+    sigfillset(&dfl);
+    sigdelset(&dfl, SIGINT);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setsigdefault(&at, &dfl);
+    posix_spawnattr_setpgroup(&at, 0);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                      POSIX_SPAWN_SETSIGDEF);
+    char *argv[] = {worker_exe,
+                    "__worker",
+                    "--backend",
+                    (char *)backend,
+                    "--oracle",
+                    (char *)oracle,
+                    "--parent",
+                    (char *)ppid,
+                    strict ? "--strict-ieee" : NULL,
+                    NULL};
+    /* SIGINT ignored in the child: set here, inherited through exec, restored below */
+    struct sigaction ign = {.sa_handler = SIG_IGN}, old;
+    sigaction(SIGINT, &ign, &old);
+    extern char **environ;
+    int err = posix_spawn(pid, worker_exe, &fa, &at, argv, environ);
+    sigaction(SIGINT, &old, NULL);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    close(r);
+    close(o);
+    close(c);
+    return err;
+}
+
 bool gck_worker_spawn(gck_worker *w, const gck_worker_options *o, char *why, size_t wlen) {
     memset(w, 0, sizeof *w);
     w->pid = -1;
@@ -258,20 +315,25 @@ bool gck_worker_spawn(gck_worker *w, const gck_worker_options *o, char *why, siz
     w->output_to = o->output_to;
     w->output_limit = o->output_limit;
     pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid == 0) {
-        child_setup(parent, req[0], out[1], w->output);
-        const char *oracle = o->oracle ? o->oracle : "exact";
-        if (worker_exe[0]) {
-            execl(worker_exe, worker_exe, "__worker", "--backend", o->backend, "--oracle", oracle,
-                  o->strict_ieee ? "--strict-ieee" : NULL, (char *)NULL);
-            _exit(127);
+    const char *oracle = o->oracle ? o->oracle : "exact";
+    pid_t pid = -1;
+    int err = 0;
+    if (worker_exe[0]) {
+        /* posix_spawn (vfork-like: no copy of a large supervisor's page tables); the worker
+         * sets its parent-death signal itself (gck_worker_main) */
+        char ppid[32];
+        snprintf(ppid, sizeof ppid, "%ld", (long)parent);
+        err = spawn_exec(&pid, o->backend, oracle, o->strict_ieee, ppid, req[0], out[1], w->output);
+    } else {
+        pid = fork();
+        if (pid == 0) {
+            child_setup(parent, req[0], out[1], w->output);
+            gck_oracle_kind ok = GCK_ORACLE_EXACT;
+            gck_oracle_kind_parse(oracle, &ok);
+            _exit(serve(o->backend, o->strict_ieee, ok));
         }
-        gck_oracle_kind ok = GCK_ORACLE_EXACT;
-        gck_oracle_kind_parse(oracle, &ok);
-        _exit(serve(o->backend, o->strict_ieee, ok));
+        err = errno;
     }
-    int err = errno;
     close_fd(&req[0]);
     close_fd(&out[1]);
     if (pid < 0) {
