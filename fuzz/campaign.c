@@ -560,20 +560,25 @@ static bool run_backend(run_ctx *x) {
     double last_progress = 0;
     for (;;) {
         double now = gck_wire_now();
-        bool accepting = !stop_requested && now < x->end &&
-                         (x->o->max_cases <= 0 || x->dispatched < x->o->max_cases);
-        int busy = 0;
+        bool in_time = !stop_requested && now < x->end;
+        bool accepting = in_time && (x->o->max_cases <= 0 || x->dispatched < x->o->max_cases);
+        int busy = 0, owed = 0;
         for (int j = 0; j < jobs; j++) {
             slot *s = &slots[j];
+            /* a case already dispatched that must run again in a fresh worker (a missed
+             * deadline, a worker that did not take it) is owed while time remains, even
+             * once --cases new cases have been handed out */
+            bool serve = accepting || (in_time && (s->retry_pending || s->resend));
             double ready_by = now + 120.0 < x->end + 3.0 ? now + 120.0 : x->end + 3.0;
-            if (!s->alive && accepting && !spawn(x, s, ready_by)) {
+            if (!s->alive && serve && !spawn(x, s, ready_by)) {
                 fprintf(stderr, "\ngemmcheck fuzz: %s\n", x->setup_error);
                 continue;
             }
-            if (s->alive && !s->busy && accepting) dispatch(x, s);
+            if (s->alive && !s->busy && serve) dispatch(x, s);
             if (s->busy) busy++;
+            if (in_time && (s->retry_pending || s->resend)) owed++;
         }
-        if (busy == 0 && !accepting) break;
+        if (busy == 0 && owed == 0 && !accepting) break;
         if (!accepting && (stop_requested || now > x->end + 3.0)) {
             /* in-flight cases past the grace period (or on a stop) are abandoned, not counted */
             kill_all(slots, jobs);
