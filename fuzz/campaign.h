@@ -74,6 +74,15 @@ typedef struct gck_backend_info {
     double seconds;
 } gck_backend_info;
 
+/** The most shards a campaign can be split into (--shard I/N, N at most this). */
+#define GCK_MAX_SHARDS 1000000
+
+/** One shard of one campaign: --seed and --shard I/N. */
+typedef struct gck_shard_ref {
+    uint64_t seed;
+    int index, count;
+} gck_shard_ref;
+
 /** Everything a report holds. */
 typedef struct gck_campaign_result {
     int64_t cases, pass, unsupported, with_findings, internal_errors;
@@ -90,6 +99,8 @@ typedef struct gck_campaign_result {
     gck_backend_info backends[GCK_MAX_BACKENDS * 4];
     int nbackends;
     int shards_merged;
+    gck_shard_ref *shards; /**< the shards the report covers (written as summary.shards) */
+    size_t nshards, cap_shards;
     char interrupted[16]; /**< "SIGINT" or "SIGTERM" when a signal ended the campaign early */
 } gck_campaign_result;
 
@@ -101,6 +112,7 @@ int gck_campaign_run(const gck_campaign_options *o);
 bool gck_result_add_finding(gck_campaign_result *r, const gck_fuzz_finding *f);
 gck_matrix_entry *gck_result_matrix(gck_campaign_result *r, const char *backend, const char *types,
                                     const char *compute);
+bool gck_result_add_shard(gck_campaign_result *r, uint64_t seed, int index, int count);
 void gck_result_free(gck_campaign_result *r);
 
 /** Reports. */
@@ -109,8 +121,24 @@ bool gck_report_write_json(const gck_campaign_result *r, const char *path, const
 bool gck_report_write_junit(const gck_campaign_result *r, const char *path, char *msg, size_t len);
 /** One JSON Lines record of a finding (appended and flushed as it happens). */
 void gck_report_stream_finding(FILE *f, const gck_fuzz_finding *fd);
-/** Load a JSON report written by gck_report_write_json and add it into r (merge). */
-bool gck_report_merge_json(gck_campaign_result *r, const char *path, char *msg, size_t len);
+/** Merging shard reports (gemmcheck merge). */
+typedef struct gck_merge {
+    bool allow_mixed;   /**< shards of different seeds or gemmcheck versions may merge */
+    bool allow_overlap; /**< the same shard twice, or case streams that overlap, may merge */
+    gck_campaign_result total;
+    /* internal */
+    const char *first_path;
+    uint64_t seed;
+    char version[64];
+    struct gck_merge_group *groups;
+    size_t ngroups;
+} gck_merge;
+/** Read one report, check it against the report schema and its invariants and against the
+ *  shards already merged, and add it into m->total. False with a one-line reason in msg. */
+bool gck_merge_add(gck_merge *m, const char *path, char *msg, size_t len);
+/** A note per seed and shard count whose shards are not all among the inputs. */
+void gck_merge_print_missing(const gck_merge *m, FILE *out);
+void gck_merge_free(gck_merge *m);
 /** The summary table printed at the end of a campaign. */
 void gck_report_print_summary(const gck_campaign_result *r, FILE *out);
 

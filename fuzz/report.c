@@ -68,6 +68,7 @@ gck_matrix_entry *gck_result_matrix(gck_campaign_result *r, const char *backend,
 void gck_result_free(gck_campaign_result *r) {
     free(r->findings);
     free(r->matrix);
+    free(r->shards);
     memset(r, 0, sizeof *r);
 }
 
@@ -75,21 +76,6 @@ void gck_result_free(gck_campaign_result *r) {
 static json_t *jnum(double v) {
     if (isfinite(v)) return json_real(v);
     return json_string(isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
-}
-
-static double jget_num(const json_t *o, const char *key) {
-    json_t *v = json_object_get(o, key);
-    if (json_is_number(v)) return json_number_value(v);
-    if (json_is_string(v)) {
-        const char *s = json_string_value(v);
-        return !strcmp(s, "inf") ? INFINITY : !strcmp(s, "-inf") ? -INFINITY : NAN;
-    }
-    return NAN;
-}
-
-static const char *jget_str(const json_t *o, const char *key) {
-    const char *s = json_string_value(json_object_get(o, key));
-    return s ? s : "";
 }
 
 void gck_fuzz_finding_command(const gck_fuzz_finding *f, char *buf, size_t len) {
@@ -139,6 +125,52 @@ void gck_report_stream_finding(FILE *f, const gck_fuzz_finding *fd) {
     json_decref(o);
 }
 
+/* The shards a report covers: those merged into it, or the campaign's own. */
+static size_t shard_list(const gck_campaign_result *r, gck_shard_ref *one,
+                         const gck_shard_ref **list) {
+    *one = (gck_shard_ref){r->seed, r->shard_index, r->shard_count};
+    *list = r->nshards ? r->shards : one;
+    return r->nshards ? r->nshards : 1;
+}
+
+/* `seed` and `shard` as the report states them: a merge of several shards has shard "merged",
+ * and seed "mixed" when they are of several seeds. */
+static void seed_and_shard(const gck_campaign_result *r, char *seed, char *shard, size_t len) {
+    gck_shard_ref one;
+    const gck_shard_ref *list;
+    size_t n = shard_list(r, &one, &list);
+    bool one_seed = true;
+    for (size_t i = 1; i < n; i++) one_seed = one_seed && list[i].seed == list[0].seed;
+    if (one_seed)
+        snprintf(seed, len, "%llu", (unsigned long long)list[0].seed);
+    else
+        snprintf(seed, len, "mixed");
+    if (n == 1)
+        snprintf(shard, len, "%d/%d", list[0].index, list[0].count);
+    else
+        snprintf(shard, len, "merged");
+}
+
+static void shards_json(const gck_campaign_result *r, json_t *sum) {
+    char text[32], shard[32];
+    seed_and_shard(r, text, shard, sizeof text);
+    json_object_set_new(sum, "seed", json_string(text));
+    json_object_set_new(sum, "shard", json_string(shard));
+    gck_shard_ref one;
+    const gck_shard_ref *list;
+    size_t n = shard_list(r, &one, &list);
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++) {
+        json_t *o = json_object();
+        snprintf(text, sizeof text, "%llu", (unsigned long long)list[i].seed);
+        json_object_set_new(o, "seed", json_string(text));
+        snprintf(text, sizeof text, "%d/%d", list[i].index, list[i].count);
+        json_object_set_new(o, "shard", json_string(text));
+        json_array_append_new(arr, o);
+    }
+    json_object_set_new(sum, "shards", arr);
+}
+
 static void cpu_model(char *buf, size_t len) {
     snprintf(buf, len, "unknown");
     FILE *f = fopen("/proc/cpuinfo", "r");
@@ -178,12 +210,7 @@ bool gck_report_write_json(const gck_campaign_result *r, const char *path, const
     json_object_set_new(sum, "deadline_retries", json_integer(r->deadline_retries));
     json_object_set_new(sum, "seconds", jnum(r->seconds));
     json_object_set_new(sum, "cases_per_second", jnum(r->seconds > 0 ? r->cases / r->seconds : 0));
-    char seed[32];
-    snprintf(seed, sizeof seed, "%llu", (unsigned long long)r->seed);
-    json_object_set_new(sum, "seed", json_string(seed));
-    char shard[32];
-    snprintf(shard, sizeof shard, "%d/%d", r->shard_index, r->shard_count);
-    json_object_set_new(sum, "shard", json_string(shard));
+    shards_json(r, sum);
     json_object_set_new(sum, "shards_merged", json_integer(r->shards_merged));
     json_object_set_new(sum, "interrupted",
                         r->interrupted[0] ? json_string(r->interrupted) : json_null());
@@ -243,103 +270,6 @@ bool gck_report_write_json(const gck_campaign_result *r, const char *path, const
         snprintf(msg, len, "cannot write the report %s: %s", path, strerror(errno));
         return false;
     }
-    return true;
-}
-
-bool gck_report_merge_json(gck_campaign_result *r, const char *path, char *msg, size_t len) {
-    json_error_t err;
-    json_t *root = json_load_file(path, 0, &err);
-    if (!root) {
-        snprintf(msg, len, "%s: not a gemmcheck report: %s (line %d)", path, err.text, err.line);
-        return false;
-    }
-    json_t *sum = json_object_get(root, "summary");
-    json_t *fs = json_object_get(root, "findings");
-    if (!json_is_object(sum) || !json_is_array(fs)) {
-        snprintf(msg, len, "%s: not a gemmcheck report (no summary or findings)", path);
-        json_decref(root);
-        return false;
-    }
-    r->cases += (int64_t)jget_num(sum, "cases");
-    json_t *outc = json_object_get(sum, "outcomes");
-    r->pass += (int64_t)jget_num(outc, "pass");
-    r->unsupported += (int64_t)jget_num(outc, "unsupported");
-    r->with_findings += (int64_t)jget_num(outc, "findings");
-    r->internal_errors += (int64_t)jget_num(sum, "internal_errors");
-    r->deadline_retries += (int64_t)jget_num(sum, "deadline_retries");
-    json_t *byk = json_object_get(sum, "cases_by_kind");
-    for (int k = 0; k < GCK_KIND_COUNT; k++)
-        r->kind_cases[k] += (int64_t)jget_num(byk, gck_kind_name((gck_kind)k));
-    double secs = jget_num(sum, "seconds");
-    if (isfinite(secs) && secs > r->seconds) r->seconds = secs; /* shards run side by side */
-    r->shards_merged += (int)jget_num(sum, "shards_merged");
-    r->seed = strtoull(jget_str(sum, "seed"), NULL, 10);
-    size_t i;
-    json_t *v;
-    json_array_foreach(json_object_get(sum, "support_matrix"), i, v) {
-        gck_matrix_entry *e = gck_result_matrix(r, jget_str(v, "backend"), jget_str(v, "types"),
-                                                jget_str(v, "compute"));
-        if (!e) continue;
-        e->pass += (int64_t)jget_num(v, "pass");
-        e->fail += (int64_t)jget_num(v, "fail");
-        e->unsupported += (int64_t)jget_num(v, "unsupported");
-        double t = jget_num(v, "max_tight_ratio");
-        if (isfinite(t) && t > e->max_tight) e->max_tight = t;
-    }
-    json_t *env = json_object_get(root, "environment");
-    json_array_foreach(json_object_get(env, "backends"), i, v) {
-        int b;
-        for (b = 0; b < r->nbackends; b++)
-            if (!strcmp(r->backends[b].spec, jget_str(v, "backend"))) break;
-        if (b == r->nbackends) {
-            if (r->nbackends == (int)(sizeof r->backends / sizeof r->backends[0])) continue;
-            r->nbackends++;
-            snprintf(r->backends[b].spec, sizeof r->backends[b].spec, "%s", jget_str(v, "backend"));
-            snprintf(r->backends[b].version, sizeof r->backends[b].version, "%s",
-                     jget_str(v, "version"));
-            snprintf(r->backends[b].status, sizeof r->backends[b].status, "%s",
-                     jget_str(v, "status"));
-            snprintf(r->backends[b].oracle, sizeof r->backends[b].oracle, "%s",
-                     jget_str(v, "oracle"));
-        }
-        r->backends[b].cases += (int64_t)jget_num(v, "cases");
-        double s = jget_num(v, "seconds");
-        if (isfinite(s) && s > r->backends[b].seconds) r->backends[b].seconds = s;
-    }
-    json_array_foreach(fs, i, v) {
-        gck_fuzz_finding f;
-        memset(&f, 0, sizeof f);
-        if (!gck_kind_parse(jget_str(v, "kind"), &f.kind)) {
-            snprintf(msg, len, "%s: finding %zu has an unknown kind '%s'", path, i,
-                     jget_str(v, "kind"));
-            json_decref(root);
-            return false;
-        }
-        snprintf(f.signature, sizeof f.signature, "%s", jget_str(v, "signature"));
-        snprintf(f.backend, sizeof f.backend, "%s", jget_str(v, "backend"));
-        snprintf(f.repro, sizeof f.repro, "%s", jget_str(v, "case"));
-        snprintf(f.flags, sizeof f.flags, "%s", jget_str(v, "repro_flags"));
-        snprintf(f.detail, sizeof f.detail, "%s", jget_str(v, "details"));
-        f.cost = jget_num(v, "cost");
-        f.count = (int64_t)jget_num(v, "count");
-        f.time_s = jget_num(v, "time_s");
-        json_t *w = json_object_get(v, "worst");
-        if (json_is_object(w)) {
-            f.has_element = true;
-            f.element.batch = (int64_t)jget_num(w, "batch");
-            f.element.i = (int64_t)jget_num(w, "i");
-            f.element.j = (int64_t)jget_num(w, "j");
-            f.element.got = jget_num(w, "got");
-            f.element.expected = jget_num(w, "expected");
-            f.element.error = jget_num(w, "error");
-            f.element.bound = jget_num(w, "bound");
-            f.element.ratio = jget_num(w, "ratio");
-            f.element.exact_case = json_is_true(json_object_get(w, "exact_case"));
-            snprintf(f.element.rule, sizeof f.element.rule, "%s", jget_str(w, "rule"));
-        }
-        gck_result_add_finding(r, &f);
-    }
-    json_decref(root);
     return true;
 }
 
@@ -455,8 +385,11 @@ void gck_report_print_summary(const gck_campaign_result *r, FILE *out) {
     fprintf(out, "%-48s %9lld %9lld %9lld %9lld %9.1f\n", "total", (long long)r->cases,
             (long long)r->pass, (long long)r->unsupported, (long long)r->with_findings,
             r->seconds > 0 ? (double)r->cases / r->seconds : 0.0);
-    fprintf(out, "seed %llu, shard %d/%d, %.1f s, %zu distinct finding%s%s\n",
-            (unsigned long long)r->seed, r->shard_index, r->shard_count, r->seconds, r->nfindings,
+    char seed[32], shard[32];
+    seed_and_shard(r, seed, shard, sizeof seed);
+    fprintf(out, "seed %s, %s%s, %.1f s, %zu distinct finding%s%s\n", seed,
+            strcmp(shard, "merged") ? "shard " : "",
+            strcmp(shard, "merged") ? shard : "merged shards", r->seconds, r->nfindings,
             r->nfindings == 1 ? "" : "s", r->nfindings ? ":" : "");
     const size_t shown = 12;
     for (size_t i = 0; i < r->nfindings && i < shown; i++) {

@@ -163,13 +163,7 @@ Test(checker, a_backend_that_never_returns_is_a_hang) {
 
 /* The CLI: exit codes and the verdict line for crash, hang, a numeric finding, and pass. */
 static int run_cli(const char *args, char *out, size_t len) {
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", GCK_BINARY, args);
-    FILE *p = popen(cmd, "r");
-    size_t n = fread(out, 1, len - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return run_gemmcheck(args, out, len);
 }
 
 Test(checker, repro_reports_each_kind_with_its_exit_code) {

@@ -31,12 +31,7 @@ static const char *path(const char *name) {
 static int run(const char *args, char *err, size_t len) {
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "'%s' %s 2>&1 >/dev/null", GCK_BINARY, args);
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p);
-    size_t n = fread(err, 1, len - 1, p);
-    err[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return run_shell(cmd, err, len);
 }
 
 static void write_matrix(const char *name, gck_npy_dtype t, int64_t r, int64_t c,
@@ -197,12 +192,7 @@ Test(cli, help_and_version_exit_zero) {
     cr_expect_eq(run("oracle --help", err, sizeof err), 0);
     cr_expect_eq(run("--version", err, sizeof err), 0);
     char out[4096];
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "'%s' --version", GCK_BINARY);
-    FILE *p = popen(cmd, "r");
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
-    pclose(p);
+    cr_expect_eq(run_gemmcheck("--version", out, sizeof out), 0, "%s", out);
     cr_expect(strstr(out, "gemmcheck " GEMMCHECK_VERSION) != NULL, "%s", out);
     cr_expect(strstr(out, "MPFR ") != NULL && strstr(out, "CUDA: ") != NULL, "%s", out);
 }

@@ -158,10 +158,7 @@ Test(cuda_backend, without_a_device_it_says_why_and_never_crashes) {
         "types=f32,f32,f32,f32 compute=f32 scale=f32 alpha=1 beta=0 lda=2 ldb=2 ldc=2 ldd=2 "
         "d=c batch=1 sa=0 sb=0 sc=0 sd=0 off=0,0,0,0 vab=unif vc=unif sp=0 cnan=0 seed=1' 2>&1",
         GCK_BINARY);
-    FILE *p = popen(cmd, "r");
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 2, "exit %d: %s", WEXITSTATUS(st), out);
+    int st = run_shell(cmd, out, sizeof out);
+    cr_expect_eq(st, 2, "exit %d: %s", st, out);
     cr_expect(strstr(out, "unavailable: ") != NULL, "%s", out);
 }

@@ -24,15 +24,7 @@ static void teardown(void) {
     cr_assert_eq(system(cmd), 0);
 }
 
-static int run(const char *args, char *out, size_t len) {
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", GCK_BINARY, args);
-    FILE *p = popen(cmd, "r");
-    size_t n = fread(out, 1, len - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+static int run(const char *args, char *out, size_t len) { return run_gemmcheck(args, out, len); }
 
 static void ref_targets(gck_fuzz_target *t, size_t *n) {
     gck_backend be;

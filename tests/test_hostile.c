@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "gemmcheck/gemmcheck.h"
+#include "testutil.h"
 #include "wire.h"
 
 static char dir[256];
@@ -63,11 +64,7 @@ static int strays(void) {
 static int run(const char *args, char *out, size_t len) {
     char cmd[8192];
     snprintf(cmd, sizeof cmd, "env %s timeout -s KILL 300 '%s' %s 2>&1", tag, GCK_BINARY, args);
-    FILE *p = popen(cmd, "r");
-    size_t n = fread(out, 1, len - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return run_shell(cmd, out, len);
 }
 
 /* Well-formed XML text as far as a report needs: valid UTF-8, no control characters but

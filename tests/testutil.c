@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include <mpfr.h>
 
@@ -155,3 +156,31 @@ int same_value(double a, double b) {
     if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
     return a == b && signbit(a) == signbit(b);
 }
+
+int run_shell(const char *cmd, char *out, size_t len) {
+    FILE *p = popen(cmd, "r");
+    if (!p) {
+        snprintf(out, len, "popen failed");
+        return -1;
+    }
+    size_t n = 0, got;
+    while (n + 1 < len && (got = fread(out + n, 1, len - 1 - n, p)) > 0) n += got;
+    out[n] = '\0';
+    char sink[4096]; /* the rest, so the command never blocks on a full pipe */
+    while (fread(sink, 1, sizeof sink, p) > 0) {
+    }
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+#ifdef GCK_BINARY
+int run_gemmcheck(const char *args, char *out, size_t len) {
+    size_t n = strlen(GCK_BINARY) + strlen(args) + 16;
+    char *cmd = malloc(n);
+    if (!cmd) return -1;
+    snprintf(cmd, n, "'%s' %s 2>&1", GCK_BINARY, args);
+    int rc = run_shell(cmd, out, len);
+    free(cmd);
+    return rc;
+}
+#endif

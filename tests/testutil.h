@@ -2,6 +2,7 @@
 #ifndef GEMMCHECK_TESTUTIL_H
 #define GEMMCHECK_TESTUTIL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <gmp.h>
@@ -39,5 +40,13 @@ double random_value(test_rng *r, gck_format fmt, int dist);
 void *alloc_elems(gck_format fmt, int64_t count);
 /* Bitwise equality of two doubles seen as values of a format (all NaNs equal). */
 int same_value(double a, double b);
+
+/* Run the shell command `cmd`: what it writes to its standard output goes to `out` (at most
+ * len - 1 bytes, NUL-terminated); returns its exit status, or -1 when a signal ended it. */
+int run_shell(const char *cmd, char *out, size_t len);
+#ifdef GCK_BINARY
+/* Run the gemmcheck binary under test with `args` (shell words): stdout and stderr into out. */
+int run_gemmcheck(const char *args, char *out, size_t len);
+#endif
 
 #endif
