@@ -5,11 +5,14 @@
 #include "npy.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const char *const descr_names[] = {"<f2", "<f4", "<f8", "<u2"};
 static const int item_sizes[] = {2, 4, 8, 2};
@@ -168,9 +171,10 @@ static gck_status parse_header(const char *h, size_t hlen, gck_npy *out, char *m
                 descr);
 }
 
-gck_status gck_npy_parse(const unsigned char *buf, size_t len, gck_npy *out, char *msg,
-                         size_t msg_len) {
-    memset(out, 0, sizeof *out);
+/* The preamble: magic, version, header length. `len` bytes of the file's start are in buf (at
+ * least the 12 a preamble can take, or the whole file if shorter). */
+static gck_status preamble(const unsigned char *buf, size_t len, size_t *hstart, size_t *hlen,
+                           char *msg, size_t msg_len) {
     static const unsigned char magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
     if (len < 10 || memcmp(buf, magic, sizeof magic) != 0)
         return fail(GCK_EFORMAT, msg, msg_len, "not a .npy file (bad magic)");
@@ -180,18 +184,17 @@ gck_status gck_npy_parse(const unsigned char *buf, size_t len, gck_npy *out, cha
                     ".npy format version %d.%d is not supported "
                     "(1.0, 2.0, 3.0 are)",
                     major, minor);
-    size_t hstart = major == 1 ? 10 : 12;
-    if (len < hstart) return fail(GCK_EFORMAT, msg, msg_len, "truncated in the header length");
-    size_t hlen = major == 1 ? (size_t)buf[8] | (size_t)buf[9] << 8
-                             : (size_t)buf[8] | (size_t)buf[9] << 8 | (size_t)buf[10] << 16 |
-                                   (size_t)buf[11] << 24;
-    if (hlen > len - hstart)
-        return fail(GCK_EFORMAT, msg, msg_len,
-                    "truncated: header claims %zu bytes, file has "
-                    "%zu after the preamble",
-                    hlen, len - hstart);
-    gck_status s = parse_header((const char *)buf + hstart, hlen, out, msg, msg_len);
-    if (s != GCK_OK) return s;
+    *hstart = major == 1 ? 10 : 12;
+    if (len < *hstart) return fail(GCK_EFORMAT, msg, msg_len, "truncated in the header length");
+    *hlen = major == 1 ? (size_t)buf[8] | (size_t)buf[9] << 8
+                       : (size_t)buf[8] | (size_t)buf[9] << 8 | (size_t)buf[10] << 16 |
+                             (size_t)buf[11] << 24;
+    return GCK_OK;
+}
+
+/* After the header: the element count, and the data bytes the shape needs against those the
+ * file has after the header (`have`). */
+static gck_status data_size(gck_npy *out, size_t have, size_t *need, char *msg, size_t msg_len) {
     int64_t count = 1;
     for (int d = 0; d < out->ndim; d++) {
         if (out->shape[d] != 0 && count > INT64_MAX / 16 / out->shape[d])
@@ -199,54 +202,115 @@ gck_status gck_npy_parse(const unsigned char *buf, size_t len, gck_npy *out, cha
         count *= out->shape[d];
     }
     out->count = count;
-    size_t need = (size_t)count * (size_t)item_sizes[out->dtype];
-    size_t have = len - hstart - hlen;
-    if (have < need)
+    *need = (size_t)count * (size_t)item_sizes[out->dtype];
+    if (have < *need)
         return fail(GCK_EFORMAT, msg, msg_len,
                     "truncated: shape needs %zu bytes of data, file "
                     "has %zu",
-                    need, have);
-    if (have > need)
+                    *need, have);
+    if (have > *need)
         return fail(GCK_EFORMAT, msg, msg_len, "%zu bytes of trailing data after the array",
-                    have - need);
-    out->data = malloc(need ? need : 1);
-    if (!out->data) return fail(GCK_ENOMEM, msg, msg_len, "out of memory for %zu bytes", need);
+                    have - *need);
+    out->data = malloc(*need ? *need : 1);
+    if (!out->data) return fail(GCK_ENOMEM, msg, msg_len, "out of memory for %zu bytes", *need);
+    return GCK_OK;
+}
+
+gck_status gck_npy_parse(const unsigned char *buf, size_t len, gck_npy *out, char *msg,
+                         size_t msg_len) {
+    memset(out, 0, sizeof *out);
+    size_t hstart, hlen, need;
+    gck_status s = preamble(buf, len, &hstart, &hlen, msg, msg_len);
+    if (s != GCK_OK) return s;
+    if (hlen > len - hstart)
+        return fail(GCK_EFORMAT, msg, msg_len,
+                    "truncated: header claims %zu bytes, file has "
+                    "%zu after the preamble",
+                    hlen, len - hstart);
+    s = parse_header((const char *)buf + hstart, hlen, out, msg, msg_len);
+    if (s == GCK_OK) s = data_size(out, len - hstart - hlen, &need, msg, msg_len);
+    if (s != GCK_OK) return s;
     memcpy(out->data, buf + hstart + hlen, need);
+    return GCK_OK;
+}
+
+/* Read exactly n bytes (fewer only at the end of the file: *got says). */
+static bool read_exactly(int fd, void *buf, size_t n, size_t *got) {
+    *got = 0;
+    while (*got < n) {
+        ssize_t r = read(fd, (char *)buf + *got, n - *got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return false;
+        if (r == 0) break;
+        *got += (size_t)r;
+    }
+    return true;
+}
+
+/* The largest header gemmcheck reads: NumPy itself refuses headers over 10000 bytes by default;
+ * a shape of 8 dimensions needs a few hundred. */
+#define GCK_NPY_MAX_HEADER (1u << 20)
+
+/* The file is checked before its data is read: a regular file (not a FIFO or a device), a valid
+ * header, and a size that is exactly the header plus what the shape needs. Only then are exactly
+ * those bytes read. */
+static gck_status read_fd(int fd, gck_npy *out, char *msg, size_t msg_len) {
+    struct stat st;
+    if (fstat(fd, &st) != 0) return fail(GCK_EIO, msg, msg_len, "%s", strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return fail(GCK_EIO, msg, msg_len, "not a regular file (a %s)",
+                    S_ISDIR(st.st_mode)    ? "directory"
+                    : S_ISFIFO(st.st_mode) ? "pipe"
+                    : S_ISCHR(st.st_mode)  ? "character device"
+                    : S_ISBLK(st.st_mode)  ? "block device"
+                                           : "socket");
+    unsigned char pre[12];
+    size_t got, hstart, hlen, need;
+    if (!read_exactly(fd, pre, sizeof pre, &got))
+        return fail(GCK_EIO, msg, msg_len, "read error: %s", strerror(errno));
+    gck_status s = preamble(pre, got, &hstart, &hlen, msg, msg_len);
+    if (s != GCK_OK) return s;
+    size_t size = (size_t)st.st_size;
+    if (hlen > size - hstart)
+        return fail(GCK_EFORMAT, msg, msg_len,
+                    "truncated: header claims %zu bytes, file has %zu after the preamble", hlen,
+                    size - hstart);
+    if (hlen > GCK_NPY_MAX_HEADER)
+        return fail(GCK_EFORMAT, msg, msg_len,
+                    "a header of %zu bytes (more than %u is not a .npy "
+                    "header gemmcheck reads)",
+                    hlen, GCK_NPY_MAX_HEADER);
+    char *h = malloc(hlen ? hlen : 1);
+    if (!h) return fail(GCK_ENOMEM, msg, msg_len, "out of memory for the header");
+    if (lseek(fd, (off_t)hstart, SEEK_SET) < 0 || !read_exactly(fd, h, hlen, &got) || got < hlen) {
+        free(h);
+        return fail(GCK_EIO, msg, msg_len, "the file changed or cannot be read while reading it");
+    }
+    s = parse_header(h, hlen, out, msg, msg_len);
+    free(h);
+    if (s == GCK_OK) s = data_size(out, size - hstart - hlen, &need, msg, msg_len);
+    if (s != GCK_OK) return s;
+    if (!read_exactly(fd, out->data, need, &got) || got < need) {
+        gck_npy_free(out);
+        return fail(GCK_EIO, msg, msg_len, "the file changed or cannot be read while reading it");
+    }
     return GCK_OK;
 }
 
 gck_status gck_npy_read(const char *path, gck_npy *out, char *msg, size_t msg_len) {
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "rb");
-    if (!f) return fail(GCK_EIO, msg, msg_len, "%s: %s", path, strerror(errno));
-    unsigned char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len == cap) {
-            size_t ncap = cap ? cap * 2 : 65536;
-            unsigned char *nb = realloc(buf, ncap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return fail(GCK_ENOMEM, msg, msg_len, "%s: out of memory reading the file", path);
-            }
-            buf = nb;
-            cap = ncap;
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0) break;
-    }
-    bool err = ferror(f);
-    fclose(f);
-    if (err) {
-        free(buf);
-        return fail(GCK_EIO, msg, msg_len, "%s: read error", path);
-    }
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused after fstat) */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return fail(GCK_EIO, msg, msg_len, "%s: %s", path, strerror(errno));
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
     char inner[256];
-    gck_status s = gck_npy_parse(buf, len, out, inner, sizeof inner);
-    free(buf);
-    if (s != GCK_OK) fail(s, msg, msg_len, "%s: %s", path, inner);
+    gck_status s = read_fd(fd, out, inner, sizeof inner);
+    close(fd);
+    if (s != GCK_OK) {
+        gck_npy_free(out);
+        fail(s, msg, msg_len, "%s: %s", path, inner);
+    }
     return s;
 }
 

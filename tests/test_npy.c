@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "npy.h"
@@ -159,4 +160,46 @@ Test(npy, write_then_read_round_trips_each_dtype) {
     cr_expect(strstr(msg, "/nonexistent/a.npy: No such file") != NULL, "%s", msg);
     remove(path);
     rmdir(dir);
+}
+
+/* A file is judged by its header and size before its data is read: a valid 2x3 header followed
+ * by 3 GiB (a sparse file: nothing of it is read, so no time or memory is spent), a character
+ * device, a FIFO without a writer (opening it must not wait), a directory; and a file whose
+ * size is exactly right is read whole. */
+Test(npy, judges_a_file_by_its_header_and_size_before_reading_data) {
+    char dir[] = "/tmp/gck_npyread_XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char path[256], msg[512];
+    float v[6] = {1, 2, 3, 4, 5, 6};
+    unsigned char buf[256];
+    size_t n = image(buf, 1, 0, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", v,
+                     sizeof v);
+    snprintf(path, sizeof path, "%s/ok.npy", dir);
+    FILE *f = fopen(path, "wb");
+    cr_assert_eq(fwrite(buf, 1, n, f), n);
+    fclose(f);
+    gck_npy a;
+    cr_assert_eq(gck_npy_read(path, &a, msg, sizeof msg), GCK_OK, "%s", msg);
+    cr_expect_eq(a.count, 6);
+    cr_expect_eq(memcmp(a.data, v, sizeof v), 0);
+    gck_npy_free(&a);
+
+    cr_assert_eq(truncate(path, (off_t)n + (3ll << 30)), 0);
+    cr_expect_eq(gck_npy_read(path, &a, msg, sizeof msg), GCK_EFORMAT);
+    cr_expect(strstr(msg, "3221225472 bytes of trailing data") != NULL, "%s", msg);
+    cr_expect_null(a.data);
+    cr_assert_eq(truncate(path, (off_t)n - 1), 0);
+    cr_expect_eq(gck_npy_read(path, &a, msg, sizeof msg), GCK_EFORMAT);
+    cr_expect(strstr(msg, "needs 24 bytes of data, file has 23") != NULL, "%s", msg);
+
+    cr_expect_eq(gck_npy_read("/dev/zero", &a, msg, sizeof msg), GCK_EIO);
+    cr_expect(strstr(msg, "/dev/zero: not a regular file (a character device)") != NULL, "%s", msg);
+    snprintf(path, sizeof path, "%s/fifo", dir);
+    cr_assert_eq(mkfifo(path, 0600), 0);
+    cr_expect_eq(gck_npy_read(path, &a, msg, sizeof msg), GCK_EIO);
+    cr_expect(strstr(msg, "not a regular file (a pipe)") != NULL, "%s", msg);
+    cr_expect_eq(gck_npy_read(dir, &a, msg, sizeof msg), GCK_EIO);
+    cr_expect(strstr(msg, "not a regular file (a directory)") != NULL, "%s", msg);
+    snprintf(path, sizeof path, "rm -rf '%s'", dir);
+    cr_assert_eq(system(path), 0);
 }
