@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "generator.h"
+#include "mix.h"
 #include "wire.h"
 #include "worker.h"
 
@@ -67,13 +68,6 @@ typedef struct run_ctx {
     int64_t dispatched;
     char setup_error[1024];
 } run_ctx;
-
-static uint64_t mix64(uint64_t z) {
-    z += 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 
 /* Start a worker (its handshake is read by `handshake`); false with a reason. */
 static bool start(run_ctx *x, slot *s) {
@@ -302,7 +296,7 @@ static bool dispatch(run_ctx *x, slot *s) {
     }
     s->requested = requested;
     req.id = s->case_no;
-    uint64_t h = mix64(x->o->seed ^ mix64(s->case_no + 77));
+    uint64_t h = gck_splitmix64(x->o->seed ^ gck_splitmix64(s->case_no + 77));
     req.determinism = (double)(h % 10000) < x->o->rerun_share * 10000.0;
     req.concurrency =
         (double)((h >> 20) % 10000) < x->o->concurrency_share * 10000.0 ? x->o->concurrency : 0;

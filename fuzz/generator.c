@@ -1,6 +1,7 @@
 /* The case generator. Every draw comes from a hash of (seed, index, draw number), so case i of
  * a stream is the same on every machine and in every shard. */
 #include "generator.h"
+#include "mix.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -10,14 +11,7 @@ typedef struct draw {
     uint64_t state;
 } draw;
 
-static uint64_t mix64(uint64_t z) {
-    z += 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static uint64_t next(draw *d) { return d->state = mix64(d->state); }
+static uint64_t next(draw *d) { return d->state = gck_splitmix64(d->state); }
 static int64_t uniform(draw *d, int64_t lo, int64_t hi) {
     return lo + (int64_t)(next(d) % (uint64_t)(hi - lo + 1));
 }
@@ -71,10 +65,7 @@ static double footprint_bytes(const gck_case *c) {
 static void set_lds(gck_case *c, draw *d, bool allow_huge) {
     int64_t *lds[] = {&c->lda, &c->ldb, &c->ldc, &c->ldd};
     for (int x = 0; x < 4; x++) {
-        int64_t rows, cols;
-        gck_case_stored_shape(c, (gck_operand)x, &rows, &cols);
-        int64_t need = c->order == GCK_COL_MAJOR ? rows : cols;
-        if (need < 1) need = 1;
+        int64_t need = gck_case_min_ld(c, (gck_operand)x);
         static const unsigned w[] = {60, 22, 8, 10};
         int64_t pad = 0;
         switch (PICK(d, w)) {
@@ -106,38 +97,106 @@ void gck_fuzz_shape_class(const gck_case *c, char *buf, size_t len) {
     snprintf(buf, len, "%s%s", cls, c->batch > 1 ? "+batch" : "");
 }
 
-void gck_fuzz_generate(const gck_fuzz_config *cfg, uint64_t index, gck_spec *out) {
-    draw d = {mix64(cfg->seed ^ mix64(index * 0x9e3779b97f4a7c15ull + 1))};
-    const gck_fuzz_target *t = &cfg->targets[next(&d) % cfg->ntargets];
-    unsigned p = t->promises;
-    gck_case c;
-    int64_t m = pick_dim(&d), n = pick_dim(&d), k = pick_dim(&d);
+/* m, n, k: independent draws, or one of the shapes where kernels change path. */
+static void pick_shape(draw *d, int64_t *m, int64_t *n, int64_t *k) {
+    *m = pick_dim(d);
+    *n = pick_dim(d);
+    *k = pick_dim(d);
     static const unsigned ws[] = {70, 8, 8, 8, 6};
-    switch (PICK(&d, ws)) {
+    switch (PICK(d, ws)) {
     case 1: /* tall-skinny */
-        m = uniform(&d, 100, 2000);
-        n = uniform(&d, 1, 4);
+        *m = uniform(d, 100, 2000);
+        *n = uniform(d, 1, 4);
         break;
     case 2: /* short-wide */
-        m = uniform(&d, 1, 4);
-        n = uniform(&d, 100, 2000);
+        *m = uniform(d, 1, 4);
+        *n = uniform(d, 100, 2000);
         break;
     case 3: /* long K: accumulation growth */
-        m = uniform(&d, 1, 8);
-        n = uniform(&d, 1, 8);
-        k = uniform(&d, 500, 20000);
+        *m = uniform(d, 1, 8);
+        *n = uniform(d, 1, 8);
+        *k = uniform(d, 500, 20000);
         break;
     case 4: /* a square tile boundary */
-        m = n = k = 32 * uniform(&d, 1, 4) + uniform(&d, -1, 1);
+        *m = *n = *k = 32 * uniform(d, 1, 4) + uniform(d, -1, 1);
         break;
     default: break;
     }
-    gck_case_init(&c, m, n, k);
-    c.type_a = t->a;
-    c.type_b = t->b;
-    c.type_c = t->c;
-    c.type_d = t->d;
-    c.compute = t->compute;
+}
+
+/* A tight m x n x k case of the target's types. */
+static void case_for_target(gck_case *c, const gck_fuzz_target *t, int64_t m, int64_t n, int64_t k,
+                            bool d_is_c) {
+    gck_case_init(c, m, n, k);
+    c->type_a = t->a;
+    c->type_b = t->b;
+    c->type_c = t->c;
+    c->type_d = t->d;
+    c->compute = t->compute;
+    c->d_is_c = d_is_c;
+}
+
+/* Halve the largest of m, n, k. */
+static void halve_largest(gck_case *c) {
+    int64_t *big = c->m >= c->n && c->m >= c->k ? &c->m : c->n >= c->k ? &c->n : &c->k;
+    *big = *big / 2;
+}
+
+/* Batch strides: tight, padded, or 0 (a broadcast input). */
+static void set_strides(gck_case *c, draw *d) {
+    int64_t *strides[] = {&c->stride_a, &c->stride_b, &c->stride_c, &c->stride_d};
+    for (int x = 0; x < 4; x++) {
+        int64_t fp = gck_case_footprint(c, (gck_operand)x);
+        bool input = x == GCK_A || x == GCK_B || (x == GCK_C && !c->d_is_c);
+        static const unsigned w[] = {60, 25, 15};
+        size_t kind = PICK(d, w);
+        *strides[x] = kind == 2 && input ? 0 : fp + (kind == 1 ? uniform(d, 1, 64) : 0);
+    }
+    if (c->d_is_c) c->stride_d = c->stride_c;
+}
+
+/* Shrink the case until its operands fit the byte budget. */
+static void fit_bytes(gck_case *c, draw *d, double max_bytes) {
+    if (footprint_bytes(c) > max_bytes) set_lds(c, d, false); /* no huge padding */
+    while (footprint_bytes(c) > max_bytes && c->m * c->n * c->k > 0) {
+        halve_largest(c);
+        set_lds(c, d, false);
+        if (c->batch > 1) {
+            c->stride_a = c->stride_a ? gck_case_footprint(c, GCK_A) : 0;
+            c->stride_b = c->stride_b ? gck_case_footprint(c, GCK_B) : 0;
+            c->stride_c = c->stride_c ? gck_case_footprint(c, GCK_C) : 0;
+            c->stride_d = c->d_is_c ? c->stride_c : gck_case_footprint(c, GCK_D);
+            if (c->d_is_c && c->stride_c == 0)
+                c->stride_c = c->stride_d = gck_case_footprint(c, GCK_C);
+        }
+    }
+}
+
+/* Misalignment, value distributions and special values of a spec whose case is set. */
+static void pick_values(gck_spec *out, draw *d, unsigned promises) {
+    for (int x = 0; x < 4; x++) {
+        int per = 64 / gck_format_get(gck_case_type(&out->c, (gck_operand)x))->storage_bytes;
+        out->offset[x] = (next(d) & 1) ? 0 : uniform(d, 1, per - 1);
+    }
+    static const unsigned wd[] = {25, 20, 12, 12, 11, 10, 10};
+    out->dist_ab = (gck_dist)PICK(d, wd);
+    out->dist_c = (gck_dist)PICK(d, wd);
+    static const unsigned wsp[] = {75, 12, 9, 4};
+    static const int sps[] = {0, 5, 30, 200};
+    out->special_pm = sps[PICK(d, wsp)];
+    if (out->c.alpha == 0 && !(promises & GCK_PROMISE_ALPHA0_NO_READ_AB)) out->special_pm = 0;
+    out->c_nan = out->c.beta == 0 && (promises & GCK_PROMISE_BETA0_NO_READ_C) && (next(d) & 1);
+    out->seed = next(d);
+}
+
+void gck_fuzz_generate(const gck_fuzz_config *cfg, uint64_t index, gck_spec *out) {
+    draw d = {gck_splitmix64(cfg->seed ^ gck_splitmix64(index * GCK_GOLDEN_GAMMA + 1))};
+    const gck_fuzz_target *t = &cfg->targets[next(&d) % cfg->ntargets];
+    unsigned p = t->promises;
+    int64_t m, n, k;
+    pick_shape(&d, &m, &n, &k);
+    gck_case c;
+    case_for_target(&c, t, m, n, k, false);
     c.order = (p & GCK_PROMISE_ROW_MAJOR) && (next(&d) & 1) ? GCK_ROW_MAJOR : GCK_COL_MAJOR;
     c.transa = (next(&d) & 1) ? GCK_OP_T : GCK_OP_N;
     c.transb = (next(&d) & 1) ? GCK_OP_T : GCK_OP_N;
@@ -152,60 +211,16 @@ void gck_fuzz_generate(const gck_fuzz_config *cfg, uint64_t index, gck_spec *out
     c.beta = pick_scale(&d, scale_vals);
     if ((p & GCK_PROMISE_BATCHED) && next(&d) % 4 == 0) c.batch = uniform(&d, 2, 5);
     /* the cost budget: halve the largest of m, n, k until the product fits */
-    while ((double)c.m * (double)c.n * (double)c.k * (double)c.batch > cfg->max_flops) {
-        int64_t *big = c.m >= c.n && c.m >= c.k ? &c.m : c.n >= c.k ? &c.n : &c.k;
-        *big = *big / 2;
-    }
+    while ((double)c.m * (double)c.n * (double)c.k * (double)c.batch > cfg->max_flops)
+        halve_largest(&c);
     set_lds(&c, &d, true);
-    if (c.batch > 1) {
-        int64_t *strides[] = {&c.stride_a, &c.stride_b, &c.stride_c, &c.stride_d};
-        for (int x = 0; x < 4; x++) {
-            int64_t fp = gck_case_footprint(&c, (gck_operand)x);
-            bool input = x == GCK_A || x == GCK_B || (x == GCK_C && !c.d_is_c);
-            static const unsigned w[] = {60, 25, 15};
-            size_t kind = PICK(&d, w);
-            *strides[x] = kind == 2 && input ? 0 : fp + (kind == 1 ? uniform(&d, 1, 64) : 0);
-        }
-        if (c.d_is_c) c.stride_d = c.stride_c;
-    }
-    if (footprint_bytes(&c) > cfg->max_bytes) set_lds(&c, &d, false); /* no huge padding */
-    while (footprint_bytes(&c) > cfg->max_bytes && c.m * c.n * c.k > 0) {
-        int64_t *big = c.m >= c.n && c.m >= c.k ? &c.m : c.n >= c.k ? &c.n : &c.k;
-        *big = *big / 2;
-        set_lds(&c, &d, false);
-        if (c.batch > 1) {
-            c.stride_a = c.stride_a ? gck_case_footprint(&c, GCK_A) : 0;
-            c.stride_b = c.stride_b ? gck_case_footprint(&c, GCK_B) : 0;
-            c.stride_c = c.stride_c ? gck_case_footprint(&c, GCK_C) : 0;
-            c.stride_d = c.d_is_c ? c.stride_c : gck_case_footprint(&c, GCK_D);
-            if (c.d_is_c && c.stride_c == 0)
-                c.stride_c = c.stride_d = gck_case_footprint(&c, GCK_C);
-        }
-    }
+    if (c.batch > 1) set_strides(&c, &d);
+    fit_bytes(&c, &d, cfg->max_bytes);
     gck_spec_init(out, &c);
-    for (int x = 0; x < 4; x++) {
-        int per = 64 / gck_format_get(gck_case_type(&c, (gck_operand)x))->storage_bytes;
-        out->offset[x] = (next(&d) & 1) ? 0 : uniform(&d, 1, per - 1);
-    }
-    static const unsigned wd[] = {25, 20, 12, 12, 11, 10, 10};
-    out->dist_ab = (gck_dist)PICK(&d, wd);
-    out->dist_c = (gck_dist)PICK(&d, wd);
-    static const unsigned wsp[] = {75, 12, 9, 4};
-    static const int sps[] = {0, 5, 30, 200};
-    out->special_pm = sps[PICK(&d, wsp)];
-    if (c.alpha == 0 && !(p & GCK_PROMISE_ALPHA0_NO_READ_AB)) out->special_pm = 0;
-    out->c_nan = c.beta == 0 && (p & GCK_PROMISE_BETA0_NO_READ_C) && (next(&d) & 1);
-    out->seed = next(&d);
-    char msg[256];
-    if (gck_case_validate(&out->c, msg, sizeof msg) != GCK_OK) {
+    pick_values(out, &d, p);
+    if (gck_case_validate(&out->c, NULL, 0) != GCK_OK) {
         /* every draw above is valid by construction; keep the stream going regardless */
-        gck_case_init(&c, 1, 1, 1);
-        c.type_a = t->a;
-        c.type_b = t->b;
-        c.type_c = t->c;
-        c.type_d = t->d;
-        c.compute = t->compute;
-        c.d_is_c = inplace_ok;
+        case_for_target(&c, t, 1, 1, 1, inplace_ok);
         c.scale_type = out->c.scale_type;
         gck_spec_init(out, &c);
     }
@@ -231,13 +246,7 @@ size_t gck_fuzz_edge_cases(const gck_fuzz_config *cfg, gck_spec *out, size_t cap
         };
         for (size_t e = 0; e < sizeof edges / sizeof edges[0] && n < cap; e++) {
             gck_case c;
-            gck_case_init(&c, edges[e].m, edges[e].n, edges[e].k);
-            c.type_a = t->a;
-            c.type_b = t->b;
-            c.type_c = t->c;
-            c.type_d = t->d;
-            c.compute = t->compute;
-            c.d_is_c = inplace_ok;
+            case_for_target(&c, t, edges[e].m, edges[e].n, edges[e].k, inplace_ok);
             c.ldd = c.d_is_c ? c.ldc : c.ldd;
             c.ldb += edges[e].ldb_extra;
             c.beta = edges[e].beta;

@@ -1,4 +1,4 @@
-/* The case generator (SPEC §5): every dimension of a case drawn deterministically from
+/* The case generator (docs/FUZZING.md): every dimension of a case drawn deterministically from
  * (seed, case index), weighted towards where kernels break, under a per-case cost budget. */
 #ifndef GEMMCHECK_FUZZ_GENERATOR_H
 #define GEMMCHECK_FUZZ_GENERATOR_H

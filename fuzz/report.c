@@ -1,5 +1,5 @@
-/* Campaign results and reports: the JSON report (SPEC §7), JUnit XML, JSON Lines streaming of
- * findings, merging shard reports, and the summary table. JSON goes through jansson. */
+/* Campaign results and reports: the JSON report (docs/FUZZING.md), JUnit XML, JSON Lines streaming
+ * of findings, merging shard reports, and the summary table. JSON goes through jansson. */
 #define _DEFAULT_SOURCE 1
 #include <errno.h>
 #include <math.h>
@@ -15,6 +15,8 @@
 #include "campaign.h"
 #include "cuda_probe.h"
 #include "gemmcheck/version.h"
+#include "parallel.h"
+#include "wire.h"
 
 bool gck_result_add_finding(gck_campaign_result *r, const gck_fuzz_finding *f) {
     for (size_t i = 0; i < r->nfindings; i++) {
@@ -79,7 +81,7 @@ static json_t *jnum(double v) {
 }
 
 void gck_fuzz_finding_command(const gck_fuzz_finding *f, char *buf, size_t len) {
-    snprintf(buf, len, "gemmcheck repro --backend %s%s '%s'", f->backend, f->flags, f->repro);
+    gck_repro_command(buf, len, f->backend, f->flags, f->repro);
 }
 
 static json_t *finding_json(const gck_fuzz_finding *f) {
@@ -234,7 +236,7 @@ bool gck_report_write_json(const gck_campaign_result *r, const char *path, const
     char cpu[256];
     cpu_model(cpu, sizeof cpu);
     json_object_set_new(env, "cpu", json_string(cpu));
-    json_object_set_new(env, "cores", json_integer(sysconf(_SC_NPROCESSORS_ONLN)));
+    json_object_set_new(env, "cores", json_integer(gck_online_cores()));
     struct utsname u;
     if (uname(&u) == 0) {
         char os[600];

@@ -48,10 +48,7 @@ static void repair(gck_spec *s) {
     gck_case *c = &s->c;
     int64_t *lds[] = {&c->lda, &c->ldb, &c->ldc, &c->ldd};
     for (int x = 0; x < 4; x++) {
-        int64_t rows, cols;
-        gck_case_stored_shape(c, (gck_operand)x, &rows, &cols);
-        int64_t need = c->order == GCK_COL_MAJOR ? rows : cols;
-        if (need < 1) need = 1;
+        int64_t need = gck_case_min_ld(c, (gck_operand)x);
         if (*lds[x] < need) *lds[x] = need;
     }
     if (c->d_is_c) c->ldd = c->ldc;

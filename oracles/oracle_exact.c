@@ -1,4 +1,5 @@
-/* The fast exact oracle: the same result as the MPFR oracle (SPEC §2), computed with integers.
+/* The fast exact oracle: the same result as the MPFR oracle (docs/SEMANTICS.md), computed with
+ * integers.
  *
  * A and B are decoded once per GEMM, straight from their bits, into sign, integer significand
  * and exponent (x = m·2^e), laid out densely along k. Each product m_a·m_b is an exact integer
@@ -34,8 +35,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/parallel.h"
 #include "oracle_common.h"
+#include "parallel.h"
 
 typedef struct dec {
     uint64_t m;  /* significand (0 for zero; odd in the shortest form) */

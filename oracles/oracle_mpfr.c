@@ -1,4 +1,4 @@
-/* The MPFR oracle (SPEC §2).
+/* The MPFR oracle (docs/SEMANTICS.md).
  *
  * Finite elements: every term alpha*a*b and beta*c is formed exactly (precision 3*53 and 2*53
  * bits), and the sum is rounded once, with mpfr_sum, straight to the output format. To honour
@@ -16,10 +16,10 @@
 
 #include <mpfr.h>
 
-#include "../src/parallel.h"
 #include "gemmcheck/oracle.h"
 #include "oracle_common.h"
 #include "oracle_internal.h"
+#include "parallel.h"
 
 /* Exact products need 2*53 bits, scaled products 3*53. */
 #define PREC_TERM 159

@@ -306,6 +306,7 @@ static const char *const names[] = {
     "badrow",    "initsegv", "forkcrash", "forksleep", "killgroup", "after",    "badtext",
     "stdout",    "exit",     "abort",     "sigkill",   "spin",      "far",      "ownsegv"};
 
+GCK_PLUGIN_ABI_DECLARE
 const gck_backend_ops *gemmcheck_backend_plugin(const char *name);
 const gck_backend_ops *gemmcheck_backend_plugin(const char *name) {
     static const gck_backend_ops ops = {"faulty",  f_init,  f_teardown, f_available,

@@ -1,16 +1,10 @@
 #include "grid.h"
+#include "mix.h"
 
 #include <string.h>
 
-static uint64_t mixh(uint64_t z) {
-    z += 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 static int64_t pick(uint64_t *h, const int64_t *v, size_t n) {
-    *h = mixh(*h);
+    *h = gck_splitmix64(*h);
     return v[*h % n];
 }
 
@@ -20,13 +14,13 @@ void grid_spec(uint64_t index, const gck_support_row *rows, size_t nrows, gck_sp
     static const int64_t kdims[] = {0, 1, 2, 3, 7, 16, 17, 31, 64, 127, 129, 300};
     static const int64_t pads[] = {0, 0, 0, 1, 3, 8, 1000};
     static const double scales[] = {0.0, 1.0, -1.0, 0.5, 2.0, 0.75, -3.0};
-    uint64_t h = mixh(index * 0x2545f4914f6cdd1dull + 12345);
+    uint64_t h = gck_splitmix64(index * 0x2545f4914f6cdd1dull + 12345);
     const gck_support_row *row = &rows[index % nrows];
     gck_case c;
     int64_t m = pick(&h, dims, sizeof dims / sizeof dims[0]);
     int64_t n = pick(&h, dims, sizeof dims / sizeof dims[0]);
     int64_t k = pick(&h, kdims, sizeof kdims / sizeof kdims[0]);
-    h = mixh(h);
+    h = gck_splitmix64(h);
     if (h % 10 == 0) { /* tall-skinny and wide-short */
         m = (h >> 8) % 2 ? 200 : 1;
         n = (h >> 8) % 2 ? 2 : 150;
@@ -38,14 +32,14 @@ void grid_spec(uint64_t index, const gck_support_row *rows, size_t nrows, gck_sp
     c.type_d = row->d;
     c.compute = row->compute;
     unsigned p = row->promises;
-    h = mixh(h);
+    h = gck_splitmix64(h);
     c.order = (p & GCK_PROMISE_ROW_MAJOR) && (h & 1) ? GCK_ROW_MAJOR : GCK_COL_MAJOR;
     c.transa = (h >> 1) & 1 ? GCK_OP_T : GCK_OP_N;
     c.transb = (h >> 2) & 1 ? GCK_OP_T : GCK_OP_N;
     c.d_is_c = (p & GCK_PROMISE_D_IN_PLACE) && row->c == row->d &&
                (!(p & GCK_PROMISE_D_SEPARATE) || ((h >> 3) & 1));
     c.scale_type = (p & GCK_PROMISE_SCALE_F64) ? GCK_F64 : GCK_F32;
-    h = mixh(h);
+    h = gck_splitmix64(h);
     c.alpha = scales[h % 7];
     c.beta = scales[(h >> 8) % 7];
     int64_t *lds[] = {&c.lda, &c.ldb, &c.ldc, &c.ldd};
@@ -58,7 +52,7 @@ void grid_spec(uint64_t index, const gck_support_row *rows, size_t nrows, gck_sp
         *lds[x] = (need > 1 ? need : 1) + pad;
     }
     if (c.d_is_c) c.ldd = c.ldc;
-    h = mixh(h);
+    h = gck_splitmix64(h);
     if ((p & GCK_PROMISE_BATCHED) && h % 4 == 0 && m * n * k < 20000) {
         c.batch = 2 + (int64_t)((h >> 4) % 3);
         int64_t gaps[4];
@@ -69,17 +63,17 @@ void grid_spec(uint64_t index, const gck_support_row *rows, size_t nrows, gck_sp
         c.stride_d = c.d_is_c ? c.stride_c : gck_case_footprint(&c, GCK_D) + gaps[3];
     }
     gck_spec_init(s, &c);
-    h = mixh(h);
+    h = gck_splitmix64(h);
     for (int x = 0; x < 4; x++) {
         int per = 64 / gck_format_get(gck_case_type(&c, (gck_operand)x))->storage_bytes;
         s->offset[x] = (int64_t)((h >> (6 * x)) % (uint64_t)per);
     }
-    h = mixh(h);
+    h = gck_splitmix64(h);
     s->dist_ab = (gck_dist)(h % GCK_DIST_COUNT);
     s->dist_c = (gck_dist)((h >> 8) % GCK_DIST_COUNT);
     s->special_pm = (h >> 16) % 5 == 0 ? 30 : 0;
     /* NaN/Inf in A and B under alpha = 0 only where the backend promises not to read them */
     if (c.alpha == 0 && !(p & GCK_PROMISE_ALPHA0_NO_READ_AB)) s->special_pm = 0;
     s->c_nan = c.beta == 0 && (h >> 24) % 2 == 0;
-    s->seed = mixh(h);
+    s->seed = gck_splitmix64(h);
 }

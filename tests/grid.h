@@ -1,4 +1,5 @@
-/* A fixed grid of specs covering every SPEC §5 dimension, for one backend's support table. */
+/* A fixed grid of specs covering every dimension of a case (docs/FUZZING.md), for one backend's
+ * support table. */
 #ifndef GEMMCHECK_TEST_GRID_H
 #define GEMMCHECK_TEST_GRID_H
 

@@ -126,6 +126,7 @@ static gck_call_status z_call(void *state, const gck_case *c, const gck_support_
                                                                                    : GCK_CALL_ERROR;
 }
 
+GCK_PLUGIN_ABI_DECLARE
 const gck_backend_ops *gemmcheck_backend_plugin(const char *name);
 const gck_backend_ops *gemmcheck_backend_plugin(const char *name) {
     static const gck_backend_ops ops = {"zoo",     z_init,  z_teardown, z_available,

@@ -8,6 +8,7 @@
 
 #include "gemmcheck/runner.h"
 #include "grid.h"
+#include "wire.h"
 
 #define GRID_CASES 2000
 
@@ -45,7 +46,7 @@ static void run_grid(const char *spec) {
     for (uint64_t i = 0; i < GRID_CASES; i++) {
         gck_spec s;
         grid_spec(i, copy, nrows, &s);
-        char repro[2048];
+        char repro[2048], cmd[3000];
         gck_spec_format(&s, repro, sizeof repro);
         gck_run_isolated(spec, &s, &o, 60, res);
         cr_assert(res->status == GCK_ISOLATED_RAN || res->status == GCK_ISOLATED_CRASH ||
@@ -57,9 +58,9 @@ static void run_grid(const char *spec) {
                 continue;
             }
             findings++;
-            fprintf(stderr, "[grid %s] %s: %s\n  repro: gemmcheck repro --backend %s '%s'\n", spec,
-                    res->status == GCK_ISOLATED_CRASH ? "crash" : "hang", res->message, spec,
-                    repro);
+            gck_repro_command(cmd, sizeof cmd, spec, "", repro);
+            fprintf(stderr, "[grid %s] %s: %s\n  repro: %s\n", spec,
+                    res->status == GCK_ISOLATED_CRASH ? "crash" : "hang", res->message, cmd);
             continue;
         }
         gck_run_result *r = &res->run;
@@ -70,9 +71,8 @@ static void run_grid(const char *spec) {
         else {
             findings++;
             for (int f = 0; f < r->nfindings; f++)
-                fprintf(stderr, "[grid %s] %s: %s\n  repro: gemmcheck repro --backend %s '%s'\n",
-                        spec, gck_kind_name(r->findings[f].kind), r->findings[f].detail, spec,
-                        repro);
+                fprintf(stderr, "[grid %s] %s: %s\n  repro: %s\n", spec,
+                        gck_kind_name(r->findings[f].kind), r->findings[f].detail, cmd);
         }
         elements += r->check.elements;
         exact += r->check.exact_elements;

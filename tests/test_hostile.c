@@ -208,6 +208,28 @@ Test(hostile, a_backend_that_cannot_be_opened_is_a_set_up_error_everywhere, .ini
         cr_expect_eq(run(args, out, sizeof out), 2, "fuzz %s:\n%s", bad[i], out);
         cr_expect(strstr(out, says[i]), "fuzz %s:\n%s", bad[i], out);
     }
+    /* plugins built for another plugin ABI, or without saying which: refused before any call */
+    static const struct {
+        const char *lib, *says;
+    } abi[] = {
+        {GCK_ABI_OTHER_PLUGIN, "was built for gemmcheck's plugin ABI 999, this gemmcheck has ABI"},
+        {GCK_ABI_NONE_PLUGIN, "does not say which plugin ABI it was built for"},
+    };
+    for (size_t i = 0; i < 2; i++) {
+        char args[2048], out[1 << 14];
+        static const char *const cmds[] = {
+            "backends plugin:%s:x", "fuzz --backend plugin:%s:x --cases 1 --no-progress",
+            "repro --backend plugin:%s:x 'gck1 m=5 n=4 k=3 order=col ta=N tb=N "
+            "types=f32,f32,f32,f32 compute=f32 scale=f32 alpha=1 "
+            "beta=0 lda=5 ldb=3 ldc=5 ldd=5 d=sep batch=1 sa=0 "
+            "sb=0 sc=0 sd=0 off=0,0,0,0 vab=unif vc=unif sp=0 "
+            "cnan=1 seed=3'"};
+        for (size_t c = 0; c < 3; c++) {
+            snprintf(args, sizeof args, cmds[c], abi[i].lib);
+            cr_expect_eq(run(args, out, sizeof out), 2, "%s:\n%s", args, out);
+            cr_expect(strstr(out, abi[i].says), "%s:\n%s", args, out);
+        }
+    }
     static char out2[1 << 18]; /* its 560 rows are listed */
     char args[2048], *out = out2;
     snprintf(args, sizeof args, "backends plugin:%s:badtext", GCK_FAULTY_PLUGIN);

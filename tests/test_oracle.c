@@ -32,7 +32,7 @@ static double gen_dist(test_rng *r, gck_format f, void *ctx) {
 }
 
 /* The exact value as a GMP rational, rounded by integer arithmetic; the sign of an exact zero
- * by IEEE evaluation of the signed zeros (SPEC §2). Finite inputs only. */
+ * by IEEE evaluation of the signed zeros (docs/SEMANTICS.md). Finite inputs only. */
 static double truth(const gck_case *c, const void *A, const void *B, const void *C, int64_t bi,
                     int64_t i, int64_t j) {
     int64_t ars, acs, brs, bcs, crs, ccs;
@@ -211,7 +211,7 @@ Test(oracle, exact_integer_products_are_reproduced_bit_for_bit) {
 }
 
 /* Every combination of special values for K = 2, checked against IEEE double evaluation with
- * the SPEC's BLAS rules (the values are small, so double arithmetic is exact). */
+ * the BLAS rules of docs/SEMANTICS.md (the values are small, so double arithmetic is exact). */
 Test(oracle, special_value_combinations_follow_ieee_and_blas_rules) {
     const double sv[] = {0.0, -0.0, 1.0, -1.0, 2.0, INFINITY, -INFINITY, NAN};
     enum { S = sizeof sv / sizeof sv[0] };

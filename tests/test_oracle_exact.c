@@ -12,9 +12,9 @@ static gck_status exact_as_mpfr(const gck_case *c, const void *A, const void *B,
 #include "test_oracle.c"
 #undef gck_oracle_mpfr
 
-#include "../oracles/oracle_exact.h"
 #include "gemmcheck/runner.h"
 #include "grid.h"
+#include "oracle_exact.h"
 
 static const char *const paths[] = {"zero", "fix64", "fix128", "bucket64", "bucket128"};
 

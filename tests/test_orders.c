@@ -11,6 +11,7 @@
 #include "gemmcheck/runner.h"
 #include "grid.h"
 #include "testutil.h"
+#include "wire.h"
 
 #define ZOO_CASES 700
 
@@ -43,9 +44,10 @@ static zoo_counts run_zoo(const char *name, bool strict) {
             if (!strict && strcmp(name, "beta-over-alpha-undeclared") != 0) {
                 char repro[2048];
                 gck_spec_format(&s, repro, sizeof repro);
-                fprintf(stderr, "[zoo %s] %s: %s\n  repro: gemmcheck repro --backend %s '%s'\n",
-                        name, gck_kind_name(r->findings[f].kind), r->findings[f].detail, spec,
-                        repro);
+                char cmd[3000];
+                gck_repro_command(cmd, sizeof cmd, spec, "", repro);
+                fprintf(stderr, "[zoo %s] %s: %s\n  repro: %s\n", name,
+                        gck_kind_name(r->findings[f].kind), r->findings[f].detail, cmd);
             }
         }
     }

@@ -1,5 +1,7 @@
 #include "testutil.h"
 
+#include "mix.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,10 +11,9 @@
 #include <mpfr.h>
 
 uint64_t rng_next(test_rng *r) {
-    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    uint64_t z = r->s;
+    r->s += GCK_GOLDEN_GAMMA;
+    return gck_splitmix64(z);
 }
 
 double rng_unit(test_rng *r) { return (double)(rng_next(r) >> 11) * 0x1p-53; }

@@ -7,7 +7,8 @@
  *
  * A user's own kernel plugs in as a shared library exporting
  *     const gck_backend_ops *gemmcheck_backend_plugin(const char *name);
- * and is named on the command line as plugin:/path/lib.so[:name]. */
+ * and, once, GCK_PLUGIN_ABI_DECLARE (below), and is named on the command line as
+ * plugin:/path/lib.so[:name]. */
 #ifndef GEMMCHECK_BACKEND_H
 #define GEMMCHECK_BACKEND_H
 
@@ -56,7 +57,7 @@ typedef struct gck_model {
 } gck_model;
 
 /** The declared orders of a model, 0 read as GCK_ORDERS_ANY. */
-unsigned gck_model_orders(const gck_model *m);
+GCK_API unsigned gck_model_orders(const gck_model *m);
 
 /** Promises, as bits of gck_support_row.promises. */
 enum {
@@ -122,6 +123,17 @@ typedef struct gck_backend_ops {
                             const gck_operands *ops, char *msg, size_t len);
 } gck_backend_ops;
 
+/** The version of the plugin interface: the layouts of gck_backend_ops, gck_support_row,
+ *  gck_model, gck_case and gck_operands and the meaning of their fields. gemmcheck refuses a
+ *  plugin built for another version (it would misread its tables and calls). */
+#define GCK_PLUGIN_ABI 1
+/** Put once in a plugin's source: exports the plugin ABI version it was compiled against. */
+#define GCK_PLUGIN_ABI_DECLARE                                                                     \
+    __attribute__((visibility("default"))) unsigned gemmcheck_plugin_abi(void);                    \
+    __attribute__((visibility("default"))) unsigned gemmcheck_plugin_abi(void) {                   \
+        return GCK_PLUGIN_ABI;                                                                     \
+    }
+
 /** An initialised backend. */
 struct gck_backend {
     const gck_backend_ops *ops;
@@ -133,20 +145,20 @@ struct gck_backend {
 /** Open a backend from its spec: ref, openblas, blis, cblas:/path/lib.so, cublas, cublaslt,
  *  plugin:/path/lib.so[:name]. On failure GCK_EINVAL (unknown spec) or GCK_EIO (library could
  *  not be loaded), with one line in msg. */
-gck_status gck_backend_open(gck_backend *be, const char *spec, char *msg, size_t len);
-void gck_backend_close(gck_backend *be);
+GCK_API gck_status gck_backend_open(gck_backend *be, const char *spec, char *msg, size_t len);
+GCK_API void gck_backend_close(gck_backend *be);
 /** The names of the built-in backends, NULL-terminated. */
-const char *const *gck_backend_names(void);
+GCK_API const char *const *gck_backend_names(void);
 
 /** The row of the backend's table that serves the case: element types, compute type, and the
  *  promises the case needs (row-major, batch, D separate or in place, scale type). NULL when
  *  none does; `why` then says which part is missing. */
-const gck_support_row *gck_backend_find_row(const gck_backend *be, const gck_case *c, char *why,
-                                            size_t len);
+GCK_API const gck_support_row *gck_backend_find_row(const gck_backend *be, const gck_case *c,
+                                                    char *why, size_t len);
 /** Whether a row's type tuple is the case's (ignoring the layout promises). */
-bool gck_row_types_match(const gck_support_row *row, const gck_case *c);
+GCK_API bool gck_row_types_match(const gck_support_row *row, const gck_case *c);
 /** One line describing a row: "f32 f32 f32 f32 | f32 | compute=f32 block-FMA ... | entry". */
-void gck_row_describe(const gck_support_row *row, char *buf, size_t len);
+GCK_API void gck_row_describe(const gck_support_row *row, char *buf, size_t len);
 
 #ifdef __cplusplus
 }

@@ -40,7 +40,7 @@ typedef struct gck_case {
 
 /** A column-major, non-transposed, single-batch, in-place f64 case of the given shape with
  *  tight leading dimensions, alpha = 1, beta = 0. */
-void gck_case_init(gck_case *c, int64_t m, int64_t n, int64_t k);
+GCK_API void gck_case_init(gck_case *c, int64_t m, int64_t n, int64_t k);
 
 /** Outcome of validation. */
 typedef enum gck_status {
@@ -54,28 +54,31 @@ typedef enum gck_status {
 
 /** Check every field; on failure writes one line naming the offending field and its value,
  *  e.g. "ldb (12) < K (17) for op(B)=N, column-major", into msg (if msg_len > 0). */
-gck_status gck_case_validate(const gck_case *c, char *msg, size_t msg_len);
+GCK_API gck_status gck_case_validate(const gck_case *c, char *msg, size_t msg_len);
 
 /** Rows and columns of the operand as stored (before op()). */
-void gck_case_stored_shape(const gck_case *c, gck_operand x, int64_t *rows, int64_t *cols);
+GCK_API void gck_case_stored_shape(const gck_case *c, gck_operand x, int64_t *rows, int64_t *cols);
 /** Leading dimension, batch stride and element type of an operand (for D with d_is_c: C's). */
-int64_t gck_case_ld(const gck_case *c, gck_operand x);
-int64_t gck_case_stride(const gck_case *c, gck_operand x);
-gck_format gck_case_type(const gck_case *c, gck_operand x);
+GCK_API int64_t gck_case_ld(const gck_case *c, gck_operand x);
+/** The smallest valid leading dimension of an operand: its stored rows (column-major) or columns
+ *  (row-major), and at least 1, as in BLAS. */
+GCK_API int64_t gck_case_min_ld(const gck_case *c, gck_operand x);
+GCK_API int64_t gck_case_stride(const gck_case *c, gck_operand x);
+GCK_API gck_format gck_case_type(const gck_case *c, gck_operand x);
 /** Element strides of the logical (post-op) matrix: element (r, s) of op(X) is at
  *  r * (*rs) + s * (*cs) from the start of the batch member. */
-void gck_case_op_strides(const gck_case *c, gck_operand x, int64_t *rs, int64_t *cs);
+GCK_API void gck_case_op_strides(const gck_case *c, gck_operand x, int64_t *rs, int64_t *cs);
 /** Elements spanned by one stored matrix (0 when it is empty). */
-int64_t gck_case_footprint(const gck_case *c, gck_operand x);
+GCK_API int64_t gck_case_footprint(const gck_case *c, gck_operand x);
 /** Elements spanned by all batch members of the operand (what a buffer must hold). */
-int64_t gck_case_extent(const gck_case *c, gck_operand x);
+GCK_API int64_t gck_case_extent(const gck_case *c, gck_operand x);
 
 /** Whether the computation reads A and B (alpha != 0 and K > 0) and C (beta != 0). */
-bool gck_case_reads_ab(const gck_case *c);
-bool gck_case_reads_c(const gck_case *c);
+GCK_API bool gck_case_reads_ab(const gck_case *c);
+GCK_API bool gck_case_reads_c(const gck_case *c);
 
 /** One-line human-readable summary, e.g. "m=3 n=4 k=5 col N/T f16,f16,f32->f32 (f32) ...". */
-void gck_case_describe(const gck_case *c, char *buf, size_t len);
+GCK_API void gck_case_describe(const gck_case *c, char *buf, size_t len);
 
 #ifdef __cplusplus
 }

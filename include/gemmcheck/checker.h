@@ -1,4 +1,5 @@
-/* gemmcheck — the checker: finding kinds (SPEC §3) and the tolerance model (SPEC §4).
+/* gemmcheck — the checker: finding kinds (docs/FINDINGS.md) and the tolerance model
+ * (docs/TOLERANCE.md).
  *
  * The checker compares a backend's D with the oracle element by element, using the
  * arithmetic model the backend declared: a hard bound per element (exceeding it is a finding),
@@ -35,8 +36,8 @@ typedef enum gck_kind {
 } gck_kind;
 
 /** "out_of_tolerance", "nonfinite_mismatch", ... */
-const char *gck_kind_name(gck_kind k);
-bool gck_kind_parse(const char *name, gck_kind *out);
+GCK_API const char *gck_kind_name(gck_kind k);
+GCK_API bool gck_kind_parse(const char *name, gck_kind *out);
 
 /** One element as the checker saw it. */
 typedef struct gck_element_report {
@@ -61,9 +62,9 @@ typedef enum gck_oracle_kind {
 } gck_oracle_kind;
 
 /** "exact", "mpfr", "both". */
-bool gck_oracle_kind_parse(const char *name, gck_oracle_kind *out);
+GCK_API bool gck_oracle_kind_parse(const char *name, gck_oracle_kind *out);
 /** The name gck_oracle_kind_parse takes for k. */
-const char *gck_oracle_kind_name(gck_oracle_kind k);
+GCK_API const char *gck_oracle_kind_name(gck_oracle_kind k);
 
 typedef struct gck_check_options {
     bool strict_ieee;       /**< ignore the zero-skipping leniency of the backend's promises */
@@ -98,10 +99,10 @@ typedef struct gck_check_result {
 
 /** Check D_got (laid out as the case's D) against the exact result of A, B and C (the values
  *  before the call) under the model and promises of the row the backend ran. */
-gck_status gck_check_values(const gck_case *c, const gck_support_row *row,
-                            const gck_check_options *opt, const void *A, const void *B,
-                            const void *C, const void *D_got, gck_check_result *r, char *msg,
-                            size_t len);
+GCK_API gck_status gck_check_values(const gck_case *c, const gck_support_row *row,
+                                    const gck_check_options *opt, const void *A, const void *B,
+                                    const void *C, const void *D_got, gck_check_result *r,
+                                    char *msg, size_t len);
 
 /** The bound parameters of one element, exposed for tests and docs. */
 typedef struct gck_bound_terms {
@@ -112,9 +113,11 @@ typedef struct gck_bound_terms {
     int64_t k;
 } gck_bound_terms;
 
-/** The SPEC §4 hard bound for one element (upward rounded); *degenerate is set when gamma is
- *  infinite, in which case the returned value is the magnitude limit for |D_got| instead. */
-double gck_bound(const gck_case *c, const gck_model *m, const gck_bound_terms *t, bool *degenerate);
+/** The hard bound (docs/TOLERANCE.md) for one element (upward rounded); *degenerate is set when
+ * gamma is infinite, in which case the returned value is the magnitude limit for |D_got| instead.
+ */
+GCK_API double gck_bound(const gck_case *c, const gck_model *m, const gck_bound_terms *t,
+                         bool *degenerate);
 
 #ifdef __cplusplus
 }

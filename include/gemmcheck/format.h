@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "gemmcheck/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -38,9 +40,9 @@ typedef struct gck_format_info {
 } gck_format_info;
 
 /** The format table; `fmt` must be a valid gck_format. */
-const gck_format_info *gck_format_get(gck_format fmt);
+GCK_API const gck_format_info *gck_format_get(gck_format fmt);
 /** Parse "f16", "bf16", "tf32", "f32", "f64"; returns false for anything else. */
-bool gck_format_parse(const char *name, gck_format *out);
+GCK_API bool gck_format_parse(const char *name, gck_format *out);
 
 /** Classes of a value. */
 typedef enum gck_class {
@@ -53,39 +55,39 @@ typedef enum gck_class {
 
 /** Round x once to the nearest value of `fmt` (ties to even, gradual underflow, overflow to
  *  ±Inf); the result is returned as a double, which holds every value of every format. */
-double gck_round_to(double x, gck_format fmt);
+GCK_API double gck_round_to(double x, gck_format fmt);
 /** Round the exact value hi + lo (|lo| <= ulp(hi)/2, as TwoSum produces) once to `fmt`. */
-double gck_round2_to(double hi, double lo, gck_format fmt);
+GCK_API double gck_round2_to(double hi, double lo, gck_format fmt);
 
 /* binary16 */
-uint16_t gck_f16_from_double(double x);
-uint16_t gck_f16_from_float(float x);
-double gck_f16_to_double(uint16_t h);
-float gck_f16_to_float(uint16_t h);
+GCK_API uint16_t gck_f16_from_double(double x);
+GCK_API uint16_t gck_f16_from_float(float x);
+GCK_API double gck_f16_to_double(uint16_t h);
+GCK_API float gck_f16_to_float(uint16_t h);
 /* bfloat16 */
-uint16_t gck_bf16_from_double(double x);
-uint16_t gck_bf16_from_float(float x);
-double gck_bf16_to_double(uint16_t h);
-float gck_bf16_to_float(uint16_t h);
+GCK_API uint16_t gck_bf16_from_double(double x);
+GCK_API uint16_t gck_bf16_from_float(float x);
+GCK_API double gck_bf16_to_double(uint16_t h);
+GCK_API float gck_bf16_to_float(uint16_t h);
 
 /** Classification of a 16-bit pattern of `fmt` (GCK_F16 or GCK_BF16). */
-gck_class gck_bits16_class(uint16_t bits, gck_format fmt);
+GCK_API gck_class gck_bits16_class(uint16_t bits, gck_format fmt);
 /** Next value towards +Inf / -Inf of a 16-bit pattern (NaN stays, +Inf/-Inf stay at the end). */
-uint16_t gck_bits16_next_up(uint16_t bits, gck_format fmt);
-uint16_t gck_bits16_next_down(uint16_t bits, gck_format fmt);
+GCK_API uint16_t gck_bits16_next_up(uint16_t bits, gck_format fmt);
+GCK_API uint16_t gck_bits16_next_down(uint16_t bits, gck_format fmt);
 /** Classification of a double seen as a value of `fmt` (the value must be representable). */
-gck_class gck_classify(double x, gck_format fmt);
+GCK_API gck_class gck_classify(double x, gck_format fmt);
 /** ulp(x) in `fmt`: the spacing of the format's values in the binade of x (min_subnormal
  *  below the normal range; ulp(max) for Inf; NaN for NaN). */
-double gck_ulp(double x, gck_format fmt);
+GCK_API double gck_ulp(double x, gck_format fmt);
 /** Next value of `fmt` above / below x (x representable in fmt). */
-double gck_next_up(double x, gck_format fmt);
-double gck_next_down(double x, gck_format fmt);
+GCK_API double gck_next_up(double x, gck_format fmt);
+GCK_API double gck_next_down(double x, gck_format fmt);
 
 /** Load element `index` of an array of `fmt` values as an exact double. */
-double gck_load(const void *base, gck_format fmt, int64_t index);
+GCK_API double gck_load(const void *base, gck_format fmt, int64_t index);
 /** Round x to `fmt` and store it as element `index`. */
-void gck_store(void *base, gck_format fmt, int64_t index, double x);
+GCK_API void gck_store(void *base, gck_format fmt, int64_t index, double x);
 
 #ifdef __cplusplus
 }

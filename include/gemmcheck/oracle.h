@@ -1,7 +1,7 @@
 /* gemmcheck — the MPFR oracle: D_exact = alpha * sum_k a_ik * b_kj + beta * c_ij rounded once
  * to D's element type (round to nearest even, gradual underflow, overflow to ±Inf), with the
- * BLAS and IEEE semantics of the SPEC (quick return for M or N = 0, C not read when beta = 0,
- * A and B not read when alpha = 0 or K = 0, NaN/Inf rules, the sign of exact zeros). */
+ * BLAS and IEEE semantics of docs/SEMANTICS.md (quick return for M or N = 0, C not read when beta =
+ * 0, A and B not read when alpha = 0 or K = 0, NaN/Inf rules, the sign of exact zeros). */
 #ifndef GEMMCHECK_ORACLE_H
 #define GEMMCHECK_ORACLE_H
 
@@ -18,19 +18,19 @@ extern "C" {
  *  the case describes (C may be NULL when beta == 0; A and B may be NULL when they are not
  *  read). With c->d_is_c, D must equal C. `threads` <= 0 means one per online core.
  *  Returns GCK_EINVAL (message in msg) for an invalid case. */
-gck_status gck_oracle_mpfr(const gck_case *c, const void *A, const void *B, const void *C, void *D,
-                           int threads, char *msg, size_t msg_len);
+GCK_API gck_status gck_oracle_mpfr(const gck_case *c, const void *A, const void *B, const void *C,
+                                   void *D, int threads, char *msg, size_t msg_len);
 
 /** The same result as gck_oracle_mpfr, bit for bit, computed with an integer superaccumulator
  *  (A and B decoded once, products added exactly, one rounding from the integer); tens of times
  *  faster. The default oracle of the checker and of `gemmcheck oracle`. */
-gck_status gck_oracle_exact(const gck_case *c, const void *A, const void *B, const void *C, void *D,
-                            int threads, char *msg, size_t msg_len);
+GCK_API gck_status gck_oracle_exact(const gck_case *c, const void *A, const void *B, const void *C,
+                                    void *D, int threads, char *msg, size_t msg_len);
 
 /** One element: the oracle's value of D(i, j) of batch member `b`, as an exact double holding
  *  the value of D's type. The case must be valid. */
-double gck_oracle_mpfr_element(const gck_case *c, const void *A, const void *B, const void *C,
-                               int64_t b, int64_t i, int64_t j);
+GCK_API double gck_oracle_mpfr_element(const gck_case *c, const void *A, const void *B,
+                                       const void *C, int64_t b, int64_t i, int64_t j);
 
 #ifdef __cplusplus
 }

@@ -76,16 +76,16 @@ typedef struct gck_ref_model {
 
 /** The usual model for a compute type: no FMA, inputs rounded to the compute type, epilogue
  *  in f64 for f64 compute and in f32 otherwise (as cuBLAS's 32F scale type). */
-gck_ref_model gck_ref_model_default(gck_format compute);
+GCK_API gck_ref_model gck_ref_model_default(gck_format compute);
 
 /** Run the reference GEMM of the model on the case's operands (layout as gck_oracle_mpfr).
  *  Returns GCK_EINVAL with a message for an invalid case or model. */
-gck_status gck_ref_gemm(const gck_case *c, const gck_ref_model *model, const void *A, const void *B,
-                        const void *C, void *D, char *msg, size_t msg_len);
+GCK_API gck_status gck_ref_gemm(const gck_case *c, const gck_ref_model *model, const void *A,
+                                const void *B, const void *C, void *D, char *msg, size_t msg_len);
 
 /** One-line description of a model, e.g. "compute=f32 fma=no round_inputs=yes scale=f32"
  *  (followed by the order fields that differ from the default). */
-void gck_ref_model_describe(const gck_ref_model *model, char *buf, size_t len);
+GCK_API void gck_ref_model_describe(const gck_ref_model *model, char *buf, size_t len);
 
 #ifdef __cplusplus
 }

@@ -21,7 +21,7 @@ typedef enum gck_outcome {
     GCK_OUTCOME_FINDINGS
 } gck_outcome;
 
-const char *gck_outcome_name(gck_outcome o);
+GCK_API const char *gck_outcome_name(gck_outcome o);
 
 /** One finding of one case. */
 typedef struct gck_finding {
@@ -42,7 +42,7 @@ typedef enum gck_call_mode {
 } gck_call_mode;
 
 /** "first call", "rerun (determinism check)", ... */
-const char *gck_call_mode_name(gck_call_mode m);
+GCK_API const char *gck_call_mode_name(gck_call_mode m);
 
 /** One backend call as the hooks see it. */
 typedef struct gck_call_info {
@@ -55,7 +55,7 @@ typedef struct gck_call_info {
  *  multiply-adds (1e7 per second: a slow reference BLAS) and for the bytes it may touch (every
  *  operand's extent, padding included, at 1e8 bytes per second), times the calls in flight
  *  (they share the cores). gemmcheck's own work (allocation, filling, checks) never counts. */
-double gck_call_deadline(const gck_case *c, int calls, double floor);
+GCK_API double gck_call_deadline(const gck_case *c, int calls, double floor);
 
 typedef struct gck_run_options {
     gck_check_options check;
@@ -89,8 +89,8 @@ typedef struct gck_run_result {
 /** Run one spec. Returns GCK_OK when the case ran (whatever its outcome); GCK_EINVAL for an
  *  invalid spec, GCK_ENOMEM when the operands cannot be allocated, GCK_EIO when dumping fails;
  *  msg says what happened. */
-gck_status gck_run_spec(gck_backend *be, const gck_spec *s, const gck_run_options *o,
-                        gck_run_result *r, char *msg, size_t len);
+GCK_API gck_status gck_run_spec(gck_backend *be, const gck_spec *s, const gck_run_options *o,
+                                gck_run_result *r, char *msg, size_t len);
 
 /** How an isolated run ended. */
 typedef enum gck_isolated_status {
@@ -113,8 +113,9 @@ typedef struct gck_isolated_result {
  *  Each backend call has its own deadline: `call_timeout` seconds when > 0 (times the calls in
  *  flight for the concurrent calls), else gck_call_deadline(case, calls, 10). Set-up and the
  *  checks are not timed against the backend. */
-gck_status gck_run_isolated(const char *backend, const gck_spec *s, const gck_run_options *o,
-                            double call_timeout, gck_isolated_result *out);
+GCK_API gck_status gck_run_isolated(const char *backend, const gck_spec *s,
+                                    const gck_run_options *o, double call_timeout,
+                                    gck_isolated_result *out);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,4 @@
-/* gemmcheck — test specs and reproducer strings (SPEC §5, §6).
+/* gemmcheck — test specs and reproducer strings (docs/REPRO.md).
  *
  * A spec is a case plus everything needed to make its operands: base-pointer offsets, the
  * value distributions and their seed. Every value is a pure function of (seed, operand, batch
@@ -34,8 +34,8 @@ typedef enum gck_dist {
     GCK_DIST_COUNT
 } gck_dist;
 
-const char *gck_dist_name(gck_dist d);
-bool gck_dist_parse(const char *name, gck_dist *out);
+GCK_API const char *gck_dist_name(gck_dist d);
+GCK_API bool gck_dist_parse(const char *name, gck_dist *out);
 
 /** One test: a case, its operand placement and its values. */
 typedef struct gck_spec {
@@ -49,20 +49,21 @@ typedef struct gck_spec {
 } gck_spec;
 
 /** A spec for the case with tight layout, no offsets, uniform values, seed 1. */
-void gck_spec_init(gck_spec *s, const gck_case *c);
+GCK_API void gck_spec_init(gck_spec *s, const gck_case *c);
 
 /** The reproducer string (one line, no quotes or shell metacharacters but spaces). */
-void gck_spec_format(const gck_spec *s, char *buf, size_t len);
+GCK_API void gck_spec_format(const gck_spec *s, char *buf, size_t len);
 /** Parse a reproducer string strictly; on error one line in msg naming the problem. */
-gck_status gck_spec_parse(const char *text, gck_spec *s, char *msg, size_t len);
+GCK_API gck_status gck_spec_parse(const char *text, gck_spec *s, char *msg, size_t len);
 
 /** The value of logical element (row, col) of operand x (A: op(A)(i,k), B: op(B)(k,j),
  *  C: (i,j)) in batch member b, as a value of the operand's element type. */
-double gck_spec_value(const gck_spec *s, gck_operand x, int64_t b, int64_t row, int64_t col);
+GCK_API double gck_spec_value(const gck_spec *s, gck_operand x, int64_t b, int64_t row,
+                              int64_t col);
 
 /** Write the valid elements of operand x (all batch members) into `base` (the first element
  *  of the first batch member, laid out as the case describes). Padding is not touched. */
-void gck_spec_fill(const gck_spec *s, gck_operand x, void *base);
+GCK_API void gck_spec_fill(const gck_spec *s, gck_operand x, void *base);
 
 #ifdef __cplusplus
 }

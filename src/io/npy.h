@@ -20,6 +20,10 @@ typedef struct gck_npy {
     void *data;    /**< count elements, malloc'd; free with gck_npy_free */
 } gck_npy;
 
+/** The dtype a value of `fmt` is stored as (tf32 as <f4, bf16 as <u2 holding its bits), and
+ *  the format a dtype holds (<u2: bf16). */
+gck_npy_dtype gck_npy_dtype_of(gck_format fmt);
+gck_format gck_npy_format_of(gck_npy_dtype t);
 /** "<f2", "<f4", "<f8", "<u2". */
 const char *gck_npy_descr(gck_npy_dtype t);
 /** Bytes per element of a dtype. */

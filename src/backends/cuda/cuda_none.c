@@ -1,14 +1,11 @@
 /* cublas and cublaslt when gemmcheck was built without the CUDA toolkit. */
-#include <stdio.h>
-
 #include "backends.h"
+#include "cuda_probe.h"
 
 static gck_status no_cuda_init(void **state, const char *arg, char *msg, size_t len) {
     (void)arg;
     *state = NULL;
-    snprintf(msg, len,
-             "unavailable: gemmcheck was built without CUDA (GEMMCHECK_CUDA=OFF or no "
-             "toolkit found at configure time)");
+    gck_cuda_probe(msg, len); /* says why */
     return GCK_EIO;
 }
 

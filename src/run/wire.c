@@ -267,6 +267,11 @@ void gck_wire_repro_flags(char *flags, size_t len, long long concurrency, long l
     snprintf(flags, len, "%s%s", c, r);
 }
 
+void gck_repro_command(char *buf, size_t len, const char *backend, const char *flags,
+                       const char *repro) {
+    snprintf(buf, len, "gemmcheck repro --backend %s%s '%s'", backend, flags ? flags : "", repro);
+}
+
 bool gck_wire_call_flags(const gck_call_info *call, char *flags, size_t len) {
     bool conc = call->mode == GCK_CALL_ALONE || call->mode == GCK_CALL_CONCURRENT;
     gck_wire_repro_flags(flags, len, conc ? (call->threads > 1 ? call->threads : 2) : 0, 1);

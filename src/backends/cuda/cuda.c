@@ -21,6 +21,7 @@
 #include <cuda_runtime_api.h>
 
 #include "backends.h"
+#include "cuda_probe.h"
 
 /* ---- the support table ------------------------------------------------------------------- */
 
@@ -140,31 +141,20 @@ typedef struct cuda_state {
     bool have_handle;
 } cuda_state;
 
+/* Whether calls can run: the CUDA probe's answer (the one place that asks the runtime), then
+ * device 0's name and compute capability. */
 static void probe(cuda_state *s) {
     if (s->probed) return;
     s->probed = true;
-    int count = 0, rt = 0, drv = 0;
-    cudaRuntimeGetVersion(&rt);
-    cudaDriverGetVersion(&drv);
-    cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess) {
-        snprintf(s->why, sizeof s->why, "unavailable: %s (%s; CUDA runtime %d.%d, driver %d.%d)",
-                 cudaGetErrorString(e), cudaGetErrorName(e), rt / 1000, (rt % 1000) / 10,
-                 drv / 1000, (drv % 1000) / 10);
-        return;
-    }
-    if (count == 0) {
-        snprintf(s->why, sizeof s->why, "unavailable: no CUDA device (CUDA runtime %d.%d)",
-                 rt / 1000, (rt % 1000) / 10);
+    char what[200];
+    if (!gck_cuda_probe(what, sizeof what)) {
+        snprintf(s->why, sizeof s->why, "%s", what);
         return;
     }
     struct cudaDeviceProp p;
     if (cudaGetDeviceProperties(&p, 0) == cudaSuccess)
-        snprintf(s->why, sizeof s->why,
-                 "device 0: %.200s (sm_%d%d), CUDA runtime %d.%d, driver "
-                 "%d.%d",
-                 p.name, p.major, p.minor, rt / 1000, (rt % 1000) / 10, drv / 1000,
-                 (drv % 1000) / 10);
+        snprintf(s->why, sizeof s->why, "device 0: %.120s (sm_%d%d); %.150s", p.name, p.major, p.minor,
+                 what);
     s->usable = true;
 }
 

@@ -1,6 +1,7 @@
 /* Cleaning backend text. */
 #include "text.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,4 +64,14 @@ void gck_text_clean_inplace(char *buf, size_t len) {
     memcpy(copy, buf, len);
     gck_text_clean(buf, len, copy, len);
     free(copy);
+}
+
+gck_status gck_fail(gck_status s, char *msg, size_t len, const char *fmt, ...) {
+    if (msg && len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, len, fmt, ap);
+        va_end(ap);
+    }
+    return s;
 }

@@ -1,35 +1,44 @@
 /* The backend registry: specs, support-row lookup, plugins. */
 #include <dlfcn.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends.h"
 
-static const char *const builtin_names[] = {"ref",
-                                            "openblas",
-                                            "blis",
-                                            "cblas:<lib.so>",
-                                            "cblas64:<lib.so>",
-                                            "cublas",
-                                            "cublaslt",
-                                            "plugin:<lib.so>[:name]",
-                                            NULL};
-
-const char *const *gck_backend_names(void) { return builtin_names; }
-
+/* Every built-in backend: its name, how a spec names it, and its operations. The one list. */
 typedef struct registered {
     const char *name;
+    const char *usage; /* as gck_backend_names() shows it */
     const gck_backend_ops *(*ops)(void);
 } registered;
 
 static const registered registry[] = {
-    {"ref", gck_ref_backend_ops},           {"openblas", gck_openblas_backend_ops},
-    {"blis", gck_blis_backend_ops},         {"cblas", gck_cblas_backend_ops},
-    {"cblas64", gck_cblas64_backend_ops},   {"cublas", gck_cublas_backend_ops},
-    {"cublaslt", gck_cublaslt_backend_ops},
+    {"ref", "ref", gck_ref_backend_ops},
+    {"openblas", "openblas", gck_openblas_backend_ops},
+    {"blis", "blis", gck_blis_backend_ops},
+    {"cblas", "cblas:<lib.so>", gck_cblas_backend_ops},
+    {"cblas64", "cblas64:<lib.so>", gck_cblas64_backend_ops},
+    {"cublas", "cublas", gck_cublas_backend_ops},
+    {"cublaslt", "cublaslt", gck_cublaslt_backend_ops},
 };
+#define NREGISTERED (sizeof registry / sizeof registry[0])
+
+static const char *usage_names[NREGISTERED + 2];
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
+
+static void fill_names(void) {
+    for (size_t r = 0; r < NREGISTERED; r++) usage_names[r] = registry[r].usage;
+    usage_names[NREGISTERED] = "plugin:<lib.so>[:name]";
+    usage_names[NREGISTERED + 1] = NULL;
+}
+
+const char *const *gck_backend_names(void) {
+    pthread_once(&names_once, fill_names);
+    return usage_names;
+}
 
 typedef const gck_backend_ops *(*plugin_entry)(const char *name);
 
@@ -46,6 +55,24 @@ static gck_status open_plugin(gck_backend *be, const char *arg, char *msg, size_
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         snprintf(msg, len, "cannot load plugin %s: %s", path, dlerror());
+        return GCK_EIO;
+    }
+    unsigned (*abi)(void);
+    *(void **)&abi = dlsym(h, "gemmcheck_plugin_abi");
+    unsigned v = abi ? abi() : 0;
+    if (v != GCK_PLUGIN_ABI) {
+        if (abi)
+            snprintf(msg, len,
+                     "plugin %s was built for gemmcheck's plugin ABI %u, this gemmcheck has ABI "
+                     "%u: rebuild it against this gemmcheck's headers",
+                     path, v, GCK_PLUGIN_ABI);
+        else
+            snprintf(msg, len,
+                     "plugin %s does not say which plugin ABI it was built for (it lacks "
+                     "GCK_PLUGIN_ABI_DECLARE, see gemmcheck/backend.h): rebuild it against this "
+                     "gemmcheck's headers",
+                     path);
+        dlclose(h);
         return GCK_EIO;
     }
     plugin_entry entry;
@@ -78,7 +105,7 @@ gck_status gck_backend_open(gck_backend *be, const char *spec, char *msg, size_t
     } else {
         const char *colon = strchr(spec, ':');
         size_t n = colon ? (size_t)(colon - spec) : strlen(spec);
-        for (size_t r = 0; r < sizeof registry / sizeof registry[0]; r++)
+        for (size_t r = 0; r < NREGISTERED; r++)
             if (strlen(registry[r].name) == n && strncmp(spec, registry[r].name, n) == 0)
                 be->ops = registry[r].ops();
         if (!be->ops) {

@@ -57,6 +57,12 @@ static void print_element(const char *label, const gck_element_report *e) {
            e->degenerate ? " (gamma = Inf: magnitude limit only)" : "");
 }
 
+static void print_repro(const char *backend, const char *flags, const char *repro) {
+    char line[3000];
+    gck_repro_command(line, sizeof line, backend, flags, repro);
+    printf("repro:    %s\n", line);
+}
+
 static int report(const char *backend, const char *flags, const char *repro, const char *version,
                   const gck_run_result *r) {
     printf("case:     %s\n", repro);
@@ -94,8 +100,7 @@ static int report(const char *backend, const char *flags, const char *repro, con
         if (isfinite(c->max_ratio.error)) print_element("max error/bound", &c->max_ratio);
     }
     printf("call:     %.6f s\n", r->call_seconds);
-    if (r->outcome == GCK_OUTCOME_FINDINGS)
-        printf("repro:    gemmcheck repro --backend %s%s '%s'\n", backend, flags, repro);
+    if (r->outcome == GCK_OUTCOME_FINDINGS) print_repro(backend, flags, repro);
     return r->outcome == GCK_OUTCOME_FINDINGS ? GCK_EXIT_FINDINGS : GCK_EXIT_OK;
 }
 
@@ -105,7 +110,7 @@ static int crash_or_hang(const char *backend, const char *flags, const char *rep
     printf("backend:  %s\n", backend);
     printf("verdict:  FINDINGS: %s\n", gck_kind_name(kind));
     printf("  %s: %s\n", gck_kind_name(kind), detail);
-    printf("repro:    gemmcheck repro --backend %s%s '%s'\n", backend, flags, repro);
+    print_repro(backend, flags, repro);
     return GCK_EXIT_FINDINGS;
 }
 

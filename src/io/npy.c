@@ -3,6 +3,7 @@
  * 2.x and 3.x), then a Python dict literal with exactly the keys 'descr', 'fortran_order' and
  * 'shape', padded with spaces and ended by '\n', then the raw data. */
 #include "npy.h"
+#include "text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,17 +19,24 @@ static const char *const descr_names[] = {"<f2", "<f4", "<f8", "<u2"};
 static const int item_sizes[] = {2, 4, 8, 2};
 
 const char *gck_npy_descr(gck_npy_dtype t) { return descr_names[t]; }
-int gck_npy_itemsize(gck_npy_dtype t) { return item_sizes[t]; }
 
-static gck_status fail(gck_status s, char *msg, size_t len, const char *fmt, ...) {
-    if (msg && len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, len, fmt, ap);
-        va_end(ap);
-    }
-    return s;
+gck_npy_dtype gck_npy_dtype_of(gck_format fmt) {
+    static const gck_npy_dtype dt[] = {[GCK_F16] = GCK_NPY_F2,
+                                       [GCK_BF16] = GCK_NPY_U2,
+                                       [GCK_TF32] = GCK_NPY_F4,
+                                       [GCK_F32] = GCK_NPY_F4,
+                                       [GCK_F64] = GCK_NPY_F8};
+    return dt[fmt];
 }
+
+gck_format gck_npy_format_of(gck_npy_dtype t) {
+    static const gck_format f[] = {[GCK_NPY_F2] = GCK_F16,
+                                   [GCK_NPY_F4] = GCK_F32,
+                                   [GCK_NPY_F8] = GCK_F64,
+                                   [GCK_NPY_U2] = GCK_BF16};
+    return f[t];
+}
+int gck_npy_itemsize(gck_npy_dtype t) { return item_sizes[t]; }
 
 typedef struct cursor {
     const char *p, *end;
@@ -89,71 +97,73 @@ static bool read_int(cursor *c, int64_t *v) {
 
 static gck_status parse_header(const char *h, size_t hlen, gck_npy *out, char *msg, size_t len) {
     if (hlen == 0 || h[hlen - 1] != '\n')
-        return fail(GCK_EFORMAT, msg, len, "header does not end with a newline");
+        return gck_fail(GCK_EFORMAT, msg, len, "header does not end with a newline");
     for (size_t i = 0; i < hlen; i++)
         if ((unsigned char)h[i] < 0x20 && h[i] != '\n' && h[i] != '\t')
-            return fail(GCK_EFORMAT, msg, len, "header has a control character at byte %zu", i);
+            return gck_fail(GCK_EFORMAT, msg, len, "header has a control character at byte %zu", i);
     cursor c = {h, h + hlen - 1};
-    if (!eat(&c, '{')) return fail(GCK_EFORMAT, msg, len, "header is not a dict literal");
+    if (!eat(&c, '{')) return gck_fail(GCK_EFORMAT, msg, len, "header is not a dict literal");
     bool have_descr = false, have_order = false, have_shape = false;
     char key[32], descr[32];
     while (!eat(&c, '}')) {
         if (read_str(&c, key, sizeof key) < 0 || !eat(&c, ':'))
-            return fail(GCK_EFORMAT, msg, len, "header dict is malformed");
+            return gck_fail(GCK_EFORMAT, msg, len, "header dict is malformed");
         if (strcmp(key, "descr") == 0) {
-            if (have_descr) return fail(GCK_EFORMAT, msg, len, "header repeats 'descr'");
+            if (have_descr) return gck_fail(GCK_EFORMAT, msg, len, "header repeats 'descr'");
             have_descr = true;
             if (read_str(&c, descr, sizeof descr) < 0)
-                return fail(GCK_EFORMAT, msg, len,
-                            "'descr' is not a simple dtype string "
-                            "(structured dtypes are not supported)");
+                return gck_fail(GCK_EFORMAT, msg, len,
+                                "'descr' is not a simple dtype string "
+                                "(structured dtypes are not supported)");
         } else if (strcmp(key, "fortran_order") == 0) {
-            if (have_order) return fail(GCK_EFORMAT, msg, len, "header repeats 'fortran_order'");
+            if (have_order)
+                return gck_fail(GCK_EFORMAT, msg, len, "header repeats 'fortran_order'");
             have_order = true;
             if (read_word(&c, "True"))
-                return fail(GCK_EFORMAT, msg, len,
-                            "fortran_order is True: save a C-order "
-                            "array (np.ascontiguousarray) instead");
+                return gck_fail(GCK_EFORMAT, msg, len,
+                                "fortran_order is True: save a C-order "
+                                "array (np.ascontiguousarray) instead");
             if (!read_word(&c, "False"))
-                return fail(GCK_EFORMAT, msg, len, "'fortran_order' is neither True nor False");
+                return gck_fail(GCK_EFORMAT, msg, len, "'fortran_order' is neither True nor False");
         } else if (strcmp(key, "shape") == 0) {
-            if (have_shape) return fail(GCK_EFORMAT, msg, len, "header repeats 'shape'");
+            if (have_shape) return gck_fail(GCK_EFORMAT, msg, len, "header repeats 'shape'");
             have_shape = true;
-            if (!eat(&c, '(')) return fail(GCK_EFORMAT, msg, len, "'shape' is not a tuple");
+            if (!eat(&c, '(')) return gck_fail(GCK_EFORMAT, msg, len, "'shape' is not a tuple");
             out->ndim = 0;
             while (!eat(&c, ')')) {
                 if (out->ndim == GCK_NPY_MAX_DIMS)
-                    return fail(GCK_EFORMAT, msg, len, "shape has more than %d dimensions",
-                                GCK_NPY_MAX_DIMS);
+                    return gck_fail(GCK_EFORMAT, msg, len, "shape has more than %d dimensions",
+                                    GCK_NPY_MAX_DIMS);
                 if (!read_int(&c, &out->shape[out->ndim]))
-                    return fail(GCK_EFORMAT, msg, len,
-                                "'shape' holds something that is not "
-                                "a non-negative integer");
+                    return gck_fail(GCK_EFORMAT, msg, len,
+                                    "'shape' holds something that is not "
+                                    "a non-negative integer");
                 out->ndim++;
                 if (!eat(&c, ',')) {
-                    if (!eat(&c, ')')) return fail(GCK_EFORMAT, msg, len, "'shape' is malformed");
+                    if (!eat(&c, ')'))
+                        return gck_fail(GCK_EFORMAT, msg, len, "'shape' is malformed");
                     if (out->ndim == 1)
-                        return fail(GCK_EFORMAT, msg, len,
-                                    "'shape' (n) lacks the comma of a "
-                                    "1-tuple");
+                        return gck_fail(GCK_EFORMAT, msg, len,
+                                        "'shape' (n) lacks the comma of a "
+                                        "1-tuple");
                     break;
                 }
             }
         } else {
-            return fail(GCK_EFORMAT, msg, len, "header has an unknown key '%s'", key);
+            return gck_fail(GCK_EFORMAT, msg, len, "header has an unknown key '%s'", key);
         }
         if (!eat(&c, ',')) {
-            if (!eat(&c, '}')) return fail(GCK_EFORMAT, msg, len, "header dict is malformed");
+            if (!eat(&c, '}')) return gck_fail(GCK_EFORMAT, msg, len, "header dict is malformed");
             break;
         }
     }
     skip_ws(&c);
-    if (c.p != c.end) return fail(GCK_EFORMAT, msg, len, "header has text after the dict");
+    if (c.p != c.end) return gck_fail(GCK_EFORMAT, msg, len, "header has text after the dict");
     if (!have_descr || !have_order || !have_shape)
-        return fail(GCK_EFORMAT, msg, len, "header lacks '%s'",
-                    !have_descr   ? "descr"
-                    : !have_order ? "fortran_order"
-                                  : "shape");
+        return gck_fail(GCK_EFORMAT, msg, len, "header lacks '%s'",
+                        !have_descr   ? "descr"
+                        : !have_order ? "fortran_order"
+                                      : "shape");
     for (int t = 0; t < 4; t++) {
         if (strcmp(descr, descr_names[t]) == 0) {
             out->dtype = (gck_npy_dtype)t;
@@ -161,14 +171,14 @@ static gck_status parse_header(const char *h, size_t hlen, gck_npy *out, char *m
         }
     }
     if (descr[0] == '>')
-        return fail(GCK_EFORMAT, msg, len,
-                    "dtype '%s' is big-endian; save it little-endian "
-                    "(arr.astype('<%s'))",
-                    descr, descr + 1);
-    return fail(GCK_EFORMAT, msg, len,
-                "dtype '%s' is not supported (expected <f2, <f4, <f8, "
-                "or <u2 holding bfloat16 bits)",
-                descr);
+        return gck_fail(GCK_EFORMAT, msg, len,
+                        "dtype '%s' is big-endian; save it little-endian "
+                        "(arr.astype('<%s'))",
+                        descr, descr + 1);
+    return gck_fail(GCK_EFORMAT, msg, len,
+                    "dtype '%s' is not supported (expected <f2, <f4, <f8, "
+                    "or <u2 holding bfloat16 bits)",
+                    descr);
 }
 
 /* The preamble: magic, version, header length. `len` bytes of the file's start are in buf (at
@@ -177,15 +187,15 @@ static gck_status preamble(const unsigned char *buf, size_t len, size_t *hstart,
                            char *msg, size_t msg_len) {
     static const unsigned char magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
     if (len < 10 || memcmp(buf, magic, sizeof magic) != 0)
-        return fail(GCK_EFORMAT, msg, msg_len, "not a .npy file (bad magic)");
+        return gck_fail(GCK_EFORMAT, msg, msg_len, "not a .npy file (bad magic)");
     int major = buf[6], minor = buf[7];
     if (major < 1 || major > 3 || minor != 0)
-        return fail(GCK_EFORMAT, msg, msg_len,
-                    ".npy format version %d.%d is not supported "
-                    "(1.0, 2.0, 3.0 are)",
-                    major, minor);
+        return gck_fail(GCK_EFORMAT, msg, msg_len,
+                        ".npy format version %d.%d is not supported "
+                        "(1.0, 2.0, 3.0 are)",
+                        major, minor);
     *hstart = major == 1 ? 10 : 12;
-    if (len < *hstart) return fail(GCK_EFORMAT, msg, msg_len, "truncated in the header length");
+    if (len < *hstart) return gck_fail(GCK_EFORMAT, msg, msg_len, "truncated in the header length");
     *hlen = major == 1 ? (size_t)buf[8] | (size_t)buf[9] << 8
                        : (size_t)buf[8] | (size_t)buf[9] << 8 | (size_t)buf[10] << 16 |
                              (size_t)buf[11] << 24;
@@ -198,21 +208,21 @@ static gck_status data_size(gck_npy *out, size_t have, size_t *need, char *msg, 
     int64_t count = 1;
     for (int d = 0; d < out->ndim; d++) {
         if (out->shape[d] != 0 && count > INT64_MAX / 16 / out->shape[d])
-            return fail(GCK_EFORMAT, msg, msg_len, "shape is too large to address");
+            return gck_fail(GCK_EFORMAT, msg, msg_len, "shape is too large to address");
         count *= out->shape[d];
     }
     out->count = count;
     *need = (size_t)count * (size_t)item_sizes[out->dtype];
     if (have < *need)
-        return fail(GCK_EFORMAT, msg, msg_len,
-                    "truncated: shape needs %zu bytes of data, file "
-                    "has %zu",
-                    *need, have);
+        return gck_fail(GCK_EFORMAT, msg, msg_len,
+                        "truncated: shape needs %zu bytes of data, file "
+                        "has %zu",
+                        *need, have);
     if (have > *need)
-        return fail(GCK_EFORMAT, msg, msg_len, "%zu bytes of trailing data after the array",
-                    have - *need);
+        return gck_fail(GCK_EFORMAT, msg, msg_len, "%zu bytes of trailing data after the array",
+                        have - *need);
     out->data = malloc(*need ? *need : 1);
-    if (!out->data) return fail(GCK_ENOMEM, msg, msg_len, "out of memory for %zu bytes", *need);
+    if (!out->data) return gck_fail(GCK_ENOMEM, msg, msg_len, "out of memory for %zu bytes", *need);
     return GCK_OK;
 }
 
@@ -223,10 +233,10 @@ gck_status gck_npy_parse(const unsigned char *buf, size_t len, gck_npy *out, cha
     gck_status s = preamble(buf, len, &hstart, &hlen, msg, msg_len);
     if (s != GCK_OK) return s;
     if (hlen > len - hstart)
-        return fail(GCK_EFORMAT, msg, msg_len,
-                    "truncated: header claims %zu bytes, file has "
-                    "%zu after the preamble",
-                    hlen, len - hstart);
+        return gck_fail(GCK_EFORMAT, msg, msg_len,
+                        "truncated: header claims %zu bytes, file has "
+                        "%zu after the preamble",
+                        hlen, len - hstart);
     s = parse_header((const char *)buf + hstart, hlen, out, msg, msg_len);
     if (s == GCK_OK) s = data_size(out, len - hstart - hlen, &need, msg, msg_len);
     if (s != GCK_OK) return s;
@@ -256,35 +266,36 @@ static bool read_exactly(int fd, void *buf, size_t n, size_t *got) {
  * those bytes read. */
 static gck_status read_fd(int fd, gck_npy *out, char *msg, size_t msg_len) {
     struct stat st;
-    if (fstat(fd, &st) != 0) return fail(GCK_EIO, msg, msg_len, "%s", strerror(errno));
+    if (fstat(fd, &st) != 0) return gck_fail(GCK_EIO, msg, msg_len, "%s", strerror(errno));
     if (!S_ISREG(st.st_mode))
-        return fail(GCK_EIO, msg, msg_len, "not a regular file (a %s)",
-                    S_ISDIR(st.st_mode)    ? "directory"
-                    : S_ISFIFO(st.st_mode) ? "pipe"
-                    : S_ISCHR(st.st_mode)  ? "character device"
-                    : S_ISBLK(st.st_mode)  ? "block device"
-                                           : "socket");
+        return gck_fail(GCK_EIO, msg, msg_len, "not a regular file (a %s)",
+                        S_ISDIR(st.st_mode)    ? "directory"
+                        : S_ISFIFO(st.st_mode) ? "pipe"
+                        : S_ISCHR(st.st_mode)  ? "character device"
+                        : S_ISBLK(st.st_mode)  ? "block device"
+                                               : "socket");
     unsigned char pre[12];
     size_t got, hstart, hlen, need;
     if (!read_exactly(fd, pre, sizeof pre, &got))
-        return fail(GCK_EIO, msg, msg_len, "read error: %s", strerror(errno));
+        return gck_fail(GCK_EIO, msg, msg_len, "read error: %s", strerror(errno));
     gck_status s = preamble(pre, got, &hstart, &hlen, msg, msg_len);
     if (s != GCK_OK) return s;
     size_t size = (size_t)st.st_size;
     if (hlen > size - hstart)
-        return fail(GCK_EFORMAT, msg, msg_len,
-                    "truncated: header claims %zu bytes, file has %zu after the preamble", hlen,
-                    size - hstart);
+        return gck_fail(GCK_EFORMAT, msg, msg_len,
+                        "truncated: header claims %zu bytes, file has %zu after the preamble", hlen,
+                        size - hstart);
     if (hlen > GCK_NPY_MAX_HEADER)
-        return fail(GCK_EFORMAT, msg, msg_len,
-                    "a header of %zu bytes (more than %u is not a .npy "
-                    "header gemmcheck reads)",
-                    hlen, GCK_NPY_MAX_HEADER);
+        return gck_fail(GCK_EFORMAT, msg, msg_len,
+                        "a header of %zu bytes (more than %u is not a .npy "
+                        "header gemmcheck reads)",
+                        hlen, GCK_NPY_MAX_HEADER);
     char *h = malloc(hlen ? hlen : 1);
-    if (!h) return fail(GCK_ENOMEM, msg, msg_len, "out of memory for the header");
+    if (!h) return gck_fail(GCK_ENOMEM, msg, msg_len, "out of memory for the header");
     if (lseek(fd, (off_t)hstart, SEEK_SET) < 0 || !read_exactly(fd, h, hlen, &got) || got < hlen) {
         free(h);
-        return fail(GCK_EIO, msg, msg_len, "the file changed or cannot be read while reading it");
+        return gck_fail(GCK_EIO, msg, msg_len,
+                        "the file changed or cannot be read while reading it");
     }
     s = parse_header(h, hlen, out, msg, msg_len);
     free(h);
@@ -292,7 +303,8 @@ static gck_status read_fd(int fd, gck_npy *out, char *msg, size_t msg_len) {
     if (s != GCK_OK) return s;
     if (!read_exactly(fd, out->data, need, &got) || got < need) {
         gck_npy_free(out);
-        return fail(GCK_EIO, msg, msg_len, "the file changed or cannot be read while reading it");
+        return gck_fail(GCK_EIO, msg, msg_len,
+                        "the file changed or cannot be read while reading it");
     }
     return GCK_OK;
 }
@@ -301,7 +313,7 @@ gck_status gck_npy_read(const char *path, gck_npy *out, char *msg, size_t msg_le
     memset(out, 0, sizeof *out);
     /* O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused after fstat) */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return fail(GCK_EIO, msg, msg_len, "%s: %s", path, strerror(errno));
+    if (fd < 0) return gck_fail(GCK_EIO, msg, msg_len, "%s: %s", path, strerror(errno));
     int fl = fcntl(fd, F_GETFL);
     if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
     char inner[256];
@@ -309,7 +321,7 @@ gck_status gck_npy_read(const char *path, gck_npy *out, char *msg, size_t msg_le
     close(fd);
     if (s != GCK_OK) {
         gck_npy_free(out);
-        fail(s, msg, msg_len, "%s: %s", path, inner);
+        gck_fail(s, msg, msg_len, "%s: %s", path, inner);
     }
     return s;
 }
@@ -341,7 +353,7 @@ gck_status gck_npy_write(const char *path, gck_npy_dtype t, int ndim, const int6
                              (unsigned char)(hlen & 0xff),
                              (unsigned char)(hlen >> 8)};
     FILE *f = fopen(path, "wb");
-    if (!f) return fail(GCK_EIO, msg, msg_len, "%s: cannot create: %s", path, strerror(errno));
+    if (!f) return gck_fail(GCK_EIO, msg, msg_len, "%s: cannot create: %s", path, strerror(errno));
     bool ok =
         fwrite(pre, 1, sizeof pre, f) == sizeof pre && fwrite(dict, 1, (size_t)n, f) == (size_t)n;
     for (size_t i = 0; ok && i < pad; i++) ok = fputc(' ', f) != EOF;
@@ -349,7 +361,7 @@ gck_status gck_npy_write(const char *path, gck_npy_dtype t, int ndim, const int6
     size_t bytes = (size_t)count * (size_t)item_sizes[t];
     ok = ok && (bytes == 0 || fwrite(data, 1, bytes, f) == bytes);
     ok = (fclose(f) == 0) && ok;
-    if (!ok) return fail(GCK_EIO, msg, msg_len, "%s: write failed: %s", path, strerror(errno));
+    if (!ok) return gck_fail(GCK_EIO, msg, msg_len, "%s: write failed: %s", path, strerror(errno));
     return GCK_OK;
 }
 

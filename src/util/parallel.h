@@ -5,6 +5,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/** This machine's online cores and physical memory in bytes (0 when unknown). */
+int gck_online_cores(void);
+double gck_physical_memory(void);
+
 /** Threads to use for `work` items: `requested` (<= 0: one per online core), at least 1, at
  *  most `work`. */
 int gck_thread_count(int requested, long long work);

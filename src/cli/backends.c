@@ -82,9 +82,8 @@ int gck_cmd_backends(int argc, char **argv) {
         if (r != GCK_EXIT_OK) rc = GCK_EXIT_USAGE;
     }
     if (named == 0) {
-        static const char *const builtins[] = {"ref", "openblas", "blis", "cublas", "cublaslt"};
-        for (size_t b = 0; b < sizeof builtins / sizeof builtins[0]; b++)
-            show(builtins[b], all_rows);
+        for (const char *const *b = gck_backend_names(); *b; b++) /* those that need no argument */
+            if (!strchr(*b, ':')) show(*b, all_rows);
     }
     return rc;
 }

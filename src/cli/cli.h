@@ -4,7 +4,7 @@
 
 #include <stdbool.h>
 
-/** Exit codes of the gemmcheck command (SPEC §7). */
+/** Exit codes of the gemmcheck command (README.md, "Exit status"). */
 typedef enum gck_exit {
     GCK_EXIT_OK = 0,       /**< no findings */
     GCK_EXIT_FINDINGS = 1, /**< findings */
@@ -31,6 +31,9 @@ bool gck_opt_value(gck_opt_scan *s, const char *name, const char **value);
 
 /** Parse a decimal number to the nearest binary64 (whole string, finite). */
 bool gck_parse_double(const char *text, double *out);
+/** Parse the value of option `opt` as a decimal number >= lo; on failure print the usage error
+ *  "--opt 'v' must be a number >= lo" and return false. */
+bool gck_parse_real_opt(const char *cmd, const char *opt, const char *v, double lo, double *out);
 /** Parse a non-negative decimal integer (whole string, fits in long long). */
 bool gck_parse_count(const char *text, long long *out);
 

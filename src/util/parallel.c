@@ -5,8 +5,18 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+int gck_online_cores(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+double gck_physical_memory(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? (double)pages * (double)size : 0;
+}
+
 int gck_thread_count(int requested, long long work) {
-    long long t = requested > 0 ? requested : sysconf(_SC_NPROCESSORS_ONLN);
+    long long t = requested > 0 ? requested : gck_online_cores();
     if (t < 1) t = 1;
     if (t > work) t = work > 0 ? work : 1;
     return (int)t;

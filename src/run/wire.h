@@ -100,6 +100,10 @@ bool gck_wire_check_result(gck_run_result *r, char *why, size_t wlen);
 /** `repro` options, as appended to its command line: " --concurrency N" when concurrency > 1,
  *  " --repeat R" when repeat > 1, else "". The one spelling of both for every reproducer. */
 void gck_wire_repro_flags(char *flags, size_t len, long long concurrency, long long repeat);
+/** The command that reproduces a case: gemmcheck repro --backend B[flags] 'CASE'. The one
+ *  spelling of it in every report, message and test. */
+void gck_repro_command(char *buf, size_t len, const char *backend, const char *flags,
+                       const char *repro);
 /** The repro flags that make the same call again: " --concurrency N" for the concurrency
  *  check's calls (returns true), else "" (the first call and the rerun are repro's default). */
 bool gck_wire_call_flags(const gck_call_info *call, char *flags, size_t len);

@@ -12,10 +12,10 @@ bool gck_cuda_probe(char *what, size_t len) {
     cudaError_t err = cudaGetDeviceCount(&count);
     char versions[96];
     if (derr == cudaSuccess && drv)
-        snprintf(versions, sizeof versions, "runtime %d.%d, driver %d.%d", rt / 1000,
+        snprintf(versions, sizeof versions, "CUDA runtime %d.%d, driver %d.%d", rt / 1000,
                  (rt % 1000) / 10, drv / 1000, (drv % 1000) / 10);
     else
-        snprintf(versions, sizeof versions, "runtime %d.%d, no driver", rt / 1000,
+        snprintf(versions, sizeof versions, "CUDA runtime %d.%d, no driver", rt / 1000,
                  (rt % 1000) / 10);
     if (err != cudaSuccess) {
         snprintf(what, len, "unavailable: %s (%s; %s)", cudaGetErrorString(err),

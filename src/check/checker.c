@@ -1,7 +1,7 @@
-/* The checker: SPEC §4 bounds from the declared model, the exact-case certificate, the
- * non-finite rules, exact errors from the oracle. Bounds are evaluated with the FPU rounding
- * upward (this file is compiled with -frounding-math); every quantity in them is a sum or
- * product of non-negative numbers, so each rounding can only make the bound larger. */
+/* The checker: the hard bounds of docs/TOLERANCE.md from the declared model, the exact-case
+ * certificate, the non-finite rules, exact errors from the oracle. Bounds are evaluated with the
+ * FPU rounding upward (this file is compiled with -frounding-math); every quantity in them is a sum
+ * or product of non-negative numbers, so each rounding can only make the bound larger. */
 #include "gemmcheck/checker.h"
 
 #include <fenv.h>
@@ -10,8 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../oracles/oracle_exact.h"
-#include "../oracles/oracle_internal.h"
+#include "mix.h"
+#include "oracle_exact.h"
+#include "oracle_internal.h"
 #include "parallel.h"
 
 static const char *const kind_names[GCK_KIND_COUNT] = {"out_of_tolerance",
@@ -199,91 +200,48 @@ static gather_plan *gather_plan_new(const gck_case *c, const gck_model *m, const
     return g;
 }
 
-/* The facts of element (bi, i, j) whose oracle value is `oracle`; with skip_zero, of the sum
- * without the terms that have an exactly-zero factor (what a zero-skipping BLAS computes). */
-static void gather(const gck_case *c, const gck_support_row *row, const gather_plan *g,
-                   const void *A, const void *B, const void *C, int64_t bi, int64_t i, int64_t j,
-                   bool skip_zero, double oracle, elem_facts *f) {
-    const gck_model *m = &row->model;
-    memset(f, 0, sizeof *f);
-    f->t.k = c->k;
-    f->t.abs_d = fabs(oracle);
-    bool rab = gck_case_reads_ab(c), rc = gck_case_reads_c(c);
-    int64_t ars, acs, brs, bcs, crs, ccs;
-    gck_case_op_strides(c, GCK_A, &ars, &acs);
-    gck_case_op_strides(c, GCK_B, &brs, &bcs);
-    gck_case_op_strides(c, GCK_C, &crs, &ccs);
-    const gck_format_info *fc = gck_format_get(m->compute);
-    gck_format infmt = m->inputs_rounded ? m->input_format : m->compute;
-    const gck_format_info *fin = gck_format_get(infmt);
-    const gck_format_info *fo = gck_format_get(gck_case_type(c, GCK_D));
-    const gck_format_info *fe = gck_format_get(m->epilogue);
-    int p = fc->precision < fo->precision ? fc->precision : fo->precision;
-    if (fe->precision < p) p = fe->precision;
-    if (m->inputs_rounded && fin->precision < p) p = fin->precision;
-    int qmin = fc->emin - fc->precision + 1, qo = fo->emin - fo->precision + 1;
-    if (qo > qmin) qmin = qo;
-    if (m->ftz || m->daz) qmin = fc->emin > fo->emin ? fc->emin : fo->emin;
-    double aa = fabs(c->alpha);
-    unsigned ord = gck_model_orders(m);
-    bool unscaled = ord & (GCK_ORDER_ALPHA_ON_SUM | GCK_ORDER_ALPHA_ON_PRODUCT),
-         on_operand = ord & GCK_ORDER_ALPHA_ON_OPERAND,
-         over_alpha = (ord & GCK_ORDER_BETA_OVER_ALPHA) && rc && c->alpha != 0;
-    bool exact = gck_round_to(c->alpha, m->epilogue) == c->alpha &&
-                 gck_round_to(c->beta, m->epilogue) == c->beta;
-    int qa = INT32_MAX, qb = INT32_MAX;
-    double maxa = 0, maxb = 0;
+/* Where one element's inputs are: row i of op(A) and column j of op(B) along k, as doubles laid
+ * out by the plan or read in place. */
+typedef struct elem_lines {
+    const gck_case *c;
+    const char *Ab, *Bb;
+    const double *da, *db;
+    int64_t ars, acs, brs, bcs, i, j;
+} elem_lines;
 
-    const char *Ab = NULL, *Bb = NULL;
-    const double *da = NULL, *db = NULL; /* row i of op(A), column j of op(B), along k */
-    if (rab) {
-        Ab = (const char *)A + bi * c->stride_a * gck_format_get(c->type_a)->storage_bytes;
-        Bb = (const char *)B + bi * c->stride_b * gck_format_get(c->type_b)->storage_bytes;
-        int64_t ra = (c->stride_a == 0 ? 0 : bi) * c->m + i,
-                cb = (c->stride_b == 0 ? 0 : bi) * c->n + j;
-        if (g->a) {
-            da = g->a + ra * c->k;
-            db = g->b + cb * c->k;
-        }
-        /* Pass 1, from the line facts: what input rounding does. */
-        const line_facts *la = &g->fa[ra], *lb = &g->fb[cb];
-        f->input_overflow = la->over || lb->over;
-        maxa = la->maxabs;
-        maxb = lb->maxabs;
-        if (exact && la->repr && lb->repr) {
-            qa = la->qmin;
-            qb = lb->qmin;
-        } else
-            exact = false;
-        for (int64_t k = 0; (la->has_inf || lb->has_inf) && k < c->k; k++) {
-            double a = da ? da[k] : gck_load(Ab, c->type_a, i * ars + k * acs);
-            double b = db ? db[k] : gck_load(Bb, c->type_b, k * brs + j * bcs);
-            double fa = fabs(a), fb = fabs(b);
-            if (isinf(fa) != isinf(fb)) { /* Inf times a finite partner that may become 0 */
-                double partner = isinf(fa) ? fb : fa;
-                if (partner != 0 && ((m->inputs_rounded && gck_round_to(partner, infmt) == 0) ||
-                                     (m->daz && partner < fin->min_normal)))
-                    f->inf_times_flushed = true;
-            }
-        }
+static inline double line_a(const elem_lines *e, int64_t k) {
+    return e->da ? e->da[k] : gck_load(e->Ab, e->c->type_a, e->i * e->ars + k * e->acs);
+}
+static inline double line_b(const elem_lines *e, int64_t k) {
+    return e->db ? e->db[k] : gck_load(e->Bb, e->c->type_b, k * e->brs + e->j * e->bcs);
+}
+
+/* Whether an Inf meets a finite non-zero partner that input rounding or DAZ makes 0. */
+static bool inf_meets_flushed(const elem_lines *e, const gck_model *m) {
+    gck_format infmt = m->inputs_rounded ? m->input_format : m->compute;
+    double min_normal = gck_format_get(infmt)->min_normal;
+    for (int64_t k = 0; k < e->c->k; k++) {
+        double fa = fabs(line_a(e, k)), fb = fabs(line_b(e, k));
+        if (isinf(fa) == isinf(fb)) continue;
+        double partner = isinf(fa) ? fb : fa;
+        if (partner != 0 && ((m->inputs_rounded && gck_round_to(partner, infmt) == 0) ||
+                             (m->daz && partner < min_normal)))
+            return true;
     }
-    double cv = 0, bc = 0;
-    if (rc) {
-        const char *Cb =
-            (const char *)C + bi * c->stride_c * gck_format_get(c->type_c)->storage_bytes;
-        cv = gck_load(Cb, c->type_c, i * crs + j * ccs);
-        f->t.abs_c = fabs(cv);
-        if (isfinite(cv) && f->t.abs_c > fc->max) f->input_overflow = true;
-        if (!isfinite(cv) || gck_round_to(cv, m->epilogue) != cv) exact = false;
-    }
-    /* Pass 2, rounding upward: the sums the bound and the overflow rules use. */
-    int old = fegetround();
-    fesetround(FE_UPWARD);
+    return false;
+}
+
+/* The sums over k the bound and the overflow rules use (call in upward rounding): T, sum_ab,
+ * the scaled terms by sign, the unscaled products by sign, and the largest quantity a declared
+ * order forms from a term. */
+static void sum_terms(const elem_lines *e, unsigned ord, bool skip_zero, elem_facts *f) {
+    double aa = fabs(e->c->alpha);
+    bool alpha_neg = signbit(e->c->alpha);
+    bool unscaled = ord & (GCK_ORDER_ALPHA_ON_SUM | GCK_ORDER_ALPHA_ON_PRODUCT),
+         on_operand = ord & GCK_ORDER_ALPHA_ON_OPERAND;
     double T = 0, sum_ab = 0, pos = 0, neg = 0, pos_u = 0, neg_u = 0, max_term = 0;
-    bool alpha_neg = signbit(c->alpha);
-    for (int64_t k = 0; rab && k < c->k; k++) {
-        double a = da ? da[k] : gck_load(Ab, c->type_a, i * ars + k * acs);
-        double b = db ? db[k] : gck_load(Bb, c->type_b, k * brs + j * bcs);
+    for (int64_t k = 0; k < e->c->k; k++) {
+        double a = line_a(e, k), b = line_b(e, k);
         if (skip_zero && (a == 0 || b == 0)) continue;
         double fa = fabs(a), fb = fabs(b), ab = fa * fb, sab = aa * ab;
         T += ab;
@@ -308,78 +266,169 @@ static void gather(const gck_case *c, const gck_support_row *row, const gather_p
     f->t.sum_ab = sum_ab;
     f->pos = pos;
     f->neg = neg;
+    f->pos_u = pos_u;
+    f->neg_u = neg_u;
     f->max_term = max_term;
-    double r = 0, rcv = 0; /* |beta/alpha| and |(beta/alpha)*c|, rounded up */
+}
+
+/* What the exact-case certificate needs beyond the element facts. */
+typedef struct exact_in {
+    int qa, qb;        /* lowest-set-bit exponents of the element's lines (INT32_MAX: none) */
+    double maxa, maxb; /* their largest magnitudes */
+    double cv, bc;     /* c and |beta c| */
+    double r, rcv;     /* |beta/alpha| and |(beta/alpha) c|, rounded up (beta over alpha only) */
+    bool over_alpha, rc;
+} exact_in;
+
+/* The exact-case certificate (call in upward rounding; p: the smallest precision, qmin: the
+ * lowest grid exponent any format involved keeps): every quantity any evaluation order forms
+ * (inputs, products of subsets of {alpha, a, b} and of {beta, c}, partial sums) is a multiple of
+ * 2^q and at most M in magnitude; with M < 2^(q+p) and 2^q on both grids, all are
+ * representable. */
+static bool exact_certificate(const gck_case *c, const gck_model *m, const exact_in *x,
+                              const elem_facts *f, int p, int qmin, double lim) {
+    double aa = fabs(c->alpha);
+    int qal = c->alpha != 0 ? lsb_exp(c->alpha) : INT32_MAX;
+    int q = INT32_MAX;
+    const int cand[] = {x->qa, x->qb, qal};
+    for (int s = 1; s < 8; s++) { /* every non-empty subset of {a, b, alpha} */
+        long sum = 0;
+        bool ok = true;
+        for (int y = 0; y < 3; y++)
+            if (s >> y & 1) {
+                if (cand[y] == INT32_MAX) ok = false;
+                sum += cand[y];
+            }
+        if (ok && sum < q) q = (int)sum;
+    }
+    if (x->rc && x->cv != 0) {
+        int qc = lsb_exp(x->cv), qbe = lsb_exp(c->beta);
+        if (qc < q) q = qc;
+        if (qbe < q) q = qbe;
+        if (qc + qbe < q) q = qc + qbe;
+    }
+    double M = fmax(aa * f->t.T + x->bc, f->t.T);
+    if (x->over_alpha) {
+        /* beta/alpha must itself be exact; then (beta/alpha)*c and the partial sums of
+         * A*B + (beta/alpha)*c join the grid and the range */
+        double rq = c->beta / c->alpha, up = fma(rq, c->alpha, -c->beta);
+        fesetround(FE_DOWNWARD);
+        double down = fma(rq, c->alpha, -c->beta); /* both 0: rq*alpha == beta exactly */
+        fesetround(FE_TONEAREST);
+        bool ok = up == 0 && down == 0 && gck_round_to(rq, m->compute) == rq &&
+                  gck_round_to(rq, m->epilogue) == rq;
+        fesetround(FE_UPWARD);
+        if (!ok) return false;
+        int qr = lsb_exp(rq);
+        if (qr < q) q = qr;
+        if (x->cv != 0 && qr + lsb_exp(x->cv) < q) q = qr + lsb_exp(x->cv);
+        M = fmax(M, fmax(x->r, f->t.T + x->rcv));
+    }
+    M = fmax(M, fmax(aa * x->maxa, aa * x->maxb));
+    M = fmax(M, fmax(fmax(x->maxa, x->maxb), aa));
+    if (x->rc) M = fmax(M, fmax(fmax(fabs(c->beta), f->t.abs_c), x->bc));
+    if (q == INT32_MAX) q = qmin; /* everything is zero */
+    return q >= qmin && M < ldexp(1.0, q + p) && M <= lim;
+}
+
+/* The smallest precision of the formats a result passes through, the lowest exponent of the
+ * grid they all keep, and the largest finite value they all hold. */
+static void result_grid(const gck_case *c, const gck_model *m, int *p, int *qmin, double *lim) {
+    const gck_format_info *fc = gck_format_get(m->compute);
+    const gck_format_info *fin = gck_format_get(m->inputs_rounded ? m->input_format : m->compute);
+    const gck_format_info *fo = gck_format_get(gck_case_type(c, GCK_D));
+    const gck_format_info *fe = gck_format_get(m->epilogue);
+    *p = fc->precision < fo->precision ? fc->precision : fo->precision;
+    if (fe->precision < *p) *p = fe->precision;
+    if (m->inputs_rounded && fin->precision < *p) *p = fin->precision;
+    *qmin = fc->emin - fc->precision + 1;
+    int qo = fo->emin - fo->precision + 1;
+    if (qo > *qmin) *qmin = qo;
+    if (m->ftz || m->daz) *qmin = fc->emin > fo->emin ? fc->emin : fo->emin;
+    *lim = fmin(fc->max, fmin(fo->max, fe->max));
+}
+
+/* The facts of element (bi, i, j) whose oracle value is `oracle`; with skip_zero, of the sum
+ * without the terms that have an exactly-zero factor (what a zero-skipping BLAS computes). */
+static void gather(const gck_case *c, const gck_support_row *row, const gather_plan *g,
+                   const void *A, const void *B, const void *C, int64_t bi, int64_t i, int64_t j,
+                   bool skip_zero, double oracle, elem_facts *f) {
+    const gck_model *m = &row->model;
+    memset(f, 0, sizeof *f);
+    f->t.k = c->k;
+    f->t.abs_d = fabs(oracle);
+    bool rab = gck_case_reads_ab(c), rc = gck_case_reads_c(c);
+    const gck_format_info *fc = gck_format_get(m->compute);
+    double aa = fabs(c->alpha);
+    unsigned ord = gck_model_orders(m);
+    exact_in x = {INT32_MAX, INT32_MAX, 0, 0, 0, 0, 0, 0, false, rc};
+    x.over_alpha = (ord & GCK_ORDER_BETA_OVER_ALPHA) && rc && c->alpha != 0;
+    bool exact = gck_round_to(c->alpha, m->epilogue) == c->alpha &&
+                 gck_round_to(c->beta, m->epilogue) == c->beta;
+
+    elem_lines e = {.c = c, .i = i, .j = j};
+    if (rab) {
+        gck_case_op_strides(c, GCK_A, &e.ars, &e.acs);
+        gck_case_op_strides(c, GCK_B, &e.brs, &e.bcs);
+        e.Ab = (const char *)A + bi * c->stride_a * gck_format_get(c->type_a)->storage_bytes;
+        e.Bb = (const char *)B + bi * c->stride_b * gck_format_get(c->type_b)->storage_bytes;
+        int64_t ra = (c->stride_a == 0 ? 0 : bi) * c->m + i,
+                cb = (c->stride_b == 0 ? 0 : bi) * c->n + j;
+        if (g->a) {
+            e.da = g->a + ra * c->k;
+            e.db = g->b + cb * c->k;
+        }
+        /* Pass 1, from the line facts: what input rounding does. */
+        const line_facts *la = &g->fa[ra], *lb = &g->fb[cb];
+        f->input_overflow = la->over || lb->over;
+        x.maxa = la->maxabs;
+        x.maxb = lb->maxabs;
+        if (exact && la->repr && lb->repr) {
+            x.qa = la->qmin;
+            x.qb = lb->qmin;
+        } else
+            exact = false;
+        if (la->has_inf || lb->has_inf) f->inf_times_flushed = inf_meets_flushed(&e, m);
+    }
     if (rc) {
-        bc = fabs(c->beta) * f->t.abs_c;
-        if (isfinite(cv)) {
-            if (bc > f->max_term) f->max_term = bc;
-            if ((signbit(cv) != signbit(c->beta)))
-                f->neg += bc;
+        int64_t crs, ccs;
+        gck_case_op_strides(c, GCK_C, &crs, &ccs);
+        const char *Cb =
+            (const char *)C + bi * c->stride_c * gck_format_get(c->type_c)->storage_bytes;
+        x.cv = gck_load(Cb, c->type_c, i * crs + j * ccs);
+        f->t.abs_c = fabs(x.cv);
+        if (isfinite(x.cv) && f->t.abs_c > fc->max) f->input_overflow = true;
+        if (!isfinite(x.cv) || gck_round_to(x.cv, m->epilogue) != x.cv) exact = false;
+    }
+    /* Pass 2, rounding upward: the sums the bound and the overflow rules use. */
+    int old = fegetround();
+    fesetround(FE_UPWARD);
+    if (rab) sum_terms(&e, ord, skip_zero, f);
+    if (rc) {
+        x.bc = fabs(c->beta) * f->t.abs_c;
+        if (isfinite(x.cv)) {
+            if (x.bc > f->max_term) f->max_term = x.bc;
+            if ((signbit(x.cv) != signbit(c->beta)))
+                f->neg += x.bc;
             else
-                f->pos += bc;
-            if (over_alpha) { /* the unscaled sum A*B + (beta/alpha)*c, and beta/alpha itself */
-                r = fabs(c->beta) / aa;
-                rcv = r * f->t.abs_c;
-                f->max_term = fmax(f->max_term, fmax(r, rcv));
-                bool neg_r = (signbit(cv) != signbit(c->beta)) != (bool)signbit(c->alpha);
-                neg_u += neg_r ? rcv : 0.0;
-                pos_u += neg_r ? 0.0 : rcv;
+                f->pos += x.bc;
+            if (x.over_alpha) { /* the unscaled sum A*B + (beta/alpha)*c, and beta/alpha */
+                x.r = fabs(c->beta) / aa;
+                x.rcv = x.r * f->t.abs_c;
+                f->max_term = fmax(f->max_term, fmax(x.r, x.rcv));
+                bool neg_r = (signbit(x.cv) != signbit(c->beta)) != (bool)signbit(c->alpha);
+                f->neg_u += neg_r ? x.rcv : 0.0;
+                f->pos_u += neg_r ? 0.0 : x.rcv;
             }
         }
     }
     /* a backend that never sums unscaled products cannot overflow there */
-    bool sums_unscaled = (ord & GCK_ORDER_ALPHA_ON_SUM) || over_alpha;
-    f->pos_u = sums_unscaled ? pos_u : 0.0;
-    f->neg_u = sums_unscaled ? neg_u : 0.0;
-    /* Exact-case certificate: every quantity any evaluation order forms (inputs, products of
-     * subsets of {alpha, a, b} and of {beta, c}, partial sums) is a multiple of 2^q and at
-     * most M in magnitude; with M < 2^(q+p) and 2^q on both grids, all are representable. */
+    if (!((ord & GCK_ORDER_ALPHA_ON_SUM) || x.over_alpha)) f->pos_u = f->neg_u = 0.0;
     if (exact) {
-        int qal = c->alpha != 0 ? lsb_exp(c->alpha) : INT32_MAX;
-        int q = INT32_MAX;
-        const int cand[] = {qa, qb, qal};
-        for (int x = 0; x < 8; x++) { /* every non-empty subset of {a, b, alpha} */
-            long s = 0;
-            bool any = false, ok = true;
-            for (int y = 0; y < 3; y++)
-                if (x >> y & 1) {
-                    if (cand[y] == INT32_MAX) ok = false;
-                    s += cand[y];
-                    any = true;
-                }
-            if (any && ok && s < q) q = (int)s;
-        }
-        if (rc && cv != 0) {
-            int qc = lsb_exp(cv), qbe = lsb_exp(c->beta);
-            if (qc < q) q = qc;
-            if (qbe < q) q = qbe;
-            if (qc + qbe < q) q = qc + qbe;
-        }
-        double M = fmax(aa * f->t.T + bc, f->t.T);
-        if (over_alpha) {
-            /* beta/alpha must itself be exact; then (beta/alpha)*c and the partial sums of
-             * A*B + (beta/alpha)*c join the grid and the range */
-            double rq = c->beta / c->alpha, up = fma(rq, c->alpha, -c->beta);
-            fesetround(FE_DOWNWARD);
-            double down = fma(rq, c->alpha, -c->beta); /* both 0: rq*alpha == beta exactly */
-            fesetround(FE_TONEAREST);
-            exact = up == 0 && down == 0 && gck_round_to(rq, m->compute) == rq &&
-                    gck_round_to(rq, m->epilogue) == rq;
-            fesetround(FE_UPWARD);
-            if (exact) {
-                int qr = lsb_exp(rq);
-                if (qr < q) q = qr;
-                if (cv != 0 && qr + lsb_exp(cv) < q) q = qr + lsb_exp(cv);
-                M = fmax(M, fmax(r, f->t.T + rcv));
-            }
-        }
-        M = fmax(M, fmax(aa * maxa, aa * maxb));
-        M = fmax(M, fmax(fmax(maxa, maxb), aa));
-        if (rc) M = fmax(M, fmax(fmax(fabs(c->beta), f->t.abs_c), bc));
-        double lim = fmin(fc->max, fmin(fo->max, fe->max));
-        if (q == INT32_MAX) q = qmin; /* everything is zero */
-        f->exact_case = exact && q >= qmin && M < ldexp(1.0, q + p) && M <= lim;
+        int p, qmin;
+        double lim;
+        result_grid(c, m, &p, &qmin, &lim);
+        f->exact_case = exact_certificate(c, m, &x, f, p, qmin, lim);
     }
     fesetround(old);
 }
@@ -684,7 +733,7 @@ gck_status gck_check_values(const gck_case *c, const gck_support_row *row,
         }
         int lines = opt->sample_lines > 0 ? opt->sample_lines : 16;
         rows[0] = rows[c->m - 1] = cols[0] = cols[c->n - 1] = 1;
-        uint64_t h = (uint64_t)c->m * 0x9e3779b97f4a7c15ull ^ (uint64_t)c->n ^ (uint64_t)c->k << 20;
+        uint64_t h = (uint64_t)c->m * GCK_GOLDEN_GAMMA ^ (uint64_t)c->n ^ (uint64_t)c->k << 20;
         for (int l = 0; l < lines; l++) {
             h = h * 6364136223846793005ull + 1442695040888963407ull;
             rows[(h >> 33) % (uint64_t)c->m] = 1;

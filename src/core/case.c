@@ -3,8 +3,9 @@
 
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
+
+#include "text.h"
 
 void gck_case_init(gck_case *c, int64_t m, int64_t n, int64_t k) {
     *c = (gck_case){
@@ -107,20 +108,17 @@ int64_t gck_case_extent(const gck_case *c, gck_operand x) {
 bool gck_case_reads_ab(const gck_case *c) { return c->alpha != 0.0 && c->k > 0; }
 bool gck_case_reads_c(const gck_case *c) { return c->beta != 0.0; }
 
-static gck_status fail(char *msg, size_t len, const char *fmt, ...) {
-    if (msg && len > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, len, fmt, ap);
-        va_end(ap);
-    }
-    return GCK_EINVAL;
-}
-
 static bool valid_format(gck_format f) { return (unsigned)f < GCK_FORMAT_COUNT; }
 
 /* Largest element count we accept for one operand: keeps every byte offset inside int64. */
 #define GCK_MAX_ELEMENTS (INT64_C(1) << 56)
+
+int64_t gck_case_min_ld(const gck_case *c, gck_operand x) {
+    int64_t rows, cols;
+    gck_case_stored_shape(c, x, &rows, &cols);
+    int64_t need = c->order == GCK_COL_MAJOR ? rows : cols;
+    return need > 1 ? need : 1;
+}
 
 static const char *ld_name(gck_operand x) {
     return (const char *[]){"lda", "ldb", "ldc", "ldd"}[x];
@@ -142,36 +140,39 @@ static gck_status check_layout(const gck_case *c, gck_operand x, char *msg, size
                          : x == GCK_B ? (c->transb == GCK_OP_N ? " for op(B)=N" : " for op(B)=T")
                                       : "";
     const char *ord = colmaj ? "column-major" : "row-major";
-    if (ld < 1) return fail(msg, len, "%s (%" PRId64 ") must be >= 1", ld_name(x), ld);
-    if (ld < need)
-        return fail(msg, len, "%s (%" PRId64 ") < %s (%" PRId64 ")%s, %s", ld_name(x), ld,
-                    dim_name(c, x, colmaj), need, opdesc, ord);
+    if (ld < 1)
+        return gck_fail(GCK_EINVAL, msg, len, "%s (%" PRId64 ") must be >= 1", ld_name(x), ld);
+    if (ld < gck_case_min_ld(c, x))
+        return gck_fail(GCK_EINVAL, msg, len, "%s (%" PRId64 ") < %s (%" PRId64 ")%s, %s",
+                        ld_name(x), ld, dim_name(c, x, colmaj), need, opdesc, ord);
     /* Overflow guard: (outer - 1) * ld + inner must stay representable. */
     int64_t outer = colmaj ? cols : rows;
     if (outer > 1 && ld > (GCK_MAX_ELEMENTS - need) / (outer - 1))
-        return fail(msg, len, "%s (%" PRId64 ") x %" PRId64 " %s spans more than 2^56 elements",
-                    ld_name(x), ld, outer, colmaj ? "columns" : "rows");
+        return gck_fail(GCK_EINVAL, msg, len,
+                        "%s (%" PRId64 ") x %" PRId64 " %s spans more than 2^56 elements",
+                        ld_name(x), ld, outer, colmaj ? "columns" : "rows");
     int64_t fp = gck_case_footprint(c, x);
     int64_t stride = gck_case_stride(c, x);
     const char *sname = (const char *[]){"stride_a", "stride_b", "stride_c", "stride_d"}[x];
-    if (stride < 0) return fail(msg, len, "%s (%" PRId64 ") must be >= 0", sname, stride);
+    if (stride < 0)
+        return gck_fail(GCK_EINVAL, msg, len, "%s (%" PRId64 ") must be >= 0", sname, stride);
     if (c->batch > 1 && fp > 0) {
         bool output = x == GCK_D || (x == GCK_C && c->d_is_c);
         if (stride == 0 && output)
-            return fail(msg, len,
-                        "%s is 0 with batch %" PRId64 ": batch members of %s would "
-                        "overwrite each other",
-                        sname, c->batch, operand_name(x));
+            return gck_fail(GCK_EINVAL, msg, len,
+                            "%s is 0 with batch %" PRId64 ": batch members of %s would "
+                            "overwrite each other",
+                            sname, c->batch, operand_name(x));
         if (stride != 0 && stride < fp)
-            return fail(msg, len,
-                        "%s (%" PRId64 ") < %" PRId64 ", the elements one %s matrix "
-                        "spans: batch members would overlap",
-                        sname, stride, fp, operand_name(x));
+            return gck_fail(GCK_EINVAL, msg, len,
+                            "%s (%" PRId64 ") < %" PRId64 ", the elements one %s matrix "
+                            "spans: batch members would overlap",
+                            sname, stride, fp, operand_name(x));
         if (stride > (GCK_MAX_ELEMENTS - fp) / (c->batch - 1))
-            return fail(msg, len,
-                        "%s (%" PRId64 ") x batch %" PRId64 " spans more than 2^56 "
-                        "elements",
-                        sname, stride, c->batch);
+            return gck_fail(GCK_EINVAL, msg, len,
+                            "%s (%" PRId64 ") x batch %" PRId64 " spans more than 2^56 "
+                            "elements",
+                            sname, stride, c->batch);
     }
     return GCK_OK;
 }
@@ -179,47 +180,52 @@ static gck_status check_layout(const gck_case *c, gck_operand x, char *msg, size
 static bool exact_in(double v, gck_format f) { return isfinite(v) && gck_round_to(v, f) == v; }
 
 gck_status gck_case_validate(const gck_case *c, char *msg, size_t len) {
-    if (c->m < 0) return fail(msg, len, "M (%" PRId64 ") must be >= 0", c->m);
-    if (c->n < 0) return fail(msg, len, "N (%" PRId64 ") must be >= 0", c->n);
-    if (c->k < 0) return fail(msg, len, "K (%" PRId64 ") must be >= 0", c->k);
-    if (c->batch < 1) return fail(msg, len, "batch (%" PRId64 ") must be >= 1", c->batch);
+    if (c->m < 0) return gck_fail(GCK_EINVAL, msg, len, "M (%" PRId64 ") must be >= 0", c->m);
+    if (c->n < 0) return gck_fail(GCK_EINVAL, msg, len, "N (%" PRId64 ") must be >= 0", c->n);
+    if (c->k < 0) return gck_fail(GCK_EINVAL, msg, len, "K (%" PRId64 ") must be >= 0", c->k);
+    if (c->batch < 1)
+        return gck_fail(GCK_EINVAL, msg, len, "batch (%" PRId64 ") must be >= 1", c->batch);
     if (c->order != GCK_COL_MAJOR && c->order != GCK_ROW_MAJOR)
-        return fail(msg, len, "order (%d) is neither column-major nor row-major", (int)c->order);
+        return gck_fail(GCK_EINVAL, msg, len, "order (%d) is neither column-major nor row-major",
+                        (int)c->order);
     if (c->transa != GCK_OP_N && c->transa != GCK_OP_T)
-        return fail(msg, len, "transa (%d) is neither N nor T", (int)c->transa);
+        return gck_fail(GCK_EINVAL, msg, len, "transa (%d) is neither N nor T", (int)c->transa);
     if (c->transb != GCK_OP_N && c->transb != GCK_OP_T)
-        return fail(msg, len, "transb (%d) is neither N nor T", (int)c->transb);
+        return gck_fail(GCK_EINVAL, msg, len, "transb (%d) is neither N nor T", (int)c->transb);
     const char *tname[] = {"type_a", "type_b", "type_c", "type_d"};
     gck_format types[] = {c->type_a, c->type_b, c->type_c, c->type_d};
     for (int x = 0; x < 4; x++) {
         if (!valid_format(types[x]))
-            return fail(msg, len, "%s (%d) is not a format", tname[x], (int)types[x]);
+            return gck_fail(GCK_EINVAL, msg, len, "%s (%d) is not a format", tname[x],
+                            (int)types[x]);
         if (!gck_format_get(types[x])->is_storage)
-            return fail(msg, len, "%s (%s) is not an element type (use f16, bf16, f32, f64)",
-                        tname[x], gck_format_get(types[x])->name);
+            return gck_fail(GCK_EINVAL, msg, len,
+                            "%s (%s) is not an element type (use f16, bf16, f32, f64)", tname[x],
+                            gck_format_get(types[x])->name);
     }
     if (!valid_format(c->compute))
-        return fail(msg, len, "compute (%d) is not a format", (int)c->compute);
+        return gck_fail(GCK_EINVAL, msg, len, "compute (%d) is not a format", (int)c->compute);
     if (c->scale_type != GCK_F32 && c->scale_type != GCK_F64)
-        return fail(msg, len, "scale_type (%s) must be f32 or f64",
-                    valid_format(c->scale_type) ? gck_format_get(c->scale_type)->name : "?");
+        return gck_fail(GCK_EINVAL, msg, len, "scale_type (%s) must be f32 or f64",
+                        valid_format(c->scale_type) ? gck_format_get(c->scale_type)->name : "?");
     if (!exact_in(c->alpha, c->scale_type))
-        return fail(msg, len, "alpha (%.17g) is not a finite %s value", c->alpha,
-                    gck_format_get(c->scale_type)->name);
+        return gck_fail(GCK_EINVAL, msg, len, "alpha (%.17g) is not a finite %s value", c->alpha,
+                        gck_format_get(c->scale_type)->name);
     if (!exact_in(c->beta, c->scale_type))
-        return fail(msg, len, "beta (%.17g) is not a finite %s value", c->beta,
-                    gck_format_get(c->scale_type)->name);
+        return gck_fail(GCK_EINVAL, msg, len, "beta (%.17g) is not a finite %s value", c->beta,
+                        gck_format_get(c->scale_type)->name);
     if (c->d_is_c) {
         if (c->type_d != c->type_c)
-            return fail(msg, len, "type_d (%s) != type_c (%s) with D in place of C",
-                        gck_format_get(c->type_d)->name, gck_format_get(c->type_c)->name);
+            return gck_fail(GCK_EINVAL, msg, len, "type_d (%s) != type_c (%s) with D in place of C",
+                            gck_format_get(c->type_d)->name, gck_format_get(c->type_c)->name);
         if (c->ldd != c->ldc)
-            return fail(msg, len, "ldd (%" PRId64 ") != ldc (%" PRId64 ") with D in place of C",
-                        c->ldd, c->ldc);
+            return gck_fail(GCK_EINVAL, msg, len,
+                            "ldd (%" PRId64 ") != ldc (%" PRId64 ") with D in place of C", c->ldd,
+                            c->ldc);
         if (c->stride_d != c->stride_c)
-            return fail(msg, len,
-                        "stride_d (%" PRId64 ") != stride_c (%" PRId64 ") with D in place of C",
-                        c->stride_d, c->stride_c);
+            return gck_fail(GCK_EINVAL, msg, len,
+                            "stride_d (%" PRId64 ") != stride_c (%" PRId64 ") with D in place of C",
+                            c->stride_d, c->stride_c);
     }
     for (int x = GCK_A; x <= GCK_D; x++) {
         gck_status s = check_layout(c, (gck_operand)x, msg, len);

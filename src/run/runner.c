@@ -17,6 +17,7 @@
 #include "gemmcheck/oracle.h"
 #include "guard.h"
 #include "npy.h"
+#include "parallel.h"
 #include "text.h"
 
 const char *gck_outcome_name(gck_outcome o) {
@@ -207,16 +208,12 @@ static gck_status dump_operand(const char *dir, const char *name, const gck_case
                 memcpy(dense + (size_t)((b * rows + i) * cols + j) * es,
                        (const unsigned char *)base + (size_t)off * es, es);
             }
-    static const gck_npy_dtype dt[] = {[GCK_F16] = GCK_NPY_F2,
-                                       [GCK_BF16] = GCK_NPY_U2,
-                                       [GCK_TF32] = GCK_NPY_F4,
-                                       [GCK_F32] = GCK_NPY_F4,
-                                       [GCK_F64] = GCK_NPY_F8};
     char path[4096];
     snprintf(path, sizeof path, "%s/%s.npy", dir, name);
     int64_t shape3[3] = {c->batch, rows, cols};
-    gck_status s = c->batch > 1 ? gck_npy_write(path, dt[f], 3, shape3, dense, msg, len)
-                                : gck_npy_write(path, dt[f], 2, shape3 + 1, dense, msg, len);
+    gck_status s = c->batch > 1
+                       ? gck_npy_write(path, gck_npy_dtype_of(f), 3, shape3, dense, msg, len)
+                       : gck_npy_write(path, gck_npy_dtype_of(f), 2, shape3 + 1, dense, msg, len);
     free(dense);
     return s;
 }
@@ -381,8 +378,8 @@ static gck_status fits_in_memory(const gck_spec *s, const gck_run_options *o, ch
     }
     double sets = 1.0 + (o->determinism ? 1 : 0) + (o->concurrency > 1 ? 2.0 * o->concurrency : 0);
     double need = set * sets;
-    double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-    if (need > phys) {
+    double phys = gck_physical_memory();
+    if (phys > 0 && need > phys) {
         snprintf(msg, len,
                  "the case's operands need %.1f GiB, more than this machine's %.1f GiB of memory",
                  need / 1073741824.0, phys / 1073741824.0);

@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mix.h"
+#include "text.h"
+
 static const char *const dist_names[GCK_DIST_COUNT] = {"int",    "unif", "normal", "logu",
                                                        "cancel", "sub",  "big"};
 
@@ -33,20 +36,13 @@ void gck_spec_init(gck_spec *s, const gck_case *c) {
 
 /* ---- values ------------------------------------------------------------------------------ */
 
-/* SplitMix64's finaliser: a bijective mix of 64 bits. */
-static uint64_t mix64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 /* The hash of one element position and stream. */
 static uint64_t pos_hash(uint64_t seed, gck_operand x, int64_t b, int64_t r, int64_t col,
                          unsigned stream) {
-    uint64_t h = mix64(seed + 0x9e3779b97f4a7c15ull * (1 + (uint64_t)x + 4 * (uint64_t)stream));
-    h = mix64(h ^ (uint64_t)b);
-    h = mix64(h ^ (uint64_t)r * 0xd6e8feb86659fd93ull);
-    return mix64(h ^ (uint64_t)col * 0xa0761d6478bd642full);
+    uint64_t h = gck_mix64(seed + GCK_GOLDEN_GAMMA * (1 + (uint64_t)x + 4 * (uint64_t)stream));
+    h = gck_mix64(h ^ (uint64_t)b);
+    h = gck_mix64(h ^ (uint64_t)r * 0xd6e8feb86659fd93ull);
+    return gck_mix64(h ^ (uint64_t)col * 0xa0761d6478bd642full);
 }
 
 static double unit(uint64_t h) { return (double)(h >> 11) * 0x1p-53; } /* [0, 1) */
@@ -58,7 +54,7 @@ static double dist_value(const gck_spec *s, gck_operand x, gck_dist d, int64_t b
     const gck_format_info *fi = gck_format_get(f);
     const gck_format_info *fd = gck_format_get(gck_case_type(&s->c, GCK_D));
     uint64_t h = pos_hash(s->seed, x, b, r, col, 0);
-    uint64_t h2 = mix64(h + 1);
+    uint64_t h2 = gck_mix64(h + 1);
     double sign = (h2 >> 63) ? -1.0 : 1.0;
     double u = unit(h);
     switch (d) {
@@ -66,7 +62,7 @@ static double dist_value(const gck_spec *s, gck_operand x, gck_dist d, int64_t b
     case GCK_DIST_UNIFORM: return 2.0 * u - 1.0;
     case GCK_DIST_NORMAL: {
         /* Irwin-Hall with four uniforms: mean 0, variance 1, no transcendental functions */
-        double sum = u + unit(h2) + unit(mix64(h + 2)) + unit(mix64(h + 3));
+        double sum = u + unit(h2) + unit(gck_mix64(h + 2)) + unit(gck_mix64(h + 3));
         return (sum - 2.0) * 1.7320508075688772;
     }
     case GCK_DIST_LOGU: {
@@ -146,16 +142,6 @@ void gck_spec_format(const gck_spec *s, char *buf, size_t len) {
              s->special_pm, s->c_nan ? 1 : 0, s->seed);
 }
 
-static gck_status perr(char *msg, size_t len, const char *fmt, ...) {
-    if (msg && len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, len, fmt, ap);
-        va_end(ap);
-    }
-    return GCK_EINVAL;
-}
-
 static bool parse_i64(const char *v, int64_t *out) {
     if (!*v || (*v != '-' && (*v < '0' || *v > '9'))) return false;
     char *end;
@@ -215,7 +201,7 @@ static gck_status parse_value(gck_spec *s, int key, const char *v, char *msg, si
         else if (strcmp(v, "row") == 0)
             c->order = GCK_ROW_MAJOR;
         else
-            return perr(msg, len, "order='%s' must be col or row", v);
+            return gck_fail(GCK_EINVAL, msg, len, "order='%s' must be col or row", v);
         return GCK_OK;
     case K_TA:
     case K_TB: {
@@ -225,25 +211,28 @@ static gck_status parse_value(gck_spec *s, int key, const char *v, char *msg, si
         else if (strcmp(v, "T") == 0)
             *op = GCK_OP_T;
         else
-            return perr(msg, len, "%s='%s' must be N or T", name, v);
+            return gck_fail(GCK_EINVAL, msg, len, "%s='%s' must be N or T", name, v);
         return GCK_OK;
     }
     case K_TYPES: {
         gck_format *t[4] = {&c->type_a, &c->type_b, &c->type_c, &c->type_d};
         char tmp[64];
-        if (strlen(v) >= sizeof tmp) return perr(msg, len, "types='%s' is malformed", v);
+        if (strlen(v) >= sizeof tmp)
+            return gck_fail(GCK_EINVAL, msg, len, "types='%s' is malformed", v);
         strcpy(tmp, v);
         char *save = NULL, *tok = strtok_r(tmp, ",", &save);
         for (int i = 0; i < 4; i++, tok = strtok_r(NULL, ",", &save))
             if (!tok || !gck_format_parse(tok, t[i]) || !gck_format_get(*t[i])->is_storage)
-                return perr(msg, len, "types='%s' must be four of f16,bf16,f32,f64 (A,B,C,D)", v);
-        if (tok) return perr(msg, len, "types='%s' has more than four types", v);
+                return gck_fail(GCK_EINVAL, msg, len,
+                                "types='%s' must be four of f16,bf16,f32,f64 (A,B,C,D)", v);
+        if (tok) return gck_fail(GCK_EINVAL, msg, len, "types='%s' has more than four types", v);
         return GCK_OK;
     }
     case K_COMPUTE:
     case K_SCALE: {
         gck_format *f = key == K_COMPUTE ? &c->compute : &c->scale_type;
-        if (!gck_format_parse(v, f)) return perr(msg, len, "%s='%s' is not a format", name, v);
+        if (!gck_format_parse(v, f))
+            return gck_fail(GCK_EINVAL, msg, len, "%s='%s' is not a format", name, v);
         return GCK_OK;
     }
     case K_ALPHA:
@@ -251,7 +240,7 @@ static gck_status parse_value(gck_spec *s, int key, const char *v, char *msg, si
         char *end;
         double x = strtod(v, &end);
         if (!*v || *end || !isfinite(x))
-            return perr(msg, len, "%s='%s' is not a finite number", name, v);
+            return gck_fail(GCK_EINVAL, msg, len, "%s='%s' is not a finite number", name, v);
         *(key == K_ALPHA ? &c->alpha : &c->beta) = x;
         return GCK_OK;
     }
@@ -261,50 +250,56 @@ static gck_status parse_value(gck_spec *s, int key, const char *v, char *msg, si
         else if (strcmp(v, "sep") == 0)
             c->d_is_c = false;
         else
-            return perr(msg, len, "d='%s' must be c (in place) or sep (separate)", v);
+            return gck_fail(GCK_EINVAL, msg, len, "d='%s' must be c (in place) or sep (separate)",
+                            v);
         return GCK_OK;
     case K_OFF: {
         char tmp[128];
-        if (strlen(v) >= sizeof tmp) return perr(msg, len, "off='%s' is malformed", v);
+        if (strlen(v) >= sizeof tmp)
+            return gck_fail(GCK_EINVAL, msg, len, "off='%s' is malformed", v);
         strcpy(tmp, v);
         char *save = NULL, *tok = strtok_r(tmp, ",", &save);
         for (int i = 0; i < 4; i++, tok = strtok_r(NULL, ",", &save))
             if (!tok || !parse_i64(tok, &s->offset[i]) || s->offset[i] < 0 || s->offset[i] > 4096)
-                return perr(msg, len, "off='%s' must be four element offsets 0..4096", v);
-        if (tok) return perr(msg, len, "off='%s' has more than four offsets", v);
+                return gck_fail(GCK_EINVAL, msg, len,
+                                "off='%s' must be four element offsets 0..4096", v);
+        if (tok) return gck_fail(GCK_EINVAL, msg, len, "off='%s' has more than four offsets", v);
         return GCK_OK;
     }
     case K_VAB:
     case K_VC:
         if (!gck_dist_parse(v, key == K_VAB ? &s->dist_ab : &s->dist_c))
-            return perr(msg, len,
-                        "%s='%s' is not a distribution (int, unif, normal, logu, "
-                        "cancel, sub, big)",
-                        name, v);
+            return gck_fail(GCK_EINVAL, msg, len,
+                            "%s='%s' is not a distribution (int, unif, normal, logu, "
+                            "cancel, sub, big)",
+                            name, v);
         return GCK_OK;
     case K_SP: {
         int64_t x;
         if (!parse_i64(v, &x) || x < 0 || x > 1000)
-            return perr(msg, len, "sp='%s' must be a per-mille rate 0..1000", v);
+            return gck_fail(GCK_EINVAL, msg, len, "sp='%s' must be a per-mille rate 0..1000", v);
         s->special_pm = (int)x;
         return GCK_OK;
     }
     case K_CNAN:
-        if (strcmp(v, "0") && strcmp(v, "1")) return perr(msg, len, "cnan='%s' must be 0 or 1", v);
+        if (strcmp(v, "0") && strcmp(v, "1"))
+            return gck_fail(GCK_EINVAL, msg, len, "cnan='%s' must be 0 or 1", v);
         s->c_nan = v[0] == '1';
         return GCK_OK;
     case K_SEED: {
         char *end;
         errno = 0;
-        if (!*v || *v == '-') return perr(msg, len, "seed='%s' is not an unsigned integer", v);
+        if (!*v || *v == '-')
+            return gck_fail(GCK_EINVAL, msg, len, "seed='%s' is not an unsigned integer", v);
         unsigned long long x = strtoull(v, &end, 10);
         if (*end || errno == ERANGE)
-            return perr(msg, len, "seed='%s' is not an unsigned 64-bit integer", v);
+            return gck_fail(GCK_EINVAL, msg, len, "seed='%s' is not an unsigned 64-bit integer", v);
         s->seed = x;
         return GCK_OK;
     }
     default:
-        if (!parse_i64(v, ints[key])) return perr(msg, len, "%s='%s' is not an integer", name, v);
+        if (!parse_i64(v, ints[key]))
+            return gck_fail(GCK_EINVAL, msg, len, "%s='%s' is not an integer", name, v);
         return GCK_OK;
     }
 }
@@ -312,28 +307,29 @@ static gck_status parse_value(gck_spec *s, int key, const char *v, char *msg, si
 gck_status gck_spec_parse(const char *text, gck_spec *s, char *msg, size_t len) {
     memset(s, 0, sizeof *s);
     size_t n = strlen(text);
-    if (n > 4000) return perr(msg, len, "reproducer string is longer than 4000 characters");
+    if (n > 4000)
+        return gck_fail(GCK_EINVAL, msg, len, "reproducer string is longer than 4000 characters");
     char buf[4096];
     memcpy(buf, text, n + 1);
     char *save = NULL, *tok = strtok_r(buf, " \t\n", &save);
     if (!tok || strcmp(tok, "gck1") != 0)
-        return perr(msg, len, "reproducer string must start with 'gck1' (got '%.20s')",
-                    tok ? tok : "");
+        return gck_fail(GCK_EINVAL, msg, len,
+                        "reproducer string must start with 'gck1' (got '%.20s')", tok ? tok : "");
     bool seen[K_COUNT] = {false};
     while ((tok = strtok_r(NULL, " \t\n", &save))) {
         char *eq = strchr(tok, '=');
-        if (!eq) return perr(msg, len, "'%.40s' is not key=value", tok);
+        if (!eq) return gck_fail(GCK_EINVAL, msg, len, "'%.40s' is not key=value", tok);
         *eq = '\0';
         int key = -1;
         for (int k = 0; k < K_COUNT; k++)
             if (strcmp(tok, key_names[k]) == 0) key = k;
-        if (key < 0) return perr(msg, len, "unknown key '%.40s'", tok);
-        if (seen[key]) return perr(msg, len, "key '%s' given twice", tok);
+        if (key < 0) return gck_fail(GCK_EINVAL, msg, len, "unknown key '%.40s'", tok);
+        if (seen[key]) return gck_fail(GCK_EINVAL, msg, len, "key '%s' given twice", tok);
         seen[key] = true;
         gck_status st = parse_value(s, key, eq + 1, msg, len);
         if (st != GCK_OK) return st;
     }
     for (int k = 0; k < K_COUNT; k++)
-        if (!seen[k]) return perr(msg, len, "missing key '%s'", key_names[k]);
+        if (!seen[k]) return gck_fail(GCK_EINVAL, msg, len, "missing key '%s'", key_names[k]);
     return gck_case_validate(&s->c, msg, len);
 }

@@ -106,7 +106,7 @@ static gck_status cblas_open(cblas_state *s, const char *path, flavour fl, char 
         return GCK_EINVAL;
     }
     /* Reference BLAS skips terms whose B element is zero and leaves A and B unread when
-     * alpha = 0; a library of unknown make is assumed to do the same (SPEC §1). OpenBLAS
+     * alpha = 0; a library of unknown make is assumed to do the same (docs/SEMANTICS.md). OpenBLAS
      * propagates NaN. Both honour beta = 0 (C not read). */
     unsigned p = GCK_PROMISE_BETA0_NO_READ_C | GCK_PROMISE_ROW_MAJOR | GCK_PROMISE_D_IN_PLACE |
                  (s->ilp64 ? 0 : GCK_PROMISE_INT32_DIMS);

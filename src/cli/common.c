@@ -58,3 +58,11 @@ bool gck_parse_count(const char *text, long long *out) {
     *out = v;
     return true;
 }
+
+bool gck_parse_real_opt(const char *cmd, const char *opt, const char *v, double lo, double *out) {
+    if (!gck_parse_double(v, out) || *out < lo) {
+        gck_cli_usage_error(cmd, "%s '%s' must be a number >= %g", opt, v, lo);
+        return false;
+    }
+    return true;
+}

@@ -8,10 +8,17 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "gemmcheck/case.h"
+
 /** Write the first `slen` bytes of src (or up to its NUL) into dst (always terminated,
  *  truncated to fit), control characters and bytes of invalid UTF-8 escaped as \xNN. */
 void gck_text_clean(char *dst, size_t dlen, const char *src, size_t slen);
 /** gck_text_clean in place on a buffer of `len` bytes that may lack its NUL. */
 void gck_text_clean_inplace(char *buf, size_t len);
+
+/** Write a one-line message (printf format) into msg, when msg is not NULL, and return s: the
+ *  error path of every parser and validator. */
+gck_status gck_fail(gck_status s, char *msg, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 #endif

@@ -1,0 +1,278 @@
+/* gemmcheck fuzz: a campaign from the command line (fuzz/campaign.c runs it). */
+#define _DEFAULT_SOURCE 1
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "campaign.h"
+#include "cli.h"
+#include "mix.h"
+#include "parallel.h"
+
+static const char fuzz_help[] =
+    "usage: gemmcheck fuzz [--backend SPEC]... [--time S | --cases N] [--seed N]\n"
+    "                      [--report FILE.json] [--junit FILE.xml] [--findings FILE.jsonl]\n"
+    "                      [--corpus DIR] [--shard I/N] [--jobs N] [--types LIST]\n"
+    "                      [--rerun-share F] [--concurrency T] [--concurrency-share F]\n"
+    "                      [--max-flops X] [--max-bytes X] [--timeout-floor S] [--strict-ieee]\n"
+    "                      [--progress | --no-progress] [--stop-on-finding]\n"
+    "\n"
+    "Throws generated cases (docs/REPRO.md) at backends from worker processes and reports\n"
+    "distinct findings with one-line reproducers. Without --backend: ref, openblas, blis,\n"
+    "cublas and cublaslt, skipping those that cannot run here; the time is split between them.\n"
+    "\n"
+    "  --time S            campaign length in seconds (default 60); --cases N: cases per backend\n"
+    "  --seed N            the case stream (default: random, printed)\n"
+    "  --report FILE       JSON report (summary, environment, findings)\n"
+    "  --junit FILE        JUnit XML: one test case per type tuple and check\n"
+    "  --findings FILE     JSON Lines, one line per distinct finding as it is found (default:\n"
+    "                      REPORT.findings.jsonl, or gemmcheck-findings.jsonl)\n"
+    "  --corpus DIR        replay the reproducers saved in DIR first; save new distinct ones\n"
+    "  --shard I/N         run the I-th of N disjoint case streams (default from\n"
+    "                      SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT, else 1/1)\n"
+    "  --jobs N            worker processes (default: one per core)\n"
+    "  --types LIST        A,B,C,D[:compute][;...]: these tuples instead of the backend's table;\n"
+    "                      one the backend refuses is an `unimplemented` finding\n"
+    "  --rerun-share F     share of cases re-run on fresh buffers and compared bitwise (0.1)\n"
+    "  --concurrency T     threads of the concurrency check (4); --concurrency-share F (0.05)\n"
+    "  --max-flops X       per-case budget for m*n*k*batch (1e6); --max-bytes X (6.4e7)\n"
+    "  --timeout-floor S   smallest per-call deadline (3 s; more for costly cases); a call that\n"
+    "                      misses it is re-run once in a fresh worker before it is a hang\n"
+    "  --strict-ieee       no zero-skipping leniency\n"
+    "  --oracle KIND       exact (default: the integer superaccumulator), mpfr, or both (every\n"
+    "                      element by both; a difference is an internal error)\n"
+    "  --stop-on-finding   end the campaign at the first distinct finding\n"
+    "\n"
+    "Exit status: 0 no findings, 1 findings, 2 usage or set-up error, 3 internal error.\n";
+
+/* A decimal count >= 1 in the first n bytes of s (at most 12 digits). */
+static bool parse_count(const char *s, size_t n, long long *out) {
+    if (n == 0 || n > 12) return false;
+    long long v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return false;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return v >= 1;
+}
+
+/* The same, 0 allowed (Slurm task ids may start at 0). */
+static bool parse_count0(const char *s, long long *out) {
+    if (!strcmp(s, "0")) {
+        *out = 0;
+        return true;
+    }
+    return parse_count(s, strlen(s), out);
+}
+
+/* Option values parsed after the scan. */
+typedef struct fuzz_args {
+    const char *time_s, *cases, *seed, *shard, *jobs, *rerun, *conc, *conc_share, *flops, *bytes,
+        *tfloor;
+    bool help;
+} fuzz_args;
+
+static void default_options(gck_campaign_options *o) {
+    memset(o, 0, sizeof *o);
+    o->time_limit = 60;
+    o->rerun_share = 0.1;
+    o->concurrency = 4;
+    o->concurrency_share = 0.05;
+    o->max_flops = 1e6;
+    o->max_bytes = 64e6;
+    o->timeout_floor = 3;
+    o->progress = isatty(STDERR_FILENO) && !getenv("CI");
+    o->jobs = gck_online_cores();
+}
+
+/* One pass over the arguments: flags and strings into the options, the rest into g. */
+static int scan(const char *cmd, int argc, char **argv, gck_campaign_options *o, fuzz_args *g) {
+    const char *backend_opt = NULL;
+    gck_opt_scan sc = {cmd, argc, argv, 1, false};
+    for (; sc.i < argc; sc.i++) {
+        const char *a = argv[sc.i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            g->help = true;
+            return GCK_EXIT_OK;
+        }
+        if (!strcmp(a, "--strict-ieee"))
+            o->strict_ieee = true;
+        else if (!strcmp(a, "--progress"))
+            o->progress = true;
+        else if (!strcmp(a, "--no-progress"))
+            o->progress = false;
+        else if (!strcmp(a, "--stop-on-finding"))
+            o->stop_on_finding = true;
+        else if (gck_opt_value(&sc, "--backend", &backend_opt)) {
+            if (sc.error) return GCK_EXIT_USAGE;
+            if (o->nbackends == GCK_MAX_BACKENDS)
+                return gck_cli_usage_error(cmd, "at most %d --backend options", GCK_MAX_BACKENDS);
+            o->backends[o->nbackends++] = backend_opt;
+            backend_opt = NULL; /* may be repeated */
+        } else if (gck_opt_value(&sc, "--time", &g->time_s) ||
+                   gck_opt_value(&sc, "--cases", &g->cases) ||
+                   gck_opt_value(&sc, "--seed", &g->seed) ||
+                   gck_opt_value(&sc, "--shard", &g->shard) ||
+                   gck_opt_value(&sc, "--jobs", &g->jobs) ||
+                   gck_opt_value(&sc, "--report", &o->report_path) ||
+                   gck_opt_value(&sc, "--junit", &o->junit_path) ||
+                   gck_opt_value(&sc, "--findings", &o->jsonl_path) ||
+                   gck_opt_value(&sc, "--corpus", &o->corpus_dir) ||
+                   gck_opt_value(&sc, "--types", &o->types) ||
+                   gck_opt_value(&sc, "--rerun-share", &g->rerun) ||
+                   gck_opt_value(&sc, "--concurrency", &g->conc) ||
+                   gck_opt_value(&sc, "--concurrency-share", &g->conc_share) ||
+                   gck_opt_value(&sc, "--max-flops", &g->flops) ||
+                   gck_opt_value(&sc, "--max-bytes", &g->bytes) ||
+                   gck_opt_value(&sc, "--timeout-floor", &g->tfloor) ||
+                   gck_opt_value(&sc, "--oracle", &o->oracle)) {
+            if (sc.error) return GCK_EXIT_USAGE;
+        } else {
+            return gck_cli_usage_error(cmd, "unknown argument '%s' (see gemmcheck fuzz --help)", a);
+        }
+    }
+    return GCK_EXIT_OK;
+}
+
+/* The numeric options, each checked against its range. */
+static int parse_numbers(const char *cmd, const fuzz_args *g, gck_campaign_options *o) {
+    if (g->time_s && !gck_parse_real_opt(cmd, "--time", g->time_s, 0, &o->time_limit))
+        return GCK_EXIT_USAGE;
+    long long n;
+    if (g->cases) {
+        if (!gck_parse_count(g->cases, &n) || n < 1)
+            return gck_cli_usage_error(cmd, "--cases '%s' must be a positive count", g->cases);
+        o->max_cases = n;
+        if (!g->time_s) o->time_limit = 1e9;
+    }
+    if (g->jobs) {
+        if (!gck_parse_count(g->jobs, &n) || n < 1 || n > 64)
+            return gck_cli_usage_error(cmd, "--jobs '%s' must be a count from 1 to 64", g->jobs);
+        o->jobs = (int)n;
+    }
+    if (o->jobs > 64) o->jobs = 64;
+    if (o->jobs < 1) o->jobs = 1;
+    if (g->rerun && (!gck_parse_real_opt(cmd, "--rerun-share", g->rerun, 0, &o->rerun_share) ||
+                     o->rerun_share > 1))
+        return gck_cli_usage_error(cmd, "--rerun-share must be between 0 and 1");
+    if (g->conc_share &&
+        (!gck_parse_real_opt(cmd, "--concurrency-share", g->conc_share, 0, &o->concurrency_share) ||
+         o->concurrency_share > 1))
+        return gck_cli_usage_error(cmd, "--concurrency-share must be between 0 and 1");
+    if (g->conc) {
+        if (!gck_parse_count(g->conc, &n) || n < 2 || n > 64)
+            return gck_cli_usage_error(
+                cmd, "--concurrency '%s' must be a thread count from 2 to 64", g->conc);
+        o->concurrency = (int)n;
+    }
+    if ((g->flops && !gck_parse_real_opt(cmd, "--max-flops", g->flops, 1, &o->max_flops)) ||
+        (g->bytes && !gck_parse_real_opt(cmd, "--max-bytes", g->bytes, 4096, &o->max_bytes)) ||
+        (g->tfloor &&
+         !gck_parse_real_opt(cmd, "--timeout-floor", g->tfloor, 0.1, &o->timeout_floor)))
+        return GCK_EXIT_USAGE;
+    gck_oracle_kind ok;
+    if (o->oracle && !gck_oracle_kind_parse(o->oracle, &ok))
+        return gck_cli_usage_error(cmd, "--oracle '%s' must be exact, mpfr or both", o->oracle);
+    return GCK_EXIT_OK;
+}
+
+/* The shard: --shard I/N, else a Slurm job array, else 1/1. Shards beyond GCK_MAX_SHARDS are
+ * refused, not wrapped. */
+static int parse_shard(const char *cmd, const char *shard, gck_campaign_options *o) {
+    o->shard_index = o->shard_count = 1;
+    if (shard) {
+        long long i, c;
+        const char *slash = strchr(shard, '/');
+        if (!slash || !parse_count(shard, (size_t)(slash - shard), &i) ||
+            !parse_count(slash + 1, strlen(slash + 1), &c) || c > GCK_MAX_SHARDS || i > c)
+            return gck_cli_usage_error(cmd, "--shard '%s' must be I/N with 1 <= I <= N <= %d",
+                                       shard, GCK_MAX_SHARDS);
+        o->shard_index = (int)i;
+        o->shard_count = (int)c;
+    } else if (getenv("SLURM_ARRAY_TASK_ID") && getenv("SLURM_ARRAY_TASK_COUNT")) {
+        const char *sid = getenv("SLURM_ARRAY_TASK_ID"), *smin = getenv("SLURM_ARRAY_TASK_MIN");
+        const char *scount = getenv("SLURM_ARRAY_TASK_COUNT");
+        long long id, min = 0, count;
+        bool valid = parse_count0(sid, &id) && (!smin || parse_count0(smin, &min)) &&
+                     parse_count(scount, strlen(scount), &count) && count <= GCK_MAX_SHARDS &&
+                     id >= min && id - min < count;
+        if (!valid)
+            return gck_cli_usage_error(
+                cmd,
+                "SLURM_ARRAY_TASK_ID=%s, SLURM_ARRAY_TASK_MIN=%s, SLURM_ARRAY_TASK_COUNT=%s do "
+                "not name one of at most %d shards (give --shard I/N)",
+                sid, smin ? smin : "(unset)", scount, GCK_MAX_SHARDS);
+        o->shard_index = (int)(id - min) + 1;
+        o->shard_count = (int)count;
+    }
+    return GCK_EXIT_OK;
+}
+
+/* --seed, or a random seed that is printed so that the run can be replayed. */
+static int pick_seed(const char *cmd, const char *seed, gck_campaign_options *o) {
+    if (seed) {
+        char *end;
+        errno = 0;
+        if (!*seed || *seed == '-' || *seed == '+' || (o->seed = strtoull(seed, &end, 10), *end) ||
+            errno == ERANGE)
+            return gck_cli_usage_error(cmd, "--seed '%s' must be an unsigned integer below 2^64",
+                                       seed);
+        return GCK_EXIT_OK;
+    }
+    int fd = open("/dev/urandom", O_RDONLY);
+    if (fd < 0 || read(fd, &o->seed, sizeof o->seed) != (ssize_t)sizeof o->seed)
+        o->seed = (uint64_t)getpid() * GCK_GOLDEN_GAMMA;
+    if (fd >= 0) close(fd);
+    o->seed >>= 1; /* keep it readable as a signed 64-bit number too */
+    fprintf(stderr, "gemmcheck fuzz: seed %" PRIu64 " (replay with --seed %" PRIu64 ")\n", o->seed,
+            o->seed);
+    return GCK_EXIT_OK;
+}
+
+int gck_cmd_fuzz(int argc, char **argv) {
+    const char *cmd = "fuzz";
+    gck_campaign_options o;
+    default_options(&o);
+    fuzz_args g = {0};
+    int rc;
+    if ((rc = scan(cmd, argc, argv, &o, &g))) return rc;
+    if (g.help) {
+        fputs(fuzz_help, stdout);
+        return GCK_EXIT_OK;
+    }
+    if ((rc = parse_numbers(cmd, &g, &o)) || (rc = parse_shard(cmd, g.shard, &o))) return rc;
+    if (o.corpus_dir) {
+        struct stat st;
+        if (stat(o.corpus_dir, &st) == 0 && !S_ISDIR(st.st_mode))
+            return gck_cli_usage_error(cmd, "--corpus '%s' is not a directory", o.corpus_dir);
+    }
+    if ((rc = pick_seed(cmd, g.seed, &o))) return rc;
+    if (o.nbackends == 0) {
+        /* every built-in backend that needs no argument */
+        for (const char *const *b = gck_backend_names(); *b; b++)
+            if (!strchr(*b, ':')) o.backends[o.nbackends++] = *b;
+    } else {
+        o.backends_explicit = true;
+    }
+    static char jsonl[PATH_MAX + 32];
+    if (!o.jsonl_path) {
+        if (o.report_path)
+            snprintf(jsonl, sizeof jsonl, "%s.findings.jsonl", o.report_path);
+        else
+            snprintf(jsonl, sizeof jsonl, "gemmcheck-findings.jsonl");
+        o.jsonl_path = jsonl;
+    }
+    char cmdline[4096] = "gemmcheck";
+    size_t pos = strlen(cmdline);
+    for (int i = 0; i < argc && pos < sizeof cmdline - 2; i++)
+        pos += (size_t)snprintf(cmdline + pos, sizeof cmdline - pos, " %s", argv[i]);
+    o.command_line = cmdline;
+    return gck_campaign_run(&o);
+}
