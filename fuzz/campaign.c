@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "exitcode.h"
 #include "generator.h"
 #include "mix.h"
 #include "wire.h"
@@ -84,11 +85,11 @@ static bool handshake(run_ctx *x, slot *s, double deadline) {
     gck_support_row rows[MAX_TARGETS];
     size_t n;
     char why[1024];
-    int hs = gck_worker_handshake(&s->w, deadline, rows, x->entries_tmp, MAX_TARGETS, &n, why,
-                                  sizeof why);
-    if (hs != 1) {
+    gck_handshake hs = gck_worker_handshake(&s->w, deadline, rows, x->entries_tmp, MAX_TARGETS, &n,
+                                            why, sizeof why);
+    if (hs != GCK_HANDSHAKE_READY) {
         snprintf(x->setup_error, sizeof x->setup_error, "backend %.200s: %.800s", x->backend, why);
-        if (hs >= 0) snprintf(x->setup_error, sizeof x->setup_error, "%s", why);
+        if (hs != GCK_HANDSHAKE_BROKEN) snprintf(x->setup_error, sizeof x->setup_error, "%s", why);
         gck_worker_kill(&s->w);
         return false;
     }
@@ -521,32 +522,100 @@ static void on_deadline(run_ctx *x, slot *s) {
 }
 
 /* Run the campaign on one backend until its time is up. Returns false on a set-up error. */
+/* The targets: the backend's rows, or the user's --types (an error names a bad list); and the
+ * generator's configuration over them. */
+static bool set_targets(run_ctx *x) {
+    char msg[512];
+    if (!x->o->types)
+        x->ntargets = gck_fuzz_targets_from_rows(x->rows, x->nrows, x->targets, MAX_TARGETS);
+    else if ((x->ntargets = gck_fuzz_parse_types(x->o->types, x->rows, x->nrows, x->targets,
+                                                 MAX_TARGETS, msg, sizeof msg)) == 0) {
+        snprintf(x->setup_error, sizeof x->setup_error, "%s", msg);
+        return false;
+    }
+    x->gen =
+        (gck_fuzz_config){x->o->seed, x->o->max_flops, x->o->max_bytes, x->targets, x->ntargets};
+    return true;
+}
+
+/* The cases that run before the stream (first shard only): the edge cases, then the corpus. */
+static bool set_prelude(run_ctx *x) {
+    size_t cap = 64;
+    x->prelude = malloc(cap * sizeof *x->prelude);
+    x->nprelude = 0;
+    if (!x->prelude) {
+        snprintf(x->setup_error, sizeof x->setup_error, "out of memory for the edge cases");
+        return false;
+    }
+    if (x->o->shard_index == 1) {
+        x->nprelude = gck_fuzz_edge_cases(&x->gen, x->prelude, cap);
+        if (x->o->corpus_dir) load_corpus(x, &x->prelude, &x->nprelude, &cap);
+    }
+    return true;
+}
+
+/* Workers (re)started and idle ones given a case while the run serves cases; returns how many
+ * are busy, and in *owed how many owe a case a re-run. */
+static int fill_slots(run_ctx *x, slot *slots, int jobs, double now, bool in_time, bool accepting,
+                      int *owed) {
+    int busy = 0;
+    *owed = 0;
+    for (int j = 0; j < jobs; j++) {
+        slot *s = &slots[j];
+        /* a case already dispatched that must run again in a fresh worker (a missed deadline,
+         * a worker that did not take it) is owed while time remains, even once --cases new
+         * cases have been handed out */
+        bool serve = accepting || (in_time && (s->retry_pending || s->resend));
+        double ready_by = now + 120.0 < x->end + 3.0 ? now + 120.0 : x->end + 3.0;
+        if (!s->alive && serve && !spawn(x, s, ready_by)) {
+            fprintf(stderr, "\ngemmcheck fuzz: %s\n", x->setup_error);
+            continue;
+        }
+        if (s->alive && !s->busy && serve) dispatch(x, s);
+        if (s->busy) busy++;
+        if (in_time && (s->retry_pending || s->resend)) (*owed)++;
+    }
+    return busy;
+}
+
+/* Wait for the busy workers' messages or deaths (at most 0.2 s, or until the nearest deadline),
+ * serve what arrived, and act on deadlines missed. Returns false on a poll failure. */
+static bool wait_and_service(run_ctx *x, slot *slots, int jobs, double now) {
+    struct pollfd pfd[2 * MAX_JOBS];
+    int idx[2 * MAX_JOBS];
+    nfds_t np = 0;
+    double wake = now + 0.2;
+    for (int j = 0; j < jobs; j++)
+        if (slots[j].busy) {
+            pfd[np] = (struct pollfd){.fd = slots[j].w.from, .events = POLLIN};
+            idx[np++] = j;
+            pfd[np] = (struct pollfd){.fd = slots[j].w.pidfd, .events = POLLIN};
+            idx[np++] = j;
+            if (slots[j].watch.deadline < wake) wake = slots[j].watch.deadline;
+        }
+    int ms = (int)((wake - now) * 1000);
+    int pr = poll(pfd, np, ms < 0 ? 0 : ms);
+    if (pr < 0 && errno != EINTR) return false;
+    for (nfds_t p = 0; pr > 0 && p < np; p++)
+        if (pfd[p].revents) service(x, &slots[idx[p]]);
+    now = gck_wire_now();
+    for (int j = 0; j < jobs; j++)
+        if (slots[j].busy && now > slots[j].watch.deadline) {
+            service(x, &slots[j]); /* a message that arrived in time is not a miss */
+            if (slots[j].busy && gck_wire_now() > slots[j].watch.deadline)
+                on_deadline(x, &slots[j]);
+        }
+    return true;
+}
+
 static bool run_backend(run_ctx *x) {
     int jobs = x->o->jobs;
     slot slots[MAX_JOBS];
     memset(slots, 0, sizeof slots);
     if (!start_workers(x, slots, jobs)) return false;
-    /* targets: the backend's rows, or the user's --types */
-    if (x->o->types) {
-        char msg[512];
-        x->ntargets = gck_fuzz_parse_types(x->o->types, x->rows, x->nrows, x->targets, MAX_TARGETS,
-                                           msg, sizeof msg);
-        if (x->ntargets == 0) {
-            snprintf(x->setup_error, sizeof x->setup_error, "%s", msg);
-            kill_all(slots, jobs);
-            return false;
-        }
-    } else {
-        x->ntargets = gck_fuzz_targets_from_rows(x->rows, x->nrows, x->targets, MAX_TARGETS);
-    }
-    x->gen =
-        (gck_fuzz_config){x->o->seed, x->o->max_flops, x->o->max_bytes, x->targets, x->ntargets};
-    size_t cap = 64;
-    x->prelude = malloc(cap * sizeof *x->prelude);
-    x->nprelude = 0;
-    if (x->o->shard_index == 1) {
-        x->nprelude = gck_fuzz_edge_cases(&x->gen, x->prelude, cap);
-        if (x->o->corpus_dir) load_corpus(x, &x->prelude, &x->nprelude, &cap);
+    if (!set_targets(x) || !set_prelude(x)) {
+        kill_all(slots, jobs);
+        return false;
     }
     x->next_prelude = 0;
     x->next_index = 0;
@@ -556,52 +625,15 @@ static bool run_backend(run_ctx *x) {
         double now = gck_wire_now();
         bool in_time = !stop_requested && now < x->end;
         bool accepting = in_time && (x->o->max_cases <= 0 || x->dispatched < x->o->max_cases);
-        int busy = 0, owed = 0;
-        for (int j = 0; j < jobs; j++) {
-            slot *s = &slots[j];
-            /* a case already dispatched that must run again in a fresh worker (a missed
-             * deadline, a worker that did not take it) is owed while time remains, even
-             * once --cases new cases have been handed out */
-            bool serve = accepting || (in_time && (s->retry_pending || s->resend));
-            double ready_by = now + 120.0 < x->end + 3.0 ? now + 120.0 : x->end + 3.0;
-            if (!s->alive && serve && !spawn(x, s, ready_by)) {
-                fprintf(stderr, "\ngemmcheck fuzz: %s\n", x->setup_error);
-                continue;
-            }
-            if (s->alive && !s->busy && serve) dispatch(x, s);
-            if (s->busy) busy++;
-            if (in_time && (s->retry_pending || s->resend)) owed++;
-        }
+        int owed, busy = fill_slots(x, slots, jobs, now, in_time, accepting, &owed);
         if (busy == 0 && owed == 0 && !accepting) break;
         if (!accepting && (stop_requested || now > x->end + 3.0)) {
             /* in-flight cases past the grace period (or on a stop) are abandoned, not counted */
             kill_all(slots, jobs);
             break;
         }
-        struct pollfd pfd[2 * MAX_JOBS];
-        int idx[2 * MAX_JOBS];
-        nfds_t np = 0;
-        double wake = now + 0.2;
-        for (int j = 0; j < jobs; j++)
-            if (slots[j].busy) {
-                pfd[np] = (struct pollfd){.fd = slots[j].w.from, .events = POLLIN};
-                idx[np++] = j;
-                pfd[np] = (struct pollfd){.fd = slots[j].w.pidfd, .events = POLLIN};
-                idx[np++] = j;
-                if (slots[j].watch.deadline < wake) wake = slots[j].watch.deadline;
-            }
-        int ms = (int)((wake - now) * 1000);
-        int pr = poll(pfd, np, ms < 0 ? 0 : ms);
-        if (pr < 0 && errno != EINTR) break;
-        for (nfds_t p = 0; pr > 0 && p < np; p++)
-            if (pfd[p].revents) service(x, &slots[idx[p]]);
+        if (!wait_and_service(x, slots, jobs, now)) break;
         now = gck_wire_now();
-        for (int j = 0; j < jobs; j++)
-            if (slots[j].busy && now > slots[j].watch.deadline) {
-                service(x, &slots[j]); /* a message that arrived in time is not a miss */
-                if (slots[j].busy && gck_wire_now() > slots[j].watch.deadline)
-                    on_deadline(x, &slots[j]);
-            }
         if (now - last_progress > 0.5) {
             progress(x, false);
             last_progress = now;
@@ -614,13 +646,7 @@ static bool run_backend(run_ctx *x) {
     return true;
 }
 
-int gck_campaign_run(const gck_campaign_options *o) {
-    gck_campaign_result res;
-    memset(&res, 0, sizeof res);
-    res.seed = o->seed;
-    res.shard_index = o->shard_index;
-    res.shard_count = o->shard_count;
-    res.shards_merged = 1;
+static void install_stop_handlers(void) {
     stop_requested = stop_signal = 0;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -628,24 +654,14 @@ int gck_campaign_run(const gck_campaign_options *o) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    FILE *jsonl = NULL;
-    if (o->jsonl_path) {
-        char msg[600];
-        jsonl = open_findings_file(o->jsonl_path, msg, sizeof msg);
-        if (!jsonl) {
-            fprintf(stderr, "gemmcheck fuzz: %s\n", msg);
-            return 2;
-        }
-    }
-    double t0 = gck_wire_now();
-    int rc = 0, ran = 0;
-    run_ctx *x = calloc(1, sizeof *x);
-    if (!x) return 3;
-    /* Which backends can run here: a worker's handshake says (the supervisor itself never opens
-     * a backend). The time is split between those. */
-    bool usable[GCK_MAX_BACKENDS];
-    char why[GCK_MAX_BACKENDS][1024];
-    int nusable = 0;
+}
+
+/* Which backends can run here: a worker's handshake says (the supervisor itself never opens a
+ * backend); why[b] holds the reason of one that cannot. A backend the user named that cannot
+ * run ends the campaign before the others run (GCK_EXIT_USAGE). */
+static int probe_backends(const gck_campaign_options *o, run_ctx *x, bool *usable,
+                          char (*why)[1024], int *nusable) {
+    *nusable = 0;
     for (int b = 0; b < o->nbackends; b++) {
         memset(x, 0, sizeof *x);
         x->o = o;
@@ -656,82 +672,137 @@ int gck_campaign_run(const gck_campaign_options *o) {
         usable[b] = spawn(x, &s, gck_wire_now() + 120.0);
         if (usable[b]) gck_worker_kill(&s.w);
         snprintf(why[b], sizeof why[b], "%s", x->setup_error);
-        nusable += usable[b];
+        *nusable += usable[b];
         if (!usable[b] && o->backends_explicit) {
-            /* a backend the user named cannot run: say so before running the others */
             fprintf(stderr, "gemmcheck fuzz: %s\n", why[b]);
-            free(x);
-            if (jsonl) fclose(jsonl);
-            return 2;
+            return GCK_EXIT_USAGE;
         }
     }
+    return GCK_EXIT_OK;
+}
+
+/* A backend skipped for `why`: noted in the report; an error if the user named it. */
+static int skip_backend(const gck_campaign_options *o, gck_backend_info *bi, const char *spec,
+                        const char *why) {
+    snprintf(bi->spec, sizeof bi->spec, "%s", spec);
+    bi->ran = false;
+    snprintf(bi->skipped_why, sizeof bi->skipped_why, "%s", why);
+    if (o->backends_explicit) {
+        fprintf(stderr, "gemmcheck fuzz: %s\n", why);
+        return GCK_EXIT_USAGE;
+    }
+    fprintf(stderr, "gemmcheck fuzz: skipping %s: %s\n", spec, why);
+    return GCK_EXIT_OK;
+}
+
+/* The usable backends one after the other, the remaining time shared equally between those
+ * still to run. *ran counts those that ran. */
+static int run_backends(const gck_campaign_options *o, run_ctx *x, gck_campaign_result *res,
+                        FILE *jsonl, double t0, const bool *usable, char (*why)[1024], int nusable,
+                        int *ran) {
     for (int b = 0, done = 0; b < o->nbackends && !stop_requested; b++) {
         if (!usable[b]) {
-            gck_backend_info *bi = &res.backends[res.nbackends++];
-            snprintf(bi->spec, sizeof bi->spec, "%s", o->backends[b]);
-            snprintf(bi->status, sizeof bi->status, "skipped: %.480s", why[b]);
-            if (o->backends_explicit) {
-                fprintf(stderr, "gemmcheck fuzz: %s\n", why[b]);
-                rc = 2;
-                break;
-            }
-            fprintf(stderr, "gemmcheck fuzz: skipping %s: %s\n", o->backends[b], why[b]);
+            if (skip_backend(o, &res->backends[res->nbackends++], o->backends[b], why[b]))
+                return GCK_EXIT_USAGE;
             continue;
         }
         memset(x, 0, sizeof *x);
         x->o = o;
-        x->res = &res;
+        x->res = res;
         x->backend = o->backends[b];
-        x->info = &res.backends[res.nbackends++];
+        x->info = &res->backends[res->nbackends++];
         snprintf(x->info->spec, sizeof x->info->spec, "%s", o->backends[b]);
         x->t0 = t0;
         double now = gck_wire_now();
         double share = (t0 + o->time_limit - now) / (nusable - done++);
         x->end = now + (share > 0 ? share : 0);
         x->jsonl = jsonl;
-        double start = now;
         if (!run_backend(x)) {
-            snprintf(x->info->status, sizeof x->info->status, "skipped: %.480s", x->setup_error);
-            if (o->backends_explicit) {
-                fprintf(stderr, "gemmcheck fuzz: %s\n", x->setup_error);
-                rc = 2;
-                break;
-            }
-            fprintf(stderr, "gemmcheck fuzz: skipping %s: %s\n", x->backend, x->setup_error);
+            if (skip_backend(o, x->info, x->backend, x->setup_error)) return GCK_EXIT_USAGE;
             continue;
         }
-        ran++;
-        snprintf(x->info->status, sizeof x->info->status, "ran");
-        x->info->seconds = gck_wire_now() - start;
+        (*ran)++;
+        x->info->ran = true;
+        x->info->seconds = gck_wire_now() - now;
     }
-    free(x);
-    res.seconds = gck_wire_now() - t0;
-    if (jsonl) fclose(jsonl);
+    return GCK_EXIT_OK;
+}
+
+/* The end of a campaign: an interruption noted, the reports written, the summary printed; the
+ * exit status (a campaign that ran nothing is not a pass). */
+static int finish(const gck_campaign_options *o, gck_campaign_result *res, int rc, int ran) {
     if (stop_signal) {
-        snprintf(res.interrupted, sizeof res.interrupted, "%s",
+        snprintf(res->interrupted, sizeof res->interrupted, "%s",
                  stop_signal == SIGINT    ? "SIGINT"
                  : stop_signal == SIGTERM ? "SIGTERM"
                                           : "signal");
-        fprintf(stderr, "gemmcheck fuzz: interrupted by %s after %lld cases\n", res.interrupted,
-                (long long)res.cases);
-        if (res.cases == 0 && rc == 0) rc = 2; /* it ran nothing: not a pass */
+        fprintf(stderr, "gemmcheck fuzz: interrupted by %s after %lld cases\n", res->interrupted,
+                (long long)res->cases);
+        if (res->cases == 0 && rc == GCK_EXIT_OK) rc = GCK_EXIT_USAGE;
     }
-    if (rc == 0 && ran == 0) {
+    if (rc == GCK_EXIT_OK && ran == 0) {
         fprintf(stderr, "gemmcheck fuzz: no backend could run\n");
-        rc = 2;
+        rc = GCK_EXIT_USAGE;
+    } else if (rc == GCK_EXIT_OK && res->cases == 0) {
+        fprintf(stderr,
+                "gemmcheck fuzz: no case ran in %.1f s: nothing was checked (give more --time)\n",
+                res->seconds);
+        rc = GCK_EXIT_USAGE;
     }
     char msg[512];
     if (o->report_path &&
-        !gck_report_write_json(&res, o->report_path, o->command_line, msg, sizeof msg)) {
+        !gck_report_write_json(res, o->report_path, o->command_line, msg, sizeof msg)) {
         fprintf(stderr, "gemmcheck fuzz: %s\n", msg);
-        rc = rc ? rc : 2;
+        rc = rc ? rc : GCK_EXIT_USAGE;
     }
-    if (o->junit_path && !gck_report_write_junit(&res, o->junit_path, msg, sizeof msg)) {
+    if (o->junit_path && !gck_report_write_junit(res, o->junit_path, msg, sizeof msg)) {
         fprintf(stderr, "gemmcheck fuzz: %s\n", msg);
-        rc = rc ? rc : 2;
+        rc = rc ? rc : GCK_EXIT_USAGE;
     }
-    gck_report_print_summary(&res, stdout);
-    if (rc == 0) rc = res.internal_errors ? 3 : res.nfindings ? 1 : 0;
+    gck_report_print_summary(res, stdout);
+    if (rc == GCK_EXIT_OK)
+        rc = res->internal_errors ? GCK_EXIT_INTERNAL
+             : res->nfindings     ? GCK_EXIT_FINDINGS
+                                  : GCK_EXIT_OK;
+    return rc;
+}
+
+int gck_campaign_run(const gck_campaign_options *o) {
+    gck_campaign_result res;
+    memset(&res, 0, sizeof res);
+    res.seed = o->seed;
+    res.shard_index = o->shard_index;
+    res.shard_count = o->shard_count;
+    res.shards_merged = 1;
+    install_stop_handlers();
+    FILE *jsonl = NULL;
+    if (o->jsonl_path) {
+        char msg[600];
+        jsonl = open_findings_file(o->jsonl_path, msg, sizeof msg);
+        if (!jsonl) {
+            fprintf(stderr, "gemmcheck fuzz: %s\n", msg);
+            return GCK_EXIT_USAGE;
+        }
+    }
+    double t0 = gck_wire_now();
+    run_ctx *x = calloc(1, sizeof *x);
+    if (!x) {
+        if (jsonl) fclose(jsonl);
+        return GCK_EXIT_INTERNAL;
+    }
+    bool usable[GCK_MAX_BACKENDS];
+    char why[GCK_MAX_BACKENDS][1024];
+    int nusable, ran = 0;
+    int rc = probe_backends(o, x, usable, why, &nusable);
+    if (rc == GCK_EXIT_OK) rc = run_backends(o, x, &res, jsonl, t0, usable, why, nusable, &ran);
+    free(x);
+    if (jsonl) fclose(jsonl);
+    if (rc != GCK_EXIT_OK && ran == 0 && res.nbackends == 0) {
+        gck_result_free(&res);
+        return rc; /* a named backend cannot run: nothing was started, no report */
+    }
+    res.seconds = gck_wire_now() - t0;
+    rc = finish(o, &res, rc, ran);
     gck_result_free(&res);
     return rc;
 }

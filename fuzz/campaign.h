@@ -29,8 +29,8 @@ typedef struct gck_campaign_options {
     double max_flops, max_bytes;
     double timeout_floor; /**< smallest per-call deadline, seconds */
     bool strict_ieee;
-    const char *oracle; /**< "exact" (default), "mpfr" or "both" */
-    const char *types;  /**< --types, or NULL */
+    gck_oracle_kind oracle; /**< default GCK_ORACLE_EXACT */
+    const char *types;      /**< --types, or NULL */
     const char *report_path, *junit_path, *jsonl_path, *corpus_dir;
     bool progress;
     bool stop_on_finding; /**< end the campaign at the first distinct finding */
@@ -68,11 +68,17 @@ typedef struct gck_matrix_entry {
 typedef struct gck_backend_info {
     char spec[512];
     char version[512];
-    char oracle[16];  /**< the oracle its workers confirmed: "exact", "mpfr" or "both" */
-    char status[512]; /**< "ran", or why it was skipped */
+    char oracle[16];       /**< the oracle its workers confirmed: "exact", "mpfr" or "both" */
+    bool ran;              /**< it ran (report status "ran"); else it was skipped */
+    char skipped_why[480]; /**< why it was skipped (report status "skipped: <why>") */
     int64_t cases;
     double seconds;
 } gck_backend_info;
+
+/** A backend's status as reports give it: "ran" or "skipped: <why>". */
+void gck_backend_status(const gck_backend_info *b, char *buf, size_t len);
+/** The reverse (false for any other text). */
+bool gck_backend_status_parse(const char *text, gck_backend_info *b);
 
 /** The most shards a campaign can be split into (--shard I/N, N at most this). */
 #define GCK_MAX_SHARDS 1000000

@@ -284,8 +284,10 @@ static bool read_backends(reader *rd, const json_t *root, gck_campaign_result *p
                  get_string(rd, v, w, "version", sizeof b->version));
         snprintf(b->oracle, sizeof b->oracle, "%s",
                  get_string(rd, v, w, "oracle", sizeof b->oracle));
-        snprintf(b->status, sizeof b->status, "%s",
-                 get_string(rd, v, w, "status", sizeof b->status));
+        const char *status = get_string(rd, v, w, "status", 512);
+        if (!rd->bad && !gck_backend_status_parse(status, b))
+            return fail(rd, "%sstatus '%.60s' is neither \"ran\" nor \"skipped: <why>\"", w,
+                        status);
         b->cases = get_count(rd, v, w, "cases");
         b->seconds = get_amount(rd, v, w, "seconds");
         if (!add_to(&cases, b->cases)) return fail(rd, "the backends' case counts overflow");

@@ -75,6 +75,23 @@ void gck_result_free(gck_campaign_result *r) {
 }
 
 /* JSON numbers must be finite: non-finite values become strings ("nan", "inf", "-inf"). */
+void gck_backend_status(const gck_backend_info *b, char *buf, size_t len) {
+    snprintf(buf, len, b->ran ? "ran" : "skipped: %s", b->skipped_why);
+}
+
+bool gck_backend_status_parse(const char *text, gck_backend_info *b) {
+    static const char skipped[] = "skipped: ";
+    b->ran = !strcmp(text, "ran");
+    if (b->ran)
+        b->skipped_why[0] = '\0';
+    else if (!strncmp(text, skipped, sizeof skipped - 1) &&
+             strlen(text + sizeof skipped - 1) < sizeof b->skipped_why)
+        snprintf(b->skipped_why, sizeof b->skipped_why, "%s", text + sizeof skipped - 1);
+    else
+        return false;
+    return true;
+}
+
 static json_t *jnum(double v) {
     if (isfinite(v)) return json_real(v);
     return json_string(isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
@@ -191,11 +208,8 @@ static void cpu_model(char *buf, size_t len) {
     fclose(f);
 }
 
-bool gck_report_write_json(const gck_campaign_result *r, const char *path, const char *command,
-                           char *msg, size_t len) {
-    json_t *root = json_object();
-    json_object_set_new(root, "gemmcheck", json_string(GEMMCHECK_VERSION));
-    json_object_set_new(root, "command", json_string(command ? command : ""));
+/* summary: counts, outcomes, kinds, time, shards, and the support matrix. */
+static json_t *summary_json(const gck_campaign_result *r) {
     json_t *sum = json_object();
     json_object_set_new(sum, "cases", json_integer(r->cases));
     json_t *outc = json_object();
@@ -230,8 +244,11 @@ bool gck_report_write_json(const gck_campaign_result *r, const char *path, const
         json_array_append_new(mat, o);
     }
     json_object_set_new(sum, "support_matrix", mat);
-    json_object_set_new(root, "summary", sum);
+    return sum;
+}
 
+/* environment: the machine, the libraries, CUDA, and every backend with its status. */
+static json_t *environment_json(const gck_campaign_result *r) {
     json_t *env = json_object();
     char cpu[256];
     cpu_model(cpu, sizeof cpu);
@@ -254,14 +271,24 @@ bool gck_report_write_json(const gck_campaign_result *r, const char *path, const
         json_object_set_new(o, "backend", json_string(r->backends[b].spec));
         json_object_set_new(o, "version", json_string(r->backends[b].version));
         json_object_set_new(o, "oracle", json_string(r->backends[b].oracle));
-        json_object_set_new(o, "status", json_string(r->backends[b].status));
+        char status[512];
+        gck_backend_status(&r->backends[b], status, sizeof status);
+        json_object_set_new(o, "status", json_string(status));
         json_object_set_new(o, "cases", json_integer(r->backends[b].cases));
         json_object_set_new(o, "seconds", jnum(r->backends[b].seconds));
         json_array_append_new(bes, o);
     }
     json_object_set_new(env, "backends", bes);
-    json_object_set_new(root, "environment", env);
+    return env;
+}
 
+bool gck_report_write_json(const gck_campaign_result *r, const char *path, const char *command,
+                           char *msg, size_t len) {
+    json_t *root = json_object();
+    json_object_set_new(root, "gemmcheck", json_string(GEMMCHECK_VERSION));
+    json_object_set_new(root, "command", json_string(command ? command : ""));
+    json_object_set_new(root, "summary", summary_json(r));
+    json_object_set_new(root, "environment", environment_json(r));
     json_t *fs = json_array();
     for (size_t i = 0; i < r->nfindings; i++)
         json_array_append_new(fs, finding_json(&r->findings[i]));
@@ -376,8 +403,10 @@ void gck_report_print_summary(const gck_campaign_result *r, FILE *out) {
                 fail += r->matrix[m].fail;
                 uns += r->matrix[m].unsupported;
             }
-        if (strcmp(bi->status, "ran") && bi->cases == 0) {
-            fprintf(out, "%-48.48s %s\n", bi->spec, bi->status);
+        if (!bi->ran && bi->cases == 0) {
+            char status[512];
+            gck_backend_status(bi, status, sizeof status);
+            fprintf(out, "%-48.48s %s\n", bi->spec, status);
             continue;
         }
         fprintf(out, "%-48.48s %9lld %9lld %9lld %9lld %9.1f\n", bi->spec, (long long)bi->cases,

@@ -268,10 +268,80 @@ static inline __attribute__((always_inline)) void op_fill_as(const opview *v, la
 }
 
 static void op_fill(const opview *v, int path, const opstats *st, int32_t *lo, int32_t *hi,
-                    int64_t *fix, sigexp *pk, int64_t *sig, int32_t *ex){
+                    int64_t *fix, sigexp *pk, int64_t *sig, int32_t *ex) {
 #define FILL(fb, eb, by) op_fill_as(v, (layout){fb, eb, by}, path, st, lo, hi, fix, pk, sig, ex)
     FOR_EACH_LAYOUT(FILL)
 #undef FILL
+}
+
+/* The path (fixed point in 64 or 128 bits, or buckets), the number of bucket copies, the block
+ * of bucket terms between folds and the bucket count, from the operands' exponent ranges. */
+static void choose_path(gck_exact_plan *p, const gck_case *c, const opstats *sa, const opstats *sb,
+                        bool any, int growth) {
+    int wa = sa->emax - sa->emin, wb = sb->emax - sb->emin;  /* fixed-point widths */
+    int P = sa->mbits_r + sb->mbits_r + 2 * BUCKET_PRESHIFT; /* widest bucket term */
+    if (!any)
+        p->path = PATH_ZERO;
+    else if (wa + wb + growth <= 63)
+        p->path = PATH_FIX64;
+    else if (wa <= 62 && wb <= 62 && wa + wb + growth <= 125)
+        p->path = PATH_FIX128;
+    else if (sa->mbits_r + BUCKET_PRESHIFT <= 31 && sb->mbits_r + BUCKET_PRESHIFT <= 31 && P <= 60)
+        p->path = PATH_BUCKET64;
+    else
+        p->path = PATH_BUCKET128;
+    /* Four copies keep products that land in the same bucket from waiting on each other; with
+     * few products per element one copy is cheaper to fold. */
+    p->ncopy = c->k >= 256 ? 4 : 1;
+    /* Bucket terms are below 2^P; `block` of them stay below 2^63, or 2^62 for a single copy
+     * (2^124 for __int128 buckets): the limits the fold's carry chain needs. */
+    int room = (p->path == PATH_BUCKET64 ? (p->ncopy == 1 ? 62 : 63) : 124) - P;
+    p->block = (int64_t)1 << (room < 30 ? room : 30);
+    /* bucket indices, rounded up to whole limbs (the fold runs over eight at a time) */
+    int nbk =
+        ((sa->emaxe_r - sa->emin_r) >> BUCKET_LOG) + ((sb->emaxe_r - sb->emin_r) >> BUCKET_LOG) + 1;
+    p->nbuckets = (nbk + 7) & ~7;
+}
+
+/* The path's encoded operands: na values of op(A), nb of op(B). */
+static bool alloc_encoded(gck_exact_plan *p, int64_t na, int64_t nb) {
+    switch (p->path) {
+    case PATH_FIX64:
+    case PATH_FIX128:
+        return (p->afix = malloc((size_t)na * sizeof *p->afix)) &&
+               (p->bfix = malloc((size_t)nb * sizeof *p->bfix));
+    case PATH_BUCKET64:
+        return (p->apk = malloc((size_t)na * sizeof *p->apk)) &&
+               (p->bpk = malloc((size_t)nb * sizeof *p->bpk));
+    case PATH_BUCKET128:
+        return (p->asig = malloc((size_t)na * sizeof *p->asig)) &&
+               (p->bsig = malloc((size_t)nb * sizeof *p->bsig)) &&
+               (p->aexp = malloc((size_t)na * sizeof *p->aexp)) &&
+               (p->bexp = malloc((size_t)nb * sizeof *p->bexp));
+    default: return true;
+    }
+}
+
+/* The frames: S's (bit 0 at the smallest product's last bit, room for every product and K of
+ * carries, at least the 5 limbs a 128-bit sum needs) and the largest final frame (alpha·S,
+ * beta·c for any c of C's format, and -D̂ for any double; each element sizes its own frame from
+ * its actual terms, see finish). */
+static void size_frames(gck_exact_plan *p, const gck_case *c, const opstats *sa, const opstats *sb,
+                        int growth) {
+    bool fixed = p->path == PATH_FIX64 || p->path == PATH_FIX128;
+    p->base_s = fixed ? sa->emin + sb->emin : sa->emin_r + sb->emin_r;
+    int width = fixed ? (sa->emax - sa->emin) + (sb->emax - sb->emin)
+                      : (sa->emax - sa->emin_r) + (sb->emax - sb->emin_r);
+    p->nlimbs_s = (width + growth) / 32 + 6;
+    const gck_format_info *fc = gck_format_get(c->type_c);
+    p->alpha = decode_double(c->alpha);
+    p->beta = decode_double(c->beta);
+    int64_t s_lo = (int64_t)p->base_s + p->alpha.e, s_hi = s_lo + 32 * p->nlimbs_s + 96;
+    int64_t c_lo = fc->emin - fc->precision + 1 + p->beta.e, c_hi = fc->emax + p->beta.e + 160;
+    int64_t lo = s_lo < c_lo ? s_lo : c_lo, hi = s_hi > c_hi ? s_hi : c_hi;
+    if (lo > -1074) lo = -1074;
+    if (hi < 1024 + 96) hi = 1024 + 96;
+    p->nlimbs_f = (int)((hi - lo) >> 5) + 4;
 }
 
 gck_exact_plan *gck_exact_plan_new(const gck_case *c, const void *A, const void *B, const void *C) {
@@ -308,50 +378,8 @@ gck_exact_plan *gck_exact_plan_new(const gck_case *c, const void *A, const void 
     bool any = rab && sa.emin != INT32_MAX && sb.emin != INT32_MAX;
     if (!any) sa = sb = (opstats){0, 0, 0, 0, 0, 0};
     int growth = 2 + bits_of((uint64_t)c->k + 1);
-    int wa = sa.emax - sa.emin, wb = sb.emax - sb.emin;    /* fixed-point widths */
-    int P = sa.mbits_r + sb.mbits_r + 2 * BUCKET_PRESHIFT; /* widest bucket term */
-    if (!any)
-        p->path = PATH_ZERO;
-    else if (wa + wb + growth <= 63)
-        p->path = PATH_FIX64;
-    else if (wa <= 62 && wb <= 62 && wa + wb + growth <= 125)
-        p->path = PATH_FIX128;
-    else if (sa.mbits_r + BUCKET_PRESHIFT <= 31 && sb.mbits_r + BUCKET_PRESHIFT <= 31 && P <= 60)
-        p->path = PATH_BUCKET64;
-    else
-        p->path = PATH_BUCKET128;
-    /* Four copies keep products that land in the same bucket from waiting on each other; with
-     * few products per element one copy is cheaper to fold. */
-    p->ncopy = c->k >= 256 ? 4 : 1;
-    /* Bucket terms are below 2^P; `block` of them stay below 2^63, or 2^62 for a single copy
-     * (2^124 for __int128 buckets): the limits the fold's carry chain needs. */
-    int room = (p->path == PATH_BUCKET64 ? (p->ncopy == 1 ? 62 : 63) : 124) - P;
-    p->block = (int64_t)1 << (room < 30 ? room : 30);
-    /* bucket indices, rounded up to whole limbs (the fold runs over eight at a time) */
-    int nbk =
-        ((sa.emaxe_r - sa.emin_r) >> BUCKET_LOG) + ((sb.emaxe_r - sb.emin_r) >> BUCKET_LOG) + 1;
-    p->nbuckets = (nbk + 7) & ~7;
-    int64_t na = la * c->k, nb = lb * c->k;
-    bool ok = true;
-    switch (p->path) {
-    case PATH_FIX64:
-    case PATH_FIX128:
-        ok = (p->afix = malloc((size_t)na * sizeof *p->afix)) &&
-             (p->bfix = malloc((size_t)nb * sizeof *p->bfix));
-        break;
-    case PATH_BUCKET64:
-        ok = (p->apk = malloc((size_t)na * sizeof *p->apk)) &&
-             (p->bpk = malloc((size_t)nb * sizeof *p->bpk));
-        break;
-    case PATH_BUCKET128:
-        ok = (p->asig = malloc((size_t)na * sizeof *p->asig)) &&
-             (p->bsig = malloc((size_t)nb * sizeof *p->bsig)) &&
-             (p->aexp = malloc((size_t)na * sizeof *p->aexp)) &&
-             (p->bexp = malloc((size_t)nb * sizeof *p->bexp));
-        break;
-    default: break;
-    }
-    if (!ok) {
+    choose_path(p, c, &sa, &sb, any, growth);
+    if (!alloc_encoded(p, la * c->k, lb * c->k)) {
         gck_exact_plan_free(p);
         return NULL;
     }
@@ -359,23 +387,7 @@ gck_exact_plan *gck_exact_plan_new(const gck_case *c, const void *A, const void 
         op_fill(&va, p->path, &sa, p->alo, p->ahi, p->afix, p->apk, p->asig, p->aexp);
         op_fill(&vb, p->path, &sb, p->blo, p->bhi, p->bfix, p->bpk, p->bsig, p->bexp);
     }
-    /* S's frame: bit 0 at the smallest product's last bit, room for every product and K of
-     * carries (at least the 5 limbs a 128-bit sum needs) */
-    bool fixed = p->path == PATH_FIX64 || p->path == PATH_FIX128;
-    p->base_s = fixed ? sa.emin + sb.emin : sa.emin_r + sb.emin_r;
-    int width = fixed ? wa + wb : (sa.emax - sa.emin_r) + (sb.emax - sb.emin_r);
-    p->nlimbs_s = (width + growth) / 32 + 6;
-    /* The largest final frame: alpha·S, beta·c for any c of C's format, and -D̂ for any double
-     * (each element sizes its own frame from its actual terms, see finish). */
-    const gck_format_info *fc = gck_format_get(c->type_c);
-    p->alpha = decode_double(c->alpha);
-    p->beta = decode_double(c->beta);
-    int64_t s_lo = (int64_t)p->base_s + p->alpha.e, s_hi = s_lo + 32 * p->nlimbs_s + 96;
-    int64_t c_lo = fc->emin - fc->precision + 1 + p->beta.e, c_hi = fc->emax + p->beta.e + 160;
-    int64_t lo = s_lo < c_lo ? s_lo : c_lo, hi = s_hi > c_hi ? s_hi : c_hi;
-    if (lo > -1074) lo = -1074;
-    if (hi < 1024 + 96) hi = 1024 + 96;
-    p->nlimbs_f = (int)((hi - lo) >> 5) + 4;
+    size_frames(p, c, &sa, &sb, growth);
     p->rab = rab;
     p->rc = gck_case_reads_c(c);
     p->td = gck_case_type(c, GCK_D);

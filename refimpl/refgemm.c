@@ -19,6 +19,24 @@ gck_ref_model gck_ref_model_default(gck_format compute) {
     };
 }
 
+gck_model gck_ref_model_declared(const gck_ref_model *m) {
+    static const unsigned alpha_bits[] = {GCK_ORDER_ALPHA_ON_SUM, GCK_ORDER_ALPHA_ON_PRODUCT,
+                                          GCK_ORDER_ALPHA_ON_OPERAND};
+    static const unsigned beta_bits[] = {GCK_ORDER_BETA_LAST, GCK_ORDER_BETA_FIRST,
+                                         GCK_ORDER_BETA_OVER_ALPHA};
+    unsigned orders = ((unsigned)m->alpha_at < 3 ? alpha_bits[m->alpha_at] : 0) |
+                      ((unsigned)m->beta_at < 3 ? beta_bits[m->beta_at] : 0);
+    return (gck_model){.compute = m->compute,
+                       .inputs_rounded = m->round_inputs,
+                       .input_format = m->compute,
+                       .acc = GCK_ACC_SCALAR,
+                       .block = 0,
+                       .epilogue = m->scale_compute,
+                       .ftz = false,
+                       .daz = false,
+                       .orders = orders};
+}
+
 static bool default_order(const gck_ref_model *m);
 
 void gck_ref_model_describe(const gck_ref_model *m, char *buf, size_t len) {

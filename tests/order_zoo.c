@@ -61,13 +61,23 @@ typedef struct zoo_state {
     size_t n;
 } zoo_state;
 
+/* The reference GEMM's evaluation for this kind. */
+static gck_ref_model zoo_model(gck_format compute) {
+    return (gck_ref_model){.compute = compute,
+                           .fma = kind->fma,
+                           .round_inputs = false,
+                           .scale_compute = compute,
+                           .alpha_at = kind->alpha_at,
+                           .beta_at = kind->beta_at,
+                           .sum = kind->sum,
+                           .group = kind->group,
+                           .skip = kind->skip};
+}
+
 static void add_row(zoo_state *s, gck_format ab, gck_format compute) {
-    gck_model m = {.compute = compute,
-                   .inputs_rounded = false,
-                   .input_format = compute,
-                   .acc = GCK_ACC_SCALAR,
-                   .epilogue = compute,
-                   .orders = kind->orders};
+    gck_ref_model rm = zoo_model(compute);
+    gck_model m = gck_ref_model_declared(&rm);
+    m.orders = kind->orders; /* what the kind declares (the control declares less) */
     unsigned p = GCK_PROMISE_ALPHA0_NO_READ_AB | GCK_PROMISE_BETA0_NO_READ_C |
                  GCK_PROMISE_ROW_MAJOR | GCK_PROMISE_BATCHED | GCK_PROMISE_D_SEPARATE |
                  GCK_PROMISE_D_IN_PLACE |
@@ -113,15 +123,7 @@ static size_t z_table(void *state, const gck_support_row **rows) {
 static gck_call_status z_call(void *state, const gck_case *c, const gck_support_row *row,
                               const gck_operands *ops, char *msg, size_t len) {
     (void)state;
-    gck_ref_model m = {.compute = row->compute,
-                       .fma = kind->fma,
-                       .round_inputs = false,
-                       .scale_compute = row->compute,
-                       .alpha_at = kind->alpha_at,
-                       .beta_at = kind->beta_at,
-                       .sum = kind->sum,
-                       .group = kind->group,
-                       .skip = kind->skip};
+    gck_ref_model m = zoo_model(row->compute);
     return gck_ref_gemm(c, &m, ops->a, ops->b, ops->c, ops->d, msg, len) == GCK_OK ? GCK_CALL_OK
                                                                                    : GCK_CALL_ERROR;
 }

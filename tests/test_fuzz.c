@@ -421,6 +421,12 @@ Test(fuzz, bad_arguments_exit_2_naming_the_problem, .init = setup, .fini = teard
         {"merge --report /tmp/x.json", "no shard reports"},
         {"shrink --backend ref 'gck1 m=1'", "bad case"},
         {"fuzz --backend cublas --time 1", "unavailable"},
+        {"fuzz --backend ref --backend=ref", "--backend ref given twice"},
+        {"fuzz --backend ref --time 0.001 --jobs 1", "no case ran"},
+        {"fuzz --no-progress=1", "--no-progress takes no value"},
+        {"repro --backend ref 'gck1 m=1' 'gck1 m=2'", "more than one case given"},
+        {"merge --report", "--report needs a value"},
+        {"backends --bogus", "unknown argument '--bogus'"},
     };
     char out[1 << 16];
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -292,3 +292,57 @@ Test(refgemm, blas_special_cases_do_not_read_unused_operands) {
     model.scale_compute = GCK_F16;
     cr_expect_eq(gck_ref_gemm(&c, &model, A, B, C, C, msg, sizeof msg), GCK_EINVAL);
 }
+
+/* gck_ref_model_declared: each place alpha and beta can enter maps to its order bit, and the
+ * formats and input rounding carry over. */
+Test(refgemm, a_reference_evaluation_maps_to_the_model_that_covers_it) {
+    static const unsigned alpha_bits[] = {GCK_ORDER_ALPHA_ON_SUM, GCK_ORDER_ALPHA_ON_PRODUCT,
+                                          GCK_ORDER_ALPHA_ON_OPERAND};
+    static const unsigned beta_bits[] = {GCK_ORDER_BETA_LAST, GCK_ORDER_BETA_FIRST,
+                                         GCK_ORDER_BETA_OVER_ALPHA};
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++) {
+            gck_ref_model r = gck_ref_model_default(GCK_BF16);
+            r.alpha_at = (gck_ref_alpha)a;
+            r.beta_at = (gck_ref_beta)b;
+            r.round_inputs = a == 1;
+            r.fma = b == 2;
+            gck_model m = gck_ref_model_declared(&r);
+            cr_expect_eq(m.orders, alpha_bits[a] | beta_bits[b], "alpha %d beta %d", a, b);
+            cr_expect_eq(m.compute, GCK_BF16);
+            cr_expect_eq(m.epilogue, GCK_F32);
+            cr_expect_eq(m.inputs_rounded, a == 1);
+            cr_expect_eq(m.input_format, GCK_BF16);
+            cr_expect_eq(m.acc, GCK_ACC_SCALAR);
+            cr_expect(!m.ftz && !m.daz);
+        }
+}
+
+/* The ref backend's table (static data) declares, row by row, the model of the evaluation it
+ * runs: the declared model of gck_ref_model_default for the row's compute type. */
+Test(refgemm, the_ref_backend_declares_what_it_computes) {
+    gck_backend be;
+    char msg[256];
+    cr_assert_eq(gck_backend_open(&be, "ref", msg, sizeof msg), GCK_OK, "%s", msg);
+    const gck_support_row *rows;
+    size_t n = be.ops->table(be.state, &rows);
+    cr_expect_eq(n, 560); /* 4^4 tuples x {f32, f64} + 16 each for f16, bf16, tf32 */
+    size_t narrow = 0;
+    for (size_t r = 0; r < n; r++) {
+        gck_ref_model rm = gck_ref_model_default(rows[r].compute);
+        gck_model want = gck_ref_model_declared(&rm);
+        const gck_model *got = &rows[r].model;
+        cr_expect(got->compute == want.compute && got->inputs_rounded == want.inputs_rounded &&
+                      got->input_format == want.input_format && got->acc == want.acc &&
+                      got->block == want.block && got->epilogue == want.epilogue &&
+                      got->ftz == want.ftz && got->daz == want.daz && got->orders == want.orders,
+                  "row %zu", r);
+        if (rows[r].compute != GCK_F32 && rows[r].compute != GCK_F64) {
+            narrow++;
+            gck_format in = rows[r].compute == GCK_TF32 ? GCK_F32 : rows[r].compute;
+            cr_expect(rows[r].a == in && rows[r].b == in, "row %zu", r);
+        }
+    }
+    cr_expect_eq(narrow, 48);
+    gck_backend_close(&be);
+}

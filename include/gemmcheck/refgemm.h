@@ -27,6 +27,7 @@
 #include <stddef.h>
 
 #include "gemmcheck/case.h"
+#include "gemmcheck/model.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -77,6 +78,12 @@ typedef struct gck_ref_model {
 /** The usual model for a compute type: no FMA, inputs rounded to the compute type, epilogue
  *  in f64 for f64 compute and in f32 otherwise (as cuBLAS's 32F scale type). */
 GCK_API gck_ref_model gck_ref_model_default(gck_format compute);
+
+/** The declared model (gemmcheck/model.h) that covers this evaluation: its compute and epilogue
+ *  formats, input rounding, scalar accumulation (one rounding per operation, fused or not), and
+ *  the one order of alpha and beta it uses. What a backend that calls gck_ref_gemm with this
+ *  model states in its support row. */
+GCK_API gck_model gck_ref_model_declared(const gck_ref_model *model);
 
 /** Run the reference GEMM of the model on the case's operands (layout as gck_oracle_mpfr).
  *  Returns GCK_EINVAL with a message for an invalid case or model. */

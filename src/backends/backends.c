@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backends.h"
+#include "text.h"
 
 /* Every built-in backend: its name, how a spec names it, and its operations. The one list. */
 typedef struct registered {
@@ -109,17 +110,20 @@ gck_status gck_backend_open(gck_backend *be, const char *spec, char *msg, size_t
             if (strlen(registry[r].name) == n && strncmp(spec, registry[r].name, n) == 0)
                 be->ops = registry[r].ops();
         if (!be->ops) {
-            snprintf(msg, len,
-                     "unknown backend '%s' (known: ref, openblas, blis, "
-                     "cblas:/path/lib.so, cblas64:/path/lib.so, cublas, cublaslt, "
-                     "plugin:/path/lib.so[:name])",
-                     spec);
-            return GCK_EINVAL;
+            char known[512] = "";
+            size_t k = 0;
+            for (const char *const *b = gck_backend_names(); *b && k < sizeof known; b++)
+                k += (size_t)snprintf(known + k, sizeof known - k, "%s%s", k ? ", " : "", *b);
+            return gck_fail(GCK_EINVAL, msg, len, "unknown backend '%s' (known: %s)", spec, known);
         }
         arg = colon ? colon + 1 : NULL;
     }
+    if (len) msg[0] = '\0';
     gck_status s = be->ops->init(&be->state, arg, msg, len);
     if (s != GCK_OK) {
+        if (len && !msg[0]) /* every failure says why, even a plugin's that does not */
+            snprintf(msg, len, "backend %s failed to start (%s) without saying why", spec,
+                     s == GCK_ENOMEM ? "out of memory" : "error");
         if (be->plugin_handle) dlclose(be->plugin_handle);
         be->ops = NULL;
         be->plugin_handle = NULL;
@@ -231,8 +235,6 @@ const gck_support_row *gck_backend_find_row(const gck_backend *be, const gck_cas
                  gck_format_get(c->compute)->name);
     return NULL;
 }
-
-unsigned gck_model_orders(const gck_model *m) { return m->orders ? m->orders : GCK_ORDERS_ANY; }
 
 /* "any", or the declared orders as "alpha:sum,product,operand beta:last,first,over-alpha" */
 static void describe_orders(unsigned o, char *buf, size_t len) {

@@ -12,10 +12,6 @@ const gck_backend_ops *gck_blis_backend_ops(void);
 const gck_backend_ops *gck_cublas_backend_ops(void);
 const gck_backend_ops *gck_cublaslt_backend_ops(void);
 
-/** A model with the common defaults: inputs rounded to `compute`, scalar accumulation,
- *  epilogue in `compute`, no FTZ/DAZ. */
-gck_model gck_model_plain(gck_format compute);
-
 /** Check a support table a backend declared: at least one row, at most GCK_MAX_ROWS, every
  *  format and enumeration in range, block >= 0, the entry (if any) a terminated string.
  *  False with the reason (naming the row) otherwise. */

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "backends.h"
+#include "text.h"
 
 #ifdef GCK_BLIS_LIBRARY
 #include <blis.h>
@@ -28,9 +29,39 @@ typedef struct blis_state {
     obj_1x1_fn obj_1x1;
     gemm_fn gemm;
     char version[256];
-    gck_support_row rows[16];
-    size_t n;
 } blis_state;
+
+/* The support table, as data: every s/d combination of A, B, C (D is C) with computation
+ * precision s or d. A and B are cast to the computation precision when packed; A*B is cast to
+ * C's precision before it is accumulated into C (so C's format is the epilogue's when
+ * narrower). beta*C enters in the micro-kernel's update and alpha on each K-block's sum or folded
+ * into a packed operand: every order but beta/alpha. Scalars are passed in C's datatype: the
+ * object API wants all objects of one datatype (BLISObjectAPI.md), and BLIS 0.9 computes 0 for
+ * float operands with a double alpha. */
+#define BLIS_ROW(a, b, c, k)                                                                       \
+    {GCK_##a,                                                                                      \
+     GCK_##b,                                                                                      \
+     GCK_##c,                                                                                      \
+     GCK_##c,                                                                                      \
+     GCK_##k,                                                                                      \
+     {.compute = GCK_##k,                                                                          \
+      .inputs_rounded = true,                                                                      \
+      .input_format = GCK_##k,                                                                     \
+      .acc = GCK_ACC_SCALAR,                                                                       \
+      .epilogue = GCK_##c == GCK_F32 ? GCK_F32 : GCK_##k,                                          \
+      .orders = GCK_ORDERS_ANY & ~GCK_ORDER_BETA_OVER_ALPHA},                                      \
+     GCK_PROMISE_ALPHA0_NO_READ_AB | GCK_PROMISE_BETA0_NO_READ_C | GCK_PROMISE_ROW_MAJOR |         \
+         GCK_PROMISE_D_IN_PLACE |                                                                  \
+         (GCK_##c == GCK_F32 ? GCK_PROMISE_SCALE_F32 : GCK_PROMISE_SCALE_F64),                     \
+     "bli_gemm (object API)"},
+#define BLIS_K(a, b, c) BLIS_ROW(a, b, c, F32) BLIS_ROW(a, b, c, F64)
+#define BLIS_C(a, b)    BLIS_K(a, b, F32) BLIS_K(a, b, F64)
+// clang-format off
+static const gck_support_row blis_rows[] = {
+    BLIS_C(F32, F32) BLIS_C(F32, F64)
+    BLIS_C(F64, F32) BLIS_C(F64, F64)
+};
+// clang-format on
 
 static void *sym(blis_state *s, const char *name, char *msg, size_t len, bool *ok) {
     void *p = dlsym(s->handle, name);
@@ -47,7 +78,7 @@ static gck_status blis_init(void **state, const char *arg, char *msg, size_t len
         return GCK_EINVAL;
     }
     blis_state *s = calloc(1, sizeof *s);
-    if (!s) return GCK_ENOMEM;
+    if (!s) return gck_fail(GCK_ENOMEM, msg, len, "out of memory for the backend's state");
     s->handle = dlopen(GCK_BLIS_LIBRARY, RTLD_NOW | RTLD_LOCAL);
     if (!s->handle) {
         snprintf(msg, len, "cannot load BLIS: %s", dlerror());
@@ -71,30 +102,6 @@ static gck_status blis_init(void **state, const char *arg, char *msg, size_t len
     char real[PATH_MAX];
     if (!realpath(GCK_BLIS_LIBRARY, real)) snprintf(real, sizeof real, "%s", GCK_BLIS_LIBRARY);
     snprintf(s->version, sizeof s->version, "BLIS %.60s (%.160s)", version(), real);
-    /* Every s/d combination of A, B, C with computation precision s or d. A and B are cast to
-     * the computation precision when packed; A*B is cast to C's precision before it is
-     * accumulated into C (so C's format is the epilogue's when narrower). */
-    static const gck_format sd[] = {GCK_F32, GCK_F64};
-    /* Scalars are passed in C's datatype: the object API wants all objects of one datatype
-     * (BLISObjectAPI.md), and BLIS 0.9 computes 0 for float operands with a double alpha. */
-    unsigned p = GCK_PROMISE_ALPHA0_NO_READ_AB | GCK_PROMISE_BETA0_NO_READ_C |
-                 GCK_PROMISE_ROW_MAJOR | GCK_PROMISE_D_IN_PLACE;
-    for (int a = 0; a < 2; a++)
-        for (int b = 0; b < 2; b++)
-            for (int c = 0; c < 2; c++)
-                for (int comp = 0; comp < 2; comp++) {
-                    gck_model m = gck_model_plain(sd[comp]);
-                    if (sd[c] == GCK_F32) m.epilogue = GCK_F32;
-                    m.acc = GCK_ACC_SCALAR;
-                    /* beta*C in the micro-kernel's update, alpha on each K-block's sum or
-                     * folded into a packed operand: every order but beta/alpha */
-                    m.orders = GCK_ORDERS_ANY & ~GCK_ORDER_BETA_OVER_ALPHA;
-                    unsigned scale =
-                        sd[c] == GCK_F32 ? GCK_PROMISE_SCALE_F32 : GCK_PROMISE_SCALE_F64;
-                    s->rows[s->n++] =
-                        (gck_support_row){sd[a],    sd[b], sd[c],     sd[c],
-                                          sd[comp], m,     p | scale, "bli_gemm (object API)"};
-                }
     *state = s;
     return GCK_OK;
 }
@@ -118,9 +125,9 @@ static void blis_version(void *state, char *buf, size_t len) {
 }
 
 static size_t blis_table(void *state, const gck_support_row **rows) {
-    blis_state *s = state;
-    *rows = s->rows;
-    return s->n;
+    (void)state;
+    *rows = blis_rows;
+    return sizeof blis_rows / sizeof blis_rows[0];
 }
 
 static num_t blis_dt(gck_format f) { return f == GCK_F32 ? BLIS_FLOAT : BLIS_DOUBLE; }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "backends.h"
+#include "text.h"
 
 enum { CBLAS_ROW = 101, CBLAS_COL = 102, CBLAS_NOTRANS = 111, CBLAS_TRANS = 112 };
 
@@ -60,7 +61,7 @@ typedef struct cblas_state {
 
 static void add_row(cblas_state *s, entry_id e, gck_format ab, gck_format cd, gck_format compute,
                     unsigned promises) {
-    gck_model m = gck_model_plain(compute);
+    gck_model m = {.compute = compute, .acc = GCK_ACC_SCALAR, .epilogue = compute};
     /* OpenBLAS scales C by beta first (its gemm_beta kernels) and adds alpha times each
      * K-block's sum, small-matrix kernels add beta*c last, GEMV-shaped calls may scale an
      * operand by alpha: every order but alpha*(A*B + (beta/alpha)*C). A library of unknown
@@ -152,7 +153,7 @@ static gck_status openblas_init(void **state, const char *arg, char *msg, size_t
     }
 #ifdef GCK_OPENBLAS_LIBRARY
     cblas_state *s = calloc(1, sizeof *s);
-    if (!s) return GCK_ENOMEM;
+    if (!s) return gck_fail(GCK_ENOMEM, msg, len, "out of memory for the backend's state");
     gck_status st = cblas_open(s, GCK_OPENBLAS_LIBRARY, FLAVOUR_OPENBLAS, msg, len);
     if (st != GCK_OK) {
         free(s);
@@ -176,7 +177,7 @@ static gck_status generic_init(void **state, const char *arg, bool ilp64, char *
         return GCK_EINVAL;
     }
     cblas_state *s = calloc(1, sizeof *s);
-    if (!s) return GCK_ENOMEM;
+    if (!s) return gck_fail(GCK_ENOMEM, msg, len, "out of memory for the backend's state");
     s->ilp64 = ilp64;
     gck_status st = cblas_open(s, arg, FLAVOUR_GENERIC, msg, len);
     if (st != GCK_OK) {

@@ -14,6 +14,7 @@
 #include "oracle_exact.h"
 #include "oracle_internal.h"
 #include "parallel.h"
+#include "text.h"
 
 static const char *const kind_names[GCK_KIND_COUNT] = {"out_of_tolerance",
                                                        "nonfinite_mismatch",
@@ -331,6 +332,26 @@ static bool exact_certificate(const gck_case *c, const gck_model *m, const exact
     return q >= qmin && M < ldexp(1.0, q + p) && M <= lim;
 }
 
+/* The term beta*c (call in upward rounding) into the sums by sign and the largest quantity;
+ * under beta over alpha also (beta/alpha)*c into the unscaled sums. */
+static void add_c_term(const gck_case *c, exact_in *x, elem_facts *f) {
+    x->bc = fabs(c->beta) * f->t.abs_c;
+    if (!isfinite(x->cv)) return;
+    if (x->bc > f->max_term) f->max_term = x->bc;
+    if ((signbit(x->cv) != signbit(c->beta)))
+        f->neg += x->bc;
+    else
+        f->pos += x->bc;
+    if (x->over_alpha) { /* the unscaled sum A*B + (beta/alpha)*c, and beta/alpha */
+        x->r = fabs(c->beta) / fabs(c->alpha);
+        x->rcv = x->r * f->t.abs_c;
+        f->max_term = fmax(f->max_term, fmax(x->r, x->rcv));
+        bool neg_r = (signbit(x->cv) != signbit(c->beta)) != (bool)signbit(c->alpha);
+        f->neg_u += neg_r ? x->rcv : 0.0;
+        f->pos_u += neg_r ? 0.0 : x->rcv;
+    }
+}
+
 /* The smallest precision of the formats a result passes through, the lowest exponent of the
  * grid they all keep, and the largest finite value they all hold. */
 static void result_grid(const gck_case *c, const gck_model *m, int *p, int *qmin, double *lim) {
@@ -359,7 +380,6 @@ static void gather(const gck_case *c, const gck_support_row *row, const gather_p
     f->t.abs_d = fabs(oracle);
     bool rab = gck_case_reads_ab(c), rc = gck_case_reads_c(c);
     const gck_format_info *fc = gck_format_get(m->compute);
-    double aa = fabs(c->alpha);
     unsigned ord = gck_model_orders(m);
     exact_in x = {INT32_MAX, INT32_MAX, 0, 0, 0, 0, 0, 0, false, rc};
     x.over_alpha = (ord & GCK_ORDER_BETA_OVER_ALPHA) && rc && c->alpha != 0;
@@ -404,24 +424,7 @@ static void gather(const gck_case *c, const gck_support_row *row, const gather_p
     int old = fegetround();
     fesetround(FE_UPWARD);
     if (rab) sum_terms(&e, ord, skip_zero, f);
-    if (rc) {
-        x.bc = fabs(c->beta) * f->t.abs_c;
-        if (isfinite(x.cv)) {
-            if (x.bc > f->max_term) f->max_term = x.bc;
-            if ((signbit(x.cv) != signbit(c->beta)))
-                f->neg += x.bc;
-            else
-                f->pos += x.bc;
-            if (x.over_alpha) { /* the unscaled sum A*B + (beta/alpha)*c, and beta/alpha */
-                x.r = fabs(c->beta) / aa;
-                x.rcv = x.r * f->t.abs_c;
-                f->max_term = fmax(f->max_term, fmax(x.r, x.rcv));
-                bool neg_r = (signbit(x.cv) != signbit(c->beta)) != (bool)signbit(c->alpha);
-                f->neg_u += neg_r ? x.rcv : 0.0;
-                f->pos_u += neg_r ? 0.0 : x.rcv;
-            }
-        }
-    }
+    if (rc) add_c_term(c, &x, f);
     /* a backend that never sums unscaled products cannot overflow there */
     if (!((ord & GCK_ORDER_ALPHA_ON_SUM) || x.over_alpha)) f->pos_u = f->neg_u = 0.0;
     if (exact) {
@@ -502,27 +505,96 @@ static void note_failure(gck_check_result *r, gck_kind k, const gck_element_repo
     if (first || (k == GCK_KIND_OUT_OF_TOLERANCE && e->ratio > r->worst[k].ratio)) r->worst[k] = *e;
 }
 
-/* Decide one element against one oracle evaluation; returns the kind or -1 for pass. */
-static int decide(const gck_case *c, const gck_support_row *row, const gck_oracle_eval *ev,
-                  const elem_facts *f, double got, gck_element_report *e) {
+/* A failing verdict of the given kind. */
+static bool fails_as(gck_kind *out, gck_kind k) {
+    *out = k;
+    return false;
+}
+
+/* Decide one element against one oracle evaluation: true when it passes, else false with the
+ * kind of finding in *kind. */
+/* Whether a correct implementation could overflow, or form Inf - Inf, in some evaluation
+ * order: the growth of a partial sum through its roundings ((1 + eps)^n <= e^(n eps)) against
+ * the largest finite value of the compute and output formats. */
+typedef struct overflow_facts {
+    double growth, thr;
+    bool unscaled; /* A*B summed before alpha is applied (|alpha| < 1 then hides an overflow) */
+    bool possible; /* some order overflows */
+    bool nan;      /* some order forms Inf - Inf or Inf * 0 */
+} overflow_facts;
+
+static overflow_facts overflow_of(const gck_case *c, const gck_model *m, const elem_facts *f) {
+    const gck_format_info *fc = gck_format_get(m->compute);
+    const gck_format_info *fo = gck_format_get(gck_case_type(c, GCK_D));
+    overflow_facts x;
+    x.thr = fmin(fc->max, fo->max);
+    x.growth = exp((2 * (double)c->k + 4) * fc->epsilon) * MARGIN * MARGIN;
+    double g = x.growth, thr = x.thr;
+    x.unscaled = (f->pos_u + f->neg_u) * g >= thr;
+    x.possible =
+        f->input_overflow || f->max_term >= thr || x.unscaled || (f->pos + f->neg) * g >= thr;
+    x.nan = f->input_overflow || f->max_term >= thr || (f->pos * g >= thr && f->neg * g >= thr) ||
+            (f->pos_u * g >= thr && f->neg_u * g >= thr) ||
+            (x.unscaled && (f->pos + f->neg) * g >= thr);
+    return x;
+}
+
+/* A failing verdict with its rule. */
+static bool fails_by(gck_element_report *e, gck_kind *kind, gck_kind k, const char *rule) {
+    snprintf(e->rule, sizeof e->rule, "%s", rule);
+    return fails_as(kind, k);
+}
+
+/* The rules for a NaN or Inf oracle value or result: true when one applies, with the verdict in
+ * *pass (and the kind in *kind when it fails). */
+static bool decide_nonfinite(const gck_oracle_eval *ev, const elem_facts *f,
+                             const overflow_facts *x, double got, gck_element_report *e,
+                             gck_kind *kind, bool *pass) {
+    const gck_kind K = GCK_KIND_NONFINITE_MISMATCH;
+    double o = ev->value, g = x->growth, thr = x->thr;
+    bool any = isnan(o) || (isinf(o) && ev->special_input) || isnan(got) || isinf(got);
+    if (!any) return false;
+    *pass = true;
+    if (isnan(o)) {
+        if (!isnan(got)) *pass = fails_by(e, kind, K, "oracle NaN, result not NaN");
+    } else if (isinf(o) && ev->special_input) {
+        /* Inf + (-Inf): the finite terms of the other sign may overflow first in some order */
+        if (got != o &&
+            !(isnan(got) && ((o > 0 ? f->neg : f->pos) * g >= thr || f->max_term >= thr ||
+                             f->input_overflow || x->unscaled || f->inf_times_flushed))) {
+            *pass = fails_as(kind, K);
+            snprintf(e->rule, sizeof e->rule, "oracle %cInf from an Inf input, result differs",
+                     o > 0 ? '+' : '-');
+        }
+    } else if (isnan(got)) {
+        if (!x->nan) *pass = fails_by(e, kind, K, "result NaN, no evaluation order can overflow");
+    } else if (isinf(o)) {
+        /* the terms of the other sign alone may overflow first in some order */
+        if (got != o && !((got > 0 ? f->pos : f->neg) * g >= thr || f->max_term >= thr ||
+                          f->input_overflow || x->unscaled)) {
+            *pass = fails_as(kind, K);
+            snprintf(e->rule, sizeof e->rule,
+                     "oracle overflows to %cInf, result has the other "
+                     "sign and no order overflows that way",
+                     o > 0 ? '+' : '-');
+        }
+    } else if (!x->possible) {
+        *pass = fails_by(e, kind, K, "result Inf, oracle finite and overflow impossible");
+    }
+    return true;
+}
+
+/* Decide one element against one oracle evaluation: true when it passes, else false with the
+ * kind of finding in *kind. */
+static bool decide(const gck_case *c, const gck_support_row *row, const gck_oracle_eval *ev,
+                   const elem_facts *f, double got, gck_element_report *e, gck_kind *kind) {
     const gck_model *m = &row->model;
     double o = ev->value;
     const gck_format_info *fc = gck_format_get(m->compute);
     const gck_format_info *fo = gck_format_get(gck_case_type(c, GCK_D));
-    double thr = fmin(fc->max, fo->max);
     bool degenerate;
     double bound = gck_bound(c, m, &f->t, &degenerate);
-    /* (1 + eps)^n <= e^(n eps): how far a partial sum can grow through its roundings */
-    double growth = exp((2 * (double)c->k + 4) * fc->epsilon) * MARGIN * MARGIN;
-    /* Could an evaluation order of a correct implementation overflow, or form Inf - Inf? */
-    /* A*B may be summed before alpha is applied (|alpha| < 1 then hides an overflow). */
-    bool unscaled_overflow = (f->pos_u + f->neg_u) * growth >= thr;
-    bool overflow_possible = f->input_overflow || f->max_term >= thr || unscaled_overflow ||
-                             (f->pos + f->neg) * growth >= thr;
-    bool nan_possible = f->input_overflow || f->max_term >= thr ||
-                        (f->pos * growth >= thr && f->neg * growth >= thr) ||
-                        (f->pos_u * growth >= thr && f->neg_u * growth >= thr) ||
-                        (unscaled_overflow && (f->pos + f->neg) * growth >= thr);
+    overflow_facts x = overflow_of(c, m, f);
     e->expected = o;
     e->got = got;
     e->error = ev->abs_error;
@@ -531,43 +603,8 @@ static int decide(const gck_case *c, const gck_support_row *row, const gck_oracl
     e->ratio = 0;
     e->tight = 0;
     e->degenerate = degenerate && !f->exact_case;
-    if (isnan(o)) {
-        if (isnan(got)) return -1;
-        snprintf(e->rule, sizeof e->rule, "oracle NaN, result not NaN");
-        return GCK_KIND_NONFINITE_MISMATCH;
-    }
-    if (isinf(o) && ev->special_input) {
-        if (got == o) return -1;
-        /* Inf + (-Inf): the finite terms of the other sign may overflow first in some order */
-        if (isnan(got) && ((o > 0 ? f->neg : f->pos) * growth >= thr || f->max_term >= thr ||
-                           f->input_overflow || unscaled_overflow || f->inf_times_flushed))
-            return -1;
-        snprintf(e->rule, sizeof e->rule, "oracle %cInf from an Inf input, result differs",
-                 o > 0 ? '+' : '-');
-        return GCK_KIND_NONFINITE_MISMATCH;
-    }
-    if (isnan(got)) {
-        if (nan_possible) return -1;
-        snprintf(e->rule, sizeof e->rule, "result NaN, no evaluation order can overflow");
-        return GCK_KIND_NONFINITE_MISMATCH;
-    }
-    if (isinf(got)) {
-        if (isinf(o)) {
-            if (got == o) return -1;
-            /* the terms of the other sign alone may overflow first in some order */
-            if ((got > 0 ? f->pos : f->neg) * growth >= thr || f->max_term >= thr ||
-                f->input_overflow || unscaled_overflow)
-                return -1;
-            snprintf(e->rule, sizeof e->rule,
-                     "oracle overflows to %cInf, result has the other "
-                     "sign and no order overflows that way",
-                     o > 0 ? '+' : '-');
-            return GCK_KIND_NONFINITE_MISMATCH;
-        }
-        if (overflow_possible) return -1;
-        snprintf(e->rule, sizeof e->rule, "result Inf, oracle finite and overflow impossible");
-        return GCK_KIND_NONFINITE_MISMATCH;
-    }
+    bool pass;
+    if (decide_nonfinite(ev, f, &x, got, e, kind, &pass)) return pass;
     /* finite result: oracle finite, or overflowed (then the bound of the exact value applies) */
     double err = ev->abs_error;
     int old = fegetround();
@@ -578,17 +615,15 @@ static int decide(const gck_case *c, const gck_support_row *row, const gck_oracl
     e->tight = tden > 0 ? err / tden : (err > 0 ? INFINITY : 0.0);
     if (degenerate && !f->exact_case) {
         e->ratio = bound > 0 ? fabs(got) / bound : (got != 0 ? INFINITY : 0.0);
-        if (fabs(got) <= bound) return -1;
-        snprintf(e->rule, sizeof e->rule, "|result| exceeds the magnitude limit (gamma = Inf)");
-        return GCK_KIND_OUT_OF_TOLERANCE;
+        if (fabs(got) <= bound) return true;
+        return fails_by(e, kind, GCK_KIND_OUT_OF_TOLERANCE,
+                        "|result| exceeds the magnitude limit (gamma = Inf)");
     }
     e->ratio = e->bound > 0 ? err / e->bound : (err > 0 ? INFINITY : 0.0);
-    if (err <= e->bound) return -1;
-    snprintf(e->rule, sizeof e->rule,
-             f->exact_case ? "exact case: result differs from the exact "
-                             "value"
-                           : "error exceeds the bound");
-    return GCK_KIND_OUT_OF_TOLERANCE;
+    if (err <= e->bound) return true;
+    return fails_by(e, kind, GCK_KIND_OUT_OF_TOLERANCE,
+                    f->exact_case ? "exact case: result differs from the exact value"
+                                  : "error exceeds the bound");
 }
 
 /* Whether a backend that does compute alpha * (A*B) under alpha = 0 can get NaN: 0 * NaN,
@@ -646,16 +681,17 @@ static void *run_chk(void *arg) {
         elem_facts f;
         gather(c, job->row, job->gp, job->A, job->B, job->C, bi, i, j, false, ev.value, &f);
         gck_element_report e = {.batch = bi, .i = i, .j = j};
-        int kind = decide(c, job->row, &ev, &f, got, &e);
-        if (kind >= 0 && isnan(got) && c->alpha == 0 &&
+        gck_kind kind = GCK_KIND_COUNT, alt_kind;
+        bool pass = decide(c, job->row, &ev, &f, got, &e, &kind);
+        if (!pass && isnan(got) && c->alpha == 0 &&
             !(job->row->promises & GCK_PROMISE_ALPHA0_NO_READ_AB) &&
             alpha0_may_nan(c, &job->row->model, job->A, job->B, bi, i, j)) {
             /* The backend does not promise that alpha = 0 leaves A and B unread: it may form
              * 0 * (A*B), which is NaN when A*B holds or overflows to NaN or Inf. */
-            kind = -1;
+            pass = true;
             r->lenient++;
         }
-        if (kind >= 0 && may_skip && isnan(ev.value)) {
+        if (!pass && may_skip && isnan(ev.value)) {
             /* The backend may skip terms with a zero factor: the value without them passes,
              * judged by the facts of the terms that remain (the dropped Inf*0 or NaN*0 leaves
              * the bound as well). */
@@ -665,15 +701,15 @@ static void *run_chk(void *arg) {
             elem_facts f2;
             gather(c, job->row, job->gp, job->A, job->B, job->C, bi, i, j, true, alt.value, &f2);
             f2.exact_case = false;
-            if (decide(c, job->row, &alt, &f2, got, &e2) < 0) {
-                kind = -1;
+            if (decide(c, job->row, &alt, &f2, got, &e2, &alt_kind)) {
+                pass = true;
                 r->lenient++;
             }
         }
         r->elements++;
         if (f.exact_case) r->exact_elements++;
         if (e.degenerate) r->degenerate++;
-        if (kind >= 0) note_failure(r, (gck_kind)kind, &e);
+        if (!pass) note_failure(r, kind, &e);
         if (isfinite(e.error) && isfinite(e.ratio) &&
             (r->max_ratio.ratio < e.ratio || !isfinite(r->max_ratio.error)))
             r->max_ratio = e;
@@ -705,6 +741,50 @@ static void merge(gck_check_result *into, const gck_check_result *from) {
     into->oracle_disagreements += from->oracle_disagreements;
 }
 
+/* The rows and columns a large GEMM is checked on: every element of the first and last rows
+ * and columns and of a sample of `lines` more (deterministic: drawn from the case's shape).
+ * False when out of memory. */
+static bool sample_lines(const gck_case *c, int lines, uint8_t **rows, uint8_t **cols) {
+    *rows = calloc((size_t)c->m, 1);
+    *cols = calloc((size_t)c->n, 1);
+    if (!*rows || !*cols) {
+        free(*rows);
+        free(*cols);
+        *rows = *cols = NULL;
+        return false;
+    }
+    (*rows)[0] = (*rows)[c->m - 1] = (*cols)[0] = (*cols)[c->n - 1] = 1;
+    uint64_t h = (uint64_t)c->m * GCK_GOLDEN_GAMMA ^ (uint64_t)c->n ^ (uint64_t)c->k << 20;
+    for (int l = 0; l < lines; l++) {
+        h = h * 6364136223846793005ull + 1442695040888963407ull;
+        (*rows)[(h >> 33) % (uint64_t)c->m] = 1;
+        h = h * 6364136223846793005ull + 1442695040888963407ull;
+        (*cols)[(h >> 33) % (uint64_t)c->n] = 1;
+    }
+    return true;
+}
+
+/* The elements split into `threads` equal ranges, checked in parallel and merged into r. False
+ * when a worker ran out of memory. */
+static bool check_in_parallel(const chk_job *proto, int64_t total, int threads,
+                              gck_check_result *r) {
+    chk_job *jobs = calloc((size_t)threads, sizeof *jobs);
+    if (!jobs) return false;
+    for (int t = 0; t < threads; t++) {
+        jobs[t] = *proto;
+        jobs[t].first = total * t / threads;
+        jobs[t].last = total * (t + 1) / threads;
+        jobs[t].r.max_ratio.error = NAN; /* none yet */
+    }
+    bool ok = gck_parallel(jobs, (size_t)threads, sizeof *jobs, run_chk);
+    for (int t = 0; t < threads; t++) {
+        ok = ok && jobs[t].ok;
+        merge(r, &jobs[t].r);
+    }
+    free(jobs);
+    return ok;
+}
+
 gck_status gck_check_values(const gck_case *c, const gck_support_row *row,
                             const gck_check_options *opt, const void *A, const void *B,
                             const void *C, const void *D_got, gck_check_result *r, char *msg,
@@ -715,89 +795,44 @@ gck_status gck_check_values(const gck_case *c, const gck_support_row *row,
     if (s != GCK_OK) return s;
     int64_t total = c->m * c->n * c->batch;
     if (total == 0) return GCK_OK;
-    int threads = gck_thread_count(opt->threads, total);
-    /* Large GEMMs: every element of the first and last rows and columns and of a random
-     * sample of rows and columns (deterministic: drawn from the case's shape). */
+    r->total_elements = total;
     uint8_t *rows = NULL, *cols = NULL;
     double cost = (double)c->m * (double)c->n * (double)c->k * (double)c->batch;
     double above = opt->sample_above > 0 ? opt->sample_above : 2147483648.0;
-    r->total_elements = total;
     if (cost > above && c->m > 2 && c->n > 2) {
-        rows = calloc((size_t)c->m, 1);
-        cols = calloc((size_t)c->n, 1);
-        if (!rows || !cols) {
-            free(rows);
-            free(cols);
-            snprintf(msg, len, "out of memory");
-            return GCK_ENOMEM;
-        }
-        int lines = opt->sample_lines > 0 ? opt->sample_lines : 16;
-        rows[0] = rows[c->m - 1] = cols[0] = cols[c->n - 1] = 1;
-        uint64_t h = (uint64_t)c->m * GCK_GOLDEN_GAMMA ^ (uint64_t)c->n ^ (uint64_t)c->k << 20;
-        for (int l = 0; l < lines; l++) {
-            h = h * 6364136223846793005ull + 1442695040888963407ull;
-            rows[(h >> 33) % (uint64_t)c->m] = 1;
-            h = h * 6364136223846793005ull + 1442695040888963407ull;
-            cols[(h >> 33) % (uint64_t)c->n] = 1;
-        }
+        if (!sample_lines(c, opt->sample_lines > 0 ? opt->sample_lines : 16, &rows, &cols))
+            return gck_fail(GCK_ENOMEM, msg, len, "out of memory");
         r->sampled = true;
     }
     gck_exact_plan *plan = NULL;
     gather_plan *gp = gather_plan_new(c, &row->model, A, B, opt->copy_limit);
-    if (!gp || (opt->oracle != GCK_ORACLE_MPFR && !(plan = gck_exact_plan_new(c, A, B, C)))) {
-        gather_plan_free(gp);
-        free(rows);
-        free(cols);
-        snprintf(msg, len, "out of memory decoding the operands");
-        return GCK_ENOMEM;
-    }
-    chk_job *jobs = calloc((size_t)threads, sizeof *jobs);
-    if (!jobs) {
-        gck_exact_plan_free(plan);
-        gather_plan_free(gp);
-        free(rows);
-        free(cols);
-        snprintf(msg, len, "out of memory");
-        return GCK_ENOMEM;
-    }
-    for (int t = 0; t < threads; t++) {
-        jobs[t] = (chk_job){.c = c,
-                            .row = row,
-                            .opt = opt,
-                            .A = A,
-                            .B = B,
-                            .C = C,
-                            .D = D_got,
-                            .plan = plan,
-                            .gp = gp,
-                            .rows = rows,
-                            .cols = cols,
-                            .first = total * t / threads,
-                            .last = total * (t + 1) / threads};
-        jobs[t].r.max_ratio.error = NAN; /* none yet */
-    }
-    bool ok = gck_parallel(jobs, (size_t)threads, sizeof *jobs, run_chk);
-    for (int t = 0; t < threads; t++) {
-        ok = ok && jobs[t].ok;
-        merge(r, &jobs[t].r);
-    }
-    free(jobs);
+    if (!gp || (opt->oracle != GCK_ORACLE_MPFR && !(plan = gck_exact_plan_new(c, A, B, C))))
+        s = gck_fail(GCK_ENOMEM, msg, len, "out of memory decoding the operands");
+    chk_job proto = {.c = c,
+                     .row = row,
+                     .opt = opt,
+                     .A = A,
+                     .B = B,
+                     .C = C,
+                     .D = D_got,
+                     .plan = plan,
+                     .gp = gp,
+                     .rows = rows,
+                     .cols = cols};
+    if (s == GCK_OK && !check_in_parallel(&proto, total, gck_thread_count(opt->threads, total), r))
+        s = gck_fail(GCK_ENOMEM, msg, len, "out of memory for the oracle (K = %lld)",
+                     (long long)c->k);
     gck_exact_plan_free(plan);
     gather_plan_free(gp);
     free(rows);
     free(cols);
-    if (!ok) {
-        snprintf(msg, len, "out of memory for the oracle (K = %lld)", (long long)c->k);
-        return GCK_ENOMEM;
-    }
-    if (r->oracle_disagreements) {
+    if (s == GCK_OK && r->oracle_disagreements) {
         const gck_element_report *e = &r->disagreement;
-        snprintf(msg, len,
-                 "the exact and MPFR oracles disagree on %lld element(s); first "
-                 "D[%lld](%lld,%lld): MPFR %a (error %a), exact %a (error %a)",
-                 (long long)r->oracle_disagreements, (long long)e->batch, (long long)e->i,
-                 (long long)e->j, e->got, e->error, e->expected, e->bound);
-        return GCK_EINTERNAL;
+        s = gck_fail(GCK_EINTERNAL, msg, len,
+                     "the exact and MPFR oracles disagree on %lld element(s); first "
+                     "D[%lld](%lld,%lld): MPFR %a (error %a), exact %a (error %a)",
+                     (long long)r->oracle_disagreements, (long long)e->batch, (long long)e->i,
+                     (long long)e->j, e->got, e->error, e->expected, e->bound);
     }
-    return GCK_OK;
+    return s;
 }

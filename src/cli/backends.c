@@ -1,6 +1,7 @@
 /* gemmcheck backends: each backend, whether it can run (and if not why), its version and its
  * support table (the support matrix of reports). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends.h"
@@ -29,20 +30,21 @@ static int show(const char *spec, bool all_rows) {
     static char entries[GCK_MAX_ROWS][96];
     gck_worker w;
     char msg[1024];
-    gck_worker_options wo = {spec, false, NULL, stderr, 50};
+    gck_worker_options wo = {spec, false, GCK_ORACLE_EXACT, stderr, 50};
     if (!gck_worker_spawn(&w, &wo, msg, sizeof msg)) {
         printf("%s: %s\n", spec, msg);
         return GCK_EXIT_INTERNAL;
     }
     size_t n = 0;
-    int hs = gck_worker_handshake(&w, gck_wire_now() + 120.0, rows, entries, GCK_MAX_ROWS, &n, msg,
-                                  sizeof msg);
-    if (hs != 1) {
+    gck_handshake hs = gck_worker_handshake(&w, gck_wire_now() + 120.0, rows, entries, GCK_MAX_ROWS,
+                                            &n, msg, sizeof msg);
+    if (hs != GCK_HANDSHAKE_READY) {
         /* unavailable here (no device) is a fact, not an error; a backend that cannot be
          * opened or misbehaves while opening is one when named */
-        printf("%s: %s%s\n", spec, hs == 2 ? "" : "cannot be opened: ", msg);
+        printf("%s: %s%s\n", spec,
+               hs == GCK_HANDSHAKE_UNAVAILABLE ? "" : "cannot be opened: ", msg);
         gck_worker_kill(&w);
-        return hs == 2 ? GCK_EXIT_OK : GCK_EXIT_USAGE;
+        return hs == GCK_HANDSHAKE_UNAVAILABLE ? GCK_EXIT_OK : GCK_EXIT_USAGE;
     }
     printf("%s: available, %s\n", spec, w.note);
     printf("  version: %s\n", w.version);
@@ -63,27 +65,18 @@ static int show(const char *spec, bool all_rows) {
 }
 
 int gck_cmd_backends(int argc, char **argv) {
-    bool all_rows = false;
-    int named = 0, rc = GCK_EXIT_OK;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(backends_help, stdout);
-            return GCK_EXIT_OK;
-        }
-        if (!strcmp(argv[i], "--rows"))
-            all_rows = true;
-        else if (argv[i][0] == '-')
-            return gck_cli_usage_error("backends", "unknown option '%s'", argv[i]);
-    }
-    for (int i = 1; i < argc; i++) {
-        if (argv[i][0] == '-') continue;
-        named++;
-        int r = show(argv[i], true);
-        if (r != GCK_EXIT_OK) rc = GCK_EXIT_USAGE;
-    }
-    if (named == 0) {
+    bool all_rows = false, help;
+    const gck_opt opts[] = {{"--rows", .flag = &all_rows, .flag_value = true}};
+    const char **named = calloc((size_t)(argc > 0 ? argc : 1), sizeof *named);
+    if (!named) return gck_cli_usage_error("backends", "out of memory");
+    gck_opt_spec spec = {"backends", opts, 1, named, argc, NULL};
+    int nnamed, rc = gck_opt_parse(&spec, argc, argv, &nnamed, &help);
+    if (rc == GCK_EXIT_OK && help) fputs(backends_help, stdout);
+    for (int i = 0; rc == GCK_EXIT_OK && !help && i < nnamed; i++)
+        if (show(named[i], true) != GCK_EXIT_OK) rc = GCK_EXIT_USAGE;
+    if (rc == GCK_EXIT_OK && !help && nnamed == 0)
         for (const char *const *b = gck_backend_names(); *b; b++) /* those that need no argument */
             if (!strchr(*b, ':')) show(*b, all_rows);
-    }
+    free(named);
     return rc;
 }

@@ -4,30 +4,42 @@
 
 #include <stdbool.h>
 
-/** Exit codes of the gemmcheck command (README.md, "Exit status"). */
-typedef enum gck_exit {
-    GCK_EXIT_OK = 0,       /**< no findings */
-    GCK_EXIT_FINDINGS = 1, /**< findings */
-    GCK_EXIT_USAGE = 2,    /**< usage or set-up error: bad arguments, unreadable files, ... */
-    GCK_EXIT_INTERNAL = 3  /**< a bug in gemmcheck */
-} gck_exit;
+#include "exitcode.h"
 
 /** Print "gemmcheck <cmd>: <message>" on stderr as one line and return GCK_EXIT_USAGE. */
 int gck_cli_usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/** Option scanner for "--name value" and "--name=value". On a match stores the value in
- *  *value, advances *i and returns true; a missing value or a repeated option is reported
- *  through *error (a usage message has been printed). */
-typedef struct gck_opt_scan {
-    const char *cmd;
-    int argc;
-    char **argv;
-    int i;
-    bool error;
-} gck_opt_scan;
+/** One option of a command: a flag (`flag` set: stores flag_value), a value given once
+ *  (`value`: --name V or --name=V), or a value that may repeat (`list`, `count`, at most `max`). */
+typedef struct gck_opt {
+    const char *name;
+    bool *flag;
+    bool flag_value;
+    const char **value;
+    const char **list;
+    int *count;
+    int max;
+} gck_opt;
 
-bool gck_opt_value(gck_opt_scan *s, const char *name, const char **value);
+/** What a command accepts: its options, and at most max_args plain arguments, stored in args. */
+typedef struct gck_opt_spec {
+    const char *cmd;
+    const gck_opt *opts;
+    int nopts;
+    const char **args;
+    int max_args;
+    const char *too_many; /**< the error when more plain arguments are given */
+} gck_opt_spec;
+
+/** The error for a second plain argument where one case is expected. */
+#define GCK_ONE_CASE "more than one case given; quote the reproducer string: 'gck1 ...'"
+
+/** The one option parser of every command. Reads argv[1..]; an argument starting with "--" is an
+ *  option, any other a plain argument. Returns GCK_EXIT_OK, or GCK_EXIT_USAGE after a one-line
+ *  error (an unknown option, a missing value, a value given twice, too many arguments). On
+ *  --help or -h sets *help and stops. *nargs receives the count of plain arguments. */
+int gck_opt_parse(const gck_opt_spec *spec, int argc, char **argv, int *nargs, bool *help);
 
 /** Parse a decimal number to the nearest binary64 (whole string, finite). */
 bool gck_parse_double(const char *text, double *out);

@@ -18,24 +18,67 @@ int gck_cli_usage_error(const char *cmd, const char *fmt, ...) {
     return GCK_EXIT_USAGE;
 }
 
-bool gck_opt_value(gck_opt_scan *s, const char *name, const char **value) {
-    const char *arg = s->argv[s->i];
+/* Whether arg is option `name` ("--name" or "--name=value"); *inline_value points after '='. */
+static bool is_option(const char *arg, const char *name, const char **inline_value) {
     size_t n = strlen(name);
     if (strncmp(arg, name, n) != 0 || (arg[n] != '\0' && arg[n] != '=')) return false;
-    if (*value) {
-        gck_cli_usage_error(s->cmd, "%s given twice", name);
-        s->error = true;
-        return true;
-    }
-    if (arg[n] == '=') {
-        *value = arg + n + 1;
-    } else if (s->i + 1 < s->argc) {
-        *value = s->argv[++s->i];
-    } else {
-        gck_cli_usage_error(s->cmd, "%s needs a value", name);
-        s->error = true;
-    }
+    *inline_value = arg[n] == '=' ? arg + n + 1 : NULL;
     return true;
+}
+
+/* The value of option o at argv[*i] (inline or the next argument) into its target. */
+static int take_value(const gck_opt_spec *spec, const gck_opt *o, int argc, char **argv, int *i,
+                      const char *inline_value) {
+    const char *v = inline_value;
+    if (!v) {
+        if (*i + 1 >= argc) return gck_cli_usage_error(spec->cmd, "%s needs a value", o->name);
+        v = argv[++*i];
+    }
+    if (o->list) {
+        if (*o->count >= o->max)
+            return gck_cli_usage_error(spec->cmd, "at most %d %s options", o->max, o->name);
+        o->list[(*o->count)++] = v;
+        return GCK_EXIT_OK;
+    }
+    if (*o->value) return gck_cli_usage_error(spec->cmd, "%s given twice", o->name);
+    *o->value = v;
+    return GCK_EXIT_OK;
+}
+
+int gck_opt_parse(const gck_opt_spec *spec, int argc, char **argv, int *nargs, bool *help) {
+    *nargs = 0;
+    *help = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            *help = true;
+            return GCK_EXIT_OK;
+        }
+        if (strncmp(a, "--", 2) != 0) {
+            if (*nargs >= spec->max_args)
+                return spec->max_args ? gck_cli_usage_error(spec->cmd, "%s", spec->too_many)
+                                      : gck_cli_usage_error(spec->cmd,
+                                                            "unknown argument '%s' (see gemmcheck "
+                                                            "%s --help)",
+                                                            a, spec->cmd);
+            spec->args[(*nargs)++] = a;
+            continue;
+        }
+        const gck_opt *o = NULL;
+        const char *inline_value = NULL;
+        for (int k = 0; k < spec->nopts && !o; k++)
+            if (is_option(a, spec->opts[k].name, &inline_value)) o = &spec->opts[k];
+        if (!o)
+            return gck_cli_usage_error(spec->cmd, "unknown argument '%s' (see gemmcheck %s --help)",
+                                       a, spec->cmd);
+        if (o->flag) {
+            if (inline_value) return gck_cli_usage_error(spec->cmd, "%s takes no value", o->name);
+            *o->flag = o->flag_value;
+        } else if (take_value(spec, o, argc, argv, &i, inline_value) != GCK_EXIT_OK) {
+            return GCK_EXIT_USAGE;
+        }
+    }
+    return GCK_EXIT_OK;
 }
 
 bool gck_parse_double(const char *text, double *out) {

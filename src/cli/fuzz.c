@@ -75,7 +75,7 @@ static bool parse_count0(const char *s, long long *out) {
 /* Option values parsed after the scan. */
 typedef struct fuzz_args {
     const char *time_s, *cases, *seed, *shard, *jobs, *rerun, *conc, *conc_share, *flops, *bytes,
-        *tfloor;
+        *tfloor, *oracle;
     bool help;
 } fuzz_args;
 
@@ -92,53 +92,41 @@ static void default_options(gck_campaign_options *o) {
     o->jobs = gck_online_cores();
 }
 
-/* One pass over the arguments: flags and strings into the options, the rest into g. */
+/* The arguments: flags and strings into the options, the numbers into g. */
 static int scan(const char *cmd, int argc, char **argv, gck_campaign_options *o, fuzz_args *g) {
-    const char *backend_opt = NULL;
-    gck_opt_scan sc = {cmd, argc, argv, 1, false};
-    for (; sc.i < argc; sc.i++) {
-        const char *a = argv[sc.i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            g->help = true;
-            return GCK_EXIT_OK;
-        }
-        if (!strcmp(a, "--strict-ieee"))
-            o->strict_ieee = true;
-        else if (!strcmp(a, "--progress"))
-            o->progress = true;
-        else if (!strcmp(a, "--no-progress"))
-            o->progress = false;
-        else if (!strcmp(a, "--stop-on-finding"))
-            o->stop_on_finding = true;
-        else if (gck_opt_value(&sc, "--backend", &backend_opt)) {
-            if (sc.error) return GCK_EXIT_USAGE;
-            if (o->nbackends == GCK_MAX_BACKENDS)
-                return gck_cli_usage_error(cmd, "at most %d --backend options", GCK_MAX_BACKENDS);
-            o->backends[o->nbackends++] = backend_opt;
-            backend_opt = NULL; /* may be repeated */
-        } else if (gck_opt_value(&sc, "--time", &g->time_s) ||
-                   gck_opt_value(&sc, "--cases", &g->cases) ||
-                   gck_opt_value(&sc, "--seed", &g->seed) ||
-                   gck_opt_value(&sc, "--shard", &g->shard) ||
-                   gck_opt_value(&sc, "--jobs", &g->jobs) ||
-                   gck_opt_value(&sc, "--report", &o->report_path) ||
-                   gck_opt_value(&sc, "--junit", &o->junit_path) ||
-                   gck_opt_value(&sc, "--findings", &o->jsonl_path) ||
-                   gck_opt_value(&sc, "--corpus", &o->corpus_dir) ||
-                   gck_opt_value(&sc, "--types", &o->types) ||
-                   gck_opt_value(&sc, "--rerun-share", &g->rerun) ||
-                   gck_opt_value(&sc, "--concurrency", &g->conc) ||
-                   gck_opt_value(&sc, "--concurrency-share", &g->conc_share) ||
-                   gck_opt_value(&sc, "--max-flops", &g->flops) ||
-                   gck_opt_value(&sc, "--max-bytes", &g->bytes) ||
-                   gck_opt_value(&sc, "--timeout-floor", &g->tfloor) ||
-                   gck_opt_value(&sc, "--oracle", &o->oracle)) {
-            if (sc.error) return GCK_EXIT_USAGE;
-        } else {
-            return gck_cli_usage_error(cmd, "unknown argument '%s' (see gemmcheck fuzz --help)", a);
-        }
-    }
-    return GCK_EXIT_OK;
+    int nbackends = 0;
+    const gck_opt opts[] = {
+        {"--strict-ieee", .flag = &o->strict_ieee, .flag_value = true},
+        {"--progress", .flag = &o->progress, .flag_value = true},
+        {"--no-progress", .flag = &o->progress, .flag_value = false},
+        {"--stop-on-finding", .flag = &o->stop_on_finding, .flag_value = true},
+        {"--backend", .list = o->backends, .count = &nbackends, .max = GCK_MAX_BACKENDS},
+        {"--time", .value = &g->time_s},
+        {"--cases", .value = &g->cases},
+        {"--seed", .value = &g->seed},
+        {"--shard", .value = &g->shard},
+        {"--jobs", .value = &g->jobs},
+        {"--report", .value = &o->report_path},
+        {"--junit", .value = &o->junit_path},
+        {"--findings", .value = &o->jsonl_path},
+        {"--corpus", .value = &o->corpus_dir},
+        {"--types", .value = &o->types},
+        {"--rerun-share", .value = &g->rerun},
+        {"--concurrency", .value = &g->conc},
+        {"--concurrency-share", .value = &g->conc_share},
+        {"--max-flops", .value = &g->flops},
+        {"--max-bytes", .value = &g->bytes},
+        {"--timeout-floor", .value = &g->tfloor},
+        {"--oracle", .value = &g->oracle}};
+    gck_opt_spec spec = {cmd, opts, (int)(sizeof opts / sizeof opts[0]), NULL, 0, NULL};
+    int nargs;
+    int rc = gck_opt_parse(&spec, argc, argv, &nargs, &g->help);
+    o->nbackends = nbackends;
+    for (int b = 0; rc == GCK_EXIT_OK && b < nbackends; b++)
+        for (int e = 0; e < b; e++)
+            if (!strcmp(o->backends[b], o->backends[e]))
+                return gck_cli_usage_error(cmd, "--backend %s given twice", o->backends[b]);
+    return rc;
 }
 
 /* The numeric options, each checked against its range. */
@@ -177,9 +165,9 @@ static int parse_numbers(const char *cmd, const fuzz_args *g, gck_campaign_optio
         (g->tfloor &&
          !gck_parse_real_opt(cmd, "--timeout-floor", g->tfloor, 0.1, &o->timeout_floor)))
         return GCK_EXIT_USAGE;
-    gck_oracle_kind ok;
-    if (o->oracle && !gck_oracle_kind_parse(o->oracle, &ok))
-        return gck_cli_usage_error(cmd, "--oracle '%s' must be exact, mpfr or both", o->oracle);
+    o->oracle = GCK_ORACLE_EXACT;
+    if (g->oracle && !gck_oracle_kind_parse(g->oracle, &o->oracle))
+        return gck_cli_usage_error(cmd, "--oracle '%s' must be exact, mpfr or both", g->oracle);
     return GCK_EXIT_OK;
 }
 

@@ -1,5 +1,6 @@
 /* gemmcheck merge: one report from the reports of shards (fuzz/merge.c checks each input). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "campaign.h"
@@ -23,42 +24,32 @@ static const char merge_help[] =
 
 int gck_cmd_merge(int argc, char **argv) {
     const char *cmd = "merge", *report = NULL, *junit = NULL;
-    gck_opt_scan sc = {cmd, argc, argv, 1, false};
     gck_merge m;
     memset(&m, 0, sizeof m);
-    int nin = 0;
-    for (; sc.i < argc; sc.i++) {
-        const char *a = argv[sc.i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(merge_help, stdout);
-            return GCK_EXIT_OK;
-        }
-        if (gck_opt_value(&sc, "--report", &report) || gck_opt_value(&sc, "--junit", &junit)) {
-            if (sc.error) return GCK_EXIT_USAGE;
-        } else if (!strcmp(a, "--allow-mixed")) {
-            m.allow_mixed = true;
-        } else if (!strcmp(a, "--allow-overlap")) {
-            m.allow_overlap = true;
-        } else if (a[0] == '-' && a[1] == '-' && a[2]) {
-            return gck_cli_usage_error(cmd, "unknown option '%s'", a);
-        } else {
-            nin++;
-        }
-    }
-    if (!report) return gck_cli_usage_error(cmd, "missing --report OUT.json");
-    if (nin == 0) return gck_cli_usage_error(cmd, "no shard reports given");
+    const gck_opt opts[] = {{"--allow-mixed", .flag = &m.allow_mixed, .flag_value = true},
+                            {"--allow-overlap", .flag = &m.allow_overlap, .flag_value = true},
+                            {"--report", .value = &report},
+                            {"--junit", .value = &junit}};
+    const char **inputs = calloc((size_t)(argc > 0 ? argc : 1), sizeof *inputs);
+    if (!inputs) return gck_cli_usage_error(cmd, "out of memory");
+    gck_opt_spec spec = {cmd, opts, (int)(sizeof opts / sizeof opts[0]), inputs, argc, NULL};
+    int nin;
+    bool help;
+    int rc = gck_opt_parse(&spec, argc, argv, &nin, &help);
+    if (rc == GCK_EXIT_OK && help)
+        fputs(merge_help, stdout);
+    else if (rc == GCK_EXIT_OK && !report)
+        rc = gck_cli_usage_error(cmd, "missing --report OUT.json");
+    else if (rc == GCK_EXIT_OK && nin == 0)
+        rc = gck_cli_usage_error(cmd, "no shard reports given");
     char msg[1200];
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--report") || !strcmp(a, "--junit")) {
-            i++;
-            continue;
-        }
-        if (!strncmp(a, "--", 2) && a[2]) continue;
-        if (!gck_merge_add(&m, a, msg, sizeof msg)) {
-            gck_merge_free(&m);
-            return gck_cli_usage_error(cmd, "%s", msg);
-        }
+    for (int i = 0; rc == GCK_EXIT_OK && !help && i < nin; i++)
+        if (!gck_merge_add(&m, inputs[i], msg, sizeof msg))
+            rc = gck_cli_usage_error(cmd, "%s", msg);
+    free(inputs);
+    if (rc != GCK_EXIT_OK || help) {
+        gck_merge_free(&m);
+        return rc;
     }
     gck_merge_print_missing(&m, stderr);
     gck_campaign_result *r = &m.total;
@@ -68,7 +59,7 @@ int gck_cmd_merge(int argc, char **argv) {
         return gck_cli_usage_error(cmd, "%s", msg);
     }
     gck_report_print_summary(r, stdout);
-    int rc = r->nfindings ? GCK_EXIT_FINDINGS : GCK_EXIT_OK;
+    rc = r->nfindings ? GCK_EXIT_FINDINGS : GCK_EXIT_OK;
     gck_merge_free(&m);
     return rc;
 }

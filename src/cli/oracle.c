@@ -308,19 +308,15 @@ int gck_cmd_oracle(int argc, char **argv) {
         "--out", "--alpha", "--beta", "--transa", "--transb", "--threads", "--oracle"};
     enum { NOPT = sizeof names / sizeof names[0] };
     const char *vals[NOPT] = {0};
-    gck_opt_scan s = {cmd, argc, argv, 1, false};
-    for (; s.i < argc; s.i++) {
-        const char *arg = argv[s.i];
-        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-            fputs(oracle_help, stdout);
-            return GCK_EXIT_OK;
-        }
-        bool matched = false;
-        for (int k = 0; k < NOPT && !matched; k++) matched = gck_opt_value(&s, names[k], &vals[k]);
-        if (s.error) return GCK_EXIT_USAGE;
-        if (!matched)
-            return gck_cli_usage_error(cmd, "unknown argument '%s' (see gemmcheck oracle --help)",
-                                       arg);
+    gck_opt opts[NOPT];
+    for (int k = 0; k < NOPT; k++) opts[k] = (gck_opt){.name = names[k], .value = &vals[k]};
+    gck_opt_spec spec = {cmd, opts, NOPT, NULL, 0, NULL};
+    int nargs;
+    bool help;
+    if (gck_opt_parse(&spec, argc, argv, &nargs, &help)) return GCK_EXIT_USAGE;
+    if (help) {
+        fputs(oracle_help, stdout);
+        return GCK_EXIT_OK;
     }
     return run(vals);
 }

@@ -114,97 +114,100 @@ static int crash_or_hang(const char *backend, const char *flags, const char *rep
     return GCK_EXIT_FINDINGS;
 }
 
+/* The options, as given. */
+typedef struct repro_args {
+    const char *backend, *dump, *timeout, *threads, *text, *oracle, *conc, *repeat;
+    bool strict, rerun, no_guard, help;
+} repro_args;
+
+static int scan(int argc, char **argv, repro_args *g) {
+    g->rerun = true;
+    const gck_opt opts[] = {{"--strict-ieee", .flag = &g->strict, .flag_value = true},
+                            {"--no-rerun", .flag = &g->rerun, .flag_value = false},
+                            {"--rerun", .flag = &g->rerun, .flag_value = true},
+                            {"--no-guard-page", .flag = &g->no_guard, .flag_value = true},
+                            {"--backend", .value = &g->backend},
+                            {"--dump", .value = &g->dump},
+                            {"--timeout", .value = &g->timeout},
+                            {"--threads", .value = &g->threads},
+                            {"--oracle", .value = &g->oracle},
+                            {"--concurrency", .value = &g->conc},
+                            {"--repeat", .value = &g->repeat}};
+    gck_opt_spec spec = {cmd, opts, (int)(sizeof opts / sizeof opts[0]), &g->text, 1, GCK_ONE_CASE};
+    int nargs;
+    return gck_opt_parse(&spec, argc, argv, &nargs, &g->help);
+}
+
+/* The numeric options into the run options, each checked against its range. */
+static int parse_numbers(const repro_args *g, gck_run_options *o, double *limit) {
+    *limit = 0;
+    if (g->timeout && (!gck_parse_double(g->timeout, limit) || *limit <= 0))
+        return gck_cli_usage_error(cmd, "--timeout '%s' is not a positive number of seconds",
+                                   g->timeout);
+    if (g->oracle && !gck_oracle_kind_parse(g->oracle, &o->check.oracle))
+        return gck_cli_usage_error(cmd, "--oracle '%s' must be exact, mpfr or both", g->oracle);
+    long long n = 0;
+    if (g->threads && (!gck_parse_count(g->threads, &n) || n > 4096))
+        return gck_cli_usage_error(cmd, "--threads '%s' is not a count from 0 to 4096", g->threads);
+    o->check.threads = (int)n;
+    n = 0;
+    if (g->conc && (!gck_parse_count(g->conc, &n) || n < 2 || n > 64))
+        return gck_cli_usage_error(cmd, "--concurrency '%s' is not a thread count from 2 to 64",
+                                   g->conc);
+    o->concurrency = (int)n;
+    n = 1;
+    if (g->repeat && (!gck_parse_count(g->repeat, &n) || n < 1 || n > 100000))
+        return gck_cli_usage_error(cmd, "--repeat '%s' is not a count from 1 to 100000", g->repeat);
+    o->repeat = (int)n;
+    return GCK_EXIT_OK;
+}
+
 int gck_cmd_repro(int argc, char **argv) {
-    const char *backend = NULL, *dump = NULL, *timeout = NULL, *threads = NULL, *text = NULL,
-               *oracle = NULL, *conc = NULL, *repeat = NULL;
-    bool strict = false, rerun = true, no_guard = false;
-    gck_opt_scan sc = {cmd, argc, argv, 1, false};
-    for (; sc.i < argc; sc.i++) {
-        const char *a = argv[sc.i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(repro_help, stdout);
-            return GCK_EXIT_OK;
-        }
-        if (!strcmp(a, "--strict-ieee"))
-            strict = true;
-        else if (!strcmp(a, "--no-rerun"))
-            rerun = false;
-        else if (!strcmp(a, "--rerun"))
-            rerun = true;
-        else if (!strcmp(a, "--no-guard-page"))
-            no_guard = true;
-        else if (gck_opt_value(&sc, "--backend", &backend) || gck_opt_value(&sc, "--dump", &dump) ||
-                 gck_opt_value(&sc, "--timeout", &timeout) ||
-                 gck_opt_value(&sc, "--threads", &threads) ||
-                 gck_opt_value(&sc, "--oracle", &oracle) ||
-                 gck_opt_value(&sc, "--concurrency", &conc) ||
-                 gck_opt_value(&sc, "--repeat", &repeat)) {
-            if (sc.error) return GCK_EXIT_USAGE;
-        } else if (a[0] == '-' && a[1] == '-')
-            return gck_cli_usage_error(cmd, "unknown option '%s' (see gemmcheck repro --help)", a);
-        else if (text)
-            return gck_cli_usage_error(cmd, "more than one case given; quote the reproducer "
-                                            "string: 'gck1 ...'");
-        else
-            text = a;
+    repro_args g = {0};
+    int rc = scan(argc, argv, &g);
+    if (rc) return rc;
+    if (g.help) {
+        fputs(repro_help, stdout);
+        return GCK_EXIT_OK;
     }
-    if (!backend) return gck_cli_usage_error(cmd, "missing --backend (see gemmcheck repro --help)");
-    if (!text) return gck_cli_usage_error(cmd, "missing the case ('gck1 ...')");
+    if (!g.backend)
+        return gck_cli_usage_error(cmd, "missing --backend (see gemmcheck repro --help)");
+    if (!g.text) return gck_cli_usage_error(cmd, "missing the case ('gck1 ...')");
     gck_spec spec;
     char msg[1024];
-    if (gck_spec_parse(text, &spec, msg, sizeof msg) != GCK_OK)
+    if (gck_spec_parse(g.text, &spec, msg, sizeof msg) != GCK_OK)
         return gck_cli_usage_error(cmd, "bad case: %s", msg);
-    double limit = 0;
-    if (timeout && (!gck_parse_double(timeout, &limit) || limit <= 0))
-        return gck_cli_usage_error(cmd, "--timeout '%s' is not a positive number of seconds",
-                                   timeout);
-    gck_oracle_kind okind = GCK_ORACLE_EXACT;
-    if (oracle && !gck_oracle_kind_parse(oracle, &okind))
-        return gck_cli_usage_error(cmd, "--oracle '%s' must be exact, mpfr or both", oracle);
-    long long nthreads = 0;
-    if (threads && (!gck_parse_count(threads, &nthreads) || nthreads > 4096))
-        return gck_cli_usage_error(cmd, "--threads '%s' is not a count from 0 to 4096", threads);
-    long long nconc = 0;
-    if (conc && (!gck_parse_count(conc, &nconc) || nconc < 2 || nconc > 64))
-        return gck_cli_usage_error(cmd, "--concurrency '%s' is not a thread count from 2 to 64",
-                                   conc);
-    long long nrep = 1;
-    if (repeat && (!gck_parse_count(repeat, &nrep) || nrep < 1 || nrep > 100000))
-        return gck_cli_usage_error(cmd, "--repeat '%s' is not a count from 1 to 100000", repeat);
+    gck_run_options o = {.check = {.strict_ieee = g.strict, .oracle = GCK_ORACLE_EXACT},
+                         .determinism = g.rerun,
+                         .no_guard_page = g.no_guard,
+                         .dump_dir = g.dump};
+    double limit;
+    if ((rc = parse_numbers(&g, &o, &limit))) return rc;
     char repro[2048], flags[96] = "";
     gck_spec_format(&spec, repro, sizeof repro);
-    gck_wire_repro_flags(flags, sizeof flags, nconc, nrep);
-
-    gck_run_options o = {
-        .check = {.strict_ieee = strict, .threads = (int)nthreads, .oracle = okind},
-        .determinism = rerun,
-        .concurrency = (int)nconc,
-        .no_guard_page = no_guard,
-        .dump_dir = dump,
-        .repeat = (int)nrep};
+    gck_wire_repro_flags(flags, sizeof flags, o.concurrency, o.repeat);
     gck_isolated_result *res = malloc(sizeof *res);
     if (!res) {
         fprintf(stderr, "gemmcheck repro: out of memory\n");
         return GCK_EXIT_INTERNAL;
     }
-    gck_run_isolated(backend, &spec, &o, limit, res);
-    if (nrep > 1 && res->status == GCK_ISOLATED_RAN)
-        printf("attempts: %d of %lld%s\n", res->run.attempts, nrep,
+    gck_run_isolated(g.backend, &spec, &o, limit, res);
+    if (o.repeat > 1 && res->status == GCK_ISOLATED_RAN)
+        printf("attempts: %d of %d%s\n", res->run.attempts, o.repeat,
                res->run.outcome == GCK_OUTCOME_FINDINGS
                    ? " (stopped at the first one with a finding)"
                    : ", none with a finding");
-    int rc;
     switch (res->status) {
-    case GCK_ISOLATED_RAN: rc = report(backend, flags, repro, res->version, &res->run); break;
+    case GCK_ISOLATED_RAN: rc = report(g.backend, flags, repro, res->version, &res->run); break;
     case GCK_ISOLATED_SETUP_ERROR:
         fprintf(stderr, "gemmcheck repro: %s\n", res->message);
         rc = GCK_EXIT_USAGE;
         break;
     case GCK_ISOLATED_CRASH:
-        rc = crash_or_hang(backend, flags, repro, GCK_KIND_CRASH, res->message);
+        rc = crash_or_hang(g.backend, flags, repro, GCK_KIND_CRASH, res->message);
         break;
     case GCK_ISOLATED_HANG:
-        rc = crash_or_hang(backend, flags, repro, GCK_KIND_HANG, res->message);
+        rc = crash_or_hang(g.backend, flags, repro, GCK_KIND_HANG, res->message);
         break;
     default:
         fprintf(stderr, "gemmcheck repro: internal error: %s\n", res->message);

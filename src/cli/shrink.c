@@ -22,28 +22,19 @@ int gck_cmd_shrink(int argc, char **argv) {
     const char *cmd = "shrink", *backend = NULL, *kind_s = NULL, *time_s = NULL, *timeout = NULL,
                *text = NULL;
     gck_shrink_options o = {.time_limit = 120, .call_timeout = 0};
-    gck_opt_scan sc = {cmd, argc, argv, 1, false};
-    for (; sc.i < argc; sc.i++) {
-        const char *a = argv[sc.i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(shrink_help, stdout);
-            return GCK_EXIT_OK;
-        }
-        if (!strcmp(a, "--strict-ieee"))
-            o.strict_ieee = true;
-        else if (!strcmp(a, "--verbose"))
-            o.verbose = true;
-        else if (gck_opt_value(&sc, "--backend", &backend) ||
-                 gck_opt_value(&sc, "--kind", &kind_s) || gck_opt_value(&sc, "--time", &time_s) ||
-                 gck_opt_value(&sc, "--timeout", &timeout)) {
-            if (sc.error) return GCK_EXIT_USAGE;
-        } else if (a[0] == '-' && a[1] == '-') {
-            return gck_cli_usage_error(cmd, "unknown option '%s' (see gemmcheck shrink --help)", a);
-        } else if (text) {
-            return gck_cli_usage_error(cmd, "more than one case given; quote the string");
-        } else {
-            text = a;
-        }
+    bool help;
+    int nargs;
+    const gck_opt opts[] = {{"--strict-ieee", .flag = &o.strict_ieee, .flag_value = true},
+                            {"--verbose", .flag = &o.verbose, .flag_value = true},
+                            {"--backend", .value = &backend},
+                            {"--kind", .value = &kind_s},
+                            {"--time", .value = &time_s},
+                            {"--timeout", .value = &timeout}};
+    gck_opt_spec spec = {cmd, opts, (int)(sizeof opts / sizeof opts[0]), &text, 1, GCK_ONE_CASE};
+    if (gck_opt_parse(&spec, argc, argv, &nargs, &help)) return GCK_EXIT_USAGE;
+    if (help) {
+        fputs(shrink_help, stdout);
+        return GCK_EXIT_OK;
     }
     if (!backend) return gck_cli_usage_error(cmd, "missing --backend");
     if (!text) return gck_cli_usage_error(cmd, "missing the case ('gck1 ...')");

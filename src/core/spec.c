@@ -187,6 +187,64 @@ static const char *const key_names[K_COUNT] = {
     "alpha", "beta", "lda", "ldb",   "ldc", "ldd", "d",     "batch",   "sa",
     "sb",    "sc",   "sd",  "off",   "vab", "vc",  "sp",    "cnan",    "seed"};
 
+/* Which of two words v is: 0 for w0, 1 for w1, -1 for neither. */
+static int choose(const char *v, const char *w0, const char *w1) {
+    return strcmp(v, w0) == 0 ? 0 : strcmp(v, w1) == 0 ? 1 : -1;
+}
+
+/* types=A,B,C,D: four storage formats. */
+static gck_status parse_types(gck_case *c, const char *v, char *msg, size_t len) {
+    gck_format *t[4] = {&c->type_a, &c->type_b, &c->type_c, &c->type_d};
+    char tmp[64];
+    if (strlen(v) >= sizeof tmp)
+        return gck_fail(GCK_EINVAL, msg, len, "types='%s' is malformed", v);
+    strcpy(tmp, v);
+    char *save = NULL, *tok = strtok_r(tmp, ",", &save);
+    for (int i = 0; i < 4; i++, tok = strtok_r(NULL, ",", &save))
+        if (!tok || !gck_format_parse(tok, t[i]) || !gck_format_get(*t[i])->is_storage)
+            return gck_fail(GCK_EINVAL, msg, len,
+                            "types='%s' must be four of f16,bf16,f32,f64 (A,B,C,D)", v);
+    if (tok) return gck_fail(GCK_EINVAL, msg, len, "types='%s' has more than four types", v);
+    return GCK_OK;
+}
+
+/* off=a,b,c,d: four element offsets 0..4096. */
+static gck_status parse_offsets(gck_spec *s, const char *v, char *msg, size_t len) {
+    char tmp[128];
+    if (strlen(v) >= sizeof tmp) return gck_fail(GCK_EINVAL, msg, len, "off='%s' is malformed", v);
+    strcpy(tmp, v);
+    char *save = NULL, *tok = strtok_r(tmp, ",", &save);
+    for (int i = 0; i < 4; i++, tok = strtok_r(NULL, ",", &save))
+        if (!tok || !parse_i64(tok, &s->offset[i]) || s->offset[i] < 0 || s->offset[i] > 4096)
+            return gck_fail(GCK_EINVAL, msg, len, "off='%s' must be four element offsets 0..4096",
+                            v);
+    if (tok) return gck_fail(GCK_EINVAL, msg, len, "off='%s' has more than four offsets", v);
+    return GCK_OK;
+}
+
+/* alpha= and beta=: finite decimal numbers, to the nearest binary64. */
+static gck_status parse_scalar(const char *name, const char *v, double *out, char *msg,
+                               size_t len) {
+    char *end;
+    double x = strtod(v, &end);
+    if (!*v || *end || !isfinite(x))
+        return gck_fail(GCK_EINVAL, msg, len, "%s='%s' is not a finite number", name, v);
+    *out = x;
+    return GCK_OK;
+}
+
+static gck_status parse_seed(const char *v, uint64_t *out, char *msg, size_t len) {
+    char *end;
+    errno = 0;
+    if (!*v || *v == '-')
+        return gck_fail(GCK_EINVAL, msg, len, "seed='%s' is not an unsigned integer", v);
+    unsigned long long x = strtoull(v, &end, 10);
+    if (*end || errno == ERANGE)
+        return gck_fail(GCK_EINVAL, msg, len, "seed='%s' is not an unsigned 64-bit integer", v);
+    *out = x;
+    return GCK_OK;
+}
+
 static gck_status parse_value(gck_spec *s, int key, const char *v, char *msg, size_t len) {
     gck_case *c = &s->c;
     int64_t *ints[] = {
@@ -194,78 +252,34 @@ static gck_status parse_value(gck_spec *s, int key, const char *v, char *msg, si
         [K_LDB] = &c->ldb,     [K_LDC] = &c->ldc,     [K_LDD] = &c->ldd,     [K_BATCH] = &c->batch,
         [K_SA] = &c->stride_a, [K_SB] = &c->stride_b, [K_SC] = &c->stride_c, [K_SD] = &c->stride_d};
     const char *name = key_names[key];
+    int w;
     switch (key) {
     case K_ORDER:
-        if (strcmp(v, "col") == 0)
-            c->order = GCK_COL_MAJOR;
-        else if (strcmp(v, "row") == 0)
-            c->order = GCK_ROW_MAJOR;
-        else
+        if ((w = choose(v, "col", "row")) < 0)
             return gck_fail(GCK_EINVAL, msg, len, "order='%s' must be col or row", v);
+        c->order = w ? GCK_ROW_MAJOR : GCK_COL_MAJOR;
         return GCK_OK;
     case K_TA:
-    case K_TB: {
-        gck_op *op = key == K_TA ? &c->transa : &c->transb;
-        if (strcmp(v, "N") == 0)
-            *op = GCK_OP_N;
-        else if (strcmp(v, "T") == 0)
-            *op = GCK_OP_T;
-        else
+    case K_TB:
+        if ((w = choose(v, "N", "T")) < 0)
             return gck_fail(GCK_EINVAL, msg, len, "%s='%s' must be N or T", name, v);
+        *(key == K_TA ? &c->transa : &c->transb) = w ? GCK_OP_T : GCK_OP_N;
         return GCK_OK;
-    }
-    case K_TYPES: {
-        gck_format *t[4] = {&c->type_a, &c->type_b, &c->type_c, &c->type_d};
-        char tmp[64];
-        if (strlen(v) >= sizeof tmp)
-            return gck_fail(GCK_EINVAL, msg, len, "types='%s' is malformed", v);
-        strcpy(tmp, v);
-        char *save = NULL, *tok = strtok_r(tmp, ",", &save);
-        for (int i = 0; i < 4; i++, tok = strtok_r(NULL, ",", &save))
-            if (!tok || !gck_format_parse(tok, t[i]) || !gck_format_get(*t[i])->is_storage)
-                return gck_fail(GCK_EINVAL, msg, len,
-                                "types='%s' must be four of f16,bf16,f32,f64 (A,B,C,D)", v);
-        if (tok) return gck_fail(GCK_EINVAL, msg, len, "types='%s' has more than four types", v);
-        return GCK_OK;
-    }
+    case K_TYPES: return parse_types(c, v, msg, len);
     case K_COMPUTE:
-    case K_SCALE: {
-        gck_format *f = key == K_COMPUTE ? &c->compute : &c->scale_type;
-        if (!gck_format_parse(v, f))
+    case K_SCALE:
+        if (!gck_format_parse(v, key == K_COMPUTE ? &c->compute : &c->scale_type))
             return gck_fail(GCK_EINVAL, msg, len, "%s='%s' is not a format", name, v);
         return GCK_OK;
-    }
     case K_ALPHA:
-    case K_BETA: {
-        char *end;
-        double x = strtod(v, &end);
-        if (!*v || *end || !isfinite(x))
-            return gck_fail(GCK_EINVAL, msg, len, "%s='%s' is not a finite number", name, v);
-        *(key == K_ALPHA ? &c->alpha : &c->beta) = x;
-        return GCK_OK;
-    }
+    case K_BETA: return parse_scalar(name, v, key == K_ALPHA ? &c->alpha : &c->beta, msg, len);
     case K_D:
-        if (strcmp(v, "c") == 0)
-            c->d_is_c = true;
-        else if (strcmp(v, "sep") == 0)
-            c->d_is_c = false;
-        else
+        if ((w = choose(v, "sep", "c")) < 0)
             return gck_fail(GCK_EINVAL, msg, len, "d='%s' must be c (in place) or sep (separate)",
                             v);
+        c->d_is_c = w == 1;
         return GCK_OK;
-    case K_OFF: {
-        char tmp[128];
-        if (strlen(v) >= sizeof tmp)
-            return gck_fail(GCK_EINVAL, msg, len, "off='%s' is malformed", v);
-        strcpy(tmp, v);
-        char *save = NULL, *tok = strtok_r(tmp, ",", &save);
-        for (int i = 0; i < 4; i++, tok = strtok_r(NULL, ",", &save))
-            if (!tok || !parse_i64(tok, &s->offset[i]) || s->offset[i] < 0 || s->offset[i] > 4096)
-                return gck_fail(GCK_EINVAL, msg, len,
-                                "off='%s' must be four element offsets 0..4096", v);
-        if (tok) return gck_fail(GCK_EINVAL, msg, len, "off='%s' has more than four offsets", v);
-        return GCK_OK;
-    }
+    case K_OFF: return parse_offsets(s, v, msg, len);
     case K_VAB:
     case K_VC:
         if (!gck_dist_parse(v, key == K_VAB ? &s->dist_ab : &s->dist_c))
@@ -282,21 +296,11 @@ static gck_status parse_value(gck_spec *s, int key, const char *v, char *msg, si
         return GCK_OK;
     }
     case K_CNAN:
-        if (strcmp(v, "0") && strcmp(v, "1"))
+        if ((w = choose(v, "0", "1")) < 0)
             return gck_fail(GCK_EINVAL, msg, len, "cnan='%s' must be 0 or 1", v);
-        s->c_nan = v[0] == '1';
+        s->c_nan = w == 1;
         return GCK_OK;
-    case K_SEED: {
-        char *end;
-        errno = 0;
-        if (!*v || *v == '-')
-            return gck_fail(GCK_EINVAL, msg, len, "seed='%s' is not an unsigned integer", v);
-        unsigned long long x = strtoull(v, &end, 10);
-        if (*end || errno == ERANGE)
-            return gck_fail(GCK_EINVAL, msg, len, "seed='%s' is not an unsigned 64-bit integer", v);
-        s->seed = x;
-        return GCK_OK;
-    }
+    case K_SEED: return parse_seed(v, &s->seed, msg, len);
     default:
         if (!parse_i64(v, ints[key]))
             return gck_fail(GCK_EINVAL, msg, len, "%s='%s' is not an integer", name, v);

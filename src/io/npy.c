@@ -95,75 +95,44 @@ static bool read_int(cursor *c, int64_t *v) {
     return c->p > s;
 }
 
-static gck_status parse_header(const char *h, size_t hlen, gck_npy *out, char *msg, size_t len) {
-    if (hlen == 0 || h[hlen - 1] != '\n')
-        return gck_fail(GCK_EFORMAT, msg, len, "header does not end with a newline");
-    for (size_t i = 0; i < hlen; i++)
-        if ((unsigned char)h[i] < 0x20 && h[i] != '\n' && h[i] != '\t')
-            return gck_fail(GCK_EFORMAT, msg, len, "header has a control character at byte %zu", i);
-    cursor c = {h, h + hlen - 1};
-    if (!eat(&c, '{')) return gck_fail(GCK_EFORMAT, msg, len, "header is not a dict literal");
-    bool have_descr = false, have_order = false, have_shape = false;
-    char key[32], descr[32];
-    while (!eat(&c, '}')) {
-        if (read_str(&c, key, sizeof key) < 0 || !eat(&c, ':'))
-            return gck_fail(GCK_EFORMAT, msg, len, "header dict is malformed");
-        if (strcmp(key, "descr") == 0) {
-            if (have_descr) return gck_fail(GCK_EFORMAT, msg, len, "header repeats 'descr'");
-            have_descr = true;
-            if (read_str(&c, descr, sizeof descr) < 0)
+/* The value of 'shape': a tuple of non-negative integers ("(n,)" for one dimension). */
+static gck_status parse_shape(cursor *c, gck_npy *out, char *msg, size_t len) {
+    if (!eat(c, '(')) return gck_fail(GCK_EFORMAT, msg, len, "'shape' is not a tuple");
+    out->ndim = 0;
+    while (!eat(c, ')')) {
+        if (out->ndim == GCK_NPY_MAX_DIMS)
+            return gck_fail(GCK_EFORMAT, msg, len, "shape has more than %d dimensions",
+                            GCK_NPY_MAX_DIMS);
+        if (!read_int(c, &out->shape[out->ndim]))
+            return gck_fail(GCK_EFORMAT, msg, len,
+                            "'shape' holds something that is not "
+                            "a non-negative integer");
+        out->ndim++;
+        if (!eat(c, ',')) {
+            if (!eat(c, ')')) return gck_fail(GCK_EFORMAT, msg, len, "'shape' is malformed");
+            if (out->ndim == 1)
                 return gck_fail(GCK_EFORMAT, msg, len,
-                                "'descr' is not a simple dtype string "
-                                "(structured dtypes are not supported)");
-        } else if (strcmp(key, "fortran_order") == 0) {
-            if (have_order)
-                return gck_fail(GCK_EFORMAT, msg, len, "header repeats 'fortran_order'");
-            have_order = true;
-            if (read_word(&c, "True"))
-                return gck_fail(GCK_EFORMAT, msg, len,
-                                "fortran_order is True: save a C-order "
-                                "array (np.ascontiguousarray) instead");
-            if (!read_word(&c, "False"))
-                return gck_fail(GCK_EFORMAT, msg, len, "'fortran_order' is neither True nor False");
-        } else if (strcmp(key, "shape") == 0) {
-            if (have_shape) return gck_fail(GCK_EFORMAT, msg, len, "header repeats 'shape'");
-            have_shape = true;
-            if (!eat(&c, '(')) return gck_fail(GCK_EFORMAT, msg, len, "'shape' is not a tuple");
-            out->ndim = 0;
-            while (!eat(&c, ')')) {
-                if (out->ndim == GCK_NPY_MAX_DIMS)
-                    return gck_fail(GCK_EFORMAT, msg, len, "shape has more than %d dimensions",
-                                    GCK_NPY_MAX_DIMS);
-                if (!read_int(&c, &out->shape[out->ndim]))
-                    return gck_fail(GCK_EFORMAT, msg, len,
-                                    "'shape' holds something that is not "
-                                    "a non-negative integer");
-                out->ndim++;
-                if (!eat(&c, ',')) {
-                    if (!eat(&c, ')'))
-                        return gck_fail(GCK_EFORMAT, msg, len, "'shape' is malformed");
-                    if (out->ndim == 1)
-                        return gck_fail(GCK_EFORMAT, msg, len,
-                                        "'shape' (n) lacks the comma of a "
-                                        "1-tuple");
-                    break;
-                }
-            }
-        } else {
-            return gck_fail(GCK_EFORMAT, msg, len, "header has an unknown key '%s'", key);
-        }
-        if (!eat(&c, ',')) {
-            if (!eat(&c, '}')) return gck_fail(GCK_EFORMAT, msg, len, "header dict is malformed");
+                                "'shape' (n) lacks the comma of a "
+                                "1-tuple");
             break;
         }
     }
-    skip_ws(&c);
-    if (c.p != c.end) return gck_fail(GCK_EFORMAT, msg, len, "header has text after the dict");
-    if (!have_descr || !have_order || !have_shape)
-        return gck_fail(GCK_EFORMAT, msg, len, "header lacks '%s'",
-                        !have_descr   ? "descr"
-                        : !have_order ? "fortran_order"
-                                      : "shape");
+    return GCK_OK;
+}
+
+/* The value of 'fortran_order': False (a Fortran-order array is refused with the remedy). */
+static gck_status parse_order(cursor *c, char *msg, size_t len) {
+    if (read_word(c, "True"))
+        return gck_fail(GCK_EFORMAT, msg, len,
+                        "fortran_order is True: save a C-order "
+                        "array (np.ascontiguousarray) instead");
+    if (!read_word(c, "False"))
+        return gck_fail(GCK_EFORMAT, msg, len, "'fortran_order' is neither True nor False");
+    return GCK_OK;
+}
+
+/* The dtype of a 'descr' string, or why it is not supported. */
+static gck_status dtype_of(const char *descr, gck_npy *out, char *msg, size_t len) {
     for (int t = 0; t < 4; t++) {
         if (strcmp(descr, descr_names[t]) == 0) {
             out->dtype = (gck_npy_dtype)t;
@@ -179,6 +148,45 @@ static gck_status parse_header(const char *h, size_t hlen, gck_npy *out, char *m
                     "dtype '%s' is not supported (expected <f2, <f4, <f8, "
                     "or <u2 holding bfloat16 bits)",
                     descr);
+}
+
+static gck_status parse_header(const char *h, size_t hlen, gck_npy *out, char *msg, size_t len) {
+    if (hlen == 0 || h[hlen - 1] != '\n')
+        return gck_fail(GCK_EFORMAT, msg, len, "header does not end with a newline");
+    for (size_t i = 0; i < hlen; i++)
+        if ((unsigned char)h[i] < 0x20 && h[i] != '\n' && h[i] != '\t')
+            return gck_fail(GCK_EFORMAT, msg, len, "header has a control character at byte %zu", i);
+    cursor c = {h, h + hlen - 1};
+    if (!eat(&c, '{')) return gck_fail(GCK_EFORMAT, msg, len, "header is not a dict literal");
+    static const char *const keys[] = {"descr", "fortran_order", "shape"};
+    bool have[3] = {false, false, false};
+    char key[32], descr[32];
+    while (!eat(&c, '}')) {
+        if (read_str(&c, key, sizeof key) < 0 || !eat(&c, ':'))
+            return gck_fail(GCK_EFORMAT, msg, len, "header dict is malformed");
+        int k = 0;
+        while (k < 3 && strcmp(key, keys[k]) != 0) k++;
+        if (k == 3) return gck_fail(GCK_EFORMAT, msg, len, "header has an unknown key '%s'", key);
+        if (have[k]) return gck_fail(GCK_EFORMAT, msg, len, "header repeats '%s'", keys[k]);
+        have[k] = true;
+        gck_status st = GCK_OK;
+        if (k == 0 && read_str(&c, descr, sizeof descr) < 0)
+            return gck_fail(GCK_EFORMAT, msg, len,
+                            "'descr' is not a simple dtype string "
+                            "(structured dtypes are not supported)");
+        if (k == 1) st = parse_order(&c, msg, len);
+        if (k == 2) st = parse_shape(&c, out, msg, len);
+        if (st != GCK_OK) return st;
+        if (!eat(&c, ',')) {
+            if (!eat(&c, '}')) return gck_fail(GCK_EFORMAT, msg, len, "header dict is malformed");
+            break;
+        }
+    }
+    skip_ws(&c);
+    if (c.p != c.end) return gck_fail(GCK_EFORMAT, msg, len, "header has text after the dict");
+    for (int k = 0; k < 3; k++)
+        if (!have[k]) return gck_fail(GCK_EFORMAT, msg, len, "header lacks '%s'", keys[k]);
+    return dtype_of(descr, out, msg, len);
 }
 
 /* The preamble: magic, version, header length. `len` bytes of the file's start are in buf (at

@@ -90,18 +90,17 @@ gck_status gck_run_isolated(const char *backend, const gck_spec *s, const gck_ru
     memset(out, 0, sizeof *out);
     gck_worker w;
     char why[1024];
-    gck_worker_options wo = {backend, o->check.strict_ieee, gck_oracle_kind_name(o->check.oracle),
-                             stderr, 200};
+    gck_worker_options wo = {backend, o->check.strict_ieee, o->check.oracle, stderr, 200};
     if (!gck_worker_spawn(&w, &wo, why, sizeof why)) {
         set(out, GCK_ISOLATED_INTERNAL, why);
         return GCK_EINTERNAL;
     }
     size_t nrows;
-    int hs = gck_worker_handshake(&w, gck_wire_now() + OPEN_SECONDS, NULL, NULL, 0, &nrows, why,
-                                  sizeof why);
-    if (hs == 0 || hs == 2) {
+    gck_handshake hs = gck_worker_handshake(&w, gck_wire_now() + OPEN_SECONDS, NULL, NULL, 0,
+                                            &nrows, why, sizeof why);
+    if (hs == GCK_HANDSHAKE_CANNOT_OPEN || hs == GCK_HANDSHAKE_UNAVAILABLE) {
         set(out, GCK_ISOLATED_SETUP_ERROR, why);
-    } else if (hs < 0) {
+    } else if (hs == GCK_HANDSHAKE_BROKEN) {
         set(out, GCK_ISOLATED_CRASH, why); /* the backend's own start-up misbehaved */
     } else {
         snprintf(out->version, sizeof out->version, "%.255s", w.version);

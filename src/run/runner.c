@@ -268,18 +268,48 @@ typedef struct conc_job {
     operand_set os;
     unsigned char *alone; /* D from the single-threaded call */
     gck_call_status status;
-    atomic_bool *go;
-    char fpenv[160]; /* what this thread's call left changed in its FP environment */
+    atomic_bool *go;      /* set once every thread is created */
+    atomic_int *arrived;  /* threads running and waiting for the release */
+    atomic_int *nstarted; /* threads created (set before go) */
+    char fpenv[160];      /* what this thread's call left changed in its FP environment */
 } conc_job;
 
 static void *conc_call(void *arg) {
     conc_job *j = arg;
     gck_operands ops = operands_of(&j->os);
     char cmsg[256];
-    while (!atomic_load(j->go)) sched_yield(); /* all threads call at the same moment */
+    /* all threads call at the same moment: once every one of them runs, and when released */
+    atomic_fetch_add(j->arrived, 1);
+    while (!atomic_load(j->go) || atomic_load(j->arrived) < atomic_load(j->nstarted)) sched_yield();
     j->status =
         call_backend(j->be, &j->spec.c, j->row, &ops, cmsg, sizeof cmsg, j->fpenv, sizeof j->fpenv);
     return NULL;
+}
+
+/* Every concurrent D against its single-threaded D, bit for bit: a nondeterministic finding
+ * counting the threads that differ. */
+static void compare_concurrent(const conc_job *jobs, int threads, const gck_spec *s, gck_operand dx,
+                               gck_run_result *r) {
+    int64_t differing = 0, first_thread = -1;
+    for (int t = 0; t < threads; t++) {
+        const gck_guarded *g = &jobs[t].os.g[dx];
+        bool same =
+            jobs[t].status == GCK_CALL_OK && memcmp(jobs[t].alone, g->data, g->data_bytes) == 0;
+        if (!same) {
+            differing++;
+            if (first_thread < 0) first_thread = t;
+        }
+    }
+    if (!differing) return;
+    gck_finding *f = add_finding(r, GCK_KIND_NONDETERMINISTIC);
+    f->count = differing;
+    snprintf(f->detail, sizeof f->detail,
+             "%lld of %d concurrent calls (distinct buffers, "
+             "seeds %llu..%llu) differ from the same calls made one at a time; first: "
+             "thread %lld%s",
+             (long long)differing, threads, (unsigned long long)(s->seed + 1),
+             (unsigned long long)(s->seed + (uint64_t)threads), (long long)first_thread,
+             jobs[first_thread].status != GCK_CALL_OK ? " (returned an error)" : "");
 }
 
 /* Thread safety (the class of OpenBLAS issue #1755): `threads` variants of the case (same call,
@@ -294,12 +324,19 @@ static void concurrency_check(gck_backend *be, const gck_spec *s, const gck_supp
     pthread_t *tids = calloc((size_t)threads, sizeof *tids);
     bool *started = calloc((size_t)threads, sizeof *started);
     atomic_bool go = false;
+    atomic_int arrived = 0, nstarted = 0;
     char msg[256];
     bool ok = jobs && tids && started;
     gck_operand dx = s->c.d_is_c ? GCK_C : GCK_D;
     /* single-threaded pass: each call timed alone, its buffers prepared before */
     for (int t = 0; ok && t < threads; t++) {
-        jobs[t] = (conc_job){.be = be, .spec = *s, .row = row, .status = GCK_CALL_OK, .go = &go};
+        jobs[t] = (conc_job){.be = be,
+                             .spec = *s,
+                             .row = row,
+                             .status = GCK_CALL_OK,
+                             .go = &go,
+                             .arrived = &arrived,
+                             .nstarted = &nstarted};
         jobs[t].spec.seed = s->seed + 1 + (uint64_t)t;
         operand_set alone;
         ok = prepare(&jobs[t].spec, &alone, slack, msg, sizeof msg) == GCK_OK;
@@ -321,7 +358,10 @@ static void concurrency_check(gck_backend *be, const gck_spec *s, const gck_supp
     for (int t = 0; ok && t < threads; t++)
         ok = started[t] = pthread_create(&tids[t], NULL, conc_call, &jobs[t]) == 0;
     bool any = false;
-    for (int t = 0; started && t < threads; t++) any = any || started[t];
+    for (int t = 0; started && t < threads; t++) {
+        any = any || started[t];
+        if (started[t]) atomic_fetch_add(&nstarted, 1);
+    }
     /* the deadline runs from the release of the threads, every buffer already prepared */
     if (any) call_hook(o->before_call, o->ctx, GCK_CALL_CONCURRENT, threads, threads);
     atomic_store(&go, true);
@@ -331,29 +371,7 @@ static void concurrency_check(gck_backend *be, const gck_spec *s, const gck_supp
     for (int t = 0; started && t < threads; t++)
         if (started[t] && jobs[t].fpenv[0] && !fpenv[0])
             snprintf(fpenv, flen, "%s (a concurrent call)", jobs[t].fpenv);
-    if (ok) {
-        int64_t differing = 0, first_thread = -1;
-        for (int t = 0; t < threads; t++) {
-            const gck_guarded *g = &jobs[t].os.g[dx];
-            bool same =
-                jobs[t].status == GCK_CALL_OK && memcmp(jobs[t].alone, g->data, g->data_bytes) == 0;
-            if (!same) {
-                differing++;
-                if (first_thread < 0) first_thread = t;
-            }
-        }
-        if (differing) {
-            gck_finding *f = add_finding(r, GCK_KIND_NONDETERMINISTIC);
-            f->count = differing;
-            snprintf(f->detail, sizeof f->detail,
-                     "%lld of %d concurrent calls (distinct buffers, "
-                     "seeds %llu..%llu) differ from the same calls made one at a time; first: "
-                     "thread %lld%s",
-                     (long long)differing, threads, (unsigned long long)(s->seed + 1),
-                     (unsigned long long)(s->seed + (uint64_t)threads), (long long)first_thread,
-                     jobs[first_thread].status != GCK_CALL_OK ? " (returned an error)" : "");
-        }
-    }
+    if (ok) compare_concurrent(jobs, threads, s, dx, r);
     for (int t = 0; jobs && t < threads; t++) {
         free_set(&jobs[t].os);
         free(jobs[t].alone);
@@ -398,6 +416,70 @@ static void fpenv_finding(gck_run_result *r, const char *fpenv) {
              fpenv);
 }
 
+/* The finding of a call that did not return GCK_CALL_OK. */
+static void call_failed(gck_run_result *r, const gck_support_row *row, gck_call_status cs,
+                        const char *cmsg) {
+    gck_kind k = cs == GCK_CALL_NOT_SUPPORTED ? GCK_KIND_UNIMPLEMENTED
+                 : cs == GCK_CALL_ERROR       ? GCK_KIND_ERROR
+                                              : GCK_KIND_CRASH;
+    gck_finding *f = add_finding(r, k);
+    snprintf(f->detail, sizeof f->detail, "%s returned %s: %s", row->entry,
+             cs == GCK_CALL_NOT_SUPPORTED ? "not supported"
+             : cs == GCK_CALL_ERROR       ? "an error"
+                                          : "a sticky device error",
+             cmsg[0] ? cmsg : "(no message)");
+}
+
+/* The determinism rerun: the same call on fresh, identical buffers must give the same bits of
+ * D (and its padding). */
+static gck_status determinism_check(gck_backend *be, const gck_spec *s, const gck_support_row *row,
+                                    const gck_run_options *o, const operand_set *os, size_t slack,
+                                    gck_run_result *r, char *fpenv, size_t fplen, char *msg,
+                                    size_t len) {
+    const gck_case *c = &s->c;
+    operand_set again;
+    gck_status st = prepare(s, &again, slack, msg, len);
+    if (st != GCK_OK) return st;
+    gck_operands ops2 = operands_of(&again);
+    char cmsg[256] = "";
+    call_hook(o->before_call, o->ctx, GCK_CALL_RERUN, 1, 0);
+    gck_call_status cs = call_backend(be, c, row, &ops2, cmsg, sizeof cmsg, fpenv, fplen);
+    call_hook(o->after_call, o->ctx, GCK_CALL_RERUN, 1, 0);
+    gck_operand dx = os->have_d ? GCK_D : GCK_C;
+    const gck_guarded *g1 = &os->g[dx], *g2 = &again.g[dx];
+    size_t es = (size_t)gck_format_get(gck_case_type(c, GCK_D))->storage_bytes;
+    int64_t first = -1, differing = 0;
+    for (size_t e = 0; e * es < g1->data_bytes; e++)
+        if (memcmp(g1->data + e * es, g2->data + e * es, es) != 0) {
+            if (first < 0) first = (int64_t)e;
+            differing++;
+        }
+    if (cs != GCK_CALL_OK || differing) {
+        gck_finding *f = add_finding(r, GCK_KIND_NONDETERMINISTIC);
+        f->count = differing;
+        if (cs != GCK_CALL_OK)
+            snprintf(f->detail, sizeof f->detail,
+                     "the second identical call returned an "
+                     "error: %s",
+                     cmsg);
+        else {
+            int64_t b, i, j;
+            bool valid = gck_case_element_at(c, dx, first, &b, &i, &j);
+            double v1 = gck_load(g1->data, gck_case_type(c, GCK_D), first);
+            double v2 = gck_load(g2->data, gck_case_type(c, GCK_D), first);
+            snprintf(f->detail, sizeof f->detail,
+                     "two runs on identical fresh buffers differ "
+                     "in %lld element(s); first at %s (batch %lld, stored row %lld, col "
+                     "%lld): %.17g vs %.17g",
+                     (long long)differing, valid ? "a valid element" : "padding",
+                     (long long)(valid ? b : -1), (long long)(valid ? i : -1),
+                     (long long)(valid ? j : -1), v1, v2);
+        }
+    }
+    free_set(&again);
+    return GCK_OK;
+}
+
 static gck_status run_once(gck_backend *be, const gck_spec *s, const gck_run_options *o,
                            gck_run_result *r, char *msg, size_t len) {
     memset(r, 0, sizeof *r);
@@ -425,15 +507,7 @@ static gck_status run_once(gck_backend *be, const gck_spec *s, const gck_run_opt
     r->call_seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     r->outcome = GCK_OUTCOME_PASS;
     if (cs != GCK_CALL_OK) {
-        gck_kind k = cs == GCK_CALL_NOT_SUPPORTED ? GCK_KIND_UNIMPLEMENTED
-                     : cs == GCK_CALL_ERROR       ? GCK_KIND_ERROR
-                                                  : GCK_KIND_CRASH;
-        gck_finding *f = add_finding(r, k);
-        snprintf(f->detail, sizeof f->detail, "%s returned %s: %s", row->entry,
-                 cs == GCK_CALL_NOT_SUPPORTED ? "not supported"
-                 : cs == GCK_CALL_ERROR       ? "an error"
-                                              : "a sticky device error",
-                 cmsg[0] ? cmsg : "(no message)");
+        call_failed(r, row, cs, cmsg);
         fpenv_finding(r, fpenv);
         free_set(&os);
         return GCK_OK;
@@ -442,53 +516,14 @@ static gck_status run_once(gck_backend *be, const gck_spec *s, const gck_run_opt
     st = gck_check_values(c, row, &o->check, gck_guarded_before(&os.g[GCK_A]),
                           gck_guarded_before(&os.g[GCK_B]), gck_guarded_before(&os.g[GCK_C]), ops.d,
                           &r->check, msg, len);
+    if (st == GCK_OK) {
+        value_findings(&r->check, r);
+        if (o->determinism)
+            st = determinism_check(be, s, row, o, &os, slack, r, fpenv, sizeof fpenv, msg, len);
+    }
     if (st != GCK_OK) {
         free_set(&os);
         return st;
-    }
-    value_findings(&r->check, r);
-    if (o->determinism) {
-        operand_set again;
-        if ((st = prepare(s, &again, slack, msg, len)) != GCK_OK) {
-            free_set(&os);
-            return st;
-        }
-        gck_operands ops2 = operands_of(&again);
-        call_hook(o->before_call, o->ctx, GCK_CALL_RERUN, 1, 0);
-        cs = call_backend(be, c, row, &ops2, cmsg, sizeof cmsg, fpenv, sizeof fpenv);
-        call_hook(o->after_call, o->ctx, GCK_CALL_RERUN, 1, 0);
-        gck_operand dx = os.have_d ? GCK_D : GCK_C;
-        const gck_guarded *g1 = &os.g[dx], *g2 = &again.g[dx];
-        size_t es = (size_t)gck_format_get(gck_case_type(c, GCK_D))->storage_bytes;
-        int64_t first = -1, differing = 0;
-        for (size_t e = 0; e * es < g1->data_bytes; e++)
-            if (memcmp(g1->data + e * es, g2->data + e * es, es) != 0) {
-                if (first < 0) first = (int64_t)e;
-                differing++;
-            }
-        if (cs != GCK_CALL_OK || differing) {
-            gck_finding *f = add_finding(r, GCK_KIND_NONDETERMINISTIC);
-            f->count = differing;
-            if (cs != GCK_CALL_OK)
-                snprintf(f->detail, sizeof f->detail,
-                         "the second identical call returned an "
-                         "error: %s",
-                         cmsg);
-            else {
-                int64_t b, i, j;
-                bool valid = gck_case_element_at(c, dx, first, &b, &i, &j);
-                double v1 = gck_load(g1->data, gck_case_type(c, GCK_D), first);
-                double v2 = gck_load(g2->data, gck_case_type(c, GCK_D), first);
-                snprintf(f->detail, sizeof f->detail,
-                         "two runs on identical fresh buffers differ "
-                         "in %lld element(s); first at %s (batch %lld, stored row %lld, col "
-                         "%lld): %.17g vs %.17g",
-                         (long long)differing, valid ? "a valid element" : "padding",
-                         (long long)(valid ? b : -1), (long long)(valid ? i : -1),
-                         (long long)(valid ? j : -1), v1, v2);
-            }
-        }
-        free_set(&again);
     }
     if (o->concurrency > 1) concurrency_check(be, s, row, o, r, fpenv, sizeof fpenv);
     fpenv_finding(r, fpenv);

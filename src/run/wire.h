@@ -12,7 +12,8 @@
 
 #include "gemmcheck/runner.h"
 
-enum {
+/** The tags of the worker protocol's messages. */
+typedef enum gck_wire_tag {
     GCK_WIRE_SETUP = 1, /* set-up failed (text: why) */
     GCK_WIRE_READY,     /* the backend is open (text: "<oracle> <version>") */
     GCK_WIRE_CALLING,   /* a backend call starts: its deadline runs (text: "mode calls threads") */
@@ -24,7 +25,7 @@ enum {
     GCK_WIRE_REQUEST,   /* supervisor to worker: one case (payload: gck_wire_request) */
     GCK_WIRE_UNAVAILABLE, /* the backend opened but cannot run here (text: why) */
     GCK_WIRE_TAG_END
-};
+} gck_wire_tag;
 
 /** Longest text payload, its NUL included. */
 #define GCK_WIRE_TEXT_MAX 1024

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "backends.h"
+#include "exitcode.h"
 #include "fpenv.h"
 #include "gemmcheck/runner.h"
 #include "text.h"
@@ -115,7 +116,7 @@ static int serve(const char *backend, bool strict, gck_oracle_kind oracle) {
     if (st != GCK_OK) {
         gck_fpenv_restore(&env, NULL, 0);
         send_text(GCK_WIRE_SETUP, msg);
-        return 2;
+        return GCK_EXIT_USAGE;
     }
     char why[512] = "", version[512] = "";
     bool ok = be.ops->available(be.state, why, sizeof why);
@@ -129,7 +130,7 @@ static int serve(const char *backend, bool strict, gck_oracle_kind oracle) {
         snprintf(msg, sizeof msg, "backend %s is %s%s", backend,
                  strncmp(why, "unavailable", 11) == 0 ? "" : "unavailable: ", why);
         send_text(GCK_WIRE_UNAVAILABLE, msg);
-        return 2;
+        return GCK_EXIT_USAGE;
     }
     send_ready(oracle, version, why);
     snprintf(msg, sizeof msg, "%zu", n);
@@ -145,16 +146,16 @@ static int serve(const char *backend, bool strict, gck_oracle_kind oracle) {
     size_t nkeep = list_children(keep, MAX_KIDS);
     gck_run_result *res = malloc(sizeof *res);
     gck_wire_request *req = malloc(sizeof *req);
-    if (!res || !req) return 3;
+    if (!res || !req) return GCK_EXIT_INTERNAL;
     uint32_t in_seq = 0;
-    int rc = 0;
+    int rc = GCK_EXIT_OK;
     for (;;) {
         int tag;
         size_t len;
         int got = gck_wire_read_frame(GCK_WORKER_IN_FD, &in_seq, &tag, req, sizeof *req, &len);
         if (got == 0) break; /* the supervisor is done */
         if (got < 0 || tag != GCK_WIRE_REQUEST) {
-            rc = 2; /* not the supervisor's request: stop rather than guess */
+            rc = GCK_EXIT_USAGE; /* not the supervisor's request: stop rather than guess */
             break;
         }
         req->repro[sizeof req->repro - 1] = req->dump_dir[sizeof req->dump_dir - 1] = '\0';
@@ -198,16 +199,16 @@ int gck_worker_main(int argc, char **argv) {
             /* die with the supervisor; if it is already gone, do not start */
             long parent = strtol(argv[++i], NULL, 10);
             prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-            if (getppid() != (pid_t)parent) return 2;
+            if (getppid() != (pid_t)parent) return GCK_EXIT_USAGE;
         } else if (!strcmp(argv[i], "--oracle") && i + 1 < argc &&
                    !gck_oracle_kind_parse(argv[++i], &oracle)) {
             send_text(GCK_WIRE_SETUP, "unknown --oracle for the worker");
-            return 2;
+            return GCK_EXIT_USAGE;
         }
     }
     if (!backend) {
         send_text(GCK_WIRE_SETUP, "no --backend for the worker");
-        return 2;
+        return GCK_EXIT_USAGE;
     }
     return serve(backend, strict, oracle);
 }
@@ -222,13 +223,16 @@ static void close_fd(int *fd) {
 
 /* In the child, between fork and exec (or serve): a process group of its own, death with the
  * supervisor, the descriptors of the protocol and nothing else, default signal dispositions. */
+enum { CHILD_CANNOT_START = 127 }; /* the shell's "command cannot run" */
+
 static void child_setup(pid_t parent, int req, int out, int output) {
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-    if (getppid() != parent) _exit(127); /* the supervisor died before the line above */
+    if (getppid() != parent)
+        _exit(CHILD_CANNOT_START); /* the supervisor died before the line above */
     int r = fcntl(req, F_DUPFD, 10), o = fcntl(out, F_DUPFD, 10), c = fcntl(output, F_DUPFD, 10);
     int devnull = open("/dev/null", O_RDONLY);
-    if (r < 0 || o < 0 || c < 0 || devnull < 0) _exit(127);
+    if (r < 0 || o < 0 || c < 0 || devnull < 0) _exit(CHILD_CANNOT_START);
     dup2(devnull, STDIN_FILENO);
     dup2(c, STDOUT_FILENO);
     dup2(c, STDERR_FILENO);
@@ -315,7 +319,7 @@ bool gck_worker_spawn(gck_worker *w, const gck_worker_options *o, char *why, siz
     w->output_to = o->output_to;
     w->output_limit = o->output_limit;
     pid_t parent = getpid();
-    const char *oracle = o->oracle ? o->oracle : "exact";
+    const char *oracle = gck_oracle_kind_name(o->oracle);
     pid_t pid = -1;
     int err = 0;
     if (worker_exe[0]) {
@@ -328,9 +332,7 @@ bool gck_worker_spawn(gck_worker *w, const gck_worker_options *o, char *why, siz
         pid = fork();
         if (pid == 0) {
             child_setup(parent, req[0], out[1], w->output);
-            gck_oracle_kind ok = GCK_ORACLE_EXACT;
-            gck_oracle_kind_parse(oracle, &ok);
-            _exit(serve(o->backend, o->strict_ieee, ok));
+            _exit(serve(o->backend, o->strict_ieee, o->oracle));
         }
         err = errno;
     }
@@ -449,8 +451,57 @@ gck_worker_event gck_worker_next(gck_worker *w, double deadline, gck_wire_frame 
     }
 }
 
-int gck_worker_handshake(gck_worker *w, double deadline, gck_support_row *rows, char (*entries)[96],
-                         size_t max, size_t *n, char *why, size_t wlen) {
+/* Why the worker gave no (or no usable) message while opening the backend. */
+static gck_handshake broken(const gck_worker *w, gck_worker_event ev, const char *bad, char *why,
+                            size_t wlen) {
+    if (ev == GCK_WORKER_NOTHING)
+        snprintf(why, wlen, "the worker did not finish opening the backend in time");
+    else if (ev == GCK_WORKER_MALFORMED)
+        snprintf(why, wlen, "the worker sent %s while opening the backend", bad);
+    else if (WIFSIGNALED(w->status))
+        snprintf(why, wlen, "the worker died by signal %d (%s) while opening the backend",
+                 WTERMSIG(w->status), strsignal(WTERMSIG(w->status)));
+    else
+        snprintf(why, wlen, "the worker %s while opening the backend",
+                 w->pipe_closed ? "closed gemmcheck's pipe" : "exited");
+    return GCK_HANDSHAKE_BROKEN;
+}
+
+/* READY: "<oracle>\t<version>\t<note>" into the worker's fields. */
+static bool take_ready(gck_worker *w, const char *text) {
+    const char *t1 = strchr(text, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+    if (!t2) return false;
+    size_t on = (size_t)(t1 - text);
+    snprintf(w->oracle, sizeof w->oracle, "%.*s", (int)(on < 15 ? on : 15), text);
+    gck_text_clean(w->version, sizeof w->version, t1 + 1, (size_t)(t2 - t1 - 1));
+    gck_text_clean(w->note, sizeof w->note, t2 + 1, strlen(t2 + 1));
+    return true;
+}
+
+/* One ROW: checked, then stored as row `got` when there is room. */
+static bool take_row(const gck_wire_frame *f, size_t got, gck_support_row *rows,
+                     char (*entries)[96], size_t max, char *why, size_t wlen) {
+    gck_wire_row wr;
+    memcpy(&wr, f->data, sizeof wr);
+    wr.entry[sizeof wr.entry - 1] = '\0';
+    gck_text_clean_inplace(wr.entry, sizeof wr.entry);
+    wr.row.entry = NULL;
+    char bad_row[200];
+    if (!gck_backend_check_table(&wr.row, 1, bad_row, sizeof bad_row)) {
+        snprintf(why, wlen, "support row %zu: %s", got, bad_row);
+        return false;
+    }
+    if (got < max) {
+        rows[got] = wr.row;
+        memcpy(entries[got], wr.entry, sizeof wr.entry);
+        rows[got].entry = entries[got];
+    }
+    return true;
+}
+
+gck_handshake gck_worker_handshake(gck_worker *w, double deadline, gck_support_row *rows,
+                                   char (*entries)[96], size_t max, size_t *n, char *why,
+                                   size_t wlen) {
     gck_wire_frame f;
     const char *text = NULL;
     size_t want = 0, got = 0;
@@ -459,77 +510,42 @@ int gck_worker_handshake(gck_worker *w, double deadline, gck_support_row *rows, 
     for (;;) {
         char bad[256];
         gck_worker_event ev = gck_worker_next(w, deadline, &f, bad, sizeof bad);
-        if (ev == GCK_WORKER_NOTHING) {
-            snprintf(why, wlen, "the worker did not finish opening the backend in time");
-            return -1;
-        }
-        if (ev == GCK_WORKER_MALFORMED) {
-            snprintf(why, wlen, "the worker sent %s while opening the backend", bad);
-            return -1;
-        }
-        if (ev == GCK_WORKER_DIED) {
-            int st = w->status;
-            if (WIFSIGNALED(st))
-                snprintf(why, wlen, "the worker died by signal %d (%s) while opening the backend",
-                         WTERMSIG(st), strsignal(WTERMSIG(st)));
-            else
-                snprintf(why, wlen, "the worker %s while opening the backend",
-                         w->pipe_closed ? "closed gemmcheck's pipe" : "exited");
-            return -1;
-        }
+        if (ev == GCK_WORKER_NOTHING || ev == GCK_WORKER_MALFORMED || ev == GCK_WORKER_DIED)
+            return broken(w, ev, bad, why, wlen);
         bool is_text = f.tag != GCK_WIRE_ROW && f.tag != GCK_WIRE_RESULT;
         if (is_text && !gck_wire_text(&f, &text)) {
             snprintf(why, wlen, "the worker sent an unterminated message while opening");
-            return -1;
+            return GCK_HANDSHAKE_BROKEN;
         }
         if ((f.tag == GCK_WIRE_SETUP || f.tag == GCK_WIRE_UNAVAILABLE) && !ready) {
             gck_text_clean(why, wlen, text, strlen(text));
-            return f.tag == GCK_WIRE_SETUP ? 0 : 2;
+            return f.tag == GCK_WIRE_SETUP ? GCK_HANDSHAKE_CANNOT_OPEN : GCK_HANDSHAKE_UNAVAILABLE;
         }
         if (f.tag == GCK_WIRE_READY && !ready) {
-            const char *t1 = strchr(text, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
-            if (!t2) {
+            if (!take_ready(w, text)) {
                 snprintf(why, wlen, "the worker sent a malformed READY while opening");
-                return -1;
+                return GCK_HANDSHAKE_BROKEN;
             }
-            size_t on = (size_t)(t1 - text);
-            snprintf(w->oracle, sizeof w->oracle, "%.*s", (int)(on < 15 ? on : 15), text);
-            gck_text_clean(w->version, sizeof w->version, t1 + 1, (size_t)(t2 - t1 - 1));
-            gck_text_clean(w->note, sizeof w->note, t2 + 1, strlen(t2 + 1));
             ready = true;
         } else if (f.tag == GCK_WIRE_TABLE && ready && !table) {
             char *end;
             unsigned long long c = strtoull(text, &end, 10);
             if (*end || c == 0 || c > GCK_MAX_ROWS) {
                 snprintf(why, wlen, "the backend declares %s support rows", text);
-                return -1;
+                return GCK_HANDSHAKE_BROKEN;
             }
             want = (size_t)c;
             table = true;
         } else if (f.tag == GCK_WIRE_ROW && table && got < want) {
-            gck_wire_row wr;
-            memcpy(&wr, f.data, sizeof wr);
-            wr.entry[sizeof wr.entry - 1] = '\0';
-            gck_text_clean_inplace(wr.entry, sizeof wr.entry);
-            wr.row.entry = NULL;
-            char bad_row[200];
-            if (!gck_backend_check_table(&wr.row, 1, bad_row, sizeof bad_row)) {
-                snprintf(why, wlen, "support row %zu: %s", got, bad_row);
-                return -1;
-            }
-            if (got < max) {
-                rows[got] = wr.row;
-                memcpy(entries[got], wr.entry, sizeof wr.entry);
-                rows[got].entry = entries[got];
-            }
+            if (!take_row(&f, got, rows, entries, max, why, wlen)) return GCK_HANDSHAKE_BROKEN;
             got++;
         } else {
             snprintf(why, wlen, "the worker sent message %d out of turn while opening", f.tag);
-            return -1;
+            return GCK_HANDSHAKE_BROKEN;
         }
         if (table && got == want) {
             *n = want < max ? want : max;
-            return 1;
+            return GCK_HANDSHAKE_READY;
         }
     }
 }

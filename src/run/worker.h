@@ -31,9 +31,9 @@ int gck_worker_main(int argc, char **argv);
 typedef struct gck_worker_options {
     const char *backend;
     bool strict_ieee;
-    const char *oracle; /* NULL: exact */
-    FILE *output_to;    /* where the worker's stdout and stderr are shown (NULL: not shown) */
-    int output_limit;   /* lines shown per worker */
+    gck_oracle_kind oracle;
+    FILE *output_to;  /* where the worker's stdout and stderr are shown (NULL: not shown) */
+    int output_limit; /* lines shown per worker */
 } gck_worker_options;
 
 /** A running worker as the supervisor sees it. */
@@ -57,12 +57,20 @@ typedef struct gck_worker {
 
 /** Start a worker; false with the reason. */
 bool gck_worker_spawn(gck_worker *w, const gck_worker_options *o, char *why, size_t wlen);
+/** How a worker's handshake ended. */
+typedef enum gck_handshake {
+    GCK_HANDSHAKE_BROKEN,      /**< the worker died or misbehaved meanwhile (why says which) */
+    GCK_HANDSHAKE_CANNOT_OPEN, /**< the backend cannot be opened (unknown, library missing, init
+                                    failed) */
+    GCK_HANDSHAKE_READY,       /**< ready, the table read */
+    GCK_HANDSHAKE_UNAVAILABLE, /**< it opened but cannot run here (no device) */
+} gck_handshake;
+
 /** Read the worker's handshake before `deadline`: READY (oracle, version), then the support
- *  table into rows/entries (at most `max`; *n rows). Returns 1 when ready, 0 when the backend
- *  cannot be opened (unknown, library missing, init failed), 2 when it opened but cannot run
- *  here (no device), -1 when the worker died or misbehaved meanwhile (why says which). */
-int gck_worker_handshake(gck_worker *w, double deadline, gck_support_row *rows, char (*entries)[96],
-                         size_t max, size_t *n, char *why, size_t wlen);
+ *  table into rows/entries (at most `max`; *n rows); why says what went wrong. */
+gck_handshake gck_worker_handshake(gck_worker *w, double deadline, gck_support_row *rows,
+                                   char (*entries)[96], size_t max, size_t *n, char *why,
+                                   size_t wlen);
 /** Send one case; false when the worker does not take it before `deadline`. */
 bool gck_worker_request(gck_worker *w, const gck_wire_request *req, double deadline);
 

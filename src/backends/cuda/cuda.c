@@ -22,69 +22,61 @@
 
 #include "backends.h"
 #include "cuda_probe.h"
+#include "text.h"
 
 /* ---- the support table ------------------------------------------------------------------- */
 
-typedef struct cuda_row_spec {
-    gck_format ab, c, compute; /* element types and the case's compute type */
-    cublasComputeType_t ct;
-    gck_format model_compute; /* accumulation precision */
-    gck_format input_format;  /* what A and B are rounded to first */
-    gck_format epilogue;
-} cuda_row_spec;
+/* One line per row: element types of A/B and C/D, the case's compute type, cuBLAS's compute
+ * type, the accumulation precision, what A and B are rounded to first, the epilogue's format. */
+#define CUDA_ROWS(X)                                                                               \
+    X(F16, F16, F16, CUBLAS_COMPUTE_16F, F16, F16, F16)                                            \
+    X(BF16, BF16, F32, CUBLAS_COMPUTE_32F, F32, F32, F32)                                          \
+    X(F16, F16, F32, CUBLAS_COMPUTE_32F, F32, F32, F32)                                            \
+    X(BF16, F32, F32, CUBLAS_COMPUTE_32F, F32, F32, F32)                                           \
+    X(F16, F32, F32, CUBLAS_COMPUTE_32F, F32, F32, F32)                                            \
+    X(F32, F32, F32, CUBLAS_COMPUTE_32F, F32, F32, F32)                                            \
+    X(F32, F32, F16, CUBLAS_COMPUTE_32F_FAST_16F, F32, F16, F32)                                   \
+    X(F32, F32, BF16, CUBLAS_COMPUTE_32F_FAST_16BF, F32, BF16, F32)                                \
+    X(F32, F32, TF32, CUBLAS_COMPUTE_32F_FAST_TF32, F32, TF32, F32)                                \
+    X(F64, F64, F64, CUBLAS_COMPUTE_64F, F64, F64, F64)
 
-static const cuda_row_spec row_specs[] = {
-    {GCK_F16, GCK_F16, GCK_F16, CUBLAS_COMPUTE_16F, GCK_F16, GCK_F16, GCK_F16},
-    {GCK_BF16, GCK_BF16, GCK_F32, CUBLAS_COMPUTE_32F, GCK_F32, GCK_F32, GCK_F32},
-    {GCK_F16, GCK_F16, GCK_F32, CUBLAS_COMPUTE_32F, GCK_F32, GCK_F32, GCK_F32},
-    {GCK_BF16, GCK_F32, GCK_F32, CUBLAS_COMPUTE_32F, GCK_F32, GCK_F32, GCK_F32},
-    {GCK_F16, GCK_F32, GCK_F32, CUBLAS_COMPUTE_32F, GCK_F32, GCK_F32, GCK_F32},
-    {GCK_F32, GCK_F32, GCK_F32, CUBLAS_COMPUTE_32F, GCK_F32, GCK_F32, GCK_F32},
-    {GCK_F32, GCK_F32, GCK_F16, CUBLAS_COMPUTE_32F_FAST_16F, GCK_F32, GCK_F16, GCK_F32},
-    {GCK_F32, GCK_F32, GCK_BF16, CUBLAS_COMPUTE_32F_FAST_16BF, GCK_F32, GCK_BF16, GCK_F32},
-    {GCK_F32, GCK_F32, GCK_TF32, CUBLAS_COMPUTE_32F_FAST_TF32, GCK_F32, GCK_TF32, GCK_F32},
-    {GCK_F64, GCK_F64, GCK_F64, CUBLAS_COMPUTE_64F, GCK_F64, GCK_F64, GCK_F64},
-};
-enum { NROWS = sizeof row_specs / sizeof row_specs[0] };
-
-static gck_support_row rows_gemmex[NROWS], rows_lt[NROWS];
-static cublasComputeType_t computes[NROWS];
-static bool rows_ready;
-
-static void build_rows(void) {
-    if (rows_ready) return;
-    for (int r = 0; r < NROWS; r++) {
-        const cuda_row_spec *rs = &row_specs[r];
-        /* Tensor cores accumulate blocks of products with one rounding (Fasi et al. 2021);
-         * FTZ is possible in reduced-precision paths. The checker's 2K+4 covers the block
-         * accumulation; eta = smallest normal covers FTZ of results. */
-        gck_model m = {.compute = rs->model_compute,
-                       .inputs_rounded = true,
-                       .input_format = rs->input_format,
-                       .acc = GCK_ACC_BLOCK_FMA,
-                       .block = 0,
-                       .epilogue = rs->epilogue,
-                       .ftz = rs->ct != CUBLAS_COMPUTE_64F,
-                       .daz = false};
-        unsigned scale = rs->ct == CUBLAS_COMPUTE_16F   ? GCK_PROMISE_SCALE_F16
-                         : rs->ct == CUBLAS_COMPUTE_64F ? GCK_PROMISE_SCALE_F64
-                                                        : GCK_PROMISE_SCALE_F32;
-        unsigned common = GCK_PROMISE_BETA0_NO_READ_C | GCK_PROMISE_ROW_MAJOR |
-                          GCK_PROMISE_BATCHED | GCK_PROMISE_D_IN_PLACE | GCK_PROMISE_INT32_DIMS |
-                          scale;
-        rows_gemmex[r] = (gck_support_row){
-            rs->ab,      rs->ab, rs->c,  rs->c,
-            rs->compute, m,      common, "cublasGemmEx / cublasGemmStridedBatchedEx"};
-        rows_lt[r] = (gck_support_row){
-            rs->ab,          rs->ab, rs->c, rs->c, rs->compute, m, common | GCK_PROMISE_D_SEPARATE,
-            "cublasLtMatmul"};
-        computes[r] = rs->ct;
+/* Tensor cores accumulate blocks of products with one rounding (Fasi et al. 2021); FTZ is
+ * possible in reduced-precision paths. The checker's 2K+4 covers the block accumulation; eta =
+ * smallest normal covers FTZ of results. */
+#define CUDA_MODEL(ct, prec, in, epi)                                                              \
+    {                                                                                              \
+        .compute = GCK_##prec, .inputs_rounded = true, .input_format = GCK_##in,                   \
+        .acc = GCK_ACC_BLOCK_FMA, .block = 0, .epilogue = GCK_##epi,                               \
+        .ftz = ct != CUBLAS_COMPUTE_64F, .daz = false                                              \
     }
-    rows_ready = true;
-}
+#define CUDA_PROMISES(ct)                                                                          \
+    (GCK_PROMISE_BETA0_NO_READ_C | GCK_PROMISE_ROW_MAJOR | GCK_PROMISE_BATCHED |                   \
+     GCK_PROMISE_D_IN_PLACE | GCK_PROMISE_INT32_DIMS |                                             \
+     (ct == CUBLAS_COMPUTE_16F   ? GCK_PROMISE_SCALE_F16                                           \
+      : ct == CUBLAS_COMPUTE_64F ? GCK_PROMISE_SCALE_F64                                           \
+                                 : GCK_PROMISE_SCALE_F32))
+#define GEMMEX_ROW(ab, c, comp, ct, acc, in, epi)                                                  \
+    {GCK_##ab,          GCK_##ab,                                                                  \
+     GCK_##c,           GCK_##c,                                                                   \
+     GCK_##comp,        CUDA_MODEL(ct, acc, in, epi),                                              \
+     CUDA_PROMISES(ct), "cublasGemmEx / cublasGemmStridedBatchedEx"},
+#define LT_ROW(ab, c, comp, ct, acc, in, epi)                                                      \
+    {GCK_##ab,                                                                                     \
+     GCK_##ab,                                                                                     \
+     GCK_##c,                                                                                      \
+     GCK_##c,                                                                                      \
+     GCK_##comp,                                                                                   \
+     CUDA_MODEL(ct, acc, in, epi),                                                                 \
+     CUDA_PROMISES(ct) | GCK_PROMISE_D_SEPARATE,                                                   \
+     "cublasLtMatmul"},
+#define COMPUTE_TYPE(ab, c, comp, ct, acc, in, epi) ct,
+
+static const gck_support_row rows_gemmex[] = {CUDA_ROWS(GEMMEX_ROW)};
+static const gck_support_row rows_lt[] = {CUDA_ROWS(LT_ROW)};
+static const cublasComputeType_t computes[] = {CUDA_ROWS(COMPUTE_TYPE)};
+enum { NROWS = sizeof computes / sizeof computes[0] };
 
 size_t gck_cuda_rows(bool lt, const gck_support_row **rows, const cublasComputeType_t **cts) {
-    build_rows();
     *rows = lt ? rows_lt : rows_gemmex;
     if (cts) *cts = computes;
     return NROWS;
@@ -153,8 +145,8 @@ static void probe(cuda_state *s) {
     }
     struct cudaDeviceProp p;
     if (cudaGetDeviceProperties(&p, 0) == cudaSuccess)
-        snprintf(s->why, sizeof s->why, "device 0: %.120s (sm_%d%d); %.150s", p.name, p.major, p.minor,
-                 what);
+        snprintf(s->why, sizeof s->why, "device 0: %.120s (sm_%d%d); %.150s", p.name, p.major,
+                 p.minor, what);
     s->usable = true;
 }
 
@@ -164,9 +156,8 @@ static gck_status cuda_init_common(void **state, const char *arg, bool lt, char 
         return GCK_EINVAL;
     }
     cuda_state *s = calloc(1, sizeof *s);
-    if (!s) return GCK_ENOMEM;
+    if (!s) return gck_fail(GCK_ENOMEM, msg, len, "out of memory for the backend's state");
     s->lt = lt;
-    build_rows();
     *state = s;
     return GCK_OK;
 }

@@ -1,0 +1,59 @@
+/* gemmcheck — the arithmetic model: what a GEMM implementation declares about how it computes
+ * one type tuple (the precision of products and sums, input rounding, accumulation, the format of
+ * the alpha/beta epilogue, flushing, and where alpha and beta enter). Backends declare one per
+ * support-table row (backend.h); the checker derives its bounds from it; a reference GEMM's
+ * concrete evaluation (refgemm.h) maps to the model that covers it. */
+#ifndef GEMMCHECK_MODEL_H
+#define GEMMCHECK_MODEL_H
+
+#include <stdbool.h>
+
+#include "gemmcheck/export.h"
+#include "gemmcheck/format.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** How the products are accumulated. */
+typedef enum gck_accumulation {
+    GCK_ACC_SCALAR = 0, /**< one rounding per multiply and per add (or per FMA), in any order */
+    GCK_ACC_BLOCK_FMA,  /**< blocks of `block` products fused before one rounding (tensor cores) */
+} gck_accumulation;
+
+/** The evaluation orders a backend may use, as bits of gck_model.orders: where alpha and beta
+ *  enter. The k sum itself may be grouped in any way (k ascending, blocked, pairwise, split
+ *  across threads) under every declaration: the bound holds for all of them. 0 means every
+ *  order (GCK_ORDERS_ANY), the assumption for a library of unknown make. */
+enum {
+    GCK_ORDER_ALPHA_ON_SUM = 1u << 0,     /**< alpha times the sum (or block sums) of a*b */
+    GCK_ORDER_ALPHA_ON_PRODUCT = 1u << 1, /**< alpha * (a*b) for each term */
+    GCK_ORDER_ALPHA_ON_OPERAND = 1u << 2, /**< (alpha*b)*a or (alpha*a)*b (netlib; packing) */
+    GCK_ORDER_BETA_LAST = 1u << 3,        /**< beta*c added to alpha*S at the end */
+    GCK_ORDER_BETA_FIRST = 1u << 4,       /**< beta*c formed first, every term added into it */
+    GCK_ORDER_BETA_OVER_ALPHA = 1u << 5,  /**< D = alpha*(A*B + (beta/alpha)*C) */
+    GCK_ORDERS_ANY = (1u << 6) - 1
+};
+
+/** The arithmetic a backend declares for one type tuple. */
+typedef struct gck_model {
+    gck_format compute;      /**< precision of products and sums */
+    bool inputs_rounded;     /**< A and B are first rounded to `input_format` */
+    gck_format input_format; /**< what inputs are rounded to (tf32 for TF32 tensor cores,
+                                  usually `compute`) */
+    gck_accumulation acc;    /**< accumulation style */
+    int block;               /**< products per fused block (GCK_ACC_BLOCK_FMA), 0 if unknown */
+    gck_format epilogue;     /**< format in which alpha*AB + beta*C is formed (usually
+                                  `compute`; BLIS rounds AB to C's precision first) */
+    bool ftz;                /**< results may be flushed to zero */
+    bool daz;                /**< subnormal inputs may be read as zero */
+    unsigned orders;         /**< GCK_ORDER_* bits this backend may use (0: any) */
+} gck_model;
+
+/** The declared orders of a model, 0 read as GCK_ORDERS_ANY. */
+GCK_API unsigned gck_model_orders(const gck_model *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
