@@ -1,11 +1,13 @@
 /* The fixed grid of at least 2,000 cases per backend gives zero findings on correct libraries:
- * ref, OpenBLAS, BLIS, netlib through cblas:, its ILP64 build through cblas64:, and ATLAS.
+ * ref, gemmcheck's own kernels on every path, OpenBLAS, BLIS, netlib through cblas:, its ILP64
+ * build through cblas64:, and ATLAS.
  * Every case runs in a forked worker, so a crash is a finding, not the end of the test. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gemmcheck/kernels.h"
 #include "gemmcheck/runner.h"
 #include "grid.h"
 #include "wire.h"
@@ -28,7 +30,10 @@ static bool is_blis_overread(const char *backend, const gck_spec *s, const gck_i
     return passes;
 }
 
-static void run_grid(const char *spec) {
+static void run_grid_cases(const char *spec, uint64_t cases);
+static void run_grid(const char *spec) { run_grid_cases(spec, GRID_CASES); }
+
+static void run_grid_cases(const char *spec, uint64_t cases) {
     gck_backend be;
     char msg[1024];
     gck_status st = gck_backend_open(&be, spec, msg, sizeof msg);
@@ -43,7 +48,7 @@ static void run_grid(const char *spec) {
          overreads = 0;
     double max_tight = 0;
     gck_isolated_result *res = malloc(sizeof *res);
-    for (uint64_t i = 0; i < GRID_CASES; i++) {
+    for (uint64_t i = 0; i < cases; i++) {
         gck_spec s;
         grid_spec(i, copy, nrows, &s);
         char repro[2048], cmd[3000];
@@ -80,18 +85,39 @@ static void run_grid(const char *spec) {
         if (r->check.max_tight > max_tight) max_tight = r->check.max_tight;
     }
     fprintf(stderr,
-            "[grid %s] %d cases: %ld pass, %ld unsupported, %ld with findings, %ld known "
+            "[grid %s] %ld cases: %ld pass, %ld unsupported, %ld with findings, %ld known "
             "BLIS over-reads; %ld elements checked (%ld exact-case bitwise, %ld by "
             "leniency), max tight ratio %.3g\n",
-            spec, GRID_CASES, pass, unsupported, findings, overreads, elements, exact, lenient,
+            spec, (long)cases, pass, unsupported, findings, overreads, elements, exact, lenient,
             max_tight);
     cr_expect_eq(findings, 0, "%s: %ld cases with findings", spec, findings);
-    cr_expect_gt(pass, GRID_CASES * 9 / 10, "%s: too few cases ran", spec);
+    cr_expect_gt(pass, (long)cases * 9 / 10, "%s: too few cases ran", spec);
     free(res);
     free(copy);
 }
 
 Test(grid, ref_gives_zero_findings, .timeout = 1200) { run_grid("ref"); }
+/* gemmcheck's own GEMM, on every path (one this CPU lacks is reported as skipped, with why) */
+static void run_kernels_grid(gck_kpath p) {
+    char why[256], spec[64];
+    if (!gck_kpath_supported(p, why, sizeof why))
+        cr_skip_test("path %s cannot run here: %s", gck_kpath_name(p), why);
+    snprintf(spec, sizeof spec, "kernels:%s", gck_kpath_name(p));
+#ifdef GCK_TEST_SANITIZED
+    /* under the sanitizers the point is gemmcheck's memory safety, which the 2,000 cases of the
+     * normal build already exercise on every path: a quarter keeps CI short */
+    run_grid_cases(spec, GRID_CASES / 4);
+#else
+    run_grid(spec);
+#endif
+}
+Test(grid, kernels_portable_gives_zero_findings, .timeout = 1200) {
+    run_kernels_grid(GCK_KPATH_PORTABLE);
+}
+Test(grid, kernels_avx2_gives_zero_findings, .timeout = 1200) { run_kernels_grid(GCK_KPATH_AVX2); }
+Test(grid, kernels_avx512_gives_zero_findings, .timeout = 1200) {
+    run_kernels_grid(GCK_KPATH_AVX512);
+}
 Test(grid, openblas_gives_zero_findings, .timeout = 1200) { run_grid("openblas"); }
 Test(grid, blis_gives_zero_findings_but_its_known_overreads, .timeout = 1200) { run_grid("blis"); }
 Test(grid, netlib_cblas_gives_zero_findings, .timeout = 1200) {

@@ -8,6 +8,7 @@
 #include "gemmcheck/case.h"
 #include "gemmcheck/checker.h"
 #include "gemmcheck/format.h"
+#include "gemmcheck/kernels.h"
 #include "gemmcheck/model.h"
 #include "gemmcheck/oracle.h"
 #include "gemmcheck/refgemm.h"

@@ -18,6 +18,7 @@ typedef struct registered {
 
 static const registered registry[] = {
     {"ref", "ref", gck_ref_backend_ops},
+    {"kernels", "kernels", gck_kernels_backend_ops},
     {"openblas", "openblas", gck_openblas_backend_ops},
     {"blis", "blis", gck_blis_backend_ops},
     {"cblas", "cblas:<lib.so>", gck_cblas_backend_ops},

@@ -5,6 +5,7 @@
 #include "gemmcheck/backend.h"
 
 const gck_backend_ops *gck_ref_backend_ops(void);
+const gck_backend_ops *gck_kernels_backend_ops(void);
 const gck_backend_ops *gck_openblas_backend_ops(void);
 const gck_backend_ops *gck_cblas_backend_ops(void);
 const gck_backend_ops *gck_cblas64_backend_ops(void);

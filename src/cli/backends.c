@@ -12,9 +12,9 @@
 static const char backends_help[] =
     "usage: gemmcheck backends [--rows] [SPEC ...]\n"
     "\n"
-    "Without SPEC: the built-in backends (ref, openblas, blis, cublas, cublaslt). With SPECs\n"
-    "(e.g. cblas:/usr/lib/x86_64-linux-gnu/blas/libblas.so.3): those. For each: available or\n"
-    "why not, the library version, and the support table, one row per type tuple:\n"
+    "Without SPEC: the built-in backends (ref, kernels, openblas, blis, cublas, cublaslt).\n"
+    "With SPECs (e.g. cblas:/usr/lib/x86_64-linux-gnu/blas/libblas.so.3): those. For each:\n"
+    "available or why not, the library version, and the support table, one row per type tuple:\n"
     "  A B C D | compute | model (inputs, accumulation, epilogue, FTZ/DAZ) | promises | entry\n"
     "promises: a0 = alpha 0 does not read A/B, b0 = beta 0 does not read C, skip0 = may skip\n"
     "terms with a zero factor, row = row-major, batch = strided batches, Dsep / Dinpl = D\n"

@@ -1,0 +1,114 @@
+/* gemmcheck — its own mixed-precision GEMM (kernels/).
+ *
+ *   D = alpha * op(A) * op(B) + beta * C
+ *
+ * for every combination of f16, bf16, f32 and f64 for A, B, C and D, computed in f32 or f64 (the
+ * products of f16 and bf16 inputs are exact in f32), column- or row-major, with transposes,
+ * leading dimensions, strided batches, and D in place of C or separate: the operation a
+ * gck_case describes (gemmcheck/case.h).
+ *
+ * BLAS semantics: beta = 0 does not read C, alpha = 0 or K = 0 does not read A and B, M or N = 0
+ * returns at once. Invalid arguments are refused before anything is read or written, with a code
+ * naming the argument (gck_gemm_arg).
+ *
+ * The arithmetic is declared (docs/KERNELS.md) and the same on every instruction-set path: each
+ * element of D is one accumulator in the compute format, the products of k = 0, 1, ..., K-1 added
+ * in that order with a fused multiply-add (inputs first rounded to the compute format), then
+ * alpha times the sum, plus beta times c, each rounded to the compute format, and one rounding to
+ * D's format. It is gck_ref_gemm's model {compute, fma, round_inputs, scale_compute = compute},
+ * so every path gives the same bits as that reference, on every thread count.
+ *
+ * Thread-safe: calls may run concurrently from any number of threads. */
+#ifndef GEMMCHECK_KERNELS_H
+#define GEMMCHECK_KERNELS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "gemmcheck/case.h"
+#include "gemmcheck/export.h"
+#include "gemmcheck/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** An instruction-set path. */
+typedef enum gck_kpath {
+    GCK_KPATH_AUTO = 0, /**< the best the CPU supports (or GEMMCHECK_KERNELS_PATH) */
+    GCK_KPATH_PORTABLE, /**< C only: the reference every other path is tested against */
+    GCK_KPATH_AVX2,     /**< AVX2 and FMA */
+    GCK_KPATH_AVX512,   /**< AVX-512F */
+    GCK_KPATH_COUNT
+} gck_kpath;
+
+/** The path's name ("auto", "portable", ...). */
+GCK_API const char *gck_kpath_name(gck_kpath p);
+/** The path a name gives; false for an unknown name. */
+GCK_API bool gck_kpath_parse(const char *name, gck_kpath *out);
+/** Whether this build and this CPU can run the path; if not, why (into why). */
+GCK_API bool gck_kpath_supported(gck_kpath p, char *why, size_t why_len);
+/** The path GCK_KPATH_AUTO runs: the environment variable GEMMCHECK_KERNELS_PATH if it names a
+ *  supported path, else the best supported one. */
+GCK_API gck_kpath gck_kpath_auto(void);
+
+/** Run options; a NULL pointer means the defaults. */
+typedef struct gck_gemm_config {
+    int threads;    /**< 0: one per online core */
+    gck_kpath path; /**< GCK_KPATH_AUTO by default */
+} gck_gemm_config;
+
+/** What gck_gemm returns: success, or the argument that is invalid. */
+typedef enum gck_gemm_arg {
+    GCK_GEMM_OK = 0,
+    GCK_GEMM_ARG_ORDER,
+    GCK_GEMM_ARG_TRANSA,
+    GCK_GEMM_ARG_TRANSB,
+    GCK_GEMM_ARG_M,
+    GCK_GEMM_ARG_N,
+    GCK_GEMM_ARG_K,
+    GCK_GEMM_ARG_ALPHA,
+    GCK_GEMM_ARG_BETA,
+    GCK_GEMM_ARG_A,
+    GCK_GEMM_ARG_TYPE_A,
+    GCK_GEMM_ARG_LDA,
+    GCK_GEMM_ARG_STRIDE_A,
+    GCK_GEMM_ARG_B,
+    GCK_GEMM_ARG_TYPE_B,
+    GCK_GEMM_ARG_LDB,
+    GCK_GEMM_ARG_STRIDE_B,
+    GCK_GEMM_ARG_C,
+    GCK_GEMM_ARG_TYPE_C,
+    GCK_GEMM_ARG_LDC,
+    GCK_GEMM_ARG_STRIDE_C,
+    GCK_GEMM_ARG_D,
+    GCK_GEMM_ARG_TYPE_D,
+    GCK_GEMM_ARG_LDD,
+    GCK_GEMM_ARG_STRIDE_D,
+    GCK_GEMM_ARG_BATCH,
+    GCK_GEMM_ARG_COMPUTE,
+    GCK_GEMM_ARG_SCALE_TYPE,
+    GCK_GEMM_ARG_THREADS,
+    GCK_GEMM_ARG_PATH,
+    GCK_GEMM_OUT_OF_MEMORY, /**< not an argument: the packing buffers could not be allocated */
+    GCK_GEMM_RESULT_COUNT
+} gck_gemm_arg;
+
+/** The name of an argument ("lda", "type_b", ...), or "ok" / "out of memory". */
+GCK_API const char *gck_gemm_arg_name(gck_gemm_arg a);
+
+/** D = alpha*op(A)*op(B) + beta*C for the case c (its types, layout, batch and compute type;
+ *  compute must be f32 or f64, scale_type f32 or f64; with c->d_is_c, D must be C). Returns
+ *  GCK_GEMM_OK, or the first invalid argument, in which case nothing was read or written; with
+ *  msg, one line says why (e.g. "ldb (12) < K (17) for op(B)=N, column-major"). */
+GCK_API gck_gemm_arg gck_gemm(const gck_case *c, const void *A, const void *B, const void *C,
+                              void *D, const gck_gemm_config *cfg, char *msg, size_t msg_len);
+
+/** The arithmetic model gck_gemm declares for a compute type (f32 or f64): what its support-table
+ *  rows state and the checker holds it to. */
+GCK_API gck_model gck_gemm_model(gck_format compute);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

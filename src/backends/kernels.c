@@ -1,0 +1,98 @@
+/* The `kernels` backend: gemmcheck's own GEMM (kernels/, gemmcheck/kernels.h), on the path the
+ * CPU's best (or GEMMCHECK_KERNELS_PATH), or on one named path: kernels:<path>. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "backends.h"
+#include "gemmcheck/kernels.h"
+#include "gemmcheck/version.h"
+#include "text.h"
+
+/* The support table, as data: every tuple of f16, bf16, f32 and f64 for A, B, C and D, computed
+ * in f32 and in f64. Each row declares gck_gemm_model of its compute type (a test checks the two
+ * agree): inputs rounded to the compute type, one fused multiply-add per step, k ascending,
+ * alpha on the sum, beta*c last, the epilogue in the compute type; alpha and beta are taken in
+ * the compute type. */
+#define KERNELS_ROW(a, b, c, d, k)                                                                 \
+    {GCK_##a,                                                                                      \
+     GCK_##b,                                                                                      \
+     GCK_##c,                                                                                      \
+     GCK_##d,                                                                                      \
+     GCK_##k,                                                                                      \
+     {.compute = GCK_##k,                                                                          \
+      .inputs_rounded = true,                                                                      \
+      .input_format = GCK_##k,                                                                     \
+      .acc = GCK_ACC_SCALAR,                                                                       \
+      .epilogue = GCK_##k,                                                                         \
+      .orders = GCK_ORDER_ALPHA_ON_SUM | GCK_ORDER_BETA_LAST},                                     \
+     GCK_PROMISE_ALPHA0_NO_READ_AB | GCK_PROMISE_BETA0_NO_READ_C | GCK_PROMISE_ROW_MAJOR |         \
+         GCK_PROMISE_BATCHED | GCK_PROMISE_D_SEPARATE | GCK_PROMISE_D_IN_PLACE |                   \
+         (GCK_##k == GCK_F64 ? GCK_PROMISE_SCALE_F64 : GCK_PROMISE_SCALE_F32),                     \
+     "gck_gemm"},
+#define KERNELS_TUPLE(a, b, c, d) KERNELS_ROW(a, b, c, d, F32) KERNELS_ROW(a, b, c, d, F64)
+#define KERNELS_D(a, b, c)                                                                         \
+    KERNELS_TUPLE(a, b, c, F16)                                                                    \
+    KERNELS_TUPLE(a, b, c, BF16) KERNELS_TUPLE(a, b, c, F32) KERNELS_TUPLE(a, b, c, F64)
+#define KERNELS_CD(a, b)                                                                           \
+    KERNELS_D(a, b, F16) KERNELS_D(a, b, BF16) KERNELS_D(a, b, F32) KERNELS_D(a, b, F64)
+#define KERNELS_BCD(a) KERNELS_CD(a, F16) KERNELS_CD(a, BF16) KERNELS_CD(a, F32) KERNELS_CD(a, F64)
+
+static const gck_support_row kernels_rows[] = {KERNELS_BCD(F16) KERNELS_BCD(BF16) KERNELS_BCD(F32)
+                                                   KERNELS_BCD(F64)};
+
+typedef struct kernels_state {
+    gck_gemm_config cfg;
+} kernels_state;
+
+static gck_status kernels_init(void **state, const char *arg, char *msg, size_t len) {
+    kernels_state *s = calloc(1, sizeof *s);
+    if (!s) return gck_fail(GCK_ENOMEM, msg, len, "out of memory for the backend's state");
+    s->cfg.threads = 1; /* a campaign runs one case per worker and core */
+    if (arg && !gck_kpath_parse(arg, &s->cfg.path)) {
+        free(s);
+        return gck_fail(GCK_EINVAL, msg, len,
+                        "backend 'kernels:%s': unknown path (kernels:auto, kernels:portable, "
+                        "kernels:avx2, kernels:avx512)",
+                        arg);
+    }
+    *state = s;
+    return GCK_OK;
+}
+
+static void kernels_teardown(void *state) { free(state); }
+
+static bool kernels_available(void *state, char *why, size_t len) {
+    const kernels_state *s = state;
+    if (!gck_kpath_supported(s->cfg.path, why, len)) return false;
+    gck_kpath p = s->cfg.path == GCK_KPATH_AUTO ? gck_kpath_auto() : s->cfg.path;
+    snprintf(why, len, "built in, path %s", gck_kpath_name(p));
+    return true;
+}
+
+static void kernels_version(void *state, char *buf, size_t len) {
+    const kernels_state *s = state;
+    gck_kpath p = s->cfg.path == GCK_KPATH_AUTO ? gck_kpath_auto() : s->cfg.path;
+    snprintf(buf, len, "gemmcheck kernels %s, path %s (k ascending, FMA, docs/KERNELS.md)",
+             GEMMCHECK_VERSION, gck_kpath_name(p));
+}
+
+static size_t kernels_table(void *state, const gck_support_row **rows) {
+    (void)state;
+    *rows = kernels_rows;
+    return sizeof kernels_rows / sizeof kernels_rows[0];
+}
+
+static gck_call_status kernels_call(void *state, const gck_case *c, const gck_support_row *row,
+                                    const gck_operands *ops, char *msg, size_t len) {
+    (void)row;
+    const kernels_state *s = state;
+    gck_gemm_arg r = gck_gemm(c, ops->a, ops->b, ops->c, ops->d, &s->cfg, msg, len);
+    return r == GCK_GEMM_OK ? GCK_CALL_OK : GCK_CALL_ERROR;
+}
+
+const gck_backend_ops *gck_kernels_backend_ops(void) {
+    static const gck_backend_ops ops = {"kernels",         kernels_init,    kernels_teardown,
+                                        kernels_available, kernels_version, kernels_table,
+                                        kernels_call};
+    return &ops;
+}
