@@ -1,7 +1,6 @@
 /* gemmcheck's GEMM (gemmcheck/kernels.h): arguments, paths, blocking, threads. */
 #define _DEFAULT_SOURCE 1
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,17 +139,8 @@ static gck_gemm_arg arg_of_message(const char *m) {
     return GCK_GEMM_ARG_BATCH; /* the case's remaining checks are about batch extents */
 }
 
-static gck_gemm_arg refuse(gck_gemm_arg a, char *msg, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static gck_gemm_arg refuse(gck_gemm_arg a, char *msg, size_t len, const char *fmt, ...) {
-    if (msg && len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, len, fmt, ap);
-        va_end(ap);
-    }
-    return a;
-}
+/* Refuse with the argument `a`, the reason written by gck_fail into msg. */
+#define refuse(a, msg, len, ...) (gck_fail(GCK_EINVAL, msg, len, __VA_ARGS__), (a))
 
 static gck_gemm_arg check_args(const gck_case *c, const void *A, const void *B, const void *C,
                                const void *D, const gck_gemm_config *cfg, char *msg, size_t len) {
