@@ -1,61 +1,81 @@
-/* The blocked GEMM driver for one compute type, included once per type by gemm.c with
- *   KT  the compute type (float or double)
- *   KF  its gck_format (GCK_F32 or GCK_F64)
- *   KN(name)  name with the type's suffix
- *   KUK the path ops' micro-kernel member (f32 or f64), KMR/KNR its tile members.
+/* The blocked GEMM driver for one packed representation, included once per kind by gemm.c with
+ *   KT        the compute type (float or double): W, alpha, beta, the epilogue
+ *   PT        the packed type (KT, or uint16_t: bf16 bits for the pair dot product)
+ *   KP        steps of k per packed group (1; 2 for VDPBF16PS pairs)
+ *   KN(name)  name with the kind's suffix
+ *   KLINE     the run converter into PT (gck_kline_to_f32, gck_kline_to_f64, kline_bits16)
+ *   KIN, KOUT the run converters of the epilogue (C into KT, KT into D)
+ *   KUK(ops, kb, a, b, w, ldw, first)  the micro-kernel call for kb steps (a multiple of KP)
+ *   KMR, KNR  the path ops' tile members
+ * and undefines them at its end.
  *
  * Loop order (GotoBLAS/BLIS, with the k loop inside the row blocks so that every element keeps
  * one accumulator from k = 0 to K-1):
- *   for each panel of NC columns:   pack op(B) for all k into NR-wide slivers (compute type)
+ *   for each panel of NC columns:   pack op(B) for all k into NR-wide slivers
  *     for each block of MC rows:
  *       for each block of KC steps: pack op(A) into MR-tall slivers; micro-kernels into W
  *       epilogue: D = alpha*W + beta*C for the block, in the compute type, rounded to D
- * Packed slivers are padded with zeros to whole tiles and W has whole tiles, so the micro-kernels
- * never see an edge: nothing outside the operands is read or written. */
+ * A sliver holds, for each group g of KP steps, MR rows of KP values: element (r, k) at
+ * (k/KP)*MR*KP + r*KP + k%KP. Slivers are padded with zeros to whole tiles and whole groups and
+ * W has whole tiles, so the micro-kernels never see an edge: nothing outside the operands is read
+ * or written. */
 
-/* op(A)(i, k0..k0+kb) for rows i0..i0+mb into MR-tall slivers, k-major, zero-padded. */
-static void KN(pack_a)(KT *dst, const kjob *j, const void *A, int64_t i0, int64_t mb, int64_t k0,
-                       int64_t kb, int mr) {
-    const gck_case *c = j->c;
-    for (int64_t s = 0; s < mb; s += mr)
-        for (int64_t k = 0; k < kb; k++)
-            for (int r = 0; r < mr; r++, dst++) {
-                int64_t i = i0 + s + r;
-                *dst = i < i0 + mb ? (KT)gck_load(A, c->type_a, i * j->ars + (k0 + k) * j->acs)
-                                   : (KT)0;
-            }
-}
-
-/* op(B)(0..K, j) for columns j0..j0+nb into NR-wide slivers, k-major, zero-padded. */
-static void KN(pack_b)(KT *dst, const kjob *j, const void *B, int64_t j0, int64_t nb, int nr) {
-    const gck_case *c = j->c;
-    for (int64_t s = 0; s < nb; s += nr)
-        for (int64_t k = 0; k < c->k; k++)
-            for (int q = 0; q < nr; q++, dst++) {
-                int64_t col = j0 + s + q;
-                *dst =
-                    col < j0 + nb ? (KT)gck_load(B, c->type_b, k * j->brs + col * j->bcs) : (KT)0;
-            }
+/* Slivers of op(X)(x, k) for x in x0..x0+xn and k in k0..k0+kb, len-wide, zero-padded; each
+ * run of stored values is converted along the operand's unit stride when it has one. */
+static void KN(pack)(PT *dst, int len, const kpanel *p, int64_t x0, int64_t xn, int64_t k0,
+                     int64_t kb) {
+    int64_t kbp = (kb + KP - 1) / KP * KP;
+    for (int64_t s = 0; s < xn; s += len, dst += len * kbp) {
+        int64_t rows = xn - s < len ? xn - s : len;
+        const char *base = p->base + ((x0 + s) * p->xs + k0 * p->ks) * p->es;
+        if (p->xs == 1)
+            for (int64_t k = 0; k < kb; k++)
+                KLINE(dst + k / KP * len * KP + k % KP, KP, base + k * p->ks * p->es, p->t, 1, rows,
+                      p->f16c);
+        else
+            for (int64_t r = 0; r < rows; r++)
+                for (int64_t u = 0; u < KP && u < kb; u++)
+                    KLINE(dst + r * KP + u, (int64_t)len * KP,
+                          base + (r * p->xs + u * p->ks) * p->es, p->t, KP * p->ks,
+                          (kb - u + KP - 1) / KP, p->f16c);
+        for (int64_t g = 0; g < kbp / KP; g++) { /* rows past the edge; the last group's tail */
+            PT *grp = dst + g * len * KP;
+            for (int64_t x = rows * KP; x < (int64_t)len * KP; x++) grp[x] = 0;
+            if (g * KP + KP > kb)
+                for (int64_t r = 0; r < rows; r++)
+                    for (int64_t u = kb - g * KP; u < KP; u++) grp[r * KP + u] = 0;
+        }
+    }
 }
 
 /* D = alpha*W + beta*C over rows i0..i0+mb, columns j0..j0+nb (W: that block, leading
- * dimension ldw; NULL when A and B are not read). */
+ * dimension ldw; NULL when A and B are not read), a column at a time through tmp (mb values). */
 static void KN(epilogue)(const kjob *j, const KT *w, int64_t ldw, const void *C, void *D,
-                         int64_t i0, int64_t mb, int64_t j0, int64_t nb) {
+                         int64_t i0, int64_t mb, int64_t j0, int64_t nb, KT *tmp) {
     const gck_case *c = j->c;
     KT alpha = (KT)c->alpha, beta = (KT)c->beta;
-    bool rc = gck_case_reads_c(c);
+    bool rc = C != NULL;
     gck_format td = gck_case_type(c, GCK_D);
-    for (int64_t q = 0; q < nb; q++)
-        for (int64_t r = 0; r < mb; r++) {
-            int64_t i = i0 + r, col = j0 + q;
-            KT t = w ? alpha * w[r + q * ldw] : (KT)0;
-            if (rc) {
-                KT cv = (KT)gck_load(C, c->type_c, i * j->crs + col * j->ccs);
-                t = w ? t + beta * cv : beta * cv;
+    int64_t esc = gck_format_get(c->type_c)->storage_bytes, esd = gck_format_get(td)->storage_bytes;
+    for (int64_t q = 0; q < nb; q++) {
+        int64_t col = j0 + q;
+        const KT *wq = w ? w + q * ldw : NULL;
+        if (rc)
+            KIN(tmp, 1, (const char *)C + (i0 * j->crs + col * j->ccs) * esc, c->type_c, j->crs, mb,
+                false);
+        if (wq && rc)
+            for (int64_t r = 0; r < mb; r++) {
+                KT t = alpha * wq[r];
+                tmp[r] = t + beta * tmp[r];
             }
-            gck_store(D, td, i * j->drs + col * j->dcs, (double)t);
-        }
+        else if (wq)
+            for (int64_t r = 0; r < mb; r++) tmp[r] = alpha * wq[r];
+        else if (rc)
+            for (int64_t r = 0; r < mb; r++) tmp[r] = beta * tmp[r];
+        else
+            for (int64_t r = 0; r < mb; r++) tmp[r] = 0;
+        KOUT((char *)D + (i0 * j->drs + col * j->dcs) * esd, td, j->drs, tmp, mb);
+    }
 }
 
 /* One job's block of one batch member: rows i0..i1, columns j0..j1. */
@@ -64,38 +84,56 @@ static bool KN(block)(const kjob *j, const void *A, const void *B, const void *C
     const gck_case *c = j->c;
     const gck_kpath_ops *ops = j->ops;
     int mr = ops->KMR, nr = ops->KNR;
+    gck_blocking bk = gck_kernels_blocking((int)sizeof(KT), mr, nr);
+    int64_t mc = bk.mc, kc = bk.kc / KP * KP, kp = (c->k + KP - 1) / KP * KP;
+    KT *tmp = malloc((size_t)mc * sizeof(KT));
+    if (!tmp) return false;
     if (!gck_case_reads_ab(c)) {
-        KN(epilogue)(j, NULL, 0, C, D, i0, i1 - i0, j0, j1 - j0);
+        for (int64_t ic = i0; ic < i1; ic += mc)
+            KN(epilogue)(j, NULL, 0, C, D, ic, i1 - ic < mc ? i1 - ic : mc, j0, j1 - j0, tmp);
+        free(tmp);
         return true;
     }
-    gck_blocking bk = gck_kernels_blocking((int)sizeof(KT), mr, nr);
     /* the packed B panel holds all K steps: keep it within 8 MiB */
-    int64_t nc = bk.nc, cap = ((int64_t)8 << 20) / ((int64_t)sizeof(KT) * c->k);
+    int64_t nc = bk.nc, cap = ((int64_t)8 << 20) / ((int64_t)sizeof(PT) * kp);
     if (nc > cap) nc = cap;
     nc = nc < nr ? nr : nc / nr * nr;
-    int64_t mc = bk.mc, kc = bk.kc;
-    KT *bp = malloc((size_t)(c->k * nc) * sizeof(KT));
-    KT *ap = malloc((size_t)(mc * kc) * sizeof(KT));
-    KT *w = malloc((size_t)(mc * nc) * sizeof(KT));
+    PT *bp = kalloc((size_t)(kp * nc) * sizeof(PT));
+    PT *ap = kalloc((size_t)(mc * kc) * sizeof(PT));
+    KT *w = kalloc((size_t)(mc * nc) * sizeof(KT));
     bool ok = bp && ap && w;
+    kpanel pa = {A, c->type_a, gck_format_get(c->type_a)->storage_bytes, j->ars, j->acs, ops->f16c};
+    kpanel pb = {B, c->type_b, gck_format_get(c->type_b)->storage_bytes, j->bcs, j->brs, ops->f16c};
     for (int64_t jc = j0; ok && jc < j1; jc += nc) {
         int64_t nb = j1 - jc < nc ? j1 - jc : nc;
-        KN(pack_b)(bp, j, B, jc, nb, nr);
+        KN(pack)(bp, nr, &pb, jc, nb, 0, c->k);
         for (int64_t ic = i0; ic < i1; ic += mc) {
             int64_t mb = i1 - ic < mc ? i1 - ic : mc;
             for (int64_t pc = 0; pc < c->k; pc += kc) {
-                int64_t kb = c->k - pc < kc ? c->k - pc : kc;
-                KN(pack_a)(ap, j, A, ic, mb, pc, kb, mr);
+                int64_t kb = c->k - pc < kc ? c->k - pc : kc, kbp = (kb + KP - 1) / KP * KP;
+                KN(pack)(ap, mr, &pa, ic, mb, pc, kb);
                 for (int64_t jr = 0; jr < nb; jr += nr)
                     for (int64_t ir = 0; ir < mb; ir += mr)
-                        ops->KUK(kb, ap + ir * kb, bp + jr * c->k + pc * nr, w + ir + jr * mc, mc,
-                                 pc == 0);
+                        KUK(ops, kbp, ap + ir * kbp, bp + jr * kp + pc * nr, w + ir + jr * mc, mc,
+                            pc == 0);
             }
-            KN(epilogue)(j, w, mc, C, D, ic, mb, jc, nb);
+            KN(epilogue)(j, w, mc, C, D, ic, mb, jc, nb, tmp);
         }
     }
     free(bp);
     free(ap);
     free(w);
+    free(tmp);
     return ok;
 }
+
+#undef KT
+#undef PT
+#undef KP
+#undef KN
+#undef KLINE
+#undef KIN
+#undef KOUT
+#undef KUK
+#undef KMR
+#undef KNR

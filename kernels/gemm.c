@@ -1,6 +1,7 @@
 /* gemmcheck's GEMM (gemmcheck/kernels.h): arguments, paths, blocking, threads. */
 #define _DEFAULT_SOURCE 1
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,8 @@
 
 /* ---- paths ------------------------------------------------------------------------------- */
 
-static const char *const path_names[GCK_KPATH_COUNT] = {"auto", "portable", "avx2", "avx512"};
+static const char *const path_names[GCK_KPATH_COUNT] = {"auto", "portable", "avx2", "avx512",
+                                                        "avx512bf16"};
 
 const char *gck_kpath_name(gck_kpath p) {
     return (unsigned)p < GCK_KPATH_COUNT ? path_names[p] : "unknown";
@@ -28,6 +30,21 @@ bool gck_kpath_parse(const char *name, gck_kpath *out) {
     return false;
 }
 
+/* The conformance probes the SIMD paths rely on, run once per process. */
+static pthread_once_t probes_once = PTHREAD_ONCE_INIT;
+static bool f16c_ok, dot_ok;
+static char f16c_why[256], dot_why[256];
+
+static void run_probes(void) {
+    const char *missing;
+    if (gck_kpath_cpu_has(GCK_KPATH_AVX2, &missing) ||
+        gck_kpath_cpu_has(GCK_KPATH_AVX512, &missing))
+        f16c_ok =
+            gck_kprobe_f16c(gck_kf16_to_f32_hw, gck_kf16_from_f32_hw, f16c_why, sizeof f16c_why);
+    if (gck_kpath_cpu_has(GCK_KPATH_AVX512BF16, &missing))
+        dot_ok = gck_kprobe_dot2(gck_kdot2_hw, dot_why, sizeof dot_why);
+}
+
 bool gck_kpath_supported(gck_kpath p, char *why, size_t len) {
     const char *missing;
     switch (p) {
@@ -35,9 +52,17 @@ bool gck_kpath_supported(gck_kpath p, char *why, size_t len) {
     case GCK_KPATH_PORTABLE: return true;
     case GCK_KPATH_AVX2:
     case GCK_KPATH_AVX512:
-        if (gck_kpath_cpu_has(p, &missing)) return true;
-        gck_fail(GCK_EINVAL, why, len, "this CPU lacks %s", missing);
-        return false;
+    case GCK_KPATH_AVX512BF16:
+        if (!gck_kpath_cpu_has(p, &missing))
+            return gck_fail(GCK_EINVAL, why, len, "this CPU lacks %s", missing), false;
+        pthread_once(&probes_once, run_probes);
+        if (!f16c_ok)
+            return gck_fail(GCK_EINVAL, why, len, "F16C differs from its documentation: %s",
+                            f16c_why),
+                   false;
+        if (p == GCK_KPATH_AVX512BF16 && !dot_ok)
+            return gck_fail(GCK_EINVAL, why, len, "%s", dot_why), false;
+        return true;
     default: gck_fail(GCK_EINVAL, why, len, "path %d does not exist", (int)p); return false;
     }
 }
@@ -57,17 +82,33 @@ const gck_kpath_ops *gck_kpath_ops_of(gck_kpath p) {
     case GCK_KPATH_PORTABLE: return &gck_kpath_portable_ops;
     case GCK_KPATH_AVX2: return &gck_kpath_avx2_ops;
     case GCK_KPATH_AVX512: return &gck_kpath_avx512_ops;
+    case GCK_KPATH_AVX512BF16: return &gck_kpath_avx512bf16_ops;
     default: return NULL;
     }
 }
 
 /* ---- the model ---------------------------------------------------------------------------- */
 
-gck_model gck_gemm_model(gck_format compute) {
+/* Whether a case runs on the path's bf16 pair dot product. */
+static bool uses_bf16dot(const gck_kpath_ops *ops, gck_format ta, gck_format tb, gck_format k) {
+    return ops && ops->bf16dot && ta == GCK_BF16 && tb == GCK_BF16 && k == GCK_F32;
+}
+
+static const gck_kpath_ops *resolved_ops(gck_kpath path) {
+    return gck_kpath_ops_of(path == GCK_KPATH_AUTO ? gck_kpath_auto() : path);
+}
+
+gck_model gck_gemm_model(gck_kpath path, gck_format ta, gck_format tb, gck_format compute) {
     gck_ref_model r = gck_ref_model_default(compute);
     r.fma = true;
     r.scale_compute = compute;
-    return gck_ref_model_declared(&r);
+    gck_model m = gck_ref_model_declared(&r);
+    if (uses_bf16dot(resolved_ops(path), ta, tb, compute)) m.daz = m.ftz = true;
+    return m;
+}
+
+bool gck_gemm_pair_dot(gck_kpath path, gck_format ta, gck_format tb, gck_format compute) {
+    return uses_bf16dot(resolved_ops(path), ta, tb, compute);
 }
 
 /* ---- blocking ----------------------------------------------------------------------------- */
@@ -85,9 +126,11 @@ static int64_t clamp_to(int64_t v, int64_t lo, int64_t hi, int64_t multiple) {
 gck_blocking gck_kernels_blocking(int es, int mr, int nr) {
     int64_t l1 = cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 32768);
     int64_t l2 = cache_bytes(_SC_LEVEL2_CACHE_SIZE, 1 << 20);
-    /* an A sliver and a B sliver of KC steps in half of L1; an MC x KC block of A in half of
-     * L2; a panel of B of NC columns reused across the row blocks */
-    int64_t kc = clamp_to(l1 / 2 / ((mr + nr) * (int64_t)es), 64, 1024, 8);
+    /* a B sliver of KC steps in half of L1 (the A slivers stream through the other half); an
+     * MC x KC block of A in half of L2; a panel of B of NC columns reused across the row
+     * blocks (BLIS's analytical model, Low et al., ACM TOMS 43(2), 2016, simplified) */
+    (void)mr;
+    int64_t kc = clamp_to(l1 / 2 / (nr * (int64_t)es), 64, 1024, 8);
     int64_t mc = clamp_to(l2 / 2 / (kc * es), mr, 4096, mr);
     int64_t nc = clamp_to(4096, nr, 4096, nr);
     return (gck_blocking){mc < mr ? mr : mc, kc, nc};
@@ -181,23 +224,64 @@ typedef struct kjob {
     bool ok;
 } kjob;
 
-#define KT       float
-#define KN(name) name##_f32
-#define KUK      f32
-#define KMR      mr32
-#define KNR      nr32
+/* One operand as the packing reads it: op(X)(x, k) at base + (x*xs + k*ks)*es bytes. */
+typedef struct kpanel {
+    const char *base;
+    gck_format t;
+    int64_t es, xs, ks;
+    bool f16c;
+} kpanel;
+
+static void *kalloc(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 * 64); }
+
+/* bf16 bits as they are stored (the pair dot product reads them unconverted). */
+static inline void kline_bits16(uint16_t *dst, int64_t ds, const void *src, gck_format t,
+                                int64_t ss, int64_t n, bool f16c) {
+    (void)t;
+    (void)f16c;
+    gck_kline_bits16(dst, ds, src, ss, n);
+}
+
+#define KT              float
+#define PT              float
+#define KP              1
+#define KN(name)        name##_f32
+#define KLINE           gck_kline_to_f32
+#define KIN             gck_kline_to_f32
+#define KOUT            gck_kline_from_f32
+#define KUK(o, kb, ...) (o)->f32(kb, __VA_ARGS__)
+#define KMR             mr32
+#define KNR             nr32
 #include "driver.h"
-#undef KT
-#undef KN
-#undef KUK
-#undef KMR
-#undef KNR
-#define KT       double
-#define KN(name) name##_f64
-#define KUK      f64
-#define KMR      mr64
-#define KNR      nr64
+#define KT              double
+#define PT              double
+#define KP              1
+#define KN(name)        name##_f64
+#define KLINE           gck_kline_to_f64
+#define KIN             gck_kline_to_f64
+#define KOUT            gck_kline_from_f64
+#define KUK(o, kb, ...) (o)->f64(kb, __VA_ARGS__)
+#define KMR             mr64
+#define KNR             nr64
 #include "driver.h"
+#define KT              float
+#define PT              uint16_t
+#define KP              2
+#define KN(name)        name##_bf16dot
+#define KLINE           kline_bits16
+#define KIN             gck_kline_to_f32
+#define KOUT            gck_kline_from_f32
+#define KUK(o, kb, ...) (o)->bf16dot((kb) / 2, __VA_ARGS__)
+#define KMR             mrbf
+#define KNR             nrbf
+#include "driver.h"
+
+/* The register tile a case runs with. */
+static void tile_of(const gck_case *c, const gck_kpath_ops *ops, int64_t *mr, int64_t *nr) {
+    bool dot = uses_bf16dot(ops, c->type_a, c->type_b, c->compute);
+    *mr = dot ? ops->mrbf : c->compute == GCK_F32 ? ops->mr32 : ops->mr64;
+    *nr = dot ? ops->nrbf : c->compute == GCK_F32 ? ops->nr32 : ops->nr64;
+}
 
 static const void *member(const void *base, gck_format t, int64_t stride, int64_t b) {
     return base ? (const char *)base + b * stride * gck_format_get(t)->storage_bytes : NULL;
@@ -212,8 +296,12 @@ static void *run_job(void *arg) {
         const void *Bb = member(j->B, c->type_b, c->stride_b, b);
         const void *Cb = member(j->C, c->type_c, c->stride_c, b);
         void *Db = (void *)member(j->D, gck_case_type(c, GCK_D), gck_case_stride(c, GCK_D), b);
-        j->ok = c->compute == GCK_F32 ? block_f32(j, Ab, Bb, Cb, Db, j->i0, j->i1, j->j0, j->j1)
-                                      : block_f64(j, Ab, Bb, Cb, Db, j->i0, j->i1, j->j0, j->j1);
+        if (uses_bf16dot(j->ops, c->type_a, c->type_b, c->compute))
+            j->ok = block_bf16dot(j, Ab, Bb, Cb, Db, j->i0, j->i1, j->j0, j->j1);
+        else if (c->compute == GCK_F32)
+            j->ok = block_f32(j, Ab, Bb, Cb, Db, j->i0, j->i1, j->j0, j->j1);
+        else
+            j->ok = block_f64(j, Ab, Bb, Cb, Db, j->i0, j->i1, j->j0, j->j1);
     }
     return NULL;
 }
@@ -221,9 +309,8 @@ static void *run_job(void *arg) {
 /* Threads: batch members if there are enough, else ranges of the longer of M and N, in whole
  * register tiles; never K (every element keeps its one accumulator). */
 static int split(const gck_case *c, const kjob *proto, int threads, kjob *jobs) {
-    const gck_kpath_ops *ops = proto->ops;
-    int64_t mr = c->compute == GCK_F32 ? ops->mr32 : ops->mr64;
-    int64_t nr = c->compute == GCK_F32 ? ops->nr32 : ops->nr64;
+    int64_t mr, nr;
+    tile_of(c, proto->ops, &mr, &nr);
     bool by_batch = c->batch >= threads, by_rows = !by_batch && c->m > c->n;
     int64_t len = by_batch  ? c->batch
                   : by_rows ? c->m

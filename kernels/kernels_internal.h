@@ -3,6 +3,7 @@
 #define GEMMCHECK_KERNELS_INTERNAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "gemmcheck/kernels.h"
@@ -16,11 +17,20 @@ typedef void (*gck_ukernel_f32)(int64_t kc, const float *a, const float *b, floa
 typedef void (*gck_ukernel_f64)(int64_t kc, const double *a, const double *b, double *w,
                                 int64_t ldw, bool first);
 
-/** A path's micro-kernels and their register tile. */
+/** The bf16 pair micro-kernel: kp groups of two steps; a and b hold, per group, MR (NR) pairs of
+ *  bf16 bits (the even step low, the odd step high); each group is one VDPBF16PS per element:
+ *  the odd step's product added first, then the even one's, each an FP32 fused multiply-add
+ *  rounded to nearest even, denormal inputs read as zero, denormal results flushed to zero. */
+typedef void (*gck_ukernel_bf16)(int64_t kp, const uint16_t *a, const uint16_t *b, float *w,
+                                 int64_t ldw, bool first);
+
+/** A path's micro-kernels and their register tiles. */
 typedef struct gck_kpath_ops {
-    int mr32, nr32, mr64, nr64;
+    int mr32, nr32, mr64, nr64, mrbf, nrbf;
     gck_ukernel_f32 f32;
     gck_ukernel_f64 f64;
+    gck_ukernel_bf16 bf16dot; /**< NULL: bf16 inputs are converted to f32 like any other */
+    bool f16c;                /**< f16 runs are converted with F16C while packing */
 } gck_kpath_ops;
 
 /** The operations of a supported path (GCK_KPATH_AUTO not allowed). */
@@ -30,9 +40,55 @@ const gck_kpath_ops *gck_kpath_ops_of(gck_kpath p);
 extern const gck_kpath_ops gck_kpath_portable_ops;
 extern const gck_kpath_ops gck_kpath_avx2_ops;
 extern const gck_kpath_ops gck_kpath_avx512_ops;
+extern const gck_kpath_ops gck_kpath_avx512bf16_ops;
 
 /** Whether the CPU (and the OS) can run a SIMD path; if not, *missing names what it lacks. */
 bool gck_kpath_cpu_has(gck_kpath p, const char **missing);
+
+/** Runs of n stored values of type t (stride ss, elements) into the compute type (stride ds):
+ *  exact, or one rounding to nearest even (f64 into f32); with f16c, f16 runs use F16C (the
+ *  same bits). gck_kline_bits16 copies 16-bit patterns. */
+void gck_kline_to_f32(float *dst, int64_t ds, const void *src, gck_format t, int64_t ss, int64_t n,
+                      bool f16c);
+void gck_kline_to_f64(double *dst, int64_t ds, const void *src, gck_format t, int64_t ss, int64_t n,
+                      bool f16c);
+void gck_kline_bits16(uint16_t *dst, int64_t ds, const void *src, int64_t ss, int64_t n);
+/** n computed values into D's type t (stride ds), one rounding to nearest even each. */
+void gck_kline_from_f32(void *dst, gck_format t, int64_t ds, const float *src, int64_t n);
+void gck_kline_from_f64(void *dst, gck_format t, int64_t ds, const double *src, int64_t n);
+/** n f16 values to f32 with F16C (VCVTPH2PS, 8 at a time where both strides are 1); only where
+ *  the CPU has F16C. */
+void gck_kf16c_to_f32(float *dst, int64_t ds, const void *src, int64_t ss, int64_t n);
+
+/** The operations the conformance probes check (probe.c), each on one value or lane: one
+ *  VDPBF16PS lane (acc plus the products of the even pair a0*b0 and the odd pair a1*b1, bf16
+ *  bits), VCVTNEPS2BF16, VCVTPH2PS and VCVTPS2PH (round to nearest even). */
+typedef float (*gck_kdot2_fn)(float acc, uint16_t a0, uint16_t b0, uint16_t a1, uint16_t b1);
+typedef uint16_t (*gck_kcvt_bf16_fn)(float x);
+typedef float (*gck_kf16_to_f32_fn)(uint16_t h);
+typedef uint16_t (*gck_kf16_from_f32_fn)(float x);
+
+/** The instructions themselves (ukernel_x86.c); call only where the CPU has the set. NULL in a
+ *  build without them. */
+extern const gck_kdot2_fn gck_kdot2_hw;
+extern const gck_kcvt_bf16_fn gck_kcvtbf16_hw;
+extern const gck_kf16_to_f32_fn gck_kf16_to_f32_hw;
+extern const gck_kf16_from_f32_fn gck_kf16_from_f32_hw;
+
+/** VDPBF16PS's documented lane (Intel SDM): the odd pair's product added first, then the even
+ *  one's, each an FP32 fused multiply-add rounded to nearest even; denormal inputs (the bf16
+ *  factors and the accumulator) read as zero, denormal results flushed to a zero of their sign,
+ *  tininess after rounding; MXCSR ignored. The declared model of the avx512bf16 path. */
+float gck_kdot2_sdm(float acc, uint16_t a0, uint16_t b0, uint16_t a1, uint16_t b1);
+
+/** Conformance probes: crafted cases whose documented results the plausible alternatives
+ *  change (pair order, one rounding or two, DAZ, FTZ, tininess, ties), then many random ones
+ *  (VDPBF16PS), or every upper half with the lower halves at the rounding boundaries
+ *  (conversions from f32) and every f16 (VCVTPH2PS). true when all match, else why names the
+ *  first mismatch. */
+bool gck_kprobe_dot2(gck_kdot2_fn f, char *why, size_t len);
+bool gck_kprobe_cvtneps2bf16(gck_kcvt_bf16_fn f, char *why, size_t len);
+bool gck_kprobe_f16c(gck_kf16_to_f32_fn to32, gck_kf16_from_f32_fn to16, char *why, size_t len);
 
 /** Cache blocking: rows of A per packed block (MC), steps of k per block (KC), columns of B per
  *  packed panel (NC), from the cache sizes the machine reports. */

@@ -30,4 +30,5 @@ static void ukernel_f64(int64_t kc, const double *a, const double *b, double *w,
         for (int i = 0; i < MR; i++) w[i + j * ldw] = acc[j][i];
 }
 
-const gck_kpath_ops gck_kpath_portable_ops = {MR, NR, MR, NR, ukernel_f32, ukernel_f64};
+const gck_kpath_ops gck_kpath_portable_ops = {MR, NR,          MR,          NR,   0,
+                                              0,  ukernel_f32, ukernel_f64, NULL, false};

@@ -4,14 +4,19 @@
  * fused multiply-add each: the declared model, so the bits equal the portable path's.
  *
  * The tile is column-major: MR rows as whole vectors (two per column), NR columns, each B value
- * broadcast (the register blocking of BLIS's Haswell and SkylakeX kernels). */
+ * broadcast (the register blocking of BLIS's Haswell and SkylakeX kernels). The loops over the
+ * columns are unrolled so that the accumulator arrays live in registers, not on the stack. */
 #include "kernels_internal.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
-#define AVX2   __attribute__((target("avx2,fma")))
-#define AVX512 __attribute__((target("avx512f")))
+#include <string.h>
+
+#define AVX2       __attribute__((target("avx2,fma")))
+#define AVX512     __attribute__((target("avx512f")))
+#define AVX512BF16 __attribute__((target("avx512f,avx512bf16")))
+#define F16C       __attribute__((target("avx,f16c")))
 
 /* ---- AVX2 + FMA: 16 x 6 floats, 8 x 6 doubles (12 of 16 ymm registers accumulate) ------- */
 
@@ -20,18 +25,21 @@ enum { A2_MR32 = 16, A2_MR64 = 8, A2_NR = 6 };
 AVX2 static void avx2_f32(int64_t kc, const float *a, const float *b, float *w, int64_t ldw,
                           bool first) {
     __m256 c0[A2_NR], c1[A2_NR];
+#pragma GCC unroll 16
     for (int j = 0; j < A2_NR; j++) {
         c0[j] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(w + j * ldw);
         c1[j] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(w + j * ldw + 8);
     }
     for (int64_t k = 0; k < kc; k++, a += A2_MR32, b += A2_NR) {
         __m256 a0 = _mm256_loadu_ps(a), a1 = _mm256_loadu_ps(a + 8);
+#pragma GCC unroll 16
         for (int j = 0; j < A2_NR; j++) {
             __m256 bj = _mm256_broadcast_ss(b + j);
             c0[j] = _mm256_fmadd_ps(a0, bj, c0[j]);
             c1[j] = _mm256_fmadd_ps(a1, bj, c1[j]);
         }
     }
+#pragma GCC unroll 16
     for (int j = 0; j < A2_NR; j++) {
         _mm256_storeu_ps(w + j * ldw, c0[j]);
         _mm256_storeu_ps(w + j * ldw + 8, c1[j]);
@@ -41,18 +49,21 @@ AVX2 static void avx2_f32(int64_t kc, const float *a, const float *b, float *w, 
 AVX2 static void avx2_f64(int64_t kc, const double *a, const double *b, double *w, int64_t ldw,
                           bool first) {
     __m256d c0[A2_NR], c1[A2_NR];
+#pragma GCC unroll 16
     for (int j = 0; j < A2_NR; j++) {
         c0[j] = first ? _mm256_setzero_pd() : _mm256_loadu_pd(w + j * ldw);
         c1[j] = first ? _mm256_setzero_pd() : _mm256_loadu_pd(w + j * ldw + 4);
     }
     for (int64_t k = 0; k < kc; k++, a += A2_MR64, b += A2_NR) {
         __m256d a0 = _mm256_loadu_pd(a), a1 = _mm256_loadu_pd(a + 4);
+#pragma GCC unroll 16
         for (int j = 0; j < A2_NR; j++) {
             __m256d bj = _mm256_broadcast_sd(b + j);
             c0[j] = _mm256_fmadd_pd(a0, bj, c0[j]);
             c1[j] = _mm256_fmadd_pd(a1, bj, c1[j]);
         }
     }
+#pragma GCC unroll 16
     for (int j = 0; j < A2_NR; j++) {
         _mm256_storeu_pd(w + j * ldw, c0[j]);
         _mm256_storeu_pd(w + j * ldw + 4, c1[j]);
@@ -66,18 +77,21 @@ enum { A5_MR32 = 32, A5_MR64 = 16, A5_NR = 12 };
 AVX512 static void avx512_f32(int64_t kc, const float *a, const float *b, float *w, int64_t ldw,
                               bool first) {
     __m512 c0[A5_NR], c1[A5_NR];
+#pragma GCC unroll 16
     for (int j = 0; j < A5_NR; j++) {
         c0[j] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(w + j * ldw);
         c1[j] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(w + j * ldw + 16);
     }
     for (int64_t k = 0; k < kc; k++, a += A5_MR32, b += A5_NR) {
         __m512 a0 = _mm512_loadu_ps(a), a1 = _mm512_loadu_ps(a + 16);
+#pragma GCC unroll 16
         for (int j = 0; j < A5_NR; j++) {
             __m512 bj = _mm512_set1_ps(b[j]);
             c0[j] = _mm512_fmadd_ps(a0, bj, c0[j]);
             c1[j] = _mm512_fmadd_ps(a1, bj, c1[j]);
         }
     }
+#pragma GCC unroll 16
     for (int j = 0; j < A5_NR; j++) {
         _mm512_storeu_ps(w + j * ldw, c0[j]);
         _mm512_storeu_ps(w + j * ldw + 16, c1[j]);
@@ -87,46 +101,139 @@ AVX512 static void avx512_f32(int64_t kc, const float *a, const float *b, float 
 AVX512 static void avx512_f64(int64_t kc, const double *a, const double *b, double *w, int64_t ldw,
                               bool first) {
     __m512d c0[A5_NR], c1[A5_NR];
+#pragma GCC unroll 16
     for (int j = 0; j < A5_NR; j++) {
         c0[j] = first ? _mm512_setzero_pd() : _mm512_loadu_pd(w + j * ldw);
         c1[j] = first ? _mm512_setzero_pd() : _mm512_loadu_pd(w + j * ldw + 8);
     }
     for (int64_t k = 0; k < kc; k++, a += A5_MR64, b += A5_NR) {
         __m512d a0 = _mm512_loadu_pd(a), a1 = _mm512_loadu_pd(a + 8);
+#pragma GCC unroll 16
         for (int j = 0; j < A5_NR; j++) {
             __m512d bj = _mm512_set1_pd(b[j]);
             c0[j] = _mm512_fmadd_pd(a0, bj, c0[j]);
             c1[j] = _mm512_fmadd_pd(a1, bj, c1[j]);
         }
     }
+#pragma GCC unroll 16
     for (int j = 0; j < A5_NR; j++) {
         _mm512_storeu_pd(w + j * ldw, c0[j]);
         _mm512_storeu_pd(w + j * ldw + 8, c1[j]);
     }
 }
 
-const gck_kpath_ops gck_kpath_avx2_ops = {A2_MR32, A2_NR, A2_MR64, A2_NR, avx2_f32, avx2_f64};
-const gck_kpath_ops gck_kpath_avx512_ops = {A5_MR32, A5_NR, A5_MR64, A5_NR, avx512_f32, avx512_f64};
+/* ---- AVX512-BF16: 32 x 12 floats from bf16 pairs, one VDPBF16PS per column and 16 rows ----- */
+
+AVX512BF16 static void avx512_bf16dot(int64_t kp, const uint16_t *a, const uint16_t *b, float *w,
+                                      int64_t ldw, bool first) {
+    __m512 c0[A5_NR], c1[A5_NR];
+#pragma GCC unroll 16
+    for (int j = 0; j < A5_NR; j++) {
+        c0[j] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(w + j * ldw);
+        c1[j] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(w + j * ldw + 16);
+    }
+    for (int64_t g = 0; g < kp; g++, a += 2 * A5_MR32, b += 2 * A5_NR) {
+        __m512bh a0 = (__m512bh)_mm512_loadu_si512(a), a1 = (__m512bh)_mm512_loadu_si512(a + 32);
+#pragma GCC unroll 16
+        for (int j = 0; j < A5_NR; j++) {
+            int32_t pair;
+            memcpy(&pair, b + 2 * j, sizeof pair);
+            __m512bh bj = (__m512bh)_mm512_set1_epi32(pair);
+            c0[j] = _mm512_dpbf16_ps(c0[j], a0, bj);
+            c1[j] = _mm512_dpbf16_ps(c1[j], a1, bj);
+        }
+    }
+#pragma GCC unroll 16
+    for (int j = 0; j < A5_NR; j++) {
+        _mm512_storeu_ps(w + j * ldw, c0[j]);
+        _mm512_storeu_ps(w + j * ldw + 16, c1[j]);
+    }
+}
+
+/* ---- F16C: f16 runs into f32 while packing ----------------------------------------------------
+ */
+
+F16C void gck_kf16c_to_f32(float *dst, int64_t ds, const void *src, int64_t ss, int64_t n) {
+    const uint16_t *s = src;
+    int64_t i = 0;
+    if (ds == 1 && ss == 1)
+        for (; i + 8 <= n; i += 8)
+            _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
+    for (; i < n; i++) dst[i * ds] = _cvtsh_ss(s[i * ss]);
+}
+
+/* ---- the instructions one lane at a time, for the conformance probes ---------------------- */
+
+AVX512BF16 static float dot2_hw(float acc, uint16_t a0, uint16_t b0, uint16_t a1, uint16_t b1) {
+    __m512i a = _mm512_set1_epi32((int32_t)((uint32_t)a1 << 16 | a0));
+    __m512i b = _mm512_set1_epi32((int32_t)((uint32_t)b1 << 16 | b0));
+    return _mm512_cvtss_f32(_mm512_dpbf16_ps(_mm512_set1_ps(acc), (__m512bh)a, (__m512bh)b));
+}
+
+AVX512BF16 static uint16_t cvtbf16_hw(float x) {
+    __m256bh r = _mm512_cvtneps_pbh(_mm512_set1_ps(x));
+    uint16_t out;
+    memcpy(&out, &r, sizeof out);
+    return out;
+}
+
+F16C static float f16_to_f32_hw(uint16_t h) { return _cvtsh_ss(h); }
+
+F16C static uint16_t f16_from_f32_hw(float x) {
+    return (uint16_t)_mm_extract_epi16(_mm_cvtps_ph(_mm_set_ss(x), _MM_FROUND_TO_NEAREST_INT), 0);
+}
+
+const gck_kdot2_fn gck_kdot2_hw = dot2_hw;
+const gck_kcvt_bf16_fn gck_kcvtbf16_hw = cvtbf16_hw;
+const gck_kf16_to_f32_fn gck_kf16_to_f32_hw = f16_to_f32_hw;
+const gck_kf16_from_f32_fn gck_kf16_from_f32_hw = f16_from_f32_hw;
+
+const gck_kpath_ops gck_kpath_avx2_ops = {A2_MR32, A2_NR,    A2_MR64,  A2_NR, 0,
+                                          0,       avx2_f32, avx2_f64, NULL,  true};
+const gck_kpath_ops gck_kpath_avx512_ops = {A5_MR32, A5_NR,      A5_MR64,    A5_NR, 0,
+                                            0,       avx512_f32, avx512_f64, NULL,  true};
+const gck_kpath_ops gck_kpath_avx512bf16_ops = {
+    A5_MR32, A5_NR, A5_MR64, A5_NR, A5_MR32, A5_NR, avx512_f32, avx512_f64, avx512_bf16dot, true};
 
 bool gck_kpath_cpu_has(gck_kpath p, const char **missing) {
     __builtin_cpu_init();
+    *missing = NULL;
     switch (p) {
     case GCK_KPATH_AVX2:
-        *missing = !__builtin_cpu_supports("avx2")  ? "AVX2"
-                   : !__builtin_cpu_supports("fma") ? "FMA"
-                                                    : NULL;
-        return !*missing;
+        if (!__builtin_cpu_supports("avx2"))
+            *missing = "AVX2";
+        else if (!__builtin_cpu_supports("fma"))
+            *missing = "FMA";
+        else if (!__builtin_cpu_supports("f16c"))
+            *missing = "F16C";
+        break;
+    case GCK_KPATH_AVX512BF16:
+        if (!__builtin_cpu_supports("avx512bf16")) *missing = "AVX512-BF16";
+        /* fall through */
     case GCK_KPATH_AVX512:
-        *missing = !__builtin_cpu_supports("avx512f") ? "AVX-512F" : NULL;
-        return !*missing;
-    default: *missing = "an instruction set this build knows"; return false;
+        if (!__builtin_cpu_supports("avx512f"))
+            *missing = "AVX-512F";
+        else if (!__builtin_cpu_supports("f16c"))
+            *missing = "F16C";
+        break;
+    default: *missing = "an instruction set this build knows"; break;
     }
+    return !*missing;
 }
 
 #else
 
-const gck_kpath_ops gck_kpath_avx2_ops = {0, 0, 0, 0, NULL, NULL};
-const gck_kpath_ops gck_kpath_avx512_ops = {0, 0, 0, 0, NULL, NULL};
+const gck_kpath_ops gck_kpath_avx2_ops = {0, 0, 0, 0, 0, 0, NULL, NULL, NULL, false};
+const gck_kpath_ops gck_kpath_avx512_ops = {0, 0, 0, 0, 0, 0, NULL, NULL, NULL, false};
+const gck_kpath_ops gck_kpath_avx512bf16_ops = {0, 0, 0, 0, 0, 0, NULL, NULL, NULL, false};
+const gck_kdot2_fn gck_kdot2_hw = NULL;
+const gck_kcvt_bf16_fn gck_kcvtbf16_hw = NULL;
+const gck_kf16_to_f32_fn gck_kf16_to_f32_hw = NULL;
+const gck_kf16_from_f32_fn gck_kf16_from_f32_hw = NULL;
+
+void gck_kf16c_to_f32(float *dst, int64_t ds, const void *src, int64_t ss, int64_t n) {
+    (void)dst, (void)ds, (void)src, (void)ss, (void)n; /* never called: no path has F16C here */
+}
 
 bool gck_kpath_cpu_has(gck_kpath p, const char **missing) {
     (void)p;

@@ -9,6 +9,7 @@
 
 #include "gemmcheck/gemmcheck.h"
 #include "grid.h"
+#include "kernels_internal.h"
 #include "testutil.h"
 
 /* The reference evaluation gck_gemm declares for a compute type. */
@@ -60,6 +61,60 @@ static void release(operands *o) {
     free(o->d);
 }
 
+/* ---- the pair dot product's declared tree, emulated independently of kernels/ -------------- */
+
+static double bf16_read(uint16_t h) { /* denormals read as zero (DAZ) */
+    return (h & 0x7f80) == 0 ? ((h & 0x8000) ? -0.0 : 0.0) : gck_bf16_to_double(h);
+}
+
+/* acc + x*y: the exact sum as a double-double (TwoSum; x*y is exact in double), rounded once to
+ * 24 bits with an unbounded exponent, flushed to a zero of its sign when that is below 2^-126. */
+static float pair_step(float acc, uint16_t a, uint16_t b) {
+    double s = fabsf(acc) < 0x1p-126f ? (signbit(acc) ? -0.0 : 0.0) : acc;
+    double p = bf16_read(a) * bf16_read(b), hi = s + p;
+    if (!isfinite(hi) || hi == 0) return (float)hi;
+    double z = hi - s, lo = (s - (hi - z)) + (p - z);
+    if (fabs(hi) >= 0x1p-100) return (float)gck_round2_to(hi, lo, GCK_F32);
+    double r = gck_round2_to(hi * 0x1p100, lo * 0x1p100, GCK_F32);
+    return fabs(r) < 0x1p-26 ? (signbit(r) ? -0.0f : 0.0f) : (float)(r * 0x1p-100);
+}
+
+/* The storage index of op(X)(row, col) of batch member b. */
+static int64_t at(const gck_case *c, gck_operand x, int64_t b, int64_t row, int64_t col) {
+    int64_t rs, cs;
+    gck_case_op_strides(c, x, &rs, &cs);
+    return b * gck_case_stride(c, x) + row * rs + col * cs;
+}
+
+/* D for a bf16 x bf16, f32-compute case by the pair tree: steps (2p, 2p+1), the odd one first,
+ * an odd K padded with +0 * +0; then alpha*S + beta*c in f32, rounded to D. */
+static void emulate_pair_dot(const gck_case *c, const operands *o) {
+    const uint16_t *A = o->a, *B = o->b;
+    const void *C = c->d_is_c ? o->d : o->c;
+    bool rab = gck_case_reads_ab(c), rc = gck_case_reads_c(c);
+    float alpha = (float)c->alpha, beta = (float)c->beta;
+    for (int64_t bi = 0; bi < c->batch; bi++)
+        for (int64_t i = 0; i < c->m; i++)
+            for (int64_t j = 0; j < c->n; j++) {
+                float acc = 0.0f, t;
+                for (int64_t k = 0; rab && k < c->k; k += 2) {
+                    bool odd = k + 1 < c->k;
+                    acc = pair_step(acc, odd ? A[at(c, GCK_A, bi, i, k + 1)] : 0,
+                                    odd ? B[at(c, GCK_B, bi, k + 1, j)] : 0);
+                    acc = pair_step(acc, A[at(c, GCK_A, bi, i, k)], B[at(c, GCK_B, bi, k, j)]);
+                }
+                float cv = rc ? (float)gck_load(C, c->type_c, at(c, GCK_C, bi, i, j)) : 0.0f;
+                if (!rab)
+                    t = rc ? beta * cv : 0.0f;
+                else if (rc) {
+                    t = alpha * acc;
+                    t = t + beta * cv;
+                } else
+                    t = alpha * acc;
+                gck_store(o->d, gck_case_type(c, GCK_D), at(c, GCK_D, bi, i, j), (double)t);
+            }
+}
+
 /* One spec on a path and thread count against the reference model: returns elements compared
  * (0 when D differs, with the spec reported). */
 static int64_t compare(const gck_spec *s, gck_kpath path, int threads) {
@@ -75,9 +130,12 @@ static int64_t compare(const gck_spec *s, gck_kpath path, int threads) {
     gck_spec_format(s, repro, sizeof repro);
     cr_assert_eq(r, GCK_GEMM_OK, "%s: %s (%s)", repro, gck_gemm_arg_name(r), msg);
     gck_ref_model m = declared_evaluation(c->compute);
-    cr_assert_eq(
-        gck_ref_gemm(c, &m, want.a, want.b, c->d_is_c ? want.d : want.c, want.d, msg, sizeof msg),
-        GCK_OK, "%s", msg);
+    if (gck_gemm_pair_dot(path, c->type_a, c->type_b, c->compute))
+        emulate_pair_dot(c, &want);
+    else
+        cr_assert_eq(gck_ref_gemm(c, &m, want.a, want.b, c->d_is_c ? want.d : want.c, want.d, msg,
+                                  sizeof msg),
+                     GCK_OK, "%s", msg);
     /* every element of D's extent, padding included: the same bits (a NaN's payload aside) */
     gck_format td = gck_case_type(c, GCK_D);
     int64_t n = gck_case_extent(c, GCK_D), differ = 0, first = -1;
@@ -103,15 +161,20 @@ static int64_t compare(const gck_spec *s, gck_kpath path, int threads) {
 #define BIT_CASES 3000
 #endif
 
+/* The kernels backend and its rows (the grid draws its specs from them). */
+static size_t open_kernels(gck_backend *be, const gck_support_row **rows) {
+    char msg[512];
+    cr_assert_eq(gck_backend_open(be, "kernels", msg, sizeof msg), GCK_OK, "%s", msg);
+    return be->ops->table(be->state, rows);
+}
+
 /* Every supported path, 1 and 2 threads, over the grid of specs of the kernels backend's
  * table (every type tuple, shapes 0/1/edges/tall/long-K, layouts, transposes, lds, offsets,
  * batches, special values), bit for bit against gck_ref_gemm with the declared model. */
 Test(kernels, every_path_gives_the_bits_of_its_declared_model, .timeout = 1200) {
     gck_backend be;
-    char msg[512];
-    cr_assert_eq(gck_backend_open(&be, "kernels", msg, sizeof msg), GCK_OK, "%s", msg);
     const gck_support_row *rows;
-    size_t nrows = be.ops->table(be.state, &rows);
+    size_t nrows = open_kernels(&be, &rows);
     for (int p = GCK_KPATH_AUTO + 1; p < GCK_KPATH_COUNT; p++) {
         char why[256];
         if (!gck_kpath_supported((gck_kpath)p, why, sizeof why)) {
@@ -135,6 +198,54 @@ Test(kernels, every_path_gives_the_bits_of_its_declared_model, .timeout = 1200) 
     gck_backend_close(&be);
 }
 
+#ifdef GCK_TEST_SANITIZED
+#define BIG_ELEMENTS 400000
+#else
+#define BIG_ELEMENTS 26000000 /* per path: over 10^8 on a CPU with all four paths */
+#endif
+
+/* Large shapes on every supported path: M and N from 1 to a few hundred (across every register
+ * tile and cache block edge), K across the pair and KC edges, every type tuple, layout and value
+ * distribution of the grid, 1 and 2 threads; at least BIG_ELEMENTS elements of D per path, each
+ * bit for bit against the path's declared tree. */
+Test(kernels, every_path_meets_its_tree_on_large_shapes, .timeout = 1800) {
+    static const int64_t ks[] = {1, 2, 3, 5, 8, 17, 31, 64, 100, 129, 257};
+    gck_backend be;
+    char msg[512];
+    const gck_support_row *rows;
+    size_t nrows = open_kernels(&be, &rows);
+    for (int p = GCK_KPATH_AUTO + 1; p < GCK_KPATH_COUNT; p++) {
+        if (!gck_kpath_supported((gck_kpath)p, NULL, 0)) continue;
+        int64_t elements = 0, cases = 0;
+        for (uint64_t i = 0; elements < BIG_ELEMENTS; i++) {
+            gck_spec s;
+            grid_spec(i * 7919 + 13, rows, nrows, &s);
+            gck_case *c = &s.c;
+            c->m = 1 + (int64_t)(i * 37 % 301);
+            c->n = 1 + (int64_t)(i * 53 % 263);
+            c->k = ks[i % (sizeof ks / sizeof ks[0])];
+            c->batch = 1;
+            if (i % 2 == 0 && gck_gemm_pair_dot((gck_kpath)p, GCK_BF16, GCK_BF16, GCK_F32)) {
+                c->type_a = c->type_b = GCK_BF16; /* half the cases on the pair tree */
+                c->compute = c->scale_type = GCK_F32;
+            }
+            c->lda = gck_case_min_ld(c, GCK_A) + (int64_t)(i % 3);
+            c->ldb = gck_case_min_ld(c, GCK_B) + (int64_t)(i % 5);
+            c->ldc = gck_case_min_ld(c, GCK_C) + (int64_t)(i % 2);
+            c->ldd = c->d_is_c ? c->ldc : gck_case_min_ld(c, GCK_D) + (int64_t)(i % 4);
+            cr_assert_eq(gck_case_validate(c, msg, sizeof msg), GCK_OK, "%s", msg);
+            int64_t got = compare(&s, (gck_kpath)p, 1 + (int)(i % 2));
+            cr_assert_gt(got, 0, "path %s: a large case differs", gck_kpath_name((gck_kpath)p));
+            elements += got;
+            cases++;
+        }
+        printf("[kernels] path %s: %lld large cases, %lld elements bit-identical to the declared "
+               "tree\n",
+               gck_kpath_name((gck_kpath)p), (long long)cases, (long long)elements);
+    }
+    gck_backend_close(&be);
+}
+
 static bool same_model(const gck_model *a, const gck_model *b) {
     return a->compute == b->compute && a->inputs_rounded == b->inputs_rounded &&
            a->input_format == b->input_format && a->acc == b->acc && a->block == b->block &&
@@ -142,23 +253,111 @@ static bool same_model(const gck_model *a, const gck_model *b) {
            a->daz == b->daz;
 }
 
-/* The backend's rows declare gck_gemm_model of their compute type, which is the declared
- * evaluation's model. */
+/* On every supported path, the backend's rows declare gck_gemm_model of their types, which is the
+ * reference evaluation's model, with DAZ and FTZ added exactly where the pair dot product runs
+ * (bf16 x bf16 in f32 on avx512bf16). */
 Test(kernels, the_backend_declares_the_model_it_computes) {
-    gck_backend be;
-    char msg[512];
-    cr_assert_eq(gck_backend_open(&be, "kernels", msg, sizeof msg), GCK_OK, "%s", msg);
-    const gck_support_row *rows;
-    size_t n = be.ops->table(be.state, &rows);
-    cr_expect_eq(n, 512);
-    for (size_t r = 0; r < n; r++) {
-        gck_ref_model e = declared_evaluation(rows[r].compute);
-        gck_model want = gck_ref_model_declared(&e), api = gck_gemm_model(rows[r].compute);
-        const gck_model *got = &rows[r].model;
-        cr_expect(same_model(got, &want), "row %zu", r);
-        cr_expect(same_model(&api, &want), "row %zu", r);
+    for (int p = GCK_KPATH_AUTO; p < GCK_KPATH_COUNT; p++) {
+        if (!gck_kpath_supported((gck_kpath)p, NULL, 0)) continue;
+        char spec[64], msg[512];
+        snprintf(spec, sizeof spec, "kernels:%s", gck_kpath_name((gck_kpath)p));
+        gck_backend be;
+        cr_assert_eq(gck_backend_open(&be, spec, msg, sizeof msg), GCK_OK, "%s", msg);
+        const gck_support_row *rows;
+        size_t n = be.ops->table(be.state, &rows), dots = 0;
+        cr_expect_eq(n, 512);
+        for (size_t r = 0; r < n; r++) {
+            const gck_support_row *row = &rows[r];
+            gck_ref_model e = declared_evaluation(row->compute);
+            gck_model want = gck_ref_model_declared(&e),
+                      api = gck_gemm_model((gck_kpath)p, row->a, row->b, row->compute);
+            bool dot = gck_gemm_pair_dot((gck_kpath)p, row->a, row->b, row->compute);
+            want.daz = want.ftz = dot;
+            dots += dot;
+            cr_expect(same_model(&row->model, &want), "%s row %zu", spec, r);
+            cr_expect(same_model(&api, &want), "%s row %zu", spec, r);
+            gck_kpath resolved = p == GCK_KPATH_AUTO ? gck_kpath_auto() : (gck_kpath)p;
+            cr_expect_eq(dot, resolved == GCK_KPATH_AVX512BF16 && row->a == GCK_BF16 &&
+                                  row->b == GCK_BF16 && row->compute == GCK_F32);
+        }
+        printf("[kernels] %s: %zu rows, %zu on the pair dot product\n", spec, n, dots);
+        gck_backend_close(&be);
     }
-    gck_backend_close(&be);
+}
+
+/* ---- conformance probes --------------------------------------------------------------------- */
+
+/* Wrong implementations of VDPBF16PS each probe must reject. */
+static float dot_even_first(float acc, uint16_t a0, uint16_t b0, uint16_t a1, uint16_t b1) {
+    return gck_kdot2_sdm(acc, a1, b1, a0, b0);
+}
+static float dot_one_rounding(float acc, uint16_t a0, uint16_t b0, uint16_t a1, uint16_t b1) {
+    return (float)((double)acc + gck_bf16_to_double(a0) * gck_bf16_to_double(b0) +
+                   gck_bf16_to_double(a1) * gck_bf16_to_double(b1));
+}
+static float dot_no_daz(float acc, uint16_t a0, uint16_t b0, uint16_t a1, uint16_t b1) {
+    return fmaf(gck_bf16_to_float(a0), gck_bf16_to_float(b0),
+                fmaf(gck_bf16_to_float(a1), gck_bf16_to_float(b1), acc));
+}
+static uint16_t cvt_truncating(float x) { return (uint16_t)(gck_bf16_from_float(x) & 0xfffe); }
+static float f16_to_f32_sw(uint16_t h) { return gck_f16_to_float(h); }
+static uint16_t f16_from_f32_sw(float x) { return gck_f16_from_float(x); }
+static uint16_t f16_from_f32_chopped(float x) {
+    uint16_t h = gck_f16_from_float(x);
+    return (h & 0x7c00) == 0x7c00 ? h : (uint16_t)(h & 0xfffe);
+}
+
+/* VDPBF16PS, VCVTNEPS2BF16 and the F16C conversions match their documentation on this CPU
+ * (where it has them); the documented lane itself and the software conversions pass; and each
+ * probe rejects a plausible wrong implementation. */
+Test(kernels, instructions_conform_to_their_documentation) {
+    char why[512] = "";
+    const char *missing;
+    cr_expect(gck_kprobe_dot2(gck_kdot2_sdm, why, sizeof why), "%s", why);
+    cr_expect(!gck_kprobe_dot2(dot_even_first, why, sizeof why));
+    cr_expect(strstr(why, "odd pair") != NULL, "%s", why);
+    cr_expect(!gck_kprobe_dot2(dot_one_rounding, why, sizeof why));
+    cr_expect(!gck_kprobe_dot2(dot_no_daz, why, sizeof why));
+    cr_expect(!gck_kprobe_cvtneps2bf16(cvt_truncating, why, sizeof why));
+    cr_expect(gck_kprobe_f16c(f16_to_f32_sw, f16_from_f32_sw, why, sizeof why), "%s", why);
+    cr_expect(!gck_kprobe_f16c(f16_to_f32_sw, f16_from_f32_chopped, why, sizeof why));
+    int ran = 0;
+    if (gck_kpath_cpu_has(GCK_KPATH_AVX512BF16, &missing)) {
+        cr_expect(gck_kprobe_dot2(gck_kdot2_hw, why, sizeof why), "%s", why);
+        cr_expect(gck_kprobe_cvtneps2bf16(gck_kcvtbf16_hw, why, sizeof why), "%s", why);
+        ran += 2;
+    } else
+        printf("[kernels] VDPBF16PS and VCVTNEPS2BF16 not probed: the CPU lacks %s\n", missing);
+    if (gck_kpath_cpu_has(GCK_KPATH_AVX2, &missing)) {
+        cr_expect(gck_kprobe_f16c(gck_kf16_to_f32_hw, gck_kf16_from_f32_hw, why, sizeof why), "%s",
+                  why);
+        ran++;
+    } else
+        printf("[kernels] F16C not probed: the CPU lacks %s\n", missing);
+    printf("[kernels] %d instruction probes ran on this CPU, all as documented\n", ran);
+}
+
+/* The library's documented lane and this file's independent emulation (a double-double sum
+ * rounded once) agree on a million edge-weighted random lanes. */
+Test(kernels, the_documented_lane_has_two_independent_emulations) {
+    uint64_t s = 99;
+    for (int i = 0; i < 1000000; i++) {
+        uint16_t v[4];
+        for (int q = 0; q < 4; q++) {
+            s = s * 6364136223846793005u + 1442695040888963407u;
+            /* exponents: denormal, near the square root of the flush boundary, around 1 */
+            uint64_t pick = (s >> 40) % 6;
+            uint16_t e = (uint16_t)(pick == 0   ? (s >> 50) % 3
+                                    : pick <= 2 ? 60 + (s >> 50) % 8
+                                                : 100 + (s >> 50) % 60);
+            v[q] = (uint16_t)((s >> 20 & 0x8000) | (uint16_t)(e << 7) | (s >> 33 & 0x7f));
+        }
+        float acc = (float)((double)(int32_t)(s >> 32) * ((s >> 8 & 1) ? 0x1p-150 : 0x1p-20));
+        float want = pair_step(pair_step(acc, v[2], v[3]), v[0], v[1]);
+        float got = gck_kdot2_sdm(acc, v[0], v[1], v[2], v[3]);
+        cr_assert(same_value(got, want) && signbit(got) == signbit(want),
+                  "%a + %04x*%04x + %04x*%04x: %a vs %a", acc, v[2], v[3], v[0], v[1], got, want);
+    }
 }
 
 static gck_case small_case(void) {

@@ -11,12 +11,13 @@
  * returns at once. Invalid arguments are refused before anything is read or written, with a code
  * naming the argument (gck_gemm_arg).
  *
- * The arithmetic is declared (docs/KERNELS.md) and the same on every instruction-set path: each
- * element of D is one accumulator in the compute format, the products of k = 0, 1, ..., K-1 added
- * in that order with a fused multiply-add (inputs first rounded to the compute format), then
- * alpha times the sum, plus beta times c, each rounded to the compute format, and one rounding to
- * D's format. It is gck_ref_gemm's model {compute, fma, round_inputs, scale_compute = compute},
- * so every path gives the same bits as that reference, on every thread count.
+ * The arithmetic is declared (docs/KERNELS.md, gck_gemm_model): each element of D is one
+ * accumulator in the compute format, the products of k = 0, 1, ..., K-1 added in that order with
+ * a fused multiply-add (inputs first rounded to the compute format), then alpha times the sum,
+ * plus beta times c, each rounded to the compute format, and one rounding to D's format. It is
+ * gck_ref_gemm's model {compute, fma, round_inputs, scale_compute = compute}, and every path
+ * gives the same bits as that reference on every thread count, with one exception: bf16 x bf16
+ * in f32 on the avx512bf16 path adds the products in pairs with VDPBF16PS (gck_gemm_pair_dot).
  *
  * Thread-safe: calls may run concurrently from any number of threads. */
 #ifndef GEMMCHECK_KERNELS_H
@@ -35,10 +36,11 @@ extern "C" {
 
 /** An instruction-set path. */
 typedef enum gck_kpath {
-    GCK_KPATH_AUTO = 0, /**< the best the CPU supports (or GEMMCHECK_KERNELS_PATH) */
-    GCK_KPATH_PORTABLE, /**< C only: the reference every other path is tested against */
-    GCK_KPATH_AVX2,     /**< AVX2 and FMA */
-    GCK_KPATH_AVX512,   /**< AVX-512F */
+    GCK_KPATH_AUTO = 0,   /**< the best the CPU supports (or GEMMCHECK_KERNELS_PATH) */
+    GCK_KPATH_PORTABLE,   /**< C only: the reference every other path is tested against */
+    GCK_KPATH_AVX2,       /**< AVX2 and FMA */
+    GCK_KPATH_AVX512,     /**< AVX-512F (F16C for f16 inputs) */
+    GCK_KPATH_AVX512BF16, /**< AVX-512F with VDPBF16PS for bf16 x bf16 in f32 (DAZ, FTZ) */
     GCK_KPATH_COUNT
 } gck_kpath;
 
@@ -104,9 +106,21 @@ GCK_API const char *gck_gemm_arg_name(gck_gemm_arg a);
 GCK_API gck_gemm_arg gck_gemm(const gck_case *c, const void *A, const void *B, const void *C,
                               void *D, const gck_gemm_config *cfg, char *msg, size_t msg_len);
 
-/** The arithmetic model gck_gemm declares for a compute type (f32 or f64): what its support-table
- *  rows state and the checker holds it to. */
-GCK_API gck_model gck_gemm_model(gck_format compute);
+/** The arithmetic model gck_gemm declares on a path (GCK_KPATH_AUTO: the one it resolves to) for
+ *  the input types and the compute type (f32 or f64): what the kernels backend's support-table
+ *  rows state and the checker holds it to. It is the FMA model of this header's introduction,
+ *  except for bf16 x bf16 in f32 on a path with the pair dot product (gck_gemm_pair_dot), which
+ *  also declares denormal inputs read as zero and denormal sums flushed. */
+GCK_API gck_model gck_gemm_model(gck_kpath path, gck_format type_a, gck_format type_b,
+                                 gck_format compute);
+
+/** Whether gck_gemm runs these types on the path's VDPBF16PS pair dot product (avx512bf16, bf16 x
+ *  bf16, f32 compute): steps in pairs (2p, 2p+1) from k = 0, the odd step's product added to the
+ *  element's accumulator first, then the even one's, each an FP32 fused multiply-add rounded to
+ *  nearest even, denormal inputs read as zero, denormal results flushed to zero (tininess after
+ *  rounding), an odd K padded with +0 * +0 (docs/KERNELS.md). */
+GCK_API bool gck_gemm_pair_dot(gck_kpath path, gck_format type_a, gck_format type_b,
+                               gck_format compute);
 
 #ifdef __cplusplus
 }

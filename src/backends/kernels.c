@@ -8,23 +8,17 @@
 #include "gemmcheck/version.h"
 #include "text.h"
 
-/* The support table, as data: every tuple of f16, bf16, f32 and f64 for A, B, C and D, computed
- * in f32 and in f64. Each row declares gck_gemm_model of its compute type (a test checks the two
- * agree): inputs rounded to the compute type, one fused multiply-add per step, k ascending,
- * alpha on the sum, beta*c last, the epilogue in the compute type; alpha and beta are taken in
- * the compute type. */
+/* The support table's tuples, as data: every tuple of f16, bf16, f32 and f64 for A, B, C and D,
+ * computed in f32 and in f64, with the promises of gck_gemm (BLAS semantics, row-major, batches,
+ * D in place or separate, alpha and beta in the compute type). The model of each row is
+ * gck_gemm_model for the path the backend runs (kernels_init fills it in). */
 #define KERNELS_ROW(a, b, c, d, k)                                                                 \
     {GCK_##a,                                                                                      \
      GCK_##b,                                                                                      \
      GCK_##c,                                                                                      \
      GCK_##d,                                                                                      \
      GCK_##k,                                                                                      \
-     {.compute = GCK_##k,                                                                          \
-      .inputs_rounded = true,                                                                      \
-      .input_format = GCK_##k,                                                                     \
-      .acc = GCK_ACC_SCALAR,                                                                       \
-      .epilogue = GCK_##k,                                                                         \
-      .orders = GCK_ORDER_ALPHA_ON_SUM | GCK_ORDER_BETA_LAST},                                     \
+     {0},                                                                                          \
      GCK_PROMISE_ALPHA0_NO_READ_AB | GCK_PROMISE_BETA0_NO_READ_C | GCK_PROMISE_ROW_MAJOR |         \
          GCK_PROMISE_BATCHED | GCK_PROMISE_D_SEPARATE | GCK_PROMISE_D_IN_PLACE |                   \
          (GCK_##k == GCK_F64 ? GCK_PROMISE_SCALE_F64 : GCK_PROMISE_SCALE_F32),                     \
@@ -37,12 +31,25 @@
     KERNELS_D(a, b, F16) KERNELS_D(a, b, BF16) KERNELS_D(a, b, F32) KERNELS_D(a, b, F64)
 #define KERNELS_BCD(a) KERNELS_CD(a, F16) KERNELS_CD(a, BF16) KERNELS_CD(a, F32) KERNELS_CD(a, F64)
 
-static const gck_support_row kernels_rows[] = {KERNELS_BCD(F16) KERNELS_BCD(BF16) KERNELS_BCD(F32)
-                                                   KERNELS_BCD(F64)};
+static const gck_support_row kernels_tuples[] = {KERNELS_BCD(F16) KERNELS_BCD(BF16) KERNELS_BCD(F32)
+                                                     KERNELS_BCD(F64)};
+enum { KERNELS_ROWS = sizeof kernels_tuples / sizeof kernels_tuples[0] };
 
 typedef struct kernels_state {
     gck_gemm_config cfg;
+    gck_support_row rows[KERNELS_ROWS];
 } kernels_state;
+
+/* The rows with the model of the path the backend resolves to. */
+static void declare_rows(kernels_state *s) {
+    for (int r = 0; r < KERNELS_ROWS; r++) {
+        gck_support_row *row = &s->rows[r];
+        *row = kernels_tuples[r];
+        row->model = gck_gemm_model(s->cfg.path, row->a, row->b, row->compute);
+        if (gck_gemm_pair_dot(s->cfg.path, row->a, row->b, row->compute))
+            row->entry = "gck_gemm (VDPBF16PS pairs, odd step first, DAZ, FTZ)";
+    }
+}
 
 static gck_status kernels_init(void **state, const char *arg, char *msg, size_t len) {
     kernels_state *s = calloc(1, sizeof *s);
@@ -52,9 +59,10 @@ static gck_status kernels_init(void **state, const char *arg, char *msg, size_t 
         free(s);
         return gck_fail(GCK_EINVAL, msg, len,
                         "backend 'kernels:%s': unknown path (kernels:auto, kernels:portable, "
-                        "kernels:avx2, kernels:avx512)",
+                        "kernels:avx2, kernels:avx512, kernels:avx512bf16)",
                         arg);
     }
+    declare_rows(s);
     *state = s;
     return GCK_OK;
 }
@@ -72,14 +80,14 @@ static bool kernels_available(void *state, char *why, size_t len) {
 static void kernels_version(void *state, char *buf, size_t len) {
     const kernels_state *s = state;
     gck_kpath p = s->cfg.path == GCK_KPATH_AUTO ? gck_kpath_auto() : s->cfg.path;
-    snprintf(buf, len, "gemmcheck kernels %s, path %s (k ascending, FMA, docs/KERNELS.md)",
-             GEMMCHECK_VERSION, gck_kpath_name(p));
+    snprintf(buf, len, "gemmcheck kernels %s, path %s (docs/KERNELS.md)", GEMMCHECK_VERSION,
+             gck_kpath_name(p));
 }
 
 static size_t kernels_table(void *state, const gck_support_row **rows) {
-    (void)state;
-    *rows = kernels_rows;
-    return sizeof kernels_rows / sizeof kernels_rows[0];
+    const kernels_state *s = state;
+    *rows = s->rows;
+    return KERNELS_ROWS;
 }
 
 static gck_call_status kernels_call(void *state, const gck_case *c, const gck_support_row *row,

@@ -237,7 +237,7 @@ static gck_status data_size(gck_npy *out, size_t have, size_t *need, char *msg, 
 gck_status gck_npy_parse(const unsigned char *buf, size_t len, gck_npy *out, char *msg,
                          size_t msg_len) {
     memset(out, 0, sizeof *out);
-    size_t hstart, hlen, need;
+    size_t hstart = 0, hlen = 0, need = 0;
     gck_status s = preamble(buf, len, &hstart, &hlen, msg, msg_len);
     if (s != GCK_OK) return s;
     if (hlen > len - hstart)
@@ -283,7 +283,7 @@ static gck_status read_fd(int fd, gck_npy *out, char *msg, size_t msg_len) {
                         : S_ISBLK(st.st_mode)  ? "block device"
                                                : "socket");
     unsigned char pre[12];
-    size_t got, hstart, hlen, need;
+    size_t got = 0, hstart = 0, hlen = 0, need = 0;
     if (!read_exactly(fd, pre, sizeof pre, &got))
         return gck_fail(GCK_EIO, msg, msg_len, "read error: %s", strerror(errno));
     gck_status s = preamble(pre, got, &hstart, &hlen, msg, msg_len);

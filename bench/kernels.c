@@ -1,0 +1,324 @@
+/* bench_kernels: GFLOP/s of gemmcheck's GEMM (kernels/) beside OpenBLAS and BLIS on the same
+ * shapes, in one run, with the machine's peak calibrated at the start.
+ *
+ *   bench_kernels [--sizes 256,512,1024,2048,4096] [--threads 1,2] [--no-skinny] [--no-peers]
+ *
+ * Peers run in child processes of this program (`--peer`), because OpenBLAS and BLIS read their
+ * kernel choice (OPENBLAS_CORETYPE, BLIS_ARCH_TYPE) and thread count once, when loaded: OpenBLAS
+ * as it selects itself and with its AVX-512 kernels forced (SkylakeX), BLIS as it selects itself
+ * and with its skx configuration forced. Every figure is the best of several timed calls after
+ * a warm-up call. The peak is measured, not computed from a nominal clock: independent chains of
+ * 512-bit FMAs (or VDPBF16PS) on one core for about 0.2 s, 2 flops per multiply-add. */
+#define _GNU_SOURCE 1
+#include <dlfcn.h>
+#include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gemmcheck/gemmcheck.h"
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* ---- peak ----------------------------------------------------------------------------------- */
+
+/* Rounds of 12 independent chains of one instruction, 100,000 deep, until 0.2 s have passed:
+ * the instruction's throughput in flops per second on one core (flops: per instruction). */
+#define CHAINS 12
+#define PEAK_LOOP(OP, flops)                                                                       \
+    long iters = 0;                                                                                \
+    double t0 = now(), t;                                                                          \
+    do {                                                                                           \
+        for (int r = 0; r < 100000; r++)                                                           \
+            _Pragma("GCC unroll 16") for (int c = 0; c < CHAINS; c++) acc[c] = OP;                 \
+        iters += 100000;                                                                           \
+    } while ((t = now() - t0) < 0.2);                                                              \
+    float sink = 0;                                                                                \
+    for (int c = 0; c < CHAINS; c++) sink += _mm512_reduce_add_ps(acc[c]);                         \
+    if (sink == 12345.0f) puts("");                                                                \
+    return (double)iters * CHAINS * (flops) / t / 1e9
+
+__attribute__((target("avx512f"))) static double peak_fma32(void) {
+    __m512 acc[CHAINS], x = _mm512_set1_ps(1.0f - 0x1p-20f), y = _mm512_set1_ps(0x1p-30f);
+    for (int c = 0; c < CHAINS; c++) acc[c] = _mm512_set1_ps((float)c);
+    PEAK_LOOP(_mm512_fmadd_ps(acc[c], x, y), 16 * 2);
+}
+
+__attribute__((target("avx512f,avx512bf16"))) static double peak_dpbf16(void) {
+    __m512 acc[CHAINS];
+    __m512bh x = (__m512bh)_mm512_set1_epi32(0x3f803f80),
+             y = (__m512bh)_mm512_set1_epi32(0x30003000);
+    for (int c = 0; c < CHAINS; c++) acc[c] = _mm512_set1_ps((float)c);
+    PEAK_LOOP(_mm512_dpbf16_ps(acc[c], x, y), 32 * 2);
+}
+
+/* ---- timing --------------------------------------------------------------------------------- */
+
+/* The best GFLOP/s of fn over calls after a warm-up: at least 3 calls and 0.5 s, at most 10. */
+static double best_gflops(void (*fn)(void *), void *arg, double flops) {
+    fn(arg);
+    double best = 0, spent = 0;
+    for (int r = 0; r < 10 && (r < 3 || spent < 0.5); r++) {
+        double t0 = now();
+        fn(arg);
+        double t = now() - t0;
+        spent += t;
+        if (flops / t / 1e9 > best) best = flops / t / 1e9;
+    }
+    return best;
+}
+
+static void *random_buffer(size_t n, size_t es, gck_format t, unsigned seed) {
+    void *p = malloc(n * es);
+    if (!p) {
+        fprintf(stderr, "bench_kernels: out of memory\n");
+        exit(2);
+    }
+    srand(seed);
+    for (size_t i = 0; i < n; i++) gck_store(p, t, (int64_t)i, (double)rand() / RAND_MAX - 0.5);
+    return p;
+}
+
+/* ---- a peer, in a child process ------------------------------------------------------------- */
+
+typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float *, int, const float *,
+                         int, float, float *, int);
+typedef void (*dgemm_fn)(int, int, int, int, int, int, double, const double *, int, const double *,
+                         int, double, double *, int);
+typedef struct peer_call {
+    void *fn;
+    bool dbl;
+    int m, n, k;
+    void *a, *b, *c;
+} peer_call;
+
+static void run_peer(void *arg) {
+    peer_call *p = arg;
+    if (p->dbl)
+        ((dgemm_fn)p->fn)(102, 111, 111, p->m, p->n, p->k, 1.0, p->a, p->m, p->b, p->k, 0.0, p->c,
+                          p->m);
+    else
+        ((sgemm_fn)p->fn)(102, 111, 111, p->m, p->n, p->k, 1.0f, p->a, p->m, p->b, p->k, 0.0f, p->c,
+                          p->m);
+}
+
+/* --peer LIB s|d M N K: prints the GFLOP/s of cblas_[sd]gemm of LIB (column-major, N, N). */
+static int peer_main(char **argv) {
+    void *h = dlopen(argv[0], RTLD_NOW | RTLD_LOCAL);
+    if (!h) return fprintf(stderr, "bench_kernels: %s\n", dlerror()), 2;
+    peer_call p = {dlsym(h, argv[1][0] == 'd' ? "cblas_dgemm" : "cblas_sgemm"),
+                   argv[1][0] == 'd',
+                   atoi(argv[2]),
+                   atoi(argv[3]),
+                   atoi(argv[4]),
+                   NULL,
+                   NULL,
+                   NULL};
+    if (!p.fn)
+        return fprintf(stderr, "bench_kernels: %s lacks cblas_%sgemm\n", argv[0], argv[1]), 2;
+    gck_format t = p.dbl ? GCK_F64 : GCK_F32;
+    size_t es = p.dbl ? 8 : 4;
+    p.a = random_buffer((size_t)p.m * (size_t)p.k, es, t, 1);
+    p.b = random_buffer((size_t)p.k * (size_t)p.n, es, t, 2);
+    p.c = random_buffer((size_t)p.m * (size_t)p.n, es, t, 3);
+    printf("%.2f\n", best_gflops(run_peer, &p, 2.0 * p.m * p.n * p.k));
+    return 0;
+}
+
+typedef struct peer {
+    const char *name, *lib, *env; /* env: one VAR=value or NULL */
+} peer;
+
+static const peer peers[] = {
+    {"OpenBLAS", "/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0", NULL},
+    {"OpenBLAS SkylakeX", "/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0",
+     "OPENBLAS_CORETYPE=SkylakeX"},
+    {"BLIS", "/usr/lib/x86_64-linux-gnu/blis-pthread/libblis.so.4", NULL},
+    {"BLIS skx", "/usr/lib/x86_64-linux-gnu/blis-pthread/libblis.so.4", "BLIS_ARCH_TYPE=0"},
+};
+enum { NPEERS = sizeof peers / sizeof peers[0] };
+
+static const char *self;
+
+static double peer_gflops(const peer *p, bool dbl, int m, int n, int k, int threads) {
+    int fd[2];
+    if (pipe(fd) != 0) return 0;
+    pid_t pid = fork();
+    if (pid == 0) {
+        char th[16], ms[16], ns[16], ks[16];
+        snprintf(th, sizeof th, "%d", threads);
+        setenv("OPENBLAS_NUM_THREADS", th, 1);
+        setenv("BLIS_NUM_THREADS", th, 1);
+        setenv("OMP_NUM_THREADS", th, 1);
+        if (p->env) putenv((char *)p->env);
+        snprintf(ms, sizeof ms, "%d", m);
+        snprintf(ns, sizeof ns, "%d", n);
+        snprintf(ks, sizeof ks, "%d", k);
+        dup2(fd[1], 1);
+        close(fd[0]);
+        execl(self, self, "--peer", p->lib, dbl ? "d" : "s", ms, ns, ks, (char *)NULL);
+        _exit(127);
+    }
+    close(fd[1]);
+    char buf[64] = "";
+    ssize_t got = read(fd[0], buf, sizeof buf - 1);
+    close(fd[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    return got > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? atof(buf) : 0;
+}
+
+/* ---- gemmcheck's kernels -------------------------------------------------------------------- */
+
+typedef struct own_call {
+    gck_case c;
+    gck_gemm_config cfg;
+    void *a, *b, *d;
+} own_call;
+
+static void run_own(void *arg) {
+    own_call *o = arg;
+    char msg[256];
+    if (gck_gemm(&o->c, o->a, o->b, o->d, o->d, &o->cfg, msg, sizeof msg) != GCK_GEMM_OK) {
+        fprintf(stderr, "bench_kernels: gck_gemm: %s\n", msg);
+        exit(2);
+    }
+}
+
+static double own_gflops(gck_format ta, gck_format tb, gck_format td, gck_format k, int m, int n,
+                         int kk, int threads) {
+    own_call o = {.cfg = {threads, GCK_KPATH_AUTO}};
+    gck_case_init(&o.c, m, n, kk);
+    o.c.type_a = ta;
+    o.c.type_b = tb;
+    o.c.type_c = o.c.type_d = td;
+    o.c.compute = o.c.scale_type = k;
+    o.c.alpha = 1;
+    o.c.beta = 0;
+    o.c.d_is_c = true;
+    o.a = random_buffer((size_t)m * (size_t)kk, (size_t)gck_format_get(ta)->storage_bytes, ta, 1);
+    o.b = random_buffer((size_t)kk * (size_t)n, (size_t)gck_format_get(tb)->storage_bytes, tb, 2);
+    o.d = random_buffer((size_t)m * (size_t)n, (size_t)gck_format_get(td)->storage_bytes, td, 3);
+    double g = best_gflops(run_own, &o, 2.0 * m * n * kk);
+    free(o.a);
+    free(o.b);
+    free(o.d);
+    return g;
+}
+
+/* ---- the table ------------------------------------------------------------------------------ */
+
+typedef struct shape {
+    int m, n, k;
+} shape;
+
+static bool has_peers = true;
+
+/* One line of the f32 or f64 table: ours, every peer, ours over the best peer, share of peak. */
+static void blas_line(bool dbl, shape s, int threads, double peak) {
+    gck_format t = dbl ? GCK_F64 : GCK_F32;
+    double ours = own_gflops(t, t, t, t, s.m, s.n, s.k, threads), best = 0;
+    printf("| %dx%dx%d | %d | %.1f |", s.m, s.n, s.k, threads, ours);
+    for (int p = 0; p < NPEERS; p++) {
+        double g = has_peers ? peer_gflops(&peers[p], dbl, s.m, s.n, s.k, threads) : 0;
+        if (g > best) best = g;
+        printf(" %.1f |", g);
+    }
+    printf(" %.2fx | %.0f%% |\n", best > 0 ? ours / best : 0, 100 * ours / (peak * threads));
+    fflush(stdout);
+}
+
+/* One line of the bf16/f16/mixed table, against the best sgemm/dgemm of the same line. */
+static void mixed_line(shape s, int threads, double peak_dp) {
+    double bf = own_gflops(GCK_BF16, GCK_BF16, GCK_F32, GCK_F32, s.m, s.n, s.k, threads);
+    double hf = own_gflops(GCK_F16, GCK_F16, GCK_F32, GCK_F32, s.m, s.n, s.k, threads);
+    double bh = own_gflops(GCK_BF16, GCK_F16, GCK_F32, GCK_F32, s.m, s.n, s.k, threads);
+    double hs = own_gflops(GCK_F16, GCK_F32, GCK_F32, GCK_F32, s.m, s.n, s.k, threads);
+    double sd = own_gflops(GCK_F32, GCK_F64, GCK_F64, GCK_F64, s.m, s.n, s.k, threads);
+    double s32 = own_gflops(GCK_F32, GCK_F32, GCK_F32, GCK_F32, s.m, s.n, s.k, threads);
+    double d64 = own_gflops(GCK_F64, GCK_F64, GCK_F64, GCK_F64, s.m, s.n, s.k, threads);
+    double bs = 0;
+    for (int p = 0; p < NPEERS && has_peers; p++) {
+        double g = peer_gflops(&peers[p], false, s.m, s.n, s.k, threads);
+        if (g > bs) bs = g;
+    }
+    printf("| %dx%dx%d | %d | %.1f | %.0f%% | %.2fx | %.1f | %.2fx | %.1f | %.2fx | %.1f | %.2fx |"
+           " %.1f | %.2fx |\n",
+           s.m, s.n, s.k, threads, bf, peak_dp > 0 ? 100 * bf / (peak_dp * threads) : 0,
+           bs > 0 ? bf / bs : 0, hf, bs > 0 ? hf / bs : 0, bh, bh / fmin(bf, hf), hs,
+           hs / fmin(hf, s32), sd, sd / fmin(s32, d64));
+    fflush(stdout);
+}
+
+static int parse_list(const char *s, int *out, int max) {
+    int n = 0;
+    for (char *end; *s && n < max; s = *end ? end + 1 : end) {
+        long v = strtol(s, &end, 10);
+        if (end == s || v <= 0 || v > 65536 || (*end && *end != ',')) {
+            fprintf(stderr, "bench_kernels: bad list '%s'\n", s);
+            exit(2);
+        }
+        out[n++] = (int)v;
+    }
+    return n;
+}
+
+int main(int argc, char **argv) {
+    self = argv[0];
+    if (argc == 7 && !strcmp(argv[1], "--peer")) return peer_main(argv + 2);
+    int sizes[8] = {256, 512, 1024, 2048, 4096}, nsizes = 5, threads[4] = {1, 2}, nthreads = 2;
+    bool skinny = true;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--sizes") && i + 1 < argc)
+            nsizes = parse_list(argv[++i], sizes, 8);
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+            nthreads = parse_list(argv[++i], threads, 4);
+        else if (!strcmp(argv[i], "--no-skinny"))
+            skinny = false;
+        else if (!strcmp(argv[i], "--no-peers"))
+            has_peers = false;
+        else {
+            fprintf(stderr,
+                    "bench_kernels: unknown argument '%s' (--sizes L, --threads L, "
+                    "--no-skinny, --no-peers)\n",
+                    argv[i]);
+            return 2;
+        }
+    }
+    __builtin_cpu_init();
+    bool avx512 = __builtin_cpu_supports("avx512f"), bf16 = __builtin_cpu_supports("avx512bf16");
+    double p32 = avx512 ? peak_fma32() : 0, pdp = bf16 ? peak_dpbf16() : 0;
+    printf("kernels path: %s; calibrated peak per core: f32 %.1f, f64 %.1f, VDPBF16PS %.1f "
+           "GFLOP/s (%% of peak: per thread count, peak x threads)\n\n",
+           gck_kpath_name(gck_kpath_auto()), p32, p32 / 2, pdp);
+    shape sq[8], sk[] = {{16, 2048, 1024}, {2048, 4, 1024}, {64, 64, 16384}};
+    for (int i = 0; i < nsizes; i++) sq[i] = (shape){sizes[i], sizes[i], sizes[i]};
+    for (int d = 0; d < 2; d++) {
+        printf("%s: GFLOP/s\n\n| M x N x K | threads | gemmcheck | OpenBLAS | OpenBLAS SkylakeX | "
+               "BLIS | BLIS skx | vs best | of peak |\n|---|---|---|---|---|---|---|---|---|\n",
+               d ? "f64 (dgemm)" : "f32 (sgemm)");
+        for (int t = 0; t < nthreads; t++) {
+            for (int i = 0; i < nsizes; i++) blas_line(d, sq[i], threads[t], d ? p32 / 2 : p32);
+            for (size_t i = 0; skinny && i < sizeof sk / sizeof sk[0]; i++)
+                blas_line(d, sk[i], threads[t], d ? p32 / 2 : p32);
+        }
+        printf("\n");
+    }
+    printf("bf16, f16 and mixed inputs (D and compute f32; f32 x f64 in f64): GFLOP/s, against the "
+           "best sgemm of the line or the slower of the pure types\n\n| M x N x K | threads | "
+           "bf16 | of VDPBF16PS peak | vs best sgemm | f16 | vs best sgemm | bf16 x f16 | "
+           "vs slower | f16 x f32 | vs slower | f32 x f64 | vs slower |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (int t = 0; t < nthreads; t++)
+        for (int i = 0; i < nsizes; i++) mixed_line(sq[i], threads[t], pdp);
+    return 0;
+}

@@ -1,0 +1,201 @@
+/* Conformance probes: the instructions the SIMD paths use beyond IEEE 754 arithmetic, checked
+ * against their documented semantics (Intel SDM, "VDPBF16PS", "VCVTNEPS2BF16", "VCVTPH2PS",
+ * "VCVTPS2PH"). AMD and Intel implement them separately; a path that relies on one is offered
+ * only where its probe passes (gck_kpath_supported), and the tests run every probe on every host.
+ *
+ * Each probe takes the operation under test as a function, so that the tests can also show that
+ * a probe rejects a wrong implementation. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kernels_internal.h"
+#include "text.h"
+
+#define PROBE_FAIL(...) (gck_fail(GCK_EINVAL, why, len, __VA_ARGS__), false)
+
+static float f32_of_bits(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static uint32_t bits_of_f32(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* ---- VDPBF16PS ---------------------------------------------------------------------------- */
+
+/* A bf16 operand as the instruction reads it: denormals as zeros of their sign (DAZ). */
+static float bf16_daz(uint16_t h) {
+    return (h & 0x7f80) == 0 ? f32_of_bits((uint32_t)(h & 0x8000) << 16) : gck_bf16_to_float(h);
+}
+
+/* acc + x*y as one FP32 fused multiply-add rounded to nearest even, a denormal acc read as zero
+ * and a denormal result flushed to a zero of its sign, tininess judged after rounding (the
+ * result rounded to 24 bits with an unbounded exponent is below 2^-126). */
+static float dot_step(float acc, float x, float y) {
+    if (acc != 0 && fabsf(acc) < 0x1p-126f) acc = copysignf(0.0f, acc);
+    float r = fmaf(x, y, acc);
+    if (r == 0 || !isfinite(r) || fabsf(r) >= 0x1p-125f || x == 0 || y == 0) return r;
+    /* A non-zero sum this small with a non-zero product needs |acc| and |x*y| below about 2^-98
+     * (their grids would otherwise not reach it), so |x|, |y| < 2^28 (both are normal) and
+     * scaling by 2^64 neither overflows nor leaves the normal range for a result that is not
+     * tiny: rs is the exponent-unbounded rounding, scaled. */
+    float rs = fmaf(x * 0x1p32f, y * 0x1p32f, acc * 0x1p64f);
+    return fabsf(rs) < 0x1p-62f ? copysignf(0.0f, rs) : rs * 0x1p-64f;
+}
+
+float gck_kdot2_sdm(float acc, uint16_t a0, uint16_t b0, uint16_t a1, uint16_t b1) {
+    acc = dot_step(acc, bf16_daz(a1), bf16_daz(b1)); /* the odd-indexed pair first */
+    return dot_step(acc, bf16_daz(a0), bf16_daz(b0));
+}
+
+static uint16_t bf(float x) { return (uint16_t)(bits_of_f32(x) >> 16); }
+
+/* Cases whose results the documented semantics fix and the plausible alternatives change. */
+typedef struct dot_case {
+    float acc, a0, b0, a1, b1, want;
+    const char *what;
+} dot_case;
+
+static const dot_case dot_cases[] = {
+    {0x1p24f, -0x1p12f, 0x1p12f, 1, 1, 0, "the odd pair is added first (even first gives 1)"},
+    {0x1p24f, 1, 1, -0x1p12f, 0x1p12f, 1, "the odd pair is added first (even first gives 0)"},
+    {0x1p24f, 1, 1, 1, 1, 0x1p24f, "two roundings, not one (one rounding gives 2^24+2)"},
+    {1, 0x1p-12f, 0x1p-12f, 0, 0, 1, "ties round to even (down)"},
+    {1 + 0x1p-23f, 0x1p-12f, 0x1p-12f, 0, 0, 1 + 0x1p-22f, "ties round to even (up)"},
+    {0, 0x1p-70f, 0x1p-70f, 0, 0, 0, "denormal results flushed (FTZ)"},
+    {0, -0x1p-70f, 0x1p-70f, 0, 0, -0.0f, "a flushed result keeps its sign"},
+    {0x1p-126f, -0x3p-76f, 0x1p-76f, 0, 0, 0, "tininess after rounding (flushed)"},
+    {0x1p-126f, -0x1p-80f, 0x1p-80f, 0, 0, 0x1p-126f, "tininess after rounding (kept)"},
+    {0x1p-130f, 0x1p-63f, 0x1p-63f, 0, 0, 0x1p-126f, "a denormal accumulator read as zero"},
+    {3e38f, 0x1p127f, 2, 0, 0, INFINITY, "overflow to infinity"},
+};
+
+/* The denormal operands: bf16 0x0001 (2^-133) read as zero. */
+static const uint16_t dot_daz[][4] = {
+    {0x0001, 0x6380, 0, 0}, {0x6380, 0x0001, 0, 0}, {0, 0, 0x8001, 0x6380}};
+
+static bool same_f32(float got, float want) {
+    return isnan(want) ? isnan(got) : bits_of_f32(got) == bits_of_f32(want);
+}
+
+static uint64_t probe_rand(uint64_t *s) {
+    *s += 0x9e3779b97f4a7c15u;
+    uint64_t z = *s;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+/* bf16 bits weighted towards the edges: denormals, tiny and huge exponents, Inf and NaN. */
+static uint16_t probe_bf16(uint64_t *s) {
+    uint64_t r = probe_rand(s);
+    uint16_t sign = (uint16_t)(r & 0x8000), man = (uint16_t)(r >> 16 & 0x7f);
+    switch (r >> 32 & 7) {
+    case 0: return sign | man;                                           /* denormal, zero */
+    case 1: return sign | (uint16_t)((1 + (r >> 40) % 40) << 7) | man;   /* tiny */
+    case 2: return sign | (uint16_t)((214 + (r >> 40) % 41) << 7) | man; /* huge, Inf, NaN */
+    default: return sign | (uint16_t)((96 + (r >> 40) % 64) << 7) | man; /* around 1 */
+    }
+}
+
+bool gck_kprobe_dot2(gck_kdot2_fn f, char *why, size_t len) {
+    for (size_t i = 0; i < sizeof dot_cases / sizeof dot_cases[0]; i++) {
+        const dot_case *d = &dot_cases[i];
+        float got = f(d->acc, bf(d->a0), bf(d->b0), bf(d->a1), bf(d->b1));
+        if (!same_f32(got, d->want))
+            return PROBE_FAIL("VDPBF16PS: %s: %a + %a*%a + %a*%a gave %a, "
+                              "documented %a",
+                              d->what, d->acc, d->a1, d->b1, d->a0, d->b0, got, d->want);
+    }
+    for (size_t i = 0; i < sizeof dot_daz / sizeof dot_daz[0]; i++) {
+        const uint16_t *v = dot_daz[i];
+        float got = f(0, v[0], v[1], v[2], v[3]);
+        if (got != 0)
+            return PROBE_FAIL("VDPBF16PS: bf16 %04x*%04x + %04x*%04x with a "
+                              "denormal factor gave %a, documented 0",
+                              v[2], v[3], v[0], v[1], got);
+    }
+    uint64_t s = 2027;
+    for (int i = 0; i < 200000; i++) {
+        float acc = f32_of_bits((uint32_t)probe_rand(&s));
+        uint16_t a0 = probe_bf16(&s), b0 = probe_bf16(&s), a1 = probe_bf16(&s), b1 = probe_bf16(&s);
+        float got = f(acc, a0, b0, a1, b1), want = gck_kdot2_sdm(acc, a0, b0, a1, b1);
+        if (!same_f32(got, want))
+            return PROBE_FAIL("VDPBF16PS: %a + bf16 %04x*%04x + %04x*%04x "
+                              "gave %a, documented %a",
+                              acc, a1, b1, a0, b0, got, want);
+    }
+    return true;
+}
+
+/* ---- conversions from f32 ------------------------------------------------------------------ */
+
+/* Inputs for the conversions: every upper half, with lower halves at and around the rounding
+ * boundaries of both bf16 (16 dropped bits) and f16 (13) and two pseudo-random ones. */
+static uint32_t conv_input(uint32_t hi, int v, uint64_t *s) {
+    static const uint16_t lo[] = {0x0000, 0x0001, 0x0fff, 0x1000, 0x1001, 0x7fff,
+                                  0x8000, 0x8001, 0xefff, 0xf000, 0xffff};
+    enum { NLO = sizeof lo / sizeof lo[0] };
+    return hi << 16 | (v < NLO ? lo[v] : (uint16_t)probe_rand(s));
+}
+enum { CONV_VARIANTS = 13 };
+
+/* VCVTNEPS2BF16: round to nearest even; denormal inputs read as zero; NaN quieted, its upper
+ * bits kept. */
+static uint16_t cvtbf16_sdm(float x) {
+    uint32_t u = bits_of_f32(x);
+    if (isnan(x)) return (uint16_t)(u >> 16 | 0x0040);
+    if ((u & 0x7f800000) == 0) return (uint16_t)(u >> 16 & 0x8000);
+    return gck_bf16_from_float(x);
+}
+
+bool gck_kprobe_cvtneps2bf16(gck_kcvt_bf16_fn f, char *why, size_t len) {
+    uint64_t s = 7;
+    for (uint32_t hi = 0; hi < 0x10000; hi++)
+        for (int v = 0; v < CONV_VARIANTS; v++) {
+            float x = f32_of_bits(conv_input(hi, v, &s));
+            uint16_t got = f(x), want = cvtbf16_sdm(x);
+            if (got != want)
+                return PROBE_FAIL("VCVTNEPS2BF16: %08x gave %04x, "
+                                  "documented %04x",
+                                  bits_of_f32(x), got, want);
+        }
+    return true;
+}
+
+/* ---- F16C ------------------------------------------------------------------------------------ */
+
+static bool same_f16_result(uint16_t got, uint16_t want) {
+    bool gn = (got & 0x7c00) == 0x7c00 && (got & 0x3ff),
+         wn = (want & 0x7c00) == 0x7c00 && (want & 0x3ff);
+    return gn || wn ? gn && wn && (got & 0x8000) == (want & 0x8000) : got == want;
+}
+
+bool gck_kprobe_f16c(gck_kf16_to_f32_fn to32, gck_kf16_from_f32_fn to16, char *why, size_t len) {
+    for (uint32_t h = 0; h < 0x10000; h++) { /* VCVTPH2PS: exact, NaN quieted with its sign */
+        float got = to32((uint16_t)h), want = gck_f16_to_float((uint16_t)h);
+        bool ok = isnan(want) ? isnan(got) && signbit(got) == signbit(want) &&
+                                    (bits_of_f32(got) & 0x00400000)
+                              : bits_of_f32(got) == bits_of_f32(want);
+        if (!ok)
+            return PROBE_FAIL("VCVTPH2PS: f16 %04x gave %08x, documented "
+                              "%08x",
+                              h, bits_of_f32(got), bits_of_f32(want));
+    }
+    uint64_t s = 11;
+    for (uint32_t hi = 0; hi < 0x10000; hi++) /* VCVTPS2PH, imm8 = nearest even */
+        for (int v = 0; v < CONV_VARIANTS; v++) {
+            float x = f32_of_bits(conv_input(hi, v, &s));
+            uint16_t got = to16(x), want = gck_f16_from_float(x);
+            if (!same_f16_result(got, want))
+                return PROBE_FAIL("VCVTPS2PH: %08x gave %04x, documented "
+                                  "%04x",
+                                  bits_of_f32(x), got, want);
+        }
+    return true;
+}
