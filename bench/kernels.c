@@ -63,11 +63,12 @@ __attribute__((target("avx512f,avx512bf16"))) static double peak_dpbf16(void) {
 
 /* ---- timing --------------------------------------------------------------------------------- */
 
-/* The best GFLOP/s of fn over calls after a warm-up: at least 3 calls and 0.5 s, at most 10. */
+/* The best GFLOP/s of fn over calls after a warm-up: at least 3 calls and 0.3 s (short calls
+ * repeat long enough for the clock to settle), at most 1000. */
 static double best_gflops(void (*fn)(void *), void *arg, double flops) {
     fn(arg);
     double best = 0, spent = 0;
-    for (int r = 0; r < 10 && (r < 3 || spent < 0.5); r++) {
+    for (int r = 0; r < 1000 && (r < 3 || spent < 0.3); r++) {
         double t0 = now();
         fn(arg);
         double t = now() - t0;

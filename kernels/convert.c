@@ -2,7 +2,17 @@
  * D's type (the epilogue): the only places the kernels meet element types. Every conversion is
  * exact or one rounding to nearest even, the same bits as gck_load/gck_store; the strides are in
  * elements, and a run with both strides 1 is a plain loop the compiler vectorises. */
+#include <string.h>
+
 #include "kernels_internal.h"
+
+/* bf16 bits into f32 (exact): inlined here, the run loops call it per element */
+static inline float bf16_to_f32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
 
 /* dst[i*ds] = CONV(src[i*ss]) for i < n, with the contiguous case as its own loop. */
 #define RUN(DT, ST, CONV)                                                                          \
@@ -21,7 +31,7 @@ void gck_kline_to_f32(float *dst, int64_t ds, const void *src, gck_format t, int
     switch (t) {
     case GCK_F32: RUN(float, float, AS_IS); break;
     case GCK_F64: RUN(float, double, (float)); break;
-    case GCK_BF16: RUN(float, uint16_t, gck_bf16_to_float); break;
+    case GCK_BF16: RUN(float, uint16_t, bf16_to_f32); break;
     case GCK_F16:
         if (f16c)
             gck_kf16c_to_f32(dst, ds, src, ss, n);
@@ -38,7 +48,7 @@ void gck_kline_to_f64(double *dst, int64_t ds, const void *src, gck_format t, in
     switch (t) {
     case GCK_F32: RUN(double, float, (double)); break;
     case GCK_F64: RUN(double, double, AS_IS); break;
-    case GCK_BF16: RUN(double, uint16_t, (double)gck_bf16_to_float); break;
+    case GCK_BF16: RUN(double, uint16_t, (double)bf16_to_f32); break;
     case GCK_F16: RUN(double, uint16_t, gck_f16_to_double); break;
     default: break;
     }

@@ -85,22 +85,27 @@ static bool KN(block)(const kjob *j, const void *A, const void *B, const void *C
     const gck_kpath_ops *ops = j->ops;
     int mr = ops->KMR, nr = ops->KNR;
     gck_blocking bk = gck_kernels_blocking((int)sizeof(KT), mr, nr);
+    /* blocks no larger than the job's share (whole tiles), so that small products allocate and
+     * touch small buffers */
     int64_t mc = bk.mc, kc = bk.kc / KP * KP, kp = (c->k + KP - 1) / KP * KP;
-    KT *tmp = malloc((size_t)mc * sizeof(KT));
+    int64_t rows = (i1 - i0 + mr - 1) / mr * mr, cols = (j1 - j0 + nr - 1) / nr * nr;
+    if (mc > rows) mc = rows;
+    if (kc > kp) kc = kp;
+    if (bk.nc > cols) bk.nc = cols;
+    KT *tmp = kbuf(KBUF_TMP, (size_t)mc * sizeof(KT));
     if (!tmp) return false;
     if (!gck_case_reads_ab(c)) {
         for (int64_t ic = i0; ic < i1; ic += mc)
             KN(epilogue)(j, NULL, 0, C, D, ic, i1 - ic < mc ? i1 - ic : mc, j0, j1 - j0, tmp);
-        free(tmp);
         return true;
     }
     /* the packed B panel holds all K steps: keep it within 8 MiB */
     int64_t nc = bk.nc, cap = ((int64_t)8 << 20) / ((int64_t)sizeof(PT) * kp);
     if (nc > cap) nc = cap;
     nc = nc < nr ? nr : nc / nr * nr;
-    PT *bp = kalloc((size_t)(kp * nc) * sizeof(PT));
-    PT *ap = kalloc((size_t)(mc * kc) * sizeof(PT));
-    KT *w = kalloc((size_t)(mc * nc) * sizeof(KT));
+    PT *bp = kbuf(KBUF_B, (size_t)(kp * nc) * sizeof(PT));
+    PT *ap = kbuf(KBUF_A, (size_t)(mc * kc) * sizeof(PT));
+    KT *w = kbuf(KBUF_W, (size_t)(mc * nc) * sizeof(KT));
     bool ok = bp && ap && w;
     kpanel pa = {A, c->type_a, gck_format_get(c->type_a)->storage_bytes, j->ars, j->acs, ops->f16c};
     kpanel pb = {B, c->type_b, gck_format_get(c->type_b)->storage_bytes, j->bcs, j->brs, ops->f16c};
@@ -120,10 +125,6 @@ static bool KN(block)(const kjob *j, const void *A, const void *B, const void *C
             KN(epilogue)(j, w, mc, C, D, ic, mb, jc, nb, tmp);
         }
     }
-    free(bp);
-    free(ap);
-    free(w);
-    free(tmp);
     return ok;
 }
 

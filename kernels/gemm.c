@@ -234,6 +234,45 @@ typedef struct kpanel {
 
 static void *kalloc(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 * 64); }
 
+/* The packing buffers of a thread, kept from one call to the next (a fresh allocation per call
+ * costs page faults comparable to a small product's arithmetic) and freed when the thread ends.
+ * They live in thread-local storage; a key's destructor frees them. */
+enum { KBUF_B, KBUF_A, KBUF_W, KBUF_TMP, KBUF_COUNT };
+typedef struct kbufs {
+    void *p[KBUF_COUNT];
+    size_t size[KBUF_COUNT];
+} kbufs;
+static _Thread_local kbufs thread_bufs;
+static pthread_key_t kbufs_key;
+static pthread_once_t kbufs_once = PTHREAD_ONCE_INIT;
+static bool kbufs_keyed;
+
+static void kbufs_release(void *v) {
+    kbufs *b = v;
+    for (int i = 0; i < KBUF_COUNT; i++) {
+        free(b->p[i]);
+        b->p[i] = NULL;
+        b->size[i] = 0;
+    }
+}
+
+static void kbufs_make_key(void) {
+    kbufs_keyed = pthread_key_create(&kbufs_key, kbufs_release) == 0;
+}
+
+/* The calling thread's buffer `slot` of at least `bytes` bytes, 64-byte aligned; NULL when out
+ * of memory. */
+static void *kbuf(int slot, size_t bytes) {
+    pthread_once(&kbufs_once, kbufs_make_key);
+    kbufs *b = &thread_bufs;
+    if (b->size[slot] >= bytes) return b->p[slot];
+    if (kbufs_keyed) pthread_setspecific(kbufs_key, b);
+    free(b->p[slot]);
+    b->p[slot] = kalloc(bytes);
+    b->size[slot] = b->p[slot] ? bytes : 0;
+    return b->p[slot];
+}
+
 /* bf16 bits as they are stored (the pair dot product reads them unconverted). */
 static inline void kline_bits16(uint16_t *dst, int64_t ds, const void *src, gck_format t,
                                 int64_t ss, int64_t n, bool f16c) {
