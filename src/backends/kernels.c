@@ -42,11 +42,13 @@ typedef struct kernels_state {
 
 /* The rows with the model of the path the backend resolves to. */
 static void declare_rows(kernels_state *s) {
+    gck_kpath p =
+        s->cfg.path == GCK_KPATH_AUTO ? gck_kpath_auto() : s->cfg.path; /* resolved once */
     for (int r = 0; r < KERNELS_ROWS; r++) {
         gck_support_row *row = &s->rows[r];
         *row = kernels_tuples[r];
-        row->model = gck_gemm_model(s->cfg.path, row->a, row->b, row->compute);
-        if (gck_gemm_pair_dot(s->cfg.path, row->a, row->b, row->compute))
+        row->model = gck_gemm_model(p, row->a, row->b, row->compute);
+        if (gck_gemm_pair_dot(p, row->a, row->b, row->compute))
             row->entry = "gck_gemm (VDPBF16PS pairs, odd step first, DAZ, FTZ)";
     }
 }
