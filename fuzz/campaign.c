@@ -565,7 +565,11 @@ static int fill_slots(run_ctx *x, slot *slots, int jobs, double now, bool in_tim
         /* a case already dispatched that must run again in a fresh worker (a missed deadline,
          * a worker that did not take it) is owed while time remains, even once --cases new
          * cases have been handed out */
-        bool serve = accepting || (in_time && (s->retry_pending || s->resend));
+        bool owes = in_time && (s->retry_pending || s->resend);
+        /* --cases counts cases handed out, so it is looked at again for every slot: two idle
+         * workers served in one pass once ran one case over the count */
+        bool fresh = accepting && (x->o->max_cases <= 0 || x->dispatched < x->o->max_cases);
+        bool serve = fresh || owes;
         double ready_by = now + 120.0 < x->end + 3.0 ? now + 120.0 : x->end + 3.0;
         if (!s->alive && serve && !spawn(x, s, ready_by)) {
             fprintf(stderr, "\ngemmcheck fuzz: %s\n", x->setup_error);

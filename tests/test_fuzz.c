@@ -288,8 +288,31 @@ Test(fuzz, the_oracle_choice_reaches_the_workers, .init = setup, .fini = teardow
             cr_expect(o && !strcmp(o, *choices[x] ? choices[x] : "exact"), "%s: oracle %s", opt,
                       o ? o : "(none)");
         }
+        json_t *sum = json_object_get(j, "summary");
+        char *text = json_dumps(sum, JSON_COMPACT);
+        cr_expect_eq(json_integer_value(json_object_get(sum, "cases")), 80, "%s: summary %s\n%s",
+                     opt, text ? text : "(none)", out);
+        free(text);
+        json_decref(j);
+    }
+}
+
+/* --cases N runs exactly N cases per backend, whatever the number of workers: with more idle
+ * workers than cases left, each once took a case in the same pass (--cases 1 --jobs 2 ran 2). */
+Test(fuzz, cases_runs_exactly_that_many_with_any_number_of_workers, .init = setup, .fini = teardown,
+     .timeout = 300) {
+    const int counts[] = {1, 2, 3, 7};
+    for (int x = 0; x < 4; x++) {
+        char args[4096], out[1 << 16], report[512];
+        snprintf(report, sizeof report, "%s/count%d.json", dir, x);
+        snprintf(args, sizeof args,
+                 "fuzz --backend ref --cases %d --seed %d --jobs 2 --report %s --no-progress",
+                 counts[x], 40 + x, report);
+        int code = run(args, out, sizeof out);
+        cr_assert_eq(code, 0, "exit %d\n%s", code, out);
+        json_t *j = load(report);
         cr_expect_eq(json_integer_value(json_object_get(json_object_get(j, "summary"), "cases")),
-                     80);
+                     counts[x], "--cases %d\n%s", counts[x], out);
         json_decref(j);
     }
 }
