@@ -26,10 +26,20 @@ static inline float bf16_to_f32(uint16_t h) {
 
 #define AS_IS(x) (x)
 
+/* a run of the compute type itself, contiguous at both ends: a copy (memcpy keeps many loads in
+ * flight, which a packing that streams an operand from memory needs) */
+#define COPY_OR_RUN(DT)                                                                            \
+    do {                                                                                           \
+        if (ds == 1 && ss == 1)                                                                    \
+            memcpy(dst, src, (size_t)n * sizeof(DT));                                              \
+        else                                                                                       \
+            RUN(DT, DT, AS_IS);                                                                    \
+    } while (0)
+
 void gck_kline_to_f32(float *dst, int64_t ds, const void *src, gck_format t, int64_t ss, int64_t n,
                       bool f16c) {
     switch (t) {
-    case GCK_F32: RUN(float, float, AS_IS); break;
+    case GCK_F32: COPY_OR_RUN(float); break;
     case GCK_F64: RUN(float, double, (float)); break;
     case GCK_BF16: RUN(float, uint16_t, bf16_to_f32); break;
     case GCK_F16:
@@ -47,7 +57,7 @@ void gck_kline_to_f64(double *dst, int64_t ds, const void *src, gck_format t, in
     (void)f16c;
     switch (t) {
     case GCK_F32: RUN(double, float, (double)); break;
-    case GCK_F64: RUN(double, double, AS_IS); break;
+    case GCK_F64: COPY_OR_RUN(double); break;
     case GCK_BF16: RUN(double, uint16_t, (double)bf16_to_f32); break;
     case GCK_F16: RUN(double, uint16_t, gck_f16_to_double); break;
     default: break;
@@ -55,10 +65,11 @@ void gck_kline_to_f64(double *dst, int64_t ds, const void *src, gck_format t, in
 }
 
 void gck_kline_bits16(uint16_t *dst, int64_t ds, const void *src, int64_t ss, int64_t n) {
-    RUN(uint16_t, uint16_t, AS_IS);
+    COPY_OR_RUN(uint16_t);
 }
 
 #undef RUN
+#undef COPY_OR_RUN
 
 /* dst[i*ds] = CONV(src[i]) for i < n. */
 #define OUT(DT, CONV)                                                                              \

@@ -25,14 +25,17 @@
 static void KN(pack)(PT *dst, int len, const kpanel *p, int64_t x0, int64_t xn, int64_t k0,
                      int64_t kb) {
     int64_t kbp = (kb + KP - 1) / KP * KP;
+    if (p->xs == 1) /* along each stored column of the block once, sliver after sliver */
+        for (int64_t k = 0; k < kb; k++) {
+            const char *col = p->base + (x0 + (k0 + k) * p->ks) * p->es;
+            for (int64_t s = 0; s < xn; s += len)
+                KLINE(dst + s * kbp + k / KP * len * KP + k % KP, KP, col + s * p->es, p->t, 1,
+                      xn - s < len ? xn - s : len, p->f16c);
+        }
     for (int64_t s = 0; s < xn; s += len, dst += len * kbp) {
         int64_t rows = xn - s < len ? xn - s : len;
         const char *base = p->base + ((x0 + s) * p->xs + k0 * p->ks) * p->es;
-        if (p->xs == 1)
-            for (int64_t k = 0; k < kb; k++)
-                KLINE(dst + k / KP * len * KP + k % KP, KP, base + k * p->ks * p->es, p->t, 1, rows,
-                      p->f16c);
-        else
+        if (p->xs != 1)
             for (int64_t r = 0; r < rows; r++)
                 for (int64_t u = 0; u < KP && u < kb; u++)
                     KLINE(dst + r * KP + u, (int64_t)len * KP,
@@ -92,7 +95,7 @@ static bool KN(block)(const kjob *j, const void *A, const void *B, const void *C
     if (mc > rows) mc = rows;
     if (kc > kp) kc = kp;
     if (bk.nc > cols) bk.nc = cols;
-    KT *tmp = kbuf(KBUF_TMP, (size_t)mc * sizeof(KT));
+    KT *tmp = kbuf(j->bufs, KBUF_TMP, (size_t)mc * sizeof(KT));
     if (!tmp) return false;
     if (!gck_case_reads_ab(c)) {
         for (int64_t ic = i0; ic < i1; ic += mc)
@@ -103,9 +106,9 @@ static bool KN(block)(const kjob *j, const void *A, const void *B, const void *C
     int64_t nc = bk.nc, cap = ((int64_t)8 << 20) / ((int64_t)sizeof(PT) * kp);
     if (nc > cap) nc = cap;
     nc = nc < nr ? nr : nc / nr * nr;
-    PT *bp = kbuf(KBUF_B, (size_t)(kp * nc) * sizeof(PT));
-    PT *ap = kbuf(KBUF_A, (size_t)(mc * kc) * sizeof(PT));
-    KT *w = kbuf(KBUF_W, (size_t)(mc * nc) * sizeof(KT));
+    PT *bp = kbuf(j->bufs, KBUF_B, (size_t)(kp * nc) * sizeof(PT));
+    PT *ap = kbuf(j->bufs, KBUF_A, (size_t)(mc * kc) * sizeof(PT));
+    KT *w = kbuf(j->bufs, KBUF_W, (size_t)(mc * nc) * sizeof(KT));
     bool ok = bp && ap && w;
     kpanel pa = {A, c->type_a, gck_format_get(c->type_a)->storage_bytes, j->ars, j->acs, ops->f16c};
     kpanel pb = {B, c->type_b, gck_format_get(c->type_b)->storage_bytes, j->bcs, j->brs, ops->f16c};

@@ -221,6 +221,7 @@ typedef struct kjob {
     void *D;
     int64_t ars, acs, brs, bcs, crs, ccs, drs, dcs;
     int64_t b0, b1, i0, i1, j0, j1;
+    struct kbufs *bufs; /* the job's packing buffers, taken when it starts */
     bool ok;
 } kjob;
 
@@ -234,39 +235,41 @@ typedef struct kpanel {
 
 static void *kalloc(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 * 64); }
 
-/* The packing buffers of a thread, kept from one call to the next (a fresh allocation per call
- * costs page faults comparable to a small product's arithmetic) and freed when the thread ends.
- * They live in thread-local storage; a key's destructor frees them. */
-enum { KBUF_B, KBUF_A, KBUF_W, KBUF_TMP, KBUF_COUNT };
+/* Packing buffers, kept from one call to the next (a fresh allocation per call costs page faults
+ * comparable to a small product's arithmetic, and a thread started for one call would lose its
+ * own at its end): a job takes a set from a shared cache, grows what it needs, and gives the set
+ * back; at most KBUF_SETS sets are kept, the rest freed. */
+enum { KBUF_B, KBUF_A, KBUF_W, KBUF_TMP, KBUF_COUNT, KBUF_SETS = 16 };
 typedef struct kbufs {
     void *p[KBUF_COUNT];
     size_t size[KBUF_COUNT];
 } kbufs;
-static _Thread_local kbufs thread_bufs;
-static pthread_key_t kbufs_key;
-static pthread_once_t kbufs_once = PTHREAD_ONCE_INIT;
-static bool kbufs_keyed;
+static pthread_mutex_t kbufs_lock = PTHREAD_MUTEX_INITIALIZER;
+static kbufs *kbufs_cache[KBUF_SETS];
+static int kbufs_cached;
 
-static void kbufs_release(void *v) {
-    kbufs *b = v;
-    for (int i = 0; i < KBUF_COUNT; i++) {
-        free(b->p[i]);
-        b->p[i] = NULL;
-        b->size[i] = 0;
-    }
+static kbufs *kbufs_take(void) {
+    pthread_mutex_lock(&kbufs_lock);
+    kbufs *b = kbufs_cached ? kbufs_cache[--kbufs_cached] : NULL;
+    pthread_mutex_unlock(&kbufs_lock);
+    return b ? b : calloc(1, sizeof *b);
 }
 
-static void kbufs_make_key(void) {
-    kbufs_keyed = pthread_key_create(&kbufs_key, kbufs_release) == 0;
+static void kbufs_give(kbufs *b) {
+    if (!b) return;
+    pthread_mutex_lock(&kbufs_lock);
+    bool kept = kbufs_cached < KBUF_SETS;
+    if (kept) kbufs_cache[kbufs_cached++] = b;
+    pthread_mutex_unlock(&kbufs_lock);
+    if (kept) return;
+    for (int i = 0; i < KBUF_COUNT; i++) free(b->p[i]);
+    free(b);
 }
 
-/* The calling thread's buffer `slot` of at least `bytes` bytes, 64-byte aligned; NULL when out
- * of memory. */
-static void *kbuf(int slot, size_t bytes) {
-    pthread_once(&kbufs_once, kbufs_make_key);
-    kbufs *b = &thread_bufs;
+/* Buffer `slot` of the set of at least `bytes` bytes, 64-byte aligned; NULL when out of memory. */
+static void *kbuf(kbufs *b, int slot, size_t bytes) {
+    if (!b) return NULL;
     if (b->size[slot] >= bytes) return b->p[slot];
-    if (kbufs_keyed) pthread_setspecific(kbufs_key, b);
     free(b->p[slot]);
     b->p[slot] = kalloc(bytes);
     b->size[slot] = b->p[slot] ? bytes : 0;
@@ -329,7 +332,8 @@ static const void *member(const void *base, gck_format t, int64_t stride, int64_
 static void *run_job(void *arg) {
     kjob *j = arg;
     const gck_case *c = j->c;
-    j->ok = true;
+    j->bufs = kbufs_take();
+    j->ok = j->bufs != NULL;
     for (int64_t b = j->b0; b < j->b1 && j->ok; b++) {
         const void *Ab = member(j->A, c->type_a, c->stride_a, b);
         const void *Bb = member(j->B, c->type_b, c->stride_b, b);
@@ -342,6 +346,7 @@ static void *run_job(void *arg) {
         else
             j->ok = block_f64(j, Ab, Bb, Cb, Db, j->i0, j->i1, j->j0, j->j1);
     }
+    kbufs_give(j->bufs);
     return NULL;
 }
 

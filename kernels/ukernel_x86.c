@@ -74,6 +74,26 @@ AVX2 static void avx2_f64(int64_t kc, const double *a, const double *b, double *
 
 enum { A5_MR32 = 32, A5_MR64 = 16, A5_NR = 12 };
 
+/* Software prefetch (as BLIS's SkylakeX and OpenBLAS's kernels do): the A sliver streams from L2
+ * and is requested PF_STEPS steps ahead; the next tile of W (the same columns, MR rows on), which
+ * the next call loads first, is requested while this call computes. A prefetch never faults, so
+ * addresses past the buffers are harmless. */
+#ifndef PF_STEPS
+#define PF_STEPS 8
+#endif
+
+#define PREFETCH(p, bytes)                                                                         \
+    _mm_prefetch((const char *)((uintptr_t)(p) + (uintptr_t)(bytes)), _MM_HINT_T0)
+
+/* the tile after w's: MR rows (tile_bytes, two lines) on, in each of the NR columns */
+AVX512 static inline void prefetch_tile(const void *w, int64_t ldw_bytes, int64_t tile_bytes) {
+#pragma GCC unroll 16
+    for (int j = 0; j < A5_NR; j++) {
+        PREFETCH(w, j * ldw_bytes + tile_bytes);
+        PREFETCH(w, j * ldw_bytes + tile_bytes + 64);
+    }
+}
+
 AVX512 static void avx512_f32(int64_t kc, const float *a, const float *b, float *w, int64_t ldw,
                               bool first) {
     __m512 c0[A5_NR], c1[A5_NR];
@@ -82,7 +102,10 @@ AVX512 static void avx512_f32(int64_t kc, const float *a, const float *b, float 
         c0[j] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(w + j * ldw);
         c1[j] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(w + j * ldw + 16);
     }
+    prefetch_tile(w, ldw * 4, A5_MR32 * 4);
     for (int64_t k = 0; k < kc; k++, a += A5_MR32, b += A5_NR) {
+        PREFETCH(a, PF_STEPS * A5_MR32 * 4);
+        PREFETCH(a, PF_STEPS * A5_MR32 * 4 + 64);
         __m512 a0 = _mm512_loadu_ps(a), a1 = _mm512_loadu_ps(a + 16);
 #pragma GCC unroll 16
         for (int j = 0; j < A5_NR; j++) {
@@ -106,7 +129,10 @@ AVX512 static void avx512_f64(int64_t kc, const double *a, const double *b, doub
         c0[j] = first ? _mm512_setzero_pd() : _mm512_loadu_pd(w + j * ldw);
         c1[j] = first ? _mm512_setzero_pd() : _mm512_loadu_pd(w + j * ldw + 8);
     }
+    prefetch_tile(w, ldw * 8, A5_MR64 * 8);
     for (int64_t k = 0; k < kc; k++, a += A5_MR64, b += A5_NR) {
+        PREFETCH(a, PF_STEPS * A5_MR64 * 8);
+        PREFETCH(a, PF_STEPS * A5_MR64 * 8 + 64);
         __m512d a0 = _mm512_loadu_pd(a), a1 = _mm512_loadu_pd(a + 8);
 #pragma GCC unroll 16
         for (int j = 0; j < A5_NR; j++) {
@@ -132,7 +158,10 @@ AVX512BF16 static void avx512_bf16dot(int64_t kp, const uint16_t *a, const uint1
         c0[j] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(w + j * ldw);
         c1[j] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(w + j * ldw + 16);
     }
+    prefetch_tile(w, ldw * 4, A5_MR32 * 4);
     for (int64_t g = 0; g < kp; g++, a += 2 * A5_MR32, b += 2 * A5_NR) {
+        PREFETCH(a, PF_STEPS * 2 * A5_MR32 * 2);
+        PREFETCH(a, PF_STEPS * 2 * A5_MR32 * 2 + 64);
         __m512bh a0 = (__m512bh)_mm512_loadu_si512(a), a1 = (__m512bh)_mm512_loadu_si512(a + 32);
 #pragma GCC unroll 16
         for (int j = 0; j < A5_NR; j++) {
