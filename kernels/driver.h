@@ -20,6 +20,24 @@
  * W has whole tiles, so the micro-kernels never see an edge: nothing outside the operands is read
  * or written. */
 
+/* One sliver of an operand stored along k (unit stride in k): chunks of up to PACK_CHUNK steps
+ * of each of its `rows` stored runs converted into buf, then written across, step by step, in
+ * the sliver's order: the reads are sequential and the sliver is written once, in order (written
+ * a run at a time, at a stride of the sliver's width, it left L1 for every run). */
+static void KN(pack_across)(PT *dst, int len, const kpanel *p, const char *base, int64_t rows,
+                            int64_t kb) {
+    PT buf[PACK_MAX_LEN * PACK_CHUNK];
+    for (int64_t k0 = 0; k0 < kb; k0 += PACK_CHUNK) {
+        int64_t kk = kb - k0 < PACK_CHUNK ? kb - k0 : PACK_CHUNK;
+        for (int64_t r = 0; r < rows; r++)
+            KLINE(buf + r * PACK_CHUNK, 1, base + (r * p->xs + k0) * p->es, p->t, 1, kk, p->f16c);
+        for (int64_t k = 0; k < kk; k++) {
+            PT *out = dst + (k0 + k) / KP * len * KP + (k0 + k) % KP;
+            for (int64_t r = 0; r < rows; r++) out[r * KP] = buf[r * PACK_CHUNK + k];
+        }
+    }
+}
+
 /* Slivers of op(X)(x, k) for x in x0..x0+xn and k in k0..k0+kb, len-wide, zero-padded; each
  * run of stored values is converted along the operand's unit stride when it has one. */
 static void KN(pack)(PT *dst, int len, const kpanel *p, int64_t x0, int64_t xn, int64_t k0,
@@ -35,7 +53,9 @@ static void KN(pack)(PT *dst, int len, const kpanel *p, int64_t x0, int64_t xn, 
     for (int64_t s = 0; s < xn; s += len, dst += len * kbp) {
         int64_t rows = xn - s < len ? xn - s : len;
         const char *base = p->base + ((x0 + s) * p->xs + k0 * p->ks) * p->es;
-        if (p->xs != 1)
+        if (p->xs != 1 && p->ks == 1 && len <= PACK_MAX_LEN)
+            KN(pack_across)(dst, len, p, base, rows, kb);
+        else if (p->xs != 1)
             for (int64_t r = 0; r < rows; r++)
                 for (int64_t u = 0; u < KP && u < kb; u++)
                     KLINE(dst + r * KP + u, (int64_t)len * KP,

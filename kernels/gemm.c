@@ -284,6 +284,10 @@ static inline void kline_bits16(uint16_t *dst, int64_t ds, const void *src, gck_
     gck_kline_bits16(dst, ds, src, ss, n);
 }
 
+/* Packing an operand stored along k goes through a buffer of PACK_CHUNK steps of at most
+ * PACK_MAX_LEN runs (the widest tile of any path: 32 rows). */
+enum { PACK_CHUNK = 64, PACK_MAX_LEN = 32 };
+
 #define KT              float
 #define PT              float
 #define KP              1
@@ -382,6 +386,42 @@ static int split(const gck_case *c, const kjob *proto, int threads, kjob *jobs) 
     return threads;
 }
 
+/* Whether D^T = op(B)^T op(A)^T pads less: M is the dimension of MR-tall slivers, N of NR-wide
+ * ones, and a short M (16 rows of a 32-row tile) wastes more than a wide N. Every element keeps
+ * its one accumulator and its order of k, so the bits are the same either way. */
+static bool transposed_pays(const gck_case *c, const gck_kpath_ops *ops) {
+    int64_t mr, nr;
+    tile_of(c, ops, &mr, &nr);
+    double as_is = (double)((c->m + mr - 1) / mr * mr) * (double)((c->n + nr - 1) / nr * nr);
+    double swapped = (double)((c->n + mr - 1) / mr * mr) * (double)((c->m + nr - 1) / nr * nr);
+    return swapped < as_is;
+}
+
+/* The job for D^T = op(B)^T op(A)^T: op(B)^T is the new A and op(A)^T the new B, C and D are
+ * read and written transposed; *ct is the case with M and N (and A's and B's parts) swapped. */
+static void transpose_job(const gck_case *c, gck_case *ct, kjob *j) {
+    *ct = *c;
+    ct->m = c->n;
+    ct->n = c->m;
+    ct->type_a = c->type_b;
+    ct->type_b = c->type_a;
+    ct->stride_a = c->stride_b;
+    ct->stride_b = c->stride_a;
+    const void *a = j->A;
+    j->A = j->B;
+    j->B = a;
+    int64_t ars = j->ars, acs = j->acs, t;
+    j->ars = j->bcs;
+    j->acs = j->brs;
+    j->brs = acs;
+    j->bcs = ars;
+    t = j->crs, j->crs = j->ccs, j->ccs = t;
+    t = j->drs, j->drs = j->dcs, j->dcs = t;
+    j->c = ct;
+    j->i1 = ct->m;
+    j->j1 = ct->n;
+}
+
 gck_gemm_arg gck_gemm(const gck_case *c, const void *A, const void *B, const void *C, void *D,
                       const gck_gemm_config *cfg, char *msg, size_t len) {
     gck_gemm_arg bad = check_args(c, A, B, C, D, cfg, msg, len);
@@ -403,6 +443,11 @@ gck_gemm_arg gck_gemm(const gck_case *c, const void *A, const void *B, const voi
     gck_case_op_strides(c, GCK_B, &proto.brs, &proto.bcs);
     gck_case_op_strides(c, GCK_C, &proto.crs, &proto.ccs);
     gck_case_op_strides(c, GCK_D, &proto.drs, &proto.dcs);
+    gck_case ct;
+    if (transposed_pays(c, proto.ops)) {
+        transpose_job(c, &ct, &proto);
+        c = &ct;
+    }
     /* a thread for every 2^20 multiply-adds at least: small products stay on one */
     double work = (double)c->m * (double)c->n * (double)(c->k + 1) * (double)c->batch;
     int threads = gck_thread_count(cfg ? cfg->threads : 0, (long long)(work / 1048576.0) + 1);
