@@ -690,7 +690,10 @@ static int skip_backend(const gck_campaign_options *o, gck_backend_info *bi, con
                         const char *why) {
     snprintf(bi->spec, sizeof bi->spec, "%s", spec);
     bi->ran = false;
-    snprintf(bi->skipped_why, sizeof bi->skipped_why, "%s", why);
+    /* the report keeps the reason's first 479 bytes (stderr has all of it) */
+    size_t n = strnlen(why, sizeof bi->skipped_why - 1);
+    memcpy(bi->skipped_why, why, n);
+    bi->skipped_why[n] = '\0';
     if (o->backends_explicit) {
         fprintf(stderr, "gemmcheck fuzz: %s\n", why);
         return GCK_EXIT_USAGE;

@@ -154,8 +154,8 @@ static bool read_shards(reader *rd, const json_t *sum, gck_campaign_result *part
             fail(rd, "summary.shards is missing (a merged report must list its shards)");
             return !rd->bad;
         }
-        uint64_t seed;
-        int i, n;
+        uint64_t seed = 0; /* set when the parse succeeds; -O3 cannot see that fail() sets bad */
+        int i = 0, n = 0;
         const char *s = get_string(rd, sum, "summary.", "seed", 32);
         const char *sh = get_string(rd, sum, "summary.", "shard", 32);
         if (!rd->bad && !parse_seed(s, &seed)) fail(rd, "summary.seed '%s' is not a seed", s);
@@ -172,8 +172,8 @@ static bool read_shards(reader *rd, const json_t *sum, gck_campaign_result *part
     json_array_foreach(list, k, e) {
         char where[64];
         snprintf(where, sizeof where, "summary.shards[%zu].", k);
-        uint64_t seed;
-        int i, n;
+        uint64_t seed = 0;
+        int i = 0, n = 0;
         const char *s = get_string(rd, e, where, "seed", 32);
         const char *sh = get_string(rd, e, where, "shard", 32);
         if (rd->bad) return !rd->bad;
