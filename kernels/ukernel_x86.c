@@ -94,15 +94,32 @@ AVX512 static inline void prefetch_tile(const void *w, int64_t ldw_bytes, int64_
     }
 }
 
-AVX512 static void avx512_f32(int64_t kc, const float *a, const float *b, float *w, int64_t ldw,
-                              bool first) {
-    __m512 c0[A5_NR], c1[A5_NR];
+/* The 32 x 12 f32 tile of W into registers (or +0 when `first`), with the next tile requested,
+ * and back: shared by the f32 and the bf16 pair micro-kernels. Inlined, so the arrays stay in
+ * registers. */
+AVX512 static inline __attribute__((always_inline)) void
+tile_f32_load(__m512 *c0, __m512 *c1, const float *w, int64_t ldw, bool first) {
 #pragma GCC unroll 16
     for (int j = 0; j < A5_NR; j++) {
         c0[j] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(w + j * ldw);
         c1[j] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(w + j * ldw + 16);
     }
     prefetch_tile(w, ldw * 4, A5_MR32 * 4);
+}
+
+AVX512 static inline __attribute__((always_inline)) void
+tile_f32_store(const __m512 *c0, const __m512 *c1, float *w, int64_t ldw) {
+#pragma GCC unroll 16
+    for (int j = 0; j < A5_NR; j++) {
+        _mm512_storeu_ps(w + j * ldw, c0[j]);
+        _mm512_storeu_ps(w + j * ldw + 16, c1[j]);
+    }
+}
+
+AVX512 static void avx512_f32(int64_t kc, const float *a, const float *b, float *w, int64_t ldw,
+                              bool first) {
+    __m512 c0[A5_NR], c1[A5_NR];
+    tile_f32_load(c0, c1, w, ldw, first);
     for (int64_t k = 0; k < kc; k++, a += A5_MR32, b += A5_NR) {
         PREFETCH(a, PF_STEPS * A5_MR32 * 4);
         PREFETCH(a, PF_STEPS * A5_MR32 * 4 + 64);
@@ -114,11 +131,7 @@ AVX512 static void avx512_f32(int64_t kc, const float *a, const float *b, float 
             c1[j] = _mm512_fmadd_ps(a1, bj, c1[j]);
         }
     }
-#pragma GCC unroll 16
-    for (int j = 0; j < A5_NR; j++) {
-        _mm512_storeu_ps(w + j * ldw, c0[j]);
-        _mm512_storeu_ps(w + j * ldw + 16, c1[j]);
-    }
+    tile_f32_store(c0, c1, w, ldw);
 }
 
 AVX512 static void avx512_f64(int64_t kc, const double *a, const double *b, double *w, int64_t ldw,
@@ -153,12 +166,7 @@ AVX512 static void avx512_f64(int64_t kc, const double *a, const double *b, doub
 AVX512BF16 static void avx512_bf16dot(int64_t kp, const uint16_t *a, const uint16_t *b, float *w,
                                       int64_t ldw, bool first) {
     __m512 c0[A5_NR], c1[A5_NR];
-#pragma GCC unroll 16
-    for (int j = 0; j < A5_NR; j++) {
-        c0[j] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(w + j * ldw);
-        c1[j] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(w + j * ldw + 16);
-    }
-    prefetch_tile(w, ldw * 4, A5_MR32 * 4);
+    tile_f32_load(c0, c1, w, ldw, first);
     for (int64_t g = 0; g < kp; g++, a += 2 * A5_MR32, b += 2 * A5_NR) {
         PREFETCH(a, PF_STEPS * 2 * A5_MR32 * 2);
         PREFETCH(a, PF_STEPS * 2 * A5_MR32 * 2 + 64);
@@ -172,11 +180,7 @@ AVX512BF16 static void avx512_bf16dot(int64_t kp, const uint16_t *a, const uint1
             c1[j] = _mm512_dpbf16_ps(c1[j], a1, bj);
         }
     }
-#pragma GCC unroll 16
-    for (int j = 0; j < A5_NR; j++) {
-        _mm512_storeu_ps(w + j * ldw, c0[j]);
-        _mm512_storeu_ps(w + j * ldw + 16, c1[j]);
-    }
+    tile_f32_store(c0, c1, w, ldw);
 }
 
 /* ---- F16C: f16 runs into f32 while packing ----------------------------------------------------
