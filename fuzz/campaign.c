@@ -783,24 +783,23 @@ int gck_campaign_run(const gck_campaign_options *o) {
     res.shards_merged = 1;
     install_stop_handlers();
     FILE *jsonl = NULL;
-    if (o->jsonl_path) {
-        char msg[600];
-        jsonl = open_findings_file(o->jsonl_path, msg, sizeof msg);
-        if (!jsonl) {
-            fprintf(stderr, "gemmcheck fuzz: %s\n", msg);
-            return GCK_EXIT_USAGE;
-        }
-    }
     double t0 = gck_wire_now();
     run_ctx *x = calloc(1, sizeof *x);
-    if (!x) {
-        if (jsonl) fclose(jsonl);
-        return GCK_EXIT_INTERNAL;
-    }
+    if (!x) return GCK_EXIT_INTERNAL;
     bool usable[GCK_MAX_BACKENDS];
     char why[GCK_MAX_BACKENDS][1024];
     int nusable, ran = 0;
     int rc = probe_backends(o, x, usable, why, &nusable);
+    /* the findings file is created once the campaign can start: a usage error leaves none */
+    if (rc == GCK_EXIT_OK && o->jsonl_path) {
+        char msg[600];
+        jsonl = open_findings_file(o->jsonl_path, msg, sizeof msg);
+        if (!jsonl) {
+            fprintf(stderr, "gemmcheck fuzz: %s\n", msg);
+            free(x);
+            return GCK_EXIT_USAGE;
+        }
+    }
     if (rc == GCK_EXIT_OK) rc = run_backends(o, x, &res, jsonl, t0, usable, why, nusable, &ran);
     free(x);
     if (jsonl) fclose(jsonl);

@@ -392,8 +392,11 @@ bool gck_report_write_junit(const gck_campaign_result *r, const char *path, char
 }
 
 void gck_report_print_summary(const gck_campaign_result *r, FILE *out) {
-    fprintf(out, "\n%-48s %9s %9s %9s %9s %9s\n", "backend", "cases", "pass", "unsupp.", "findings",
-            "cases/s");
+    int w = 24; /* the backend column fits the longest name: names are never cut */
+    for (int b = 0; b < r->nbackends; b++)
+        if ((int)strlen(r->backends[b].spec) > w) w = (int)strlen(r->backends[b].spec);
+    fprintf(out, "\n%-*s %9s %9s %9s %9s %9s\n", w, "backend", "cases", "pass", "unsupp.",
+            "findings", "cases/s");
     for (int b = 0; b < r->nbackends; b++) {
         const gck_backend_info *bi = &r->backends[b];
         int64_t pass = 0, fail = 0, uns = 0;
@@ -406,14 +409,14 @@ void gck_report_print_summary(const gck_campaign_result *r, FILE *out) {
         if (!bi->ran && bi->cases == 0) {
             char status[512];
             gck_backend_status(bi, status, sizeof status);
-            fprintf(out, "%-48.48s %s\n", bi->spec, status);
+            fprintf(out, "%-*s %s\n", w, bi->spec, status);
             continue;
         }
-        fprintf(out, "%-48.48s %9lld %9lld %9lld %9lld %9.1f\n", bi->spec, (long long)bi->cases,
+        fprintf(out, "%-*s %9lld %9lld %9lld %9lld %9.1f\n", w, bi->spec, (long long)bi->cases,
                 (long long)pass, (long long)uns, (long long)fail,
                 bi->seconds > 0 ? (double)bi->cases / bi->seconds : 0.0);
     }
-    fprintf(out, "%-48s %9lld %9lld %9lld %9lld %9.1f\n", "total", (long long)r->cases,
+    fprintf(out, "%-*s %9lld %9lld %9lld %9lld %9.1f\n", w, "total", (long long)r->cases,
             (long long)r->pass, (long long)r->unsupported, (long long)r->with_findings,
             r->seconds > 0 ? (double)r->cases / r->seconds : 0.0);
     char seed[32], shard[32];

@@ -195,4 +195,71 @@ Test(cli, help_and_version_exit_zero) {
     cr_expect_eq(run_gemmcheck("--version", out, sizeof out), 0, "%s", out);
     cr_expect(strstr(out, "gemmcheck " GEMMCHECK_VERSION) != NULL, "%s", out);
     cr_expect(strstr(out, "MPFR ") != NULL && strstr(out, "CUDA: ") != NULL, "%s", out);
+    /* the BLAS libraries: their own version strings, or why they are not available */
+    cr_expect(strstr(out, "\nopenblas: ") != NULL && strstr(out, "\nblis: ") != NULL, "%s", out);
+}
+
+/* First contact: a mistyped command gets a suggestion; a bad --types is one usage error before any
+ * backend is probed; a usage error leaves no findings file behind; backend names are never cut. */
+Test(cli, usage_errors_suggest_and_leave_nothing_behind, .init = setup, .fini = teardown) {
+    expect_usage_error("fuz", "did you mean 'fuzz'?");
+    expect_usage_error("backend", "did you mean 'backends'?");
+    expect_usage_error("orcale", "did you mean 'oracle'?");
+    expect_usage_error("zzzzzz", "unknown command 'zzzzzz' (see gemmcheck --help)");
+    char args[1024];
+    snprintf(args, sizeof args, "fuzz --types f32,f32,f32 --time 1 --findings %s", path("f.jsonl"));
+    expect_usage_error(args, "--types 'f32,f32,f32'");
+    snprintf(args, sizeof args,
+             "fuzz --backend cblas:/nonexistent/libnone.so --time 1 --findings %s",
+             path("f.jsonl"));
+    char err[4096];
+    cr_expect_eq(run(args, err, sizeof err), 2, "%s", err);
+    cr_expect_eq(access(path("f.jsonl"), F_OK), -1, "a usage error created %s", path("f.jsonl"));
+    /* a backend spec longer than any fixed column appears whole in the summary */
+    char lib[200], cmd[2048], out[8192];
+    snprintf(lib, sizeof lib, "%s",
+             path("a-cblas-library-with-a-name-much-longer-than-48-chars.so"));
+    snprintf(cmd, sizeof cmd, "ln -s /usr/lib/x86_64-linux-gnu/blas/libblas.so.3 '%s'", lib);
+    cr_assert_eq(system(cmd), 0);
+    snprintf(args, sizeof args, "fuzz --backend cblas:%s --cases 3 --jobs 1 --seed 1 --findings %s",
+             lib, path("g.jsonl"));
+    cr_expect_eq(run_gemmcheck(args, out, sizeof out), 0, "%s", out);
+    char want[256];
+    snprintf(want, sizeof want, "cblas:%s ", lib);
+    cr_expect(strstr(out, want) != NULL, "summary lacks the whole name '%s':\n%s", want, out);
+}
+
+/* repro takes the case as a string, from a file (a corpus file, a findings line), @FILE, or
+ * standard input; a file without a reproducer is one usage error. */
+Test(cli, repro_reads_the_case_from_a_file_or_stdin, .init = setup, .fini = teardown) {
+    static const char text[] =
+        "gck1 m=5 n=4 k=7 order=col ta=N tb=T types=f32,f32,f32,f32 compute=f32 scale=f32 "
+        "alpha=1.5 beta=-0.5 lda=6 ldb=5 ldc=7 ldd=7 d=c batch=1 sa=0 sb=0 sc=0 sd=0 "
+        "off=1,2,3,0 vab=unif vc=unif sp=0 cnan=0 seed=7";
+    FILE *f = fopen(path("corpus.txt"), "w");
+    cr_assert_not_null(f);
+    fprintf(f, "%s\n", text);
+    fclose(f);
+    f = fopen(path("finding.jsonl"), "w");
+    cr_assert_not_null(f);
+    fprintf(f, "{\"kind\": \"crash\", \"repro\": \"%s\", \"backend\": \"ref\"}\n", text);
+    fclose(f);
+    f = fopen(path("empty.txt"), "w");
+    cr_assert_not_null(f);
+    fprintf(f, "no case here\n");
+    fclose(f);
+    char args[1024], out[8192];
+    const char *forms[] = {"'%s'", "'@%s'", "- < '%s'"};
+    const char *files[] = {"corpus.txt", "finding.jsonl"};
+    for (int x = 0; x < 2; x++)
+        for (int y = 0; y < 3; y++) {
+            char arg[512];
+            snprintf(arg, sizeof arg, forms[y], path(files[x]));
+            snprintf(args, sizeof args, "repro --backend ref %s", arg);
+            cr_expect_eq(run_gemmcheck(args, out, sizeof out), 0, "%s\n%s", args, out);
+            cr_expect(strstr(out, "seed=7") && strstr(out, "pass"), "%s\n%s", args, out);
+        }
+    snprintf(args, sizeof args, "repro --backend ref '%s'", path("empty.txt"));
+    expect_usage_error(args, "holds no reproducer");
+    expect_usage_error("repro --backend ref /nonexistent/case.txt", "nor a readable file");
 }

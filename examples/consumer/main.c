@@ -1,7 +1,7 @@
-/* A user's test: check "my_sgemm", a plain float GEMM, against gemmcheck's exact oracle and its
- * f32 reference GEMM. Exits 0 when my_sgemm is within the classic gamma(K+3) error bound of the
- * exact result and bit-identical to the reference model it claims to follow. */
-#include <math.h>
+/* A user's test: check "my_sgemm", a plain float GEMM, with gemmcheck's checker (every element
+ * against the exact result, within the hard bound of the arithmetic it claims: f32 operations,
+ * k ascending, no FMA) and against the f32 reference GEMM of that model, bit for bit. Exits 0
+ * when both hold. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -36,7 +36,7 @@ int main(void) {
     c.beta = -0.5;
     c.d_is_c = false; /* the oracle writes its own D */
     char msg[256];
-    if (gck_oracle_mpfr(&c, A, B, C, exact, 0, msg, sizeof msg) != GCK_OK) {
+    if (gck_oracle_exact(&c, A, B, C, exact, 0, msg, sizeof msg) != GCK_OK) {
         fprintf(stderr, "oracle: %s\n", msg);
         return 2;
     }
@@ -48,23 +48,34 @@ int main(void) {
     }
     my_sgemm(1.5f, A, B, -0.5f, mine);
 
-    int bad = 0;
-    double worst = 0;
-    for (int i = 0; i < M; i++)
-        for (int j = 0; j < N; j++) {
-            int x = i + j * M;
-            double T = 0; /* sum of |a_ik * b_kj| */
-            for (int k = 0; k < K; k++) T += fabs((double)A[i + k * M] * B[k + j * K]);
-            /* K+3 roundings of at most 2^-24 relative each (the classic gamma bound) */
-            double bound = (K + 3) * 0x1p-24 * 1.01 * (1.5 * T + 0.5 * fabs(C[x])) +
-                           gck_ulp(exact[x], GCK_F32);
-            double err = fabs((double)mine[x] - (double)exact[x]);
-            if (err / bound > worst) worst = err / bound;
-            if (err > bound) bad++;
-            if (mine[x] != ref[x]) bad++;
-        }
-    printf("consumer: gemmcheck %s, %d elements, worst error/bound %.3f against the exact result, "
-           "%s the f32 reference model\n",
-           GEMMCHECK_VERSION, M * N, worst, bad ? "DIFFERS FROM" : "bit-identical to");
-    return bad ? 1 : 0;
+    /* what my_sgemm claims, as a support-table row: the reference model's arithmetic */
+    gck_support_row row = {GCK_F32,
+                           GCK_F32,
+                           GCK_F32,
+                           GCK_F32,
+                           GCK_F32,
+                           gck_ref_model_declared(&model),
+                           GCK_PROMISE_BETA0_NO_READ_C | GCK_PROMISE_D_IN_PLACE |
+                               GCK_PROMISE_SCALE_F32,
+                           "my_sgemm"};
+    gck_check_options opt = {.threads = 1, .oracle = GCK_ORACLE_EXACT};
+    gck_check_result r;
+    if (gck_check_values(&c, &row, &opt, A, B, C, mine, &r, msg, sizeof msg) != GCK_OK) {
+        fprintf(stderr, "check: %s\n", msg);
+        return 2;
+    }
+    int64_t failing = 0, differ = 0;
+    for (int k = 0; k < GCK_KIND_COUNT; k++) failing += r.count[k];
+    for (int x = 0; x < M * N; x++) differ += mine[x] != ref[x];
+    printf("consumer: gemmcheck %s, %lld elements checked, %lld failing, worst error/bound %.3f; "
+           "%lld differ from the f32 reference model\n",
+           GEMMCHECK_VERSION, (long long)r.elements, (long long)failing, r.max_ratio.ratio,
+           (long long)differ);
+    for (int k = 0; k < GCK_KIND_COUNT; k++)
+        if (r.count[k])
+            printf("  %s at (%lld, %lld): got %.9g, exact %.9g, error %.3g, bound %.3g (%s)\n",
+                   gck_kind_name((gck_kind)k), (long long)r.worst[k].i, (long long)r.worst[k].j,
+                   r.worst[k].got, r.worst[k].expected, r.worst[k].error, r.worst[k].bound,
+                   r.worst[k].rule);
+    return failing || differ ? 1 : 0;
 }

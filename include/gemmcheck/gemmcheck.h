@@ -7,6 +7,7 @@
 #include "gemmcheck/backend.h"
 #include "gemmcheck/case.h"
 #include "gemmcheck/checker.h"
+#include "gemmcheck/ffi.h"
 #include "gemmcheck/format.h"
 #include "gemmcheck/kernels.h"
 #include "gemmcheck/model.h"

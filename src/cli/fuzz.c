@@ -12,6 +12,7 @@
 
 #include "campaign.h"
 #include "cli.h"
+#include "generator.h"
 #include "mix.h"
 #include "parallel.h"
 
@@ -241,6 +242,12 @@ int gck_cmd_fuzz(int argc, char **argv) {
         struct stat st;
         if (stat(o.corpus_dir, &st) == 0 && !S_ISDIR(st.st_mode))
             return gck_cli_usage_error(cmd, "--corpus '%s' is not a directory", o.corpus_dir);
+    }
+    if (o.types) { /* a bad list is one usage error, before any backend is probed */
+        static gck_fuzz_target targets[1024];
+        char msg[512];
+        if (gck_fuzz_parse_types(o.types, NULL, 0, targets, 1024, msg, sizeof msg) == 0)
+            return gck_cli_usage_error(cmd, "%s", msg);
     }
     if ((rc = pick_seed(cmd, g.seed, &o))) return rc;
     if (o.nbackends == 0) {

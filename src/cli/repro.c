@@ -2,6 +2,7 @@
  * (gck_run_isolated), so that a backend that crashes or hangs is reported as `crash` or `hang`
  * and never takes gemmcheck down. */
 #define _DEFAULT_SOURCE 1
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -15,12 +16,15 @@
 static const char repro_help[] =
     "usage: gemmcheck repro --backend SPEC [--dump DIR] [--strict-ieee] [--rerun | --no-rerun]\n"
     "                       [--concurrency N] [--repeat N] [--no-guard-page]\n"
-    "                       [--timeout SECONDS] [--threads N] [--oracle KIND] 'gck1 ...'\n"
+    "                       [--timeout SECONDS] [--threads N] [--oracle KIND]\n"
+    "                       'gck1 ...' | FILE | -\n"
     "\n"
     "Runs one case (a reproducer string, docs/REPRO.md) on one backend in a child process and\n"
     "prints the verdict: pass, unsupported, or its findings with the worst elements and the\n"
     "bound that decided them. A backend that dies is reported as `crash`, one that does not\n"
-    "return before the deadline as `hang`.\n"
+    "return before the deadline as `hang`. The case is the string itself, or the first\n"
+    "reproducer in FILE (a corpus file, a findings .jsonl, a script; also @FILE) or on\n"
+    "standard input (-).\n"
     "\n"
     "  --backend SPEC     ref, kernels[:path], openblas, blis, cblas:/path/lib.so, cublas,\n"
     "                     cublaslt, plugin:/path/lib.so[:name]\n"
@@ -162,6 +166,37 @@ static int parse_numbers(const repro_args *g, gck_run_options *o, double *limit)
     return GCK_EXIT_OK;
 }
 
+/* The case: the argument itself when it is a reproducer; otherwise the first reproducer in a file
+ * (the argument, or `@FILE`) or on standard input (`-`): a corpus file, a findings .jsonl
+ * line, a script. It runs from "gck1 " to the end of its line or a closing quote. */
+static int case_text(const char *arg, char *buf, size_t len) {
+    if (strncmp(arg, "gck1", 4) == 0) {
+        snprintf(buf, len, "%s", arg);
+        return GCK_EXIT_OK;
+    }
+    const char *name = arg[0] == '@' ? arg + 1 : arg;
+    FILE *f = strcmp(arg, "-") == 0 ? stdin : fopen(name, "r");
+    if (!f)
+        return gck_cli_usage_error(cmd,
+                                   "'%s' is neither a reproducer ('gck1 ...') nor a readable "
+                                   "file (%s)",
+                                   arg, strerror(errno));
+    char line[8192];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f)) {
+        char *g = strstr(line, "gck1 ");
+        if (!g) continue;
+        g[strcspn(g, "\n\"'")] = '\0';
+        snprintf(buf, len, "%s", g);
+        found = true;
+    }
+    if (f != stdin) fclose(f);
+    if (!found)
+        return gck_cli_usage_error(cmd, "%s holds no reproducer ('gck1 ...')",
+                                   f == stdin ? "standard input" : name);
+    return GCK_EXIT_OK;
+}
+
 int gck_cmd_repro(int argc, char **argv) {
     repro_args g = {0};
     int rc = scan(argc, argv, &g);
@@ -172,10 +207,12 @@ int gck_cmd_repro(int argc, char **argv) {
     }
     if (!g.backend)
         return gck_cli_usage_error(cmd, "missing --backend (see gemmcheck repro --help)");
-    if (!g.text) return gck_cli_usage_error(cmd, "missing the case ('gck1 ...')");
+    if (!g.text) return gck_cli_usage_error(cmd, "missing the case ('gck1 ...', a file or -)");
+    static char text[8192];
+    if ((rc = case_text(g.text, text, sizeof text))) return rc;
     gck_spec spec;
     char msg[1024];
-    if (gck_spec_parse(g.text, &spec, msg, sizeof msg) != GCK_OK)
+    if (gck_spec_parse(text, &spec, msg, sizeof msg) != GCK_OK)
         return gck_cli_usage_error(cmd, "bad case: %s", msg);
     gck_run_options o = {.check = {.strict_ieee = g.strict, .oracle = GCK_ORACLE_EXACT},
                          .determinism = g.rerun,

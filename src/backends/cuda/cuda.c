@@ -18,9 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cuda_runtime_api.h>
-
 #include "backends.h"
+#include "cuda_api.h"
 #include "cuda_probe.h"
 #include "text.h"
 
@@ -127,6 +126,7 @@ gck_cublas_args gck_cublas_map(const gck_case *c) {
 typedef struct cuda_state {
     bool lt;
     bool probed, usable;
+    const gck_cuda_api *cu; /* the entry points, once loaded */
     char why[384];
     cublasHandle_t handle;
     cublasLtHandle_t lt_handle;
@@ -143,8 +143,10 @@ static void probe(cuda_state *s) {
         snprintf(s->why, sizeof s->why, "%s", what);
         return;
     }
+    s->cu = gck_cuda_api_get(true, s->why, sizeof s->why);
+    if (!s->cu) return;
     struct cudaDeviceProp p;
-    if (cudaGetDeviceProperties(&p, 0) == cudaSuccess)
+    if (s->cu->cudaGetDeviceProperties(&p, 0) == cudaSuccess)
         snprintf(s->why, sizeof s->why, "device 0: %.120s (sm_%d%d); %.150s", p.name, p.major,
                  p.minor, what);
     s->usable = true;
@@ -175,9 +177,9 @@ static void cuda_teardown(void *state) {
     if (!s) return;
     if (s->have_handle) {
         if (s->lt)
-            cublasLtDestroy(s->lt_handle);
+            s->cu->cublasLtDestroy(s->lt_handle);
         else
-            cublasDestroy(s->handle);
+            s->cu->cublasDestroy(s->handle);
     }
     free(s);
 }
@@ -191,15 +193,19 @@ static bool cuda_available(void *state, char *why, size_t len) {
 
 static void cuda_version(void *state, char *buf, size_t len) {
     cuda_state *s = state;
-    if (s->lt) {
-        size_t v = cublasLtGetVersion();
-        snprintf(buf, len, "cuBLASLt %zu.%zu.%zu (headers %d.%d.%d)", v / 10000, (v / 100) % 100,
-                 v % 100, CUBLAS_VER_MAJOR, CUBLAS_VER_MINOR, CUBLAS_VER_PATCH);
-    } else {
-        /* cublasGetVersion needs a handle, hence a device: report the headers' version */
-        snprintf(buf, len, "cuBLAS %d.%d.%d (headers; cublasLt library %zu)", CUBLAS_VER_MAJOR,
-                 CUBLAS_VER_MINOR, CUBLAS_VER_PATCH, cublasLtGetVersion());
+    char why[300];
+    const gck_cuda_api *cu = gck_cuda_api_get(true, why, sizeof why);
+    if (!cu) {
+        snprintf(buf, len, "%s %d.%d.%d headers; libraries not loaded (%s)",
+                 s->lt ? "cuBLASLt" : "cuBLAS", CUBLAS_VER_MAJOR, CUBLAS_VER_MINOR,
+                 CUBLAS_VER_PATCH, why);
+        return;
     }
+    size_t v = cu->cublasLtGetVersion();
+    /* cublasGetVersion needs a handle, hence a device: cuBLAS ships with cuBLASLt's version */
+    snprintf(buf, len, "%s %zu.%zu.%zu (%s; headers %d.%d.%d)", s->lt ? "cuBLASLt" : "cuBLAS",
+             v / 10000, (v / 100) % 100, v % 100, cu->paths[s->lt ? 1 : 2], CUBLAS_VER_MAJOR,
+             CUBLAS_VER_MINOR, CUBLAS_VER_PATCH);
 }
 
 static size_t cuda_table(void *state, const gck_support_row **rows) {
@@ -207,16 +213,18 @@ static size_t cuda_table(void *state, const gck_support_row **rows) {
 }
 
 /* cuBLAS status -> call status. */
-static gck_call_status from_cublas(cublasStatus_t st, const char *what, char *msg, size_t len) {
+static gck_call_status from_cublas(const gck_cuda_api *cu, cublasStatus_t st, const char *what,
+                                   char *msg, size_t len) {
     if (st == CUBLAS_STATUS_SUCCESS) return GCK_CALL_OK;
-    snprintf(msg, len, "%s: %s", what, cublasGetStatusString(st));
+    snprintf(msg, len, "%s: %s", what, cu->cublasGetStatusString(st));
     return st == CUBLAS_STATUS_NOT_SUPPORTED ? GCK_CALL_NOT_SUPPORTED : GCK_CALL_ERROR;
 }
 
 /* A CUDA error after the call: sticky ones leave the context unusable (a crash). */
-static gck_call_status from_cuda(cudaError_t e, const char *what, char *msg, size_t len) {
+static gck_call_status from_cuda(const gck_cuda_api *cu, cudaError_t e, const char *what, char *msg,
+                                 size_t len) {
     if (e == cudaSuccess) return GCK_CALL_OK;
-    snprintf(msg, len, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+    snprintf(msg, len, "%s: %s (%s)", what, cu->cudaGetErrorString(e), cu->cudaGetErrorName(e));
     switch (e) {
     case cudaErrorIllegalAddress:
     case cudaErrorLaunchFailure:
@@ -266,27 +274,29 @@ static gck_call_status run_gemmex(cuda_state *s, const gck_case *c, cublasComput
     cudaDataType tc = gck_cuda_datatype(c->type_c);
     cublasStatus_t st;
     if (c->batch == 1)
-        st = cublasGemmEx(s->handle, a.opx, a.opy, a.m, a.n, a.k, &sc.alpha, X, tx, a.ldx, Y, ty,
-                          a.ldy, &sc.beta, dev[GCK_C], tc, a.ldc, ct, CUBLAS_GEMM_DEFAULT);
+        st = s->cu->cublasGemmEx(s->handle, a.opx, a.opy, a.m, a.n, a.k, &sc.alpha, X, tx, a.ldx, Y,
+                                 ty, a.ldy, &sc.beta, dev[GCK_C], tc, a.ldc, ct,
+                                 CUBLAS_GEMM_DEFAULT);
     else
-        st = cublasGemmStridedBatchedEx(s->handle, a.opx, a.opy, a.m, a.n, a.k, &sc.alpha, X, tx,
-                                        a.ldx, a.stride_x, Y, ty, a.ldy, a.stride_y, &sc.beta,
-                                        dev[GCK_C], tc, a.ldc, a.stride_c, a.batch, ct,
-                                        CUBLAS_GEMM_DEFAULT);
-    return from_cublas(st, c->batch == 1 ? "cublasGemmEx" : "cublasGemmStridedBatchedEx", msg, len);
+        st = s->cu->cublasGemmStridedBatchedEx(s->handle, a.opx, a.opy, a.m, a.n, a.k, &sc.alpha, X,
+                                               tx, a.ldx, a.stride_x, Y, ty, a.ldy, a.stride_y,
+                                               &sc.beta, dev[GCK_C], tc, a.ldc, a.stride_c, a.batch,
+                                               ct, CUBLAS_GEMM_DEFAULT);
+    return from_cublas(s->cu, st, c->batch == 1 ? "cublasGemmEx" : "cublasGemmStridedBatchedEx",
+                       msg, len);
 }
 
 /* A column-major layout for a matrix of rows x cols with ld, batch and stride. */
-static cublasStatus_t layout(cublasLtMatrixLayout_t *l, cudaDataType t, int rows, int cols, int ld,
-                             int batch, long long stride) {
-    cublasStatus_t st = cublasLtMatrixLayoutCreate(l, t, (uint64_t)rows, (uint64_t)cols, ld);
+static cublasStatus_t layout(const gck_cuda_api *cu, cublasLtMatrixLayout_t *l, cudaDataType t,
+                             int rows, int cols, int ld, int batch, long long stride) {
+    cublasStatus_t st = cu->cublasLtMatrixLayoutCreate(l, t, (uint64_t)rows, (uint64_t)cols, ld);
     if (st != CUBLAS_STATUS_SUCCESS || batch == 1) return st;
     int32_t b = batch;
     int64_t s = stride;
-    st = cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &b, sizeof b);
+    st = cu->cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &b, sizeof b);
     if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &s,
-                                              sizeof s);
+        st = cu->cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                  &s, sizeof s);
     return st;
 }
 
@@ -304,56 +314,63 @@ static gck_call_status run_lt(cuda_state *s, const gck_case *c, cublasComputeTyp
     void *workspace = NULL;
     size_t ws_bytes = 32u << 20;
     gck_call_status out = GCK_CALL_OK;
-    cublasStatus_t st = cublasLtMatmulDescCreate(&op, ct, gck_cuda_scale_type(ct));
+    cublasStatus_t st = s->cu->cublasLtMatmulDescCreate(&op, ct, gck_cuda_scale_type(ct));
     if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &a.opx, sizeof a.opx);
+        st = s->cu->cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &a.opx,
+                                                   sizeof a.opx);
     if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &a.opy, sizeof a.opy);
+        st = s->cu->cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &a.opy,
+                                                   sizeof a.opy);
     /* stored shapes of X and Y in the column-major view */
     int xr = a.opx == CUBLAS_OP_N ? a.m : a.k, xc = a.opx == CUBLAS_OP_N ? a.k : a.m;
     int yr = a.opy == CUBLAS_OP_N ? a.k : a.n, yc = a.opy == CUBLAS_OP_N ? a.n : a.k;
-    if (st == CUBLAS_STATUS_SUCCESS) st = layout(&lx, tx, xr, xc, a.ldx, a.batch, a.stride_x);
-    if (st == CUBLAS_STATUS_SUCCESS) st = layout(&ly, ty, yr, yc, a.ldy, a.batch, a.stride_y);
-    if (st == CUBLAS_STATUS_SUCCESS) st = layout(&lc, tc, a.m, a.n, a.ldc, a.batch, a.stride_c);
-    if (st == CUBLAS_STATUS_SUCCESS) st = layout(&ld, td, a.m, a.n, a.ldd, a.batch, a.stride_d);
-    if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatmulPreferenceCreate(&pref);
     if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                  &ws_bytes, sizeof ws_bytes);
+        st = layout(s->cu, &lx, tx, xr, xc, a.ldx, a.batch, a.stride_x);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = layout(s->cu, &ly, ty, yr, yc, a.ldy, a.batch, a.stride_y);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = layout(s->cu, &lc, tc, a.m, a.n, a.ldc, a.batch, a.stride_c);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = layout(s->cu, &ld, td, a.m, a.n, a.ldd, a.batch, a.stride_d);
+    if (st == CUBLAS_STATUS_SUCCESS) st = s->cu->cublasLtMatmulPreferenceCreate(&pref);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = s->cu->cublasLtMatmulPreferenceSetAttribute(
+            pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes);
     if (st != CUBLAS_STATUS_SUCCESS) {
-        out = from_cublas(st, "cublasLt descriptor set-up", msg, len);
+        out = from_cublas(s->cu, st, "cublasLt descriptor set-up", msg, len);
         goto done;
     }
     cublasLtMatmulHeuristicResult_t heur;
     int found = 0;
-    st = cublasLtMatmulAlgoGetHeuristic(s->lt_handle, op, lx, ly, lc, ld, pref, 1, &heur, &found);
+    st = s->cu->cublasLtMatmulAlgoGetHeuristic(s->lt_handle, op, lx, ly, lc, ld, pref, 1, &heur,
+                                               &found);
     if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
         out = st != CUBLAS_STATUS_SUCCESS
-                  ? from_cublas(st, "cublasLtMatmulAlgoGetHeuristic", msg, len)
+                  ? from_cublas(s->cu, st, "cublasLtMatmulAlgoGetHeuristic", msg, len)
                   : GCK_CALL_NOT_SUPPORTED;
         if (found == 0 && st == CUBLAS_STATUS_SUCCESS)
             snprintf(msg, len, "cublasLtMatmulAlgoGetHeuristic found no algorithm");
         goto done;
     }
     if (heur.workspaceSize > 0) {
-        cudaError_t e = cudaMalloc(&workspace, heur.workspaceSize);
+        cudaError_t e = s->cu->cudaMalloc(&workspace, heur.workspaceSize);
         if (e != cudaSuccess) {
-            out = from_cuda(e, "cudaMalloc (workspace)", msg, len);
+            out = from_cuda(s->cu, e, "cudaMalloc (workspace)", msg, len);
             goto done;
         }
     }
-    st = cublasLtMatmul(s->lt_handle, op, &sc.alpha, dev[a.x], lx, dev[a.y], ly, &sc.beta,
-                        dev[GCK_C], lc, dev[GCK_D], ld, &heur.algo, workspace, heur.workspaceSize,
-                        0);
-    out = from_cublas(st, "cublasLtMatmul", msg, len);
+    st = s->cu->cublasLtMatmul(s->lt_handle, op, &sc.alpha, dev[a.x], lx, dev[a.y], ly, &sc.beta,
+                               dev[GCK_C], lc, dev[GCK_D], ld, &heur.algo, workspace,
+                               heur.workspaceSize, 0);
+    out = from_cublas(s->cu, st, "cublasLtMatmul", msg, len);
 done:
-    if (workspace) cudaFree(workspace);
-    if (pref) cublasLtMatmulPreferenceDestroy(pref);
-    if (ld) cublasLtMatrixLayoutDestroy(ld);
-    if (lc) cublasLtMatrixLayoutDestroy(lc);
-    if (ly) cublasLtMatrixLayoutDestroy(ly);
-    if (lx) cublasLtMatrixLayoutDestroy(lx);
-    if (op) cublasLtMatmulDescDestroy(op);
+    if (workspace) s->cu->cudaFree(workspace);
+    if (pref) s->cu->cublasLtMatmulPreferenceDestroy(pref);
+    if (ld) s->cu->cublasLtMatrixLayoutDestroy(ld);
+    if (lc) s->cu->cublasLtMatrixLayoutDestroy(lc);
+    if (ly) s->cu->cublasLtMatrixLayoutDestroy(ly);
+    if (lx) s->cu->cublasLtMatrixLayoutDestroy(lx);
+    if (op) s->cu->cublasLtMatmulDescDestroy(op);
     return out;
 }
 
@@ -366,9 +383,10 @@ static gck_call_status cuda_call(void *state, const gck_case *c, const gck_suppo
         return GCK_CALL_ERROR;
     }
     if (!s->have_handle) {
-        cublasStatus_t st = s->lt ? cublasLtCreate(&s->lt_handle) : cublasCreate(&s->handle);
+        cublasStatus_t st =
+            s->lt ? s->cu->cublasLtCreate(&s->lt_handle) : s->cu->cublasCreate(&s->handle);
         if (st != CUBLAS_STATUS_SUCCESS)
-            return from_cublas(st, s->lt ? "cublasLtCreate" : "cublasCreate", msg, len);
+            return from_cublas(s->cu, st, s->lt ? "cublasLtCreate" : "cublasCreate", msg, len);
         s->have_handle = true;
     }
     const gck_support_row *rows;
@@ -381,17 +399,18 @@ static gck_call_status cuda_call(void *state, const gck_case *c, const gck_suppo
     gck_call_status out = GCK_CALL_OK;
     int nreg = c->d_is_c ? 3 : 4;
     for (int x = 0; x < nreg && out == GCK_CALL_OK; x++) {
-        cudaError_t e = cudaMalloc(&dregion[x], ops->region_bytes[x]);
+        cudaError_t e = s->cu->cudaMalloc(&dregion[x], ops->region_bytes[x]);
         if (e == cudaSuccess)
-            e = cudaMemcpy(dregion[x], ops->region[x], ops->region_bytes[x],
-                           cudaMemcpyHostToDevice);
-        out = from_cuda(e, "copying operands to the device", msg, len);
+            e = s->cu->cudaMemcpy(dregion[x], ops->region[x], ops->region_bytes[x],
+                                  cudaMemcpyHostToDevice);
+        out = from_cuda(s->cu, e, "copying operands to the device", msg, len);
         dev[x] = (char *)dregion[x] + ((const char *)host_base[x] - (const char *)ops->region[x]);
     }
     if (c->d_is_c) dev[GCK_D] = dev[GCK_C];
     if (out == GCK_CALL_OK) {
         out = s->lt ? run_lt(s, c, ct, dev, msg, len) : run_gemmex(s, c, ct, dev, msg, len);
-        gck_call_status sync = from_cuda(cudaDeviceSynchronize(), "after the call", msg, len);
+        gck_call_status sync =
+            from_cuda(s->cu, s->cu->cudaDeviceSynchronize(), "after the call", msg, len);
         if (sync != GCK_CALL_OK) out = sync;
     }
     /* copy every region back, so the host checks see inputs, guards and padding as the device
@@ -399,13 +418,14 @@ static gck_call_status cuda_call(void *state, const gck_case *c, const gck_suppo
     for (int x = 0; x < nreg && out != GCK_CALL_DEVICE_FAULT; x++)
         if (dregion[x]) {
             gck_call_status back =
-                from_cuda(cudaMemcpy(ops->region[x], dregion[x], ops->region_bytes[x],
-                                     cudaMemcpyDeviceToHost),
+                from_cuda(s->cu,
+                          s->cu->cudaMemcpy(ops->region[x], dregion[x], ops->region_bytes[x],
+                                            cudaMemcpyDeviceToHost),
                           "copying operands back", msg, len);
             if (back != GCK_CALL_OK && out == GCK_CALL_OK) out = back;
         }
     for (int x = 0; x < nreg; x++)
-        if (dregion[x]) cudaFree(dregion[x]);
+        if (dregion[x]) s->cu->cudaFree(dregion[x]);
     return out;
 }
 

@@ -1,0 +1,483 @@
+"""gemmcheck from Python: the exact GEMM oracle and the checker of libgemmcheck.
+
+    import gemmcheck
+    d_exact = gemmcheck.oracle(a, b)                  # D = A @ B rounded once, exactly
+    verdict = gemmcheck.check(a, b, d, model="compute=f32")
+    verdict.assert_ok()                               # or: assert verdict, verdict.explain()
+
+The module calls libgemmcheck in-process through ctypes (standard library only; NumPy for the
+arrays): a call costs microseconds plus the arithmetic, with no process start and no files, which
+matters to a test suite making thousands of checks. docs/PYTHON.md explains the choice, the model
+vocabulary and where the library is looked for.
+
+Arrays: float16, float32 and float64 arrays are f16, f32 and f64; bfloat16 travels as uint16
+arrays of its bits with the type named (a_type="bf16", out_dtype="bf16"), as the command line
+does. 2-D arrays are matrices, 3-D arrays batches (a 2-D operand is shared by every member).
+"""
+
+import ctypes
+import os
+
+import numpy as np
+
+__all__ = ["oracle", "check", "Model", "Verdict", "Element", "GemmcheckError", "library_path"]
+
+# ---- the library ------------------------------------------------------------------------------
+
+_F16, _BF16, _TF32, _F32, _F64 = range(5)
+_FORMATS = {"f16": _F16, "bf16": _BF16, "tf32": _TF32, "f32": _F32, "f64": _F64}
+_FORMAT_NAMES = {v: k for k, v in _FORMATS.items()}
+_STORAGE = {_F16: np.float16, _BF16: np.uint16, _F32: np.float32, _F64: np.float64}
+_KINDS = ("out_of_tolerance", "nonfinite_mismatch", "out_of_bounds_write", "input_modified",
+          "crash", "hang", "nondeterministic", "unimplemented", "error", "fpenv_modified")
+_ROW_MAJOR = 1
+_ORACLES = {"exact": 0, "mpfr": 1, "both": 2}
+# gck_support_row promises (gemmcheck/backend.h)
+_P_ALPHA0_NO_READ_AB, _P_BETA0_NO_READ_C, _P_MAY_SKIP_ZERO = 1 << 0, 1 << 1, 1 << 2
+_P_ROW_MAJOR, _P_BATCHED, _P_D_SEPARATE, _P_SCALE_F64 = 1 << 3, 1 << 4, 1 << 5, 1 << 8
+_ACC_SCALAR, _ACC_BLOCK_FMA = 0, 1
+_ORDERS_ANY = (1 << 6) - 1
+
+_i64, _dbl, _int, _bool, _uint = (ctypes.c_int64, ctypes.c_double, ctypes.c_int, ctypes.c_bool,
+                                  ctypes.c_uint)
+
+
+class _Case(ctypes.Structure):
+    _fields_ = [("m", _i64), ("n", _i64), ("k", _i64), ("alpha", _dbl), ("beta", _dbl),
+                ("scale_type", _int), ("order", _int), ("transa", _int), ("transb", _int),
+                ("lda", _i64), ("ldb", _i64), ("ldc", _i64), ("ldd", _i64), ("d_is_c", _bool),
+                ("batch", _i64), ("stride_a", _i64), ("stride_b", _i64), ("stride_c", _i64),
+                ("stride_d", _i64), ("type_a", _int), ("type_b", _int), ("type_c", _int),
+                ("type_d", _int), ("compute", _int)]
+
+
+class _Model(ctypes.Structure):
+    _fields_ = [("compute", _int), ("inputs_rounded", _bool), ("input_format", _int),
+                ("acc", _int), ("block", _int), ("epilogue", _int), ("ftz", _bool),
+                ("daz", _bool), ("orders", _uint)]
+
+
+class _Row(ctypes.Structure):
+    _fields_ = [("a", _int), ("b", _int), ("c", _int), ("d", _int), ("compute", _int),
+                ("model", _Model), ("promises", _uint), ("entry", ctypes.c_char_p)]
+
+
+class _Options(ctypes.Structure):
+    _fields_ = [("strict_ieee", _bool), ("threads", _int), ("oracle", _int),
+                ("sample_above", _dbl), ("sample_lines", _int), ("copy_limit", _dbl)]
+
+
+class _Element(ctypes.Structure):
+    _fields_ = [("batch", _i64), ("i", _i64), ("j", _i64), ("got", _dbl), ("expected", _dbl),
+                ("error", _dbl), ("bound", _dbl), ("ratio", _dbl), ("tight", _dbl),
+                ("exact_case", _bool), ("degenerate", _bool), ("rule", ctypes.c_char * 96)]
+
+
+class _Result(ctypes.Structure):
+    _fields_ = [("elements", _i64), ("exact_elements", _i64), ("degenerate", _i64),
+                ("lenient", _i64), ("count", _i64 * len(_KINDS)),
+                ("worst", _Element * len(_KINDS)), ("max_ratio", _Element), ("max_tight", _dbl),
+                ("total_elements", _i64), ("sampled", _bool), ("oracle_disagreements", _i64),
+                ("disagreement", _Element)]
+
+
+class GemmcheckError(ValueError):
+    """Bad input (the library's one-line message), or a library that does not fit the module."""
+
+
+def library_path():
+    """Where libgemmcheck is loaded from: $GEMMCHECK_LIBRARY if set, else the library installed
+    with this module (the relative path recorded at install), else the system's search."""
+    env = os.environ.get("GEMMCHECK_LIBRARY")
+    if env:
+        return env
+    try:
+        from . import _install  # written by `cmake --install`
+        return os.path.normpath(os.path.join(os.path.dirname(__file__), _install.LIBRARY))
+    except ImportError:
+        return "libgemmcheck.so.0"
+
+
+_lib = None
+
+
+def _load():
+    global _lib
+    if _lib is not None:
+        return _lib
+    path = library_path()
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError as e:
+        raise GemmcheckError(f"cannot load libgemmcheck ({path}): {e}; set GEMMCHECK_LIBRARY "
+                             "to the file") from None
+    lib.gck_struct_size.restype = ctypes.c_size_t
+    lib.gck_struct_size.argtypes = [ctypes.c_char_p]
+    for name, mirror in (("gck_case", _Case), ("gck_model", _Model), ("gck_support_row", _Row),
+                         ("gck_check_options", _Options), ("gck_element_report", _Element),
+                         ("gck_check_result", _Result)):
+        size = lib.gck_struct_size(name.encode())
+        if size != ctypes.sizeof(mirror):
+            raise GemmcheckError(f"{path}: struct {name} is {size} bytes, this module expects "
+                                 f"{ctypes.sizeof(mirror)}: the library and the module come from "
+                                 "different gemmcheck versions")
+    msg = [ctypes.c_char_p, ctypes.c_size_t]
+    p = ctypes.c_void_p
+    for fn in ("gck_oracle_exact", "gck_oracle_mpfr"):
+        getattr(lib, fn).restype = _int
+        getattr(lib, fn).argtypes = [ctypes.POINTER(_Case), p, p, p, p, _int] + msg
+    lib.gck_check_values.restype = _int
+    lib.gck_check_values.argtypes = [ctypes.POINTER(_Case), ctypes.POINTER(_Row),
+                                     ctypes.POINTER(_Options), p, p, p, p,
+                                     ctypes.POINTER(_Result)] + msg
+    lib.gck_case_validate.restype = _int
+    lib.gck_case_validate.argtypes = [ctypes.POINTER(_Case)] + msg
+    lib.gck_case_init.argtypes = [ctypes.POINTER(_Case), _i64, _i64, _i64]
+    lib.gck_case_init.restype = None
+    _lib = lib
+    return lib
+
+
+# ---- operands ---------------------------------------------------------------------------------
+
+def _format_of(arr, named, what):
+    """The gemmcheck format of an operand: its dtype, or the name given for a uint16 array."""
+    dt = arr.dtype
+    if named is not None:
+        if named not in _FORMATS or named == "tf32":
+            raise GemmcheckError(f"{what}: unknown element type '{named}' (f16, bf16, f32, f64)")
+        fmt = _FORMATS[named]
+        if dt != np.dtype(_STORAGE[fmt]):
+            raise GemmcheckError(f"{what}: type {named} needs a {np.dtype(_STORAGE[fmt])} array, "
+                                 f"got {dt}")
+        return fmt
+    for fmt in (_F16, _F32, _F64):
+        if dt == np.dtype(_STORAGE[fmt]):
+            return fmt
+    if dt == np.uint16:
+        raise GemmcheckError(f"{what} is uint16: pass {what}_type='bf16' if it holds bfloat16 bits")
+    raise GemmcheckError(f"{what}: dtype {dt} is not an element type (float16, float32, float64, "
+                         "or uint16 holding bfloat16)")
+
+
+def _operand(x, what):
+    """A C-contiguous 2-D or 3-D array: (batch or None, rows, cols, array)."""
+    a = np.asarray(x)
+    if a.ndim not in (2, 3):
+        raise GemmcheckError(f"{what} must be 2-D (a matrix) or 3-D (a batch), not {a.ndim}-D")
+    a = np.ascontiguousarray(a)
+    if a.ndim == 2:
+        return None, a.shape[0], a.shape[1], a
+    return a.shape[0], a.shape[1], a.shape[2], a
+
+
+def _scale(v, what):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        raise GemmcheckError(f"{what} must be a real number, not {v!r}") from None
+
+
+class _Problem:
+    """The case for arrays a, b (and c, d): row-major, tight leading dimensions, strided batches
+    with stride 0 for a 2-D operand shared by the batch."""
+
+    def __init__(self, a, b, c, alpha, beta, trans_a, trans_b, types, out_fmt):
+        self.alpha, self.beta = _scale(alpha, "alpha"), _scale(beta, "beta")
+        ba, ra, ca, self.a = _operand(a, "a")
+        bb, rb, cb, self.b = _operand(b, "b")
+        m, ka = (ca, ra) if trans_a else (ra, ca)
+        kb, n = (cb, rb) if trans_b else (rb, cb)
+        if ka != kb:
+            raise GemmcheckError(f"inner dimensions differ: op(a) is {m}x{ka}, op(b) is {kb}x{n}")
+        batches = {x for x in (ba, bb) if x is not None}
+        self.c = None
+        bc = None
+        if c is not None:
+            bc, rc, cc, self.c = _operand(c, "c")
+            if (rc, cc) != (m, n):
+                raise GemmcheckError(f"c is {rc}x{cc}, the product is {m}x{n}")
+            if bc is not None:
+                batches.add(bc)
+        if len(batches) > 1:
+            raise GemmcheckError(f"batch sizes differ: {sorted(batches)}")
+        if self.beta != 0 and self.c is None:
+            raise GemmcheckError("beta is not 0 but no c was given")
+        self.batch = batches.pop() if batches else None
+        fa = _format_of(self.a, types.get("a"), "a")
+        fb = _format_of(self.b, types.get("b"), "b")
+        fc = _format_of(self.c, types.get("c"), "c") if self.c is not None else out_fmt
+        self.m, self.n, self.k = m, n, ka
+        lib = _load()
+        cs = _Case()
+        lib.gck_case_init(ctypes.byref(cs), m, n, ka)
+        cs.alpha, cs.beta, cs.scale_type = self.alpha, self.beta, _F64
+        cs.order = _ROW_MAJOR
+        cs.transa, cs.transb = int(bool(trans_a)), int(bool(trans_b))
+        cs.lda, cs.ldb, cs.ldc, cs.ldd = self.a.shape[-1], self.b.shape[-1], n, n
+        cs.d_is_c = False
+        cs.batch = self.batch or 1
+        cs.stride_a = self.a.shape[-2] * self.a.shape[-1] if ba else 0
+        cs.stride_b = self.b.shape[-2] * self.b.shape[-1] if bb else 0
+        cs.stride_c = m * n if bc else 0
+        cs.stride_d = m * n
+        cs.type_a, cs.type_b, cs.type_c, cs.type_d = fa, fb, fc, out_fmt
+        cs.compute = _F64
+        self.case = cs
+
+    def out_shape(self):
+        return (self.m, self.n) if self.batch is None else (self.batch, self.m, self.n)
+
+    def pointers(self):
+        return (self.a.ctypes.data, self.b.ctypes.data,
+                self.c.ctypes.data if self.c is not None else None)
+
+
+def _out_format(out_dtype, a, b, types):
+    if out_dtype is None:
+        fa = _format_of(np.asarray(a), types.get("a"), "a")
+        fb = _format_of(np.asarray(b), types.get("b"), "b")
+        if fa == fb:
+            return fa
+        return _F64 if _F64 in (fa, fb) else _F32  # mixed inputs: the wider IEEE type
+    if isinstance(out_dtype, str):
+        if out_dtype not in _FORMATS or out_dtype == "tf32":
+            raise GemmcheckError(f"out_dtype '{out_dtype}' is not an element type "
+                                 "(f16, bf16, f32, f64)")
+        return _FORMATS[out_dtype]
+    dt = np.dtype(out_dtype)
+    for fmt in (_F16, _F32, _F64):
+        if dt == np.dtype(_STORAGE[fmt]):
+            return fmt
+    raise GemmcheckError(f"out_dtype {dt} is not an element type (float16, float32, float64, "
+                         "or 'bf16')")
+
+
+def _fail(status, buf):
+    if status != 0:
+        raise GemmcheckError(buf.value.decode(errors="replace") or f"gemmcheck status {status}")
+
+
+# ---- the oracle -------------------------------------------------------------------------------
+
+def oracle(a, b, c=None, alpha=1, beta=0, out_dtype=None, *, trans_a=False, trans_b=False,
+           a_type=None, b_type=None, c_type=None, method="exact", threads=0):
+    """D = alpha * op(a) @ op(b) + beta * c, computed exactly and rounded once (to nearest even,
+    with subnormals and overflow to +-Inf) to out_dtype, with the BLAS and IEEE semantics of
+    gemmcheck (beta = 0 does not read c; alpha = 0 or K = 0 does not read a and b).
+
+    out_dtype: np.float16, np.float32, np.float64 or "bf16" (returned as uint16 bits); default
+    the inputs' type. method: "exact" (integer superaccumulator), "mpfr", or "both" (compared).
+    """
+    types = {"a": a_type, "b": b_type, "c": c_type}
+    out_fmt = _out_format(out_dtype, a, b, types)
+    pr = _Problem(a, b, c, alpha, beta, trans_a, trans_b, types, out_fmt)
+    if method not in ("exact", "mpfr", "both"):
+        raise GemmcheckError(f"method '{method}' is not exact, mpfr or both")
+    lib = _load()
+    buf = ctypes.create_string_buffer(512)
+    _fail(lib.gck_case_validate(ctypes.byref(pr.case), buf, len(buf)), buf)
+    d = np.zeros(pr.out_shape(), dtype=_STORAGE[out_fmt])
+    pa, pb, pc = pr.pointers()
+    fns = {"exact": [lib.gck_oracle_exact], "mpfr": [lib.gck_oracle_mpfr],
+           "both": [lib.gck_oracle_exact, lib.gck_oracle_mpfr]}[method]
+    results = []
+    for fn in fns:
+        out = np.zeros_like(d)
+        _fail(fn(ctypes.byref(pr.case), pa, pb, pc, out.ctypes.data, threads, buf, len(buf)), buf)
+        results.append(out)
+    if len(results) == 2 and results[0].tobytes() != results[1].tobytes():
+        raise RuntimeError("internal error: the exact and MPFR oracles differ on this input; "
+                           "please report it with the arrays")
+    return results[0]
+
+
+# ---- the checker ------------------------------------------------------------------------------
+
+class Model:
+    """The arithmetic a GEMM claims, in the vocabulary of gemmcheck's support tables:
+
+    compute   precision of products and sums: "f16", "bf16", "tf32", "f32", "f64"
+    inputs    what A and B are rounded to first (e.g. "tf32"); None: read exactly
+    acc       "scalar" (one rounding per operation, FMA or not, any order) or "block-FMA"
+              (blocks of `block` products fused before one rounding, tensor cores)
+    epilogue  format of alpha*AB + beta*C (default: compute)
+    ftz, daz  results may be flushed to zero / subnormal inputs may be read as zero
+    skip_zero terms with an exactly-zero factor may be skipped (Inf*0 or NaN*0 dropped)
+
+    Model.parse("compute=f32 in=tf32 block-FMA/16 epi=f32 FTZ skip0") reads the same words
+    `gemmcheck backends` prints.
+    """
+
+    def __init__(self, compute="f32", inputs=None, acc="scalar", block=0, epilogue=None,
+                 ftz=False, daz=False, skip_zero=False):
+        for what, v in (("compute", compute), ("inputs", inputs), ("epilogue", epilogue)):
+            if v is not None and v not in _FORMATS:
+                raise GemmcheckError(f"model {what} '{v}' is not a format (f16, bf16, tf32, "
+                                     "f32, f64)")
+        if acc not in ("scalar", "block-FMA"):
+            raise GemmcheckError(f"model acc '{acc}' is not scalar or block-FMA")
+        if int(block) < 0:
+            raise GemmcheckError("model block must be >= 0")
+        self.compute, self.inputs, self.acc, self.block = compute, inputs, acc, int(block)
+        self.epilogue = epilogue or compute
+        self.ftz, self.daz, self.skip_zero = bool(ftz), bool(daz), bool(skip_zero)
+
+    @classmethod
+    def parse(cls, text):
+        kw = {}
+        for tok in text.split():
+            key, _, val = tok.partition("=")
+            if key == "compute" and val:
+                kw["compute"] = val
+            elif key == "in" and val:
+                kw["inputs"] = None if val == "exact" else val
+            elif key == "epi" and val:
+                kw["epilogue"] = val
+            elif tok == "scalar":
+                kw["acc"] = "scalar"
+            elif tok.startswith("block-FMA"):
+                kw["acc"] = "block-FMA"
+                if tok.startswith("block-FMA/"):
+                    try:
+                        kw["block"] = int(tok[len("block-FMA/"):])
+                    except ValueError:
+                        raise GemmcheckError(f"model: bad block size in '{tok}'") from None
+            elif tok in ("FTZ", "DAZ"):
+                kw[tok.lower()] = True
+            elif tok == "skip0":
+                kw["skip_zero"] = True
+            else:
+                raise GemmcheckError(f"model: unknown word '{tok}' (compute=F in=F|exact scalar "
+                                     "block-FMA[/n] epi=F FTZ DAZ skip0)")
+        return cls(**kw)
+
+    def __repr__(self):
+        acc = self.acc + (f"/{self.block}" if self.acc == "block-FMA" and self.block else "")
+        return (f"Model('compute={self.compute} in={self.inputs or 'exact'} {acc} "
+                f"epi={self.epilogue}{' FTZ' if self.ftz else ''}{' DAZ' if self.daz else ''}"
+                f"{' skip0' if self.skip_zero else ''}')")
+
+    def _row(self, case):
+        r = _Row()
+        r.a, r.b, r.c, r.d = case.type_a, case.type_b, case.type_c, case.type_d
+        r.compute = _FORMATS[self.compute]
+        m = r.model
+        m.compute = _FORMATS[self.compute]
+        m.inputs_rounded = self.inputs is not None
+        m.input_format = _FORMATS[self.inputs or self.compute]
+        m.acc = _ACC_BLOCK_FMA if self.acc == "block-FMA" else _ACC_SCALAR
+        m.block = self.block
+        m.epilogue = _FORMATS[self.epilogue]
+        m.ftz, m.daz = self.ftz, self.daz
+        m.orders = _ORDERS_ANY
+        r.promises = (_P_ALPHA0_NO_READ_AB | _P_BETA0_NO_READ_C | _P_ROW_MAJOR | _P_BATCHED |
+                      _P_D_SEPARATE | _P_SCALE_F64 | (_P_MAY_SKIP_ZERO if self.skip_zero else 0))
+        r.entry = b"python"
+        return r
+
+
+class Element:
+    """One element as the checker saw it: index, value, the exact result rounded to D's type,
+    the exact error |got - exact| (rounded up), the hard bound and their ratio."""
+
+    __slots__ = ("kind", "index", "got", "expected", "error", "bound", "ratio", "rule")
+
+    def __init__(self, kind, e, batched):
+        self.kind = kind
+        self.index = (e.batch, e.i, e.j) if batched else (e.i, e.j)
+        self.got, self.expected, self.error = e.got, e.expected, e.error
+        self.bound, self.ratio = e.bound, e.ratio
+        self.rule = e.rule.decode(errors="replace")
+
+    def __repr__(self):
+        return (f"{self.kind} at {self.index}: got {self.got!r}, exact result rounded "
+                f"{self.expected!r}, error {self.error:.3g}, bound {self.bound:.3g} "
+                f"(error/bound {self.ratio:.3g}; {self.rule})")
+
+
+class Verdict:
+    """The result of a check: truthy when no element failed.
+
+    ok        no finding
+    counts    failing elements per finding kind ({"out_of_tolerance": 3, ...})
+    worst     the worst failing element of each kind, worst first (Element)
+    max_ratio the element with the largest error/bound (Element), failing or not
+    elements  elements compared; sampled: only a sample of rows and columns was
+    """
+
+    def __init__(self, r, batched, model):
+        self.model = model
+        self.elements, self.total_elements = r.elements, r.total_elements
+        self.exact_elements, self.lenient, self.sampled = r.exact_elements, r.lenient, r.sampled
+        self.counts = {k: r.count[i] for i, k in enumerate(_KINDS) if r.count[i]}
+        self.worst = sorted((Element(k, r.worst[i], batched) for i, k in enumerate(_KINDS)
+                             if r.count[i]), key=lambda e: -r.count[_KINDS.index(e.kind)])
+        self.max_ratio = Element("max_ratio", r.max_ratio, batched)
+        self.max_tight = r.max_tight
+        self.ok = not self.counts
+
+    def __bool__(self):
+        return self.ok
+
+    def explain(self):
+        ratios = [e.ratio for e in [self.max_ratio] + self.worst if e.ratio == e.ratio]
+        head = (f"{'pass' if self.ok else 'FAIL'}: {self.elements} of {self.total_elements} "
+                f"elements checked{' (sampled)' if self.sampled else ''} against the exact "
+                f"result under {self.model!r}; largest error/bound {max(ratios):.3g}")
+        lines = [head]
+        for e in self.worst:
+            lines.append(f"  {self.counts[e.kind]} element(s) {e!r}")
+        return "\n".join(lines)
+
+    __str__ = explain
+
+    def __repr__(self):
+        return f"<gemmcheck.Verdict {'ok' if self.ok else self.counts}>"
+
+    def assert_ok(self):
+        """Raise AssertionError with the worst elements when the check found anything."""
+        if not self.ok:
+            raise AssertionError(self.explain())
+        return self
+
+
+def check(a, b, d, c=None, alpha=1, beta=0, *, trans_a=False, trans_b=False, a_type=None,
+          b_type=None, c_type=None, d_type=None, model=None, method="exact", threads=0,
+          strict_ieee=False, sample_above=0):
+    """Check a D computed anywhere against the exact result of alpha*op(a)@op(b) + beta*c, with
+    the hard error bound of the arithmetic `model` claims (a Model, its string form, or None:
+    scalar arithmetic in f64 if an operand is f64, else f32, any evaluation order). Returns a
+    Verdict; never passes a result outside the model's bound, never fails one inside it."""
+    if model is None:
+        types = {np.asarray(x).dtype for x in (a, b, c, d) if x is not None}
+        model = Model(compute="f64" if np.dtype(np.float64) in types else "f32")
+    elif isinstance(model, str):
+        model = Model.parse(model)
+    elif not isinstance(model, Model):
+        raise GemmcheckError("model must be a gemmcheck.Model, its string form, or None")
+    types = {"a": a_type, "b": b_type, "c": c_type}
+    dd = np.asarray(d)
+    out_fmt = _format_of(dd, d_type, "d")
+    pr = _Problem(a, b, c, alpha, beta, trans_a, trans_b, types, out_fmt)
+    if dd.shape != pr.out_shape():
+        raise GemmcheckError(f"d has shape {dd.shape}, the product has {pr.out_shape()}")
+    dd = np.ascontiguousarray(dd)
+    pr.case.compute = _FORMATS[model.compute]
+    row = model._row(pr.case)
+    opt = _Options()
+    opt.strict_ieee, opt.threads = bool(strict_ieee), int(threads)
+    if method not in _ORACLES:
+        raise GemmcheckError(f"method '{method}' is not exact, mpfr or both")
+    opt.oracle = _ORACLES[method]
+    opt.sample_above = float(sample_above)
+    lib = _load()
+    buf = ctypes.create_string_buffer(512)
+    _fail(lib.gck_case_validate(ctypes.byref(pr.case), buf, len(buf)), buf)
+    res = _Result()
+    pa, pb, pc = pr.pointers()
+    _fail(lib.gck_check_values(ctypes.byref(pr.case), ctypes.byref(row), ctypes.byref(opt), pa,
+                               pb, pc, dd.ctypes.data, ctypes.byref(res), buf, len(buf)), buf)
+    if res.oracle_disagreements:
+        raise RuntimeError("internal error: the exact and MPFR oracles differ on this input")
+    return Verdict(res, pr.batch is not None, model)
