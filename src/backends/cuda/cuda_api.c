@@ -22,7 +22,7 @@ static const char *const lib_what[NLIBS] = {"CUDA runtime", "cuBLASLt", "cuBLAS"
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static gck_cuda_api api;
 static bool tried[NLIBS], loaded[NLIBS];
-static char failure[NLIBS][768];
+static char failure[NLIBS][1024];
 
 bool gck_cuda_path_valid(const char *list, char *why, size_t len) {
     int entry = 1;
