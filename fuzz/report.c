@@ -262,7 +262,7 @@ static json_t *environment_json(const gck_campaign_result *r) {
     }
     json_object_set_new(env, "mpfr", json_string(mpfr_get_version()));
     json_object_set_new(env, "gmp", json_string(gmp_version));
-    char cuda[256];
+    char cuda[1024];
     gck_cuda_probe(cuda, sizeof cuda);
     json_object_set_new(env, "cuda", json_string(cuda));
     json_t *bes = json_array();

@@ -127,7 +127,7 @@ typedef struct cuda_state {
     bool lt;
     bool probed, usable;
     const gck_cuda_api *cu; /* the entry points, once loaded */
-    char why[384];
+    char why[1024];
     cublasHandle_t handle;
     cublasLtHandle_t lt_handle;
     bool have_handle;
@@ -138,7 +138,7 @@ typedef struct cuda_state {
 static void probe(cuda_state *s) {
     if (s->probed) return;
     s->probed = true;
-    char what[200];
+    char what[800];
     if (!gck_cuda_probe(what, sizeof what)) {
         snprintf(s->why, sizeof s->why, "%s", what);
         return;
