@@ -171,8 +171,14 @@ Test(cli, bad_input_gives_one_line_and_exit_code_2, .init = setup, .fini = teard
     int64_t shape1[1] = {6};
     char msg[256];
     cr_assert_eq(gck_npy_write(path("v.npy"), GCK_NPY_F4, 1, shape1, C, msg, sizeof msg), GCK_OK);
-    BAD("expected a 2-D array, got shape (6,)", "oracle --a %s --b %s --out-type f32 --out %s",
-        path("v.npy"), b, d);
+    BAD("expected a 2-D array or a 3-D batch, got shape (6,)",
+        "oracle --a %s --b %s --out-type f32 --out %s", path("v.npy"), b, d);
+    /* batches of 2 and of 3 matrices are not one batch */
+    int64_t b2[3] = {2, 1, 3}, b3[3] = {3, 3, 1};
+    cr_assert_eq(gck_npy_write(path("b2.npy"), GCK_NPY_F4, 3, b2, C, msg, sizeof msg), GCK_OK);
+    cr_assert_eq(gck_npy_write(path("b3.npy"), GCK_NPY_F4, 3, b3, C, msg, sizeof msg), GCK_OK);
+    BAD("batch sizes differ", "oracle --a %s --b %s --out-type f32 --out %s", path("b2.npy"),
+        path("b3.npy"), d);
     /* shapes whose product is far beyond memory: (100000, 0) x (0, 100000) in f64 is 80 GB */
     int64_t wide[2] = {100000, 0}, tall[2] = {0, 100000};
     cr_assert_eq(gck_npy_write(path("w.npy"), GCK_NPY_F8, 2, wide, C, msg, sizeof msg), GCK_OK);

@@ -22,8 +22,11 @@ static const char oracle_help[] =
     "(round to nearest even, subnormals, overflow to +-Inf), with BLAS/IEEE special-value\n"
     "semantics (beta = 0 does not read C).\n"
     "\n"
-    "  --a, --b, --c FILE   2-D C-order .npy arrays: <f2 (f16), <f4 (f32), <f8 (f64), or\n"
-    "                       <u2 holding bfloat16 bits together with --X-type bf16\n"
+    "  --a, --b, --c FILE   .npy arrays (C or Fortran order): <f2 (f16), <f4 (f32), <f8\n"
+    "                       (f64), or <u2 holding bfloat16 bits together with --X-type bf16;\n"
+    "                       2-D, or 3-D for a batch (batch, rows, cols): a 2-D input is then\n"
+    "                       shared by every member, and D is written 3-D (repro --dump's\n"
+    "                       files are read as written: pass the case's ta/tb, alpha, beta)\n"
     "  --X-type T           element type of an input: f16, bf16, f32, f64; must agree with\n"
     "                       the file's dtype (needed only for bf16)\n"
     "  --transa, --transb   N (default) or T: op(A) = A or A^T\n"
@@ -68,20 +71,33 @@ static int input_type(const char *path, const gck_npy *a, const char *opt, const
     return GCK_EXIT_OK;
 }
 
+/* "(2, 3)" or "(4, 2, 3)" */
+static void shape_text(const gck_npy *a, char *buf, size_t len) {
+    size_t n = (size_t)snprintf(buf, len, "(");
+    for (int d = 0; d < a->ndim && n < len; d++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%" PRId64, d ? ", " : "", a->shape[d]);
+    if (n < len) snprintf(buf + n, len - n, "%s)", a->ndim == 1 ? "," : "");
+}
+
+/* A matrix (2-D) or a strided batch of them (3-D: batch, rows, cols), as repro --dump writes. */
 static int load_matrix(const char *what, const char *path, gck_npy *a) {
     char msg[512];
     gck_status s = gck_npy_read(path, a, msg, sizeof msg);
     if (s != GCK_OK) return gck_cli_usage_error(cmd, "%s", msg);
-    if (a->ndim != 2) {
-        char shape[128] = "";
-        size_t n = 0;
-        for (int d = 0; d < a->ndim; d++)
-            n += (size_t)snprintf(shape + n, sizeof shape - n, "%s%" PRId64, d ? ", " : "",
-                                  a->shape[d]);
-        return gck_cli_usage_error(cmd, "%s (%s): expected a 2-D array, got shape (%s%s)", path,
-                                   what, shape, a->ndim == 1 ? "," : "");
+    if (a->ndim != 2 && a->ndim != 3) {
+        char shape[160];
+        shape_text(a, shape, sizeof shape);
+        return gck_cli_usage_error(
+            cmd, "%s (%s): expected a 2-D array or a 3-D batch, got shape %s", path, what, shape);
     }
     return GCK_EXIT_OK;
+}
+
+/* Rows and columns of the matrices of a, and its batch (1 for a 2-D array). */
+static void matrix_dims(const gck_npy *a, int64_t *batch, int64_t *rows, int64_t *cols) {
+    *batch = a->ndim == 3 ? a->shape[0] : 1;
+    *rows = a->shape[a->ndim - 2];
+    *cols = a->shape[a->ndim - 1];
 }
 
 static int parse_trans(const char *opt, const char *v, gck_op *out) {
@@ -156,7 +172,27 @@ static int parse_args(const char **o, oracle_args *g) {
     return GCK_EXIT_OK;
 }
 
-/* The row-major case the files describe, or a usage error naming the mismatch. */
+/* The batch of the files: that of the 3-D ones (equal), 2-D ones shared (stride 0). */
+static int common_batch(const char **o, const gck_npy *a, const gck_npy *b, const gck_npy *c,
+                        int64_t *batch) {
+    const gck_npy *x[3] = {a, b, o[OPT_C] ? c : NULL};
+    const char *names[3] = {o[OPT_A], o[OPT_B], o[OPT_C]};
+    *batch = 1;
+    const char *first = NULL;
+    for (int i = 0; i < 3; i++) {
+        if (!x[i] || x[i]->ndim != 3) continue;
+        if (first && x[i]->shape[0] != *batch)
+            return gck_cli_usage_error(
+                cmd, "batch sizes differ: %s holds %" PRId64 " matrices, %s %" PRId64, first,
+                *batch, names[i], x[i]->shape[0]);
+        first = names[i];
+        *batch = x[i]->shape[0];
+    }
+    return GCK_EXIT_OK;
+}
+
+/* The row-major case the files describe (a strided batch when some are 3-D), or a usage error
+ * naming the mismatch. */
 static int build_case(const char **o, const oracle_args *g, const gck_npy *a, const gck_npy *b,
                       const gck_npy *c, gck_case *gc) {
     gck_format tA, tB, tC = g->out_type;
@@ -165,23 +201,30 @@ static int build_case(const char **o, const oracle_args *g, const gck_npy *a, co
         (rc = input_type(o[OPT_B], b, "--b-type", o[OPT_BTYPE], &tB)) ||
         (o[OPT_C] && (rc = input_type(o[OPT_C], c, "--c-type", o[OPT_CTYPE], &tC))))
         return rc;
-    int64_t m = g->ta == GCK_OP_N ? a->shape[0] : a->shape[1];
-    int64_t ka = g->ta == GCK_OP_N ? a->shape[1] : a->shape[0];
-    int64_t kb = g->tb == GCK_OP_N ? b->shape[0] : b->shape[1];
-    int64_t n = g->tb == GCK_OP_N ? b->shape[1] : b->shape[0];
+    int64_t ba, ra, ca, bb, rb, cb, bc = 1, rc_ = 0, cc = 0, batch;
+    matrix_dims(a, &ba, &ra, &ca);
+    matrix_dims(b, &bb, &rb, &cb);
+    if (o[OPT_C]) matrix_dims(c, &bc, &rc_, &cc);
+    if ((rc = common_batch(o, a, b, c, &batch))) return rc;
+    int64_t m = g->ta == GCK_OP_N ? ra : ca, ka = g->ta == GCK_OP_N ? ca : ra;
+    int64_t kb = g->tb == GCK_OP_N ? rb : cb, n = g->tb == GCK_OP_N ? cb : rb;
+    char sa[160], sb[160], sc[160];
+    shape_text(a, sa, sizeof sa);
+    shape_text(b, sb, sizeof sb);
     if (ka != kb)
+        return gck_cli_usage_error(cmd,
+                                   "shapes do not match: op(A) is %" PRId64 "x%" PRId64
+                                   " (%s has shape %s, --transa %c) but op(B) is %" PRId64
+                                   "x%" PRId64 " (%s has shape %s, --transb %c)",
+                                   m, ka, o[OPT_A], sa, g->ta == GCK_OP_N ? 'N' : 'T', kb, n,
+                                   o[OPT_B], sb, g->tb == GCK_OP_N ? 'N' : 'T');
+    if (o[OPT_C] && (rc_ != m || cc != n)) {
+        shape_text(c, sc, sizeof sc);
         return gck_cli_usage_error(
             cmd,
-            "shapes do not match: op(A) is %" PRId64 "x%" PRId64 " (%s has shape (%" PRId64
-            ", %" PRId64 "), --transa %c) but op(B) is %" PRId64 "x%" PRId64
-            " (%s has shape (%" PRId64 ", %" PRId64 "), --transb %c)",
-            m, ka, o[OPT_A], a->shape[0], a->shape[1], g->ta == GCK_OP_N ? 'N' : 'T', kb, n,
-            o[OPT_B], b->shape[0], b->shape[1], g->tb == GCK_OP_N ? 'N' : 'T');
-    if (o[OPT_C] && (c->shape[0] != m || c->shape[1] != n))
-        return gck_cli_usage_error(cmd,
-                                   "shapes do not match: %s has shape (%" PRId64 ", %" PRId64
-                                   ") but op(A)*op(B) is (%" PRId64 ", %" PRId64 ")",
-                                   o[OPT_C], c->shape[0], c->shape[1], m, n);
+            "shapes do not match: %s has shape %s but op(A)*op(B) is (%" PRId64 ", %" PRId64 ")",
+            o[OPT_C], sc, m, n);
+    }
     gck_case_init(gc, m, n, ka);
     gc->order = GCK_ROW_MAJOR;
     gc->transa = g->ta;
@@ -198,6 +241,11 @@ static int build_case(const char **o, const oracle_args *g, const gck_npy *a, co
     gc->type_c = tC;
     gc->type_d = g->out_type;
     gc->compute = GCK_F64;
+    gc->batch = batch;
+    gc->stride_a = a->ndim == 3 ? ra * ca : 0;
+    gc->stride_b = b->ndim == 3 ? rb * cb : 0;
+    gc->stride_c = o[OPT_C] && c->ndim == 3 ? m * n : 0;
+    gc->stride_d = m * n;
     char msg[512];
     if (gck_case_validate(gc, msg, sizeof msg) != GCK_OK)
         return gck_cli_usage_error(cmd, "%s", msg);
@@ -206,7 +254,7 @@ static int build_case(const char **o, const oracle_args *g, const gck_npy *a, co
 
 /* A zeroed buffer for the m x n result, refused (exit 2) beyond this machine's memory. */
 static int alloc_result(const gck_case *gc, void **d, size_t *dbytes) {
-    int64_t m = gc->m, n = gc->n;
+    int64_t m = gc->m, n = gc->n * gc->batch;
     size_t esz = (size_t)gck_format_get(gc->type_d)->storage_bytes;
     if (m != 0 && n > INT64_MAX / 16 / m)
         return gck_cli_usage_error(cmd, "the %" PRId64 "x%" PRId64 " result is too large", m, n);
@@ -275,9 +323,11 @@ static int run(const char **o) {
         rc = GCK_EXIT_INTERNAL;
         goto done;
     }
-    int64_t shape[2] = {gc.m, gc.n};
-    if (gck_npy_write(o[OPT_OUT], gck_npy_dtype_of(gc.type_d), 2, shape, d, msg, sizeof msg) !=
-        GCK_OK) {
+    /* a batch when any input is one (a 2-D input is shared by every member) */
+    bool batched = a.ndim == 3 || b.ndim == 3 || (o[OPT_C] && c.ndim == 3);
+    int64_t shape[3] = {gc.batch, gc.m, gc.n};
+    if (gck_npy_write(o[OPT_OUT], gck_npy_dtype_of(gc.type_d), batched ? 3 : 2,
+                      batched ? shape : shape + 1, d, msg, sizeof msg) != GCK_OK) {
         rc = gck_cli_usage_error(cmd, "%s", msg);
         goto done;
     }
@@ -288,7 +338,7 @@ static int run(const char **o) {
            o[OPT_C] ? o[OPT_BETA] ? o[OPT_BETA] : "0" : "", gc.k, gck_format_get(gc.type_a)->name,
            gck_format_get(gc.type_b)->name, o[OPT_C] ? " + " : "",
            o[OPT_C] ? gck_format_get(gc.type_c)->name : "", gck_format_get(gc.type_d)->name,
-           gc.m * gc.n,
+           gc.m * gc.n * gc.batch,
            g.kind == GCK_ORACLE_MPFR   ? "MPFR"
            : g.kind == GCK_ORACLE_BOTH ? "exact and MPFR"
                                        : "exact",

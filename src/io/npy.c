@@ -120,13 +120,10 @@ static gck_status parse_shape(cursor *c, gck_npy *out, char *msg, size_t len) {
     return GCK_OK;
 }
 
-/* The value of 'fortran_order': False (a Fortran-order array is refused with the remedy). */
-static gck_status parse_order(cursor *c, char *msg, size_t len) {
-    if (read_word(c, "True"))
-        return gck_fail(GCK_EFORMAT, msg, len,
-                        "fortran_order is True: save a C-order "
-                        "array (np.ascontiguousarray) instead");
-    if (!read_word(c, "False"))
+/* The value of 'fortran_order' (a Fortran-order array is converted to C order once read). */
+static gck_status parse_order(cursor *c, bool *fortran, char *msg, size_t len) {
+    *fortran = read_word(c, "True");
+    if (!*fortran && !read_word(c, "False"))
         return gck_fail(GCK_EFORMAT, msg, len, "'fortran_order' is neither True nor False");
     return GCK_OK;
 }
@@ -174,7 +171,7 @@ static gck_status parse_header(const char *h, size_t hlen, gck_npy *out, char *m
             return gck_fail(GCK_EFORMAT, msg, len,
                             "'descr' is not a simple dtype string "
                             "(structured dtypes are not supported)");
-        if (k == 1) st = parse_order(&c, msg, len);
+        if (k == 1) st = parse_order(&c, &out->fortran_order, msg, len);
         if (k == 2) st = parse_shape(&c, out, msg, len);
         if (st != GCK_OK) return st;
         if (!eat(&c, ',')) {
@@ -234,6 +231,26 @@ static gck_status data_size(gck_npy *out, size_t have, size_t *need, char *msg, 
     return GCK_OK;
 }
 
+/* A Fortran-order array's data (first index fastest) rearranged into C order. */
+static gck_status to_c_order(gck_npy *a, char *msg, size_t len) {
+    if (!a->fortran_order || a->ndim < 2 || a->count == 0) return GCK_OK;
+    size_t es = (size_t)item_sizes[a->dtype];
+    unsigned char *c = malloc((size_t)a->count * es);
+    if (!c) return gck_fail(GCK_ENOMEM, msg, len, "out of memory converting to C order");
+    int64_t idx[GCK_NPY_MAX_DIMS] = {0}, fstride[GCK_NPY_MAX_DIMS];
+    fstride[0] = 1;
+    for (int d = 1; d < a->ndim; d++) fstride[d] = fstride[d - 1] * a->shape[d - 1];
+    for (int64_t x = 0; x < a->count; x++) { /* x: the C-order position of idx */
+        int64_t f = 0;
+        for (int d = 0; d < a->ndim; d++) f += idx[d] * fstride[d];
+        memcpy(c + (size_t)x * es, (const unsigned char *)a->data + (size_t)f * es, es);
+        for (int d = a->ndim - 1; d >= 0 && ++idx[d] == a->shape[d]; d--) idx[d] = 0;
+    }
+    free(a->data);
+    a->data = c;
+    return GCK_OK;
+}
+
 gck_status gck_npy_parse(const unsigned char *buf, size_t len, gck_npy *out, char *msg,
                          size_t msg_len) {
     memset(out, 0, sizeof *out);
@@ -249,7 +266,7 @@ gck_status gck_npy_parse(const unsigned char *buf, size_t len, gck_npy *out, cha
     if (s == GCK_OK) s = data_size(out, len - hstart - hlen, &need, msg, msg_len);
     if (s != GCK_OK) return s;
     memcpy(out->data, buf + hstart + hlen, need);
-    return GCK_OK;
+    return to_c_order(out, msg, msg_len);
 }
 
 /* Read exactly n bytes (fewer only at the end of the file: *got says). */
@@ -314,7 +331,7 @@ static gck_status read_fd(int fd, gck_npy *out, char *msg, size_t msg_len) {
         return gck_fail(GCK_EIO, msg, msg_len,
                         "the file changed or cannot be read while reading it");
     }
-    return GCK_OK;
+    return to_c_order(out, msg, msg_len);
 }
 
 gck_status gck_npy_read(const char *path, gck_npy *out, char *msg, size_t msg_len) {

@@ -1,8 +1,9 @@
 /* Strict .npy reader and writer (NumPy format versions 1.0, 2.0, 3.0; little-endian f2, f4,
- * f8 and u2 in C order). Internal to gemmcheck. */
+ * f8 and u2; C or Fortran order read, C order written). Internal to gemmcheck. */
 #ifndef GEMMCHECK_NPY_H
 #define GEMMCHECK_NPY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,8 +17,9 @@ typedef struct gck_npy {
     gck_npy_dtype dtype;
     int ndim;
     int64_t shape[GCK_NPY_MAX_DIMS];
-    int64_t count; /**< number of elements */
-    void *data;    /**< count elements, malloc'd; free with gck_npy_free */
+    int64_t count;      /**< number of elements */
+    void *data;         /**< count elements in C order, malloc'd; free with gck_npy_free */
+    bool fortran_order; /**< the file held them in Fortran order (converted when read) */
 } gck_npy;
 
 /** The dtype a value of `fmt` is stored as (tf32 as <f4, bf16 as <u2 holding its bits), and
