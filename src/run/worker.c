@@ -121,17 +121,18 @@ static int serve(const char *backend, bool strict, gck_oracle_kind oracle) {
     char why[512] = "", version[512] = "";
     bool ok = be.ops->available(be.state, why, sizeof why);
     why[sizeof why - 1] = '\0';
-    be.ops->version(be.state, version, sizeof version);
-    version[sizeof version - 1] = '\0';
-    const gck_support_row *rows;
-    size_t n = be.ops->table(be.state, &rows);
-    gck_fpenv_restore(&env, NULL, 0);
-    if (!ok) {
+    if (!ok) { /* (no version asked: the CUDA backends would load cuBLAS only to discard it) */
+        gck_fpenv_restore(&env, NULL, 0);
         snprintf(msg, sizeof msg, "backend %s is %s%s", backend,
                  strncmp(why, "unavailable", 11) == 0 ? "" : "unavailable: ", why);
         send_text(GCK_WIRE_UNAVAILABLE, msg);
         return GCK_EXIT_USAGE;
     }
+    be.ops->version(be.state, version, sizeof version);
+    version[sizeof version - 1] = '\0';
+    const gck_support_row *rows;
+    size_t n = be.ops->table(be.state, &rows);
+    gck_fpenv_restore(&env, NULL, 0);
     send_ready(oracle, version, why);
     snprintf(msg, sizeof msg, "%zu", n);
     send_text(GCK_WIRE_TABLE, msg);
