@@ -105,6 +105,13 @@ static void reap_strays(const pid_t *keep, size_t nkeep) {
     }
 }
 
+/* The worker cannot serve: the reason to the supervisor, the FP environment as it was. */
+static int refuse(const gck_fpenv *env, int tag, const char *text) {
+    gck_fpenv_restore(env, NULL, 0);
+    send_text(tag, text);
+    return GCK_EXIT_USAGE;
+}
+
 static int serve(const char *backend, bool strict, gck_oracle_kind oracle) {
     signal(SIGPIPE, SIG_IGN);
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
@@ -113,20 +120,14 @@ static int serve(const char *backend, bool strict, gck_oracle_kind oracle) {
     gck_fpenv env;
     gck_fpenv_save(&env); /* opening may leave the environment changed: gemmcheck's is kept */
     gck_status st = gck_backend_open(&be, backend, msg, sizeof msg);
-    if (st != GCK_OK) {
-        gck_fpenv_restore(&env, NULL, 0);
-        send_text(GCK_WIRE_SETUP, msg);
-        return GCK_EXIT_USAGE;
-    }
+    if (st != GCK_OK) return refuse(&env, GCK_WIRE_SETUP, msg);
     char why[512] = "", version[512] = "";
     bool ok = be.ops->available(be.state, why, sizeof why);
     why[sizeof why - 1] = '\0';
     if (!ok) { /* (no version asked: the CUDA backends would load cuBLAS only to discard it) */
-        gck_fpenv_restore(&env, NULL, 0);
         snprintf(msg, sizeof msg, "backend %s is %s%s", backend,
                  strncmp(why, "unavailable", 11) == 0 ? "" : "unavailable: ", why);
-        send_text(GCK_WIRE_UNAVAILABLE, msg);
-        return GCK_EXIT_USAGE;
+        return refuse(&env, GCK_WIRE_UNAVAILABLE, msg);
     }
     be.ops->version(be.state, version, sizeof version);
     version[sizeof version - 1] = '\0';
