@@ -22,8 +22,7 @@
 #include "wire.h"
 #include "worker.h"
 
-#define MAX_JOBS    64
-#define MAX_TARGETS 1024
+#define MAX_JOBS 64
 
 static volatile sig_atomic_t stop_requested, stop_signal;
 
@@ -57,10 +56,10 @@ typedef struct run_ctx {
     double t0;  /* campaign start */
     double end; /* this backend's end */
     FILE *jsonl;
-    gck_support_row rows[MAX_TARGETS];
-    char entries[MAX_TARGETS][96], entries_tmp[MAX_TARGETS][96];
+    gck_support_row rows[GCK_FUZZ_MAX_TARGETS];
+    char entries[GCK_FUZZ_MAX_TARGETS][96], entries_tmp[GCK_FUZZ_MAX_TARGETS][96];
     size_t nrows;
-    gck_fuzz_target targets[MAX_TARGETS];
+    gck_fuzz_target targets[GCK_FUZZ_MAX_TARGETS];
     size_t ntargets;
     gck_fuzz_config gen;
     gck_spec *prelude; /* edge cases and corpus, run first */
@@ -82,11 +81,11 @@ static bool start(run_ctx *x, slot *s) {
 /* Read a started worker's handshake (READY, TABLE, rows) before `deadline`; false with a
  * reason (the worker is killed). */
 static bool handshake(run_ctx *x, slot *s, double deadline) {
-    gck_support_row rows[MAX_TARGETS];
+    gck_support_row rows[GCK_FUZZ_MAX_TARGETS];
     size_t n;
     char why[1024];
-    gck_handshake hs = gck_worker_handshake(&s->w, deadline, rows, x->entries_tmp, MAX_TARGETS, &n,
-                                            why, sizeof why);
+    gck_handshake hs = gck_worker_handshake(&s->w, deadline, rows, x->entries_tmp,
+                                            GCK_FUZZ_MAX_TARGETS, &n, why, sizeof why);
     if (hs != GCK_HANDSHAKE_READY) {
         snprintf(x->setup_error, sizeof x->setup_error, "backend %.200s: %.800s", x->backend, why);
         if (hs != GCK_HANDSHAKE_BROKEN) snprintf(x->setup_error, sizeof x->setup_error, "%s", why);
@@ -527,9 +526,10 @@ static void on_deadline(run_ctx *x, slot *s) {
 static bool set_targets(run_ctx *x) {
     char msg[512];
     if (!x->o->types)
-        x->ntargets = gck_fuzz_targets_from_rows(x->rows, x->nrows, x->targets, MAX_TARGETS);
+        x->ntargets =
+            gck_fuzz_targets_from_rows(x->rows, x->nrows, x->targets, GCK_FUZZ_MAX_TARGETS);
     else if ((x->ntargets = gck_fuzz_parse_types(x->o->types, x->rows, x->nrows, x->targets,
-                                                 MAX_TARGETS, msg, sizeof msg)) == 0) {
+                                                 GCK_FUZZ_MAX_TARGETS, msg, sizeof msg)) == 0) {
         snprintf(x->setup_error, sizeof x->setup_error, "%s", msg);
         return false;
     }

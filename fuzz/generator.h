@@ -37,6 +37,9 @@ size_t gck_fuzz_edge_cases(const gck_fuzz_config *cfg, gck_spec *out, size_t cap
 size_t gck_fuzz_targets_from_rows(const gck_support_row *rows, size_t n, gck_fuzz_target *out,
                                   size_t cap);
 
+/** The most targets a campaign takes on one backend (support-table rows, or --types tuples). */
+#define GCK_FUZZ_MAX_TARGETS 1024
+
 /** Parse a --types list: "A,B,C,D:compute[;A,B,C,D:compute...]" (compute defaults to f32, or
  *  f64 when D is f64). Each tuple takes the promises of the backend's row for it if there is
  *  one, else is marked requested with column-major, in-place, f32/f64 scale. Returns the count,

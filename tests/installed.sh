@@ -9,11 +9,27 @@
 #     (and the same planted files are loaded when the search does reach the directory: the
 #     control, without which this part could not fail).
 # Usage: installed.sh BUILD_DIR SOURCE_DIR PLANTED_LIBRARY CUDA(ON|OFF)
+# (installed.sh --everyday DIR BINARY: only the everyday commands, outputs into DIR; step 3 runs
+# it in the private mount namespace)
 set -eu
+fail() { echo "FAIL: $*"; exit 1; }
+case_text='gck1 m=5 n=4 k=7 order=col ta=N tb=T types=f32,f32,f32,f32 compute=f32 scale=f32 alpha=1.5 beta=-0.5 lda=6 ldb=5 ldc=7 ldd=7 d=c batch=1 sa=0 sb=0 sc=0 sd=0 off=1,2,3,0 vab=unif vc=unif sp=0 cnan=0 seed=7'
+# the everyday commands; each must succeed
+everyday() {
+    "$bin" --version > "$T/version.txt" || fail "--version"
+    "$bin" backends > "$T/backends.txt" 2>&1 || fail "backends"
+    "$bin" repro --backend ref "$case_text" > "$T/repro.txt" || fail "repro"
+    "$bin" fuzz --backend ref --cases 20 --seed 1 --jobs 1 --report "$T/r.json" \
+        --findings "$T/f.jsonl" > "$T/fuzz.txt" || fail "fuzz"
+}
+if [ "$1" = --everyday ]; then
+    T=$2 bin=$3
+    everyday
+    exit 0
+fi
 build=$1 src=$2 planted=$3 cuda=$4
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 
 cmake --install "$build" --prefix "$T/prefix" > "$T/install.log" || fail "cmake --install"
 bin=$T/prefix/bin/gemmcheck
@@ -30,32 +46,16 @@ for f in "$bin" "$T"/prefix/lib*/libgemmcheck.so* "$T"/prefix/lib/*/libgemmcheck
     echo "$f: $(readelf -d "$f" | grep -c NEEDED) dependencies, none of CUDA"
 done
 
-case_text='gck1 m=5 n=4 k=7 order=col ta=N tb=T types=f32,f32,f32,f32 compute=f32 scale=f32 alpha=1.5 beta=-0.5 lda=6 ldb=5 ldc=7 ldd=7 d=c batch=1 sa=0 sb=0 sc=0 sd=0 off=1,2,3,0 vab=unif vc=unif sp=0 cnan=0 seed=7'
-# the everyday commands; each must succeed
-everyday() {
-    "$bin" --version > "$T/version.txt" || fail "--version"
-    "$bin" backends > "$T/backends.txt" 2>&1 || fail "backends"
-    "$bin" repro --backend ref "$case_text" > "$T/repro.txt" || fail "repro"
-    "$bin" fuzz --backend ref --cases 20 --seed 1 --jobs 1 --report "$T/r.json" \
-        --findings "$T/f.jsonl" > "$T/fuzz.txt" || fail "fuzz"
-}
-
 echo "== 3. CUDA libraries hidden"
 if [ "$cuda" = ON ]; then
     dirs=$(ldconfig -p | awk '/libcu(dart|blas|blasLt)\.so\./ { print $NF }' | xargs -r -n1 dirname)
     dirs=$(for d in $dirs /usr/local/cuda/lib64 /usr/local/cuda/lib; do
         [ -d "$d" ] && readlink -f "$d"; done | sort -u)
-    hidden=no
     if [ -n "$dirs" ] && unshare -m true 2> /dev/null; then
-        # run this very script's step 3 in a private mount namespace, the directories emptied
+        # this script's everyday commands in a private mount namespace, the directories emptied
         mounts=$(for d in $dirs; do printf 'mount -t tmpfs none %s && ' "$d"; done)
         if unshare -m --propagation private sh -c "$mounts ls $dirs | grep -q 'libcudart' && exit 9;
-            T='$T' bin='$bin' case_text='$case_text' sh -c '
-            \"\$bin\" --version > \"\$T/version.txt\" &&
-            \"\$bin\" backends > \"\$T/backends.txt\" 2>&1 &&
-            \"\$bin\" repro --backend ref \"\$case_text\" > \"\$T/repro.txt\" &&
-            \"\$bin\" fuzz --backend ref --cases 20 --seed 1 --jobs 1 --report \"\$T/r.json\" \
-                --findings \"\$T/f.jsonl\" > \"\$T/fuzz.txt\"'"; then
+            exec sh '$0' --everyday '$T' '$bin'"; then
             hidden="by an empty file system over $(echo $dirs)"
         else
             fail "a command failed with the CUDA libraries hidden (exit $?)"

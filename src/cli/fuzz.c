@@ -244,9 +244,10 @@ int gck_cmd_fuzz(int argc, char **argv) {
             return gck_cli_usage_error(cmd, "--corpus '%s' is not a directory", o.corpus_dir);
     }
     if (o.types) { /* a bad list is one usage error, before any backend is probed */
-        static gck_fuzz_target targets[1024];
+        static gck_fuzz_target targets[GCK_FUZZ_MAX_TARGETS];
         char msg[512];
-        if (gck_fuzz_parse_types(o.types, NULL, 0, targets, 1024, msg, sizeof msg) == 0)
+        if (gck_fuzz_parse_types(o.types, NULL, 0, targets, GCK_FUZZ_MAX_TARGETS, msg,
+                                 sizeof msg) == 0)
             return gck_cli_usage_error(cmd, "%s", msg);
     }
     if ((rc = pick_seed(cmd, g.seed, &o))) return rc;

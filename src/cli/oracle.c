@@ -93,9 +93,8 @@ static int load_matrix(const char *what, const char *path, gck_npy *a) {
     return GCK_EXIT_OK;
 }
 
-/* Rows and columns of the matrices of a, and its batch (1 for a 2-D array). */
-static void matrix_dims(const gck_npy *a, int64_t *batch, int64_t *rows, int64_t *cols) {
-    *batch = a->ndim == 3 ? a->shape[0] : 1;
+/* Rows and columns of the matrices of a (its last two dimensions; common_batch has the batch). */
+static void matrix_dims(const gck_npy *a, int64_t *rows, int64_t *cols) {
     *rows = a->shape[a->ndim - 2];
     *cols = a->shape[a->ndim - 1];
 }
@@ -201,10 +200,10 @@ static int build_case(const char **o, const oracle_args *g, const gck_npy *a, co
         (rc = input_type(o[OPT_B], b, "--b-type", o[OPT_BTYPE], &tB)) ||
         (o[OPT_C] && (rc = input_type(o[OPT_C], c, "--c-type", o[OPT_CTYPE], &tC))))
         return rc;
-    int64_t ba, ra, ca, bb, rb, cb, bc = 1, rc_ = 0, cc = 0, batch;
-    matrix_dims(a, &ba, &ra, &ca);
-    matrix_dims(b, &bb, &rb, &cb);
-    if (o[OPT_C]) matrix_dims(c, &bc, &rc_, &cc);
+    int64_t ra, ca, rb, cb, rc_ = 0, cc = 0, batch;
+    matrix_dims(a, &ra, &ca);
+    matrix_dims(b, &rb, &cb);
+    if (o[OPT_C]) matrix_dims(c, &rc_, &cc);
     if ((rc = common_batch(o, a, b, c, &batch))) return rc;
     int64_t m = g->ta == GCK_OP_N ? ra : ca, ka = g->ta == GCK_OP_N ? ca : ra;
     int64_t kb = g->tb == GCK_OP_N ? rb : cb, n = g->tb == GCK_OP_N ? cb : rb;

@@ -12,21 +12,16 @@ import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import pytest
 import yaml
 
-SRC = Path(os.environ.get("GEMMCHECK_SOURCE_DIR", Path(__file__).resolve().parents[2]))
-BINARY = os.environ.get("GEMMCHECK_BINARY") or (
-    str(SRC / "build/gemmcheck") if (SRC / "build/gemmcheck").exists() else None)
+from conftest import SOURCE as SRC
 SECONDS = "1"
 
-pytestmark = pytest.mark.skipif(not BINARY, reason="no gemmcheck binary: set GEMMCHECK_BINARY")
 
-
-def workdir(tmp_path):
+def workdir(tmp_path, binary):
     """A checkout as the recipes expect it: build/gemmcheck is the binary under test."""
     (tmp_path / "build").mkdir()
-    os.symlink(BINARY, tmp_path / "build" / "gemmcheck")
+    os.symlink(binary, tmp_path / "build" / "gemmcheck")
     return tmp_path
 
 
@@ -79,11 +74,11 @@ def github_value(expr, shard, total):
     return {"matrix.shard": str(shard), "strategy.job-total": str(total)}[expr.strip()]
 
 
-def test_github_actions_workflow(tmp_path):
+def test_github_actions_workflow(tmp_path, gemmcheck_binary):
     wf = yaml.safe_load((SRC / "examples/ci/github-actions.yml").read_text())
     env = {k: str(v) for k, v in wf["env"].items()}
     env["GEMMCHECK_TIME"] = SECONDS
-    d = workdir(tmp_path)
+    d = workdir(tmp_path, gemmcheck_binary)
     shards = wf["jobs"]["shard"]["strategy"]["matrix"]["shard"]
     steps = {job: [s for s in wf["jobs"][job]["steps"] if "run" in s] for job in ("shard", "merge")}
     check_build_steps([s["run"] for job in steps.values() for s in job])
@@ -104,11 +99,11 @@ def test_github_actions_workflow(tmp_path):
     assert len(list(d.glob("shard-*.findings.jsonl"))) == len(shards)
 
 
-def test_gitlab_ci_pipeline(tmp_path):
+def test_gitlab_ci_pipeline(tmp_path, gemmcheck_binary):
     ci = yaml.safe_load((SRC / "examples/ci/gitlab-ci.yml").read_text())
     env = {k: str(v) for k, v in ci["variables"].items()}
     env["GEMMCHECK_TIME"] = SECONDS
-    d = workdir(tmp_path)
+    d = workdir(tmp_path, gemmcheck_binary)
     check_build_steps(["\n".join(ci["default"]["before_script"])])
     total = int(ci["shard"]["parallel"])
     for i in range(1, total + 1):
@@ -121,10 +116,10 @@ def test_gitlab_ci_pipeline(tmp_path):
     check_merged(d / "campaign.json", d / "campaign.xml", total)
 
 
-def test_slurm_array_and_merge(tmp_path):
+def test_slurm_array_and_merge(tmp_path, gemmcheck_binary):
     sb = (SRC / "examples/slurm/campaign.sbatch").read_text()
     first, last = map(int, re.search(r"#SBATCH --array=(\d+)-(\d+)", sb).group(1, 2))
-    d = workdir(tmp_path)
+    d = workdir(tmp_path, gemmcheck_binary)
     env = {"GEMMCHECK_TIME": SECONDS, "SLURM_ARRAY_TASK_MIN": str(first),
            "SLURM_ARRAY_TASK_COUNT": str(last - first + 1), "SLURM_CPUS_PER_TASK": "2"}
     for task in range(first, last + 1):
