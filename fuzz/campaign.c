@@ -14,6 +14,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "exitcode.h"
@@ -35,6 +36,7 @@ typedef struct slot {
     gck_worker w;
     bool alive, busy;
     gck_case_watch watch; /* the case in flight: phase, call, deadlines */
+    double sent;          /* when it was handed to the worker */
     uint64_t case_no;
     gck_spec spec;
     bool requested;
@@ -169,14 +171,20 @@ static void record(run_ctx *x, gck_kind kind, const gck_spec *s, const char *det
     }
 }
 
+/* Count a case's outcome in the summary and its tuple's entry; `seconds` is the time from handing
+ * it to a worker to its result. */
 static void count_case(run_ctx *x, const gck_spec *s, gck_outcome outcome, const bool *kinds,
-                       double tight) {
+                       double tight, double seconds) {
     gck_campaign_result *r = x->res;
     r->cases++;
     x->info->cases++;
     char types[64], compute[8];
     types_of(&s->c, types, sizeof types, compute, sizeof compute);
     gck_matrix_entry *e = gck_result_matrix(r, x->backend, types, compute);
+    if (e) {
+        e->fuzzed = true;
+        e->seconds += seconds;
+    }
     if (outcome == GCK_OUTCOME_PASS) {
         r->pass++;
         if (e) e->pass++;
@@ -214,7 +222,7 @@ static void on_result(run_ctx *x, slot *s, const gck_run_result *rr) {
         record(x, fd->kind, &s->spec, fd->detail, fd->kind == GCK_KIND_NONDETERMINISTIC ? conc : "",
                fd->has_element ? &fd->element : NULL);
     }
-    count_case(x, &s->spec, outcome, kinds, rr->check.max_tight);
+    count_case(x, &s->spec, outcome, kinds, rr->check.max_tight, gck_wire_now() - s->sent);
 }
 
 /* gemmcheck's own failure on the case in flight: counted, reported with the case, no finding. */
@@ -252,7 +260,7 @@ static void on_death(run_ctx *x, slot *s, bool hang, const char *why) {
     if (backend) {
         record(x, kind, &s->spec, d, flags, NULL);
         kinds[kind] = true;
-        count_case(x, &s->spec, GCK_OUTCOME_FINDINGS, kinds, NAN);
+        count_case(x, &s->spec, GCK_OUTCOME_FINDINGS, kinds, NAN, gck_wire_now() - s->sent);
     } else {
         internal_error(x, s, d);
     }
@@ -305,6 +313,7 @@ static bool dispatch(run_ctx *x, slot *s) {
     req.repeat = 1;
     gck_spec_format(&s->spec, req.repro, sizeof req.repro);
     gck_watch_start(&s->watch, &s->spec.c, 0, x->o->timeout_floor);
+    s->sent = gck_wire_now();
     if (gck_worker_request(&s->w, &req, gck_wire_now() + 30.0)) {
         s->busy = true;
         return true;
@@ -458,7 +467,7 @@ static void on_frame(run_ctx *x, slot *s, const gck_wire_frame *f) {
             bool kinds[GCK_KIND_COUNT] = {false};
             kinds[GCK_KIND_CRASH] = true;
             record(x, GCK_KIND_CRASH, &s->prev, d, "", NULL);
-            count_case(x, &s->prev, GCK_OUTCOME_FINDINGS, kinds, NAN);
+            count_case(x, &s->prev, GCK_OUTCOME_FINDINGS, kinds, NAN, 0);
             s->lingering = false;
         }
         on_result(x, s, rr);
@@ -523,6 +532,29 @@ static void on_deadline(run_ctx *x, slot *s) {
 /* Run the campaign on one backend until its time is up. Returns false on a set-up error. */
 /* The targets: the backend's rows, or the user's --types (an error names a bad list); and the
  * generator's configuration over them. */
+/* The support matrix holds every tuple the backend declares, and every tuple fuzzed, before
+ * any case runs: reports list the tuples no case reached (and why) instead of leaving them out. */
+static void declare_tuples(run_ctx *x) {
+    char types[64], compute[8];
+    for (size_t r = 0; r < x->nrows; r++) {
+        gck_case c = {.type_a = x->rows[r].a,
+                      .type_b = x->rows[r].b,
+                      .type_c = x->rows[r].c,
+                      .type_d = x->rows[r].d,
+                      .compute = x->rows[r].compute};
+        types_of(&c, types, sizeof types, compute, sizeof compute);
+        gck_result_matrix(x->res, x->backend, types, compute);
+    }
+    for (size_t t = 0; t < x->ntargets; t++) {
+        const gck_fuzz_target *g = &x->targets[t];
+        gck_case c = {
+            .type_a = g->a, .type_b = g->b, .type_c = g->c, .type_d = g->d, .compute = g->compute};
+        types_of(&c, types, sizeof types, compute, sizeof compute);
+        gck_matrix_entry *e = gck_result_matrix(x->res, x->backend, types, compute);
+        if (e) e->fuzzed = true;
+    }
+}
+
 static bool set_targets(run_ctx *x) {
     char msg[512];
     if (!x->o->types)
@@ -535,6 +567,7 @@ static bool set_targets(run_ctx *x) {
     }
     x->gen =
         (gck_fuzz_config){x->o->seed, x->o->max_flops, x->o->max_bytes, x->targets, x->ntargets};
+    declare_tuples(x);
     return true;
 }
 
@@ -677,7 +710,7 @@ static int probe_backends(const gck_campaign_options *o, run_ctx *x, bool *usabl
         if (usable[b]) gck_worker_kill(&s.w);
         snprintf(why[b], sizeof why[b], "%s", x->setup_error);
         *nusable += usable[b];
-        if (!usable[b] && o->backends_explicit) {
+        if (!usable[b] && o->backends_explicit && !o->skip_unavailable) {
             fprintf(stderr, "gemmcheck fuzz: %s\n", why[b]);
             return GCK_EXIT_USAGE;
         }
@@ -694,7 +727,7 @@ static int skip_backend(const gck_campaign_options *o, gck_backend_info *bi, con
     size_t n = strnlen(why, sizeof bi->skipped_why - 1);
     memcpy(bi->skipped_why, why, n);
     bi->skipped_why[n] = '\0';
-    if (o->backends_explicit) {
+    if (o->backends_explicit && !o->skip_unavailable) {
         fprintf(stderr, "gemmcheck fuzz: %s\n", why);
         return GCK_EXIT_USAGE;
     }
@@ -737,7 +770,8 @@ static int run_backends(const gck_campaign_options *o, run_ctx *x, gck_campaign_
 
 /* The end of a campaign: an interruption noted, the reports written, the summary printed; the
  * exit status (a campaign that ran nothing is not a pass). */
-static int finish(const gck_campaign_options *o, gck_campaign_result *res, int rc, int ran) {
+static int finish(const gck_campaign_options *o, gck_campaign_result *res, int rc, int ran,
+                  double started) {
     if (stop_signal) {
         snprintf(res->interrupted, sizeof res->interrupted, "%s",
                  stop_signal == SIGINT    ? "SIGINT"
@@ -756,13 +790,19 @@ static int finish(const gck_campaign_options *o, gck_campaign_result *res, int r
                 res->seconds);
         rc = GCK_EXIT_USAGE;
     }
+    if (!gck_result_capture_environment(res, started))
+        fprintf(stderr, "gemmcheck fuzz: out of memory describing the machine\n");
     char msg[512];
     if (o->report_path &&
         !gck_report_write_json(res, o->report_path, o->command_line, msg, sizeof msg)) {
         fprintf(stderr, "gemmcheck fuzz: %s\n", msg);
         rc = rc ? rc : GCK_EXIT_USAGE;
     }
-    if (o->junit_path && !gck_report_write_junit(res, o->junit_path, msg, sizeof msg)) {
+    if ((o->junit_path && !gck_report_write_junit(res, o->junit_path, msg, sizeof msg)) ||
+        (o->matrix_csv_path &&
+         !gck_report_write_matrix_csv(res, o->matrix_csv_path, msg, sizeof msg)) ||
+        (o->backends_csv_path &&
+         !gck_report_write_backends_csv(res, o->backends_csv_path, msg, sizeof msg))) {
         fprintf(stderr, "gemmcheck fuzz: %s\n", msg);
         rc = rc ? rc : GCK_EXIT_USAGE;
     }
@@ -783,7 +823,7 @@ int gck_campaign_run(const gck_campaign_options *o) {
     res.shards_merged = 1;
     install_stop_handlers();
     FILE *jsonl = NULL;
-    double t0 = gck_wire_now();
+    double t0 = gck_wire_now(), started = (double)time(NULL);
     run_ctx *x = calloc(1, sizeof *x);
     if (!x) return GCK_EXIT_INTERNAL;
     bool usable[GCK_MAX_BACKENDS];
@@ -808,7 +848,7 @@ int gck_campaign_run(const gck_campaign_options *o) {
         return rc; /* a named backend cannot run: nothing was started, no report */
     }
     res.seconds = gck_wire_now() - t0;
-    rc = finish(o, &res, rc, ran);
+    rc = finish(o, &res, rc, ran, started);
     gck_result_free(&res);
     return rc;
 }

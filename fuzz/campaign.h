@@ -32,6 +32,8 @@ typedef struct gck_campaign_options {
     gck_oracle_kind oracle; /**< default GCK_ORACLE_EXACT */
     const char *types;      /**< --types, or NULL */
     const char *report_path, *junit_path, *jsonl_path, *corpus_dir;
+    const char *matrix_csv_path, *backends_csv_path; /**< --matrix-csv, --backends-csv */
+    bool skip_unavailable; /**< named backends that cannot run here are skipped, not errors */
     bool progress;
     bool stop_on_finding; /**< end the campaign at the first distinct finding */
     const char *command_line;
@@ -63,6 +65,8 @@ typedef struct gck_matrix_entry {
     char compute[8];
     int64_t pass, fail, unsupported;
     double max_tight;
+    double seconds; /**< from handing its cases to a worker to their results, summed */
+    bool fuzzed;    /**< cases of it were generated (false: declared, left out by --types) */
 } gck_matrix_entry;
 
 typedef struct gck_backend_info {
@@ -108,7 +112,16 @@ typedef struct gck_campaign_result {
     gck_shard_ref *shards; /**< the shards the report covers (written as summary.shards) */
     size_t nshards, cap_shards;
     char interrupted[16]; /**< "SIGINT" or "SIGTERM" when a signal ended the campaign early */
+    /** The machines the shards ran on: one JSON object text per shard ({"seed", "shard", and
+     *  the environment's fields}), in the order of `shards`. Empty until the campaign ends
+     *  (gck_result_capture_environment) or a merge reads them. */
+    char **environments;
+    size_t nenvironments, cap_environments;
 } gck_campaign_result;
+
+/** The version of the JSON report's schema (docs/report.schema.json), written as
+ *  "schema_version"; merge refuses reports of any other. */
+#define GCK_REPORT_SCHEMA_VERSION 2
 
 /** Run a campaign; returns the exit code (0 no findings, 1 findings, 2 set-up, 3 internal). */
 int gck_campaign_run(const gck_campaign_options *o);
@@ -120,11 +133,42 @@ gck_matrix_entry *gck_result_matrix(gck_campaign_result *r, const char *backend,
                                     const char *compute);
 bool gck_result_add_shard(gck_campaign_result *r, uint64_t seed, int index, int count);
 void gck_result_free(gck_campaign_result *r);
+/** Append one shard's environment record (a JSON object text; copied). */
+bool gck_result_add_environment(gck_campaign_result *r, const char *json_text);
+/** Record this machine's environment for the result's own shard (at the end of a campaign:
+ *  `started` is its start, seconds since the epoch). */
+bool gck_result_capture_environment(gck_campaign_result *r, double started);
 
+/** One cause: the findings of one backend, kind and rule (gck_cause_rule), whatever the type tuple
+ * or shape, with the smallest reproducer among them. */
+typedef struct gck_cause {
+    size_t first;     /**< index in findings of the smallest reproducer */
+    size_t nfindings; /**< distinct findings (signatures) it groups */
+    size_t ntuples;   /**< type tuples they hit */
+    size_t nshapes;   /**< shape classes they hit */
+    int64_t cases;    /**< cases that showed it */
+} gck_cause;
+/** Group r's findings by cause, most cases first; returns how many (0 on no memory, *out
+ *  NULL). Each cause's `first` indexes r->findings. Free *out with free(). */
+size_t gck_result_causes(const gck_campaign_result *r, gck_cause **out);
+/** What separates causes of one backend and kind: the checker's rule for numeric kinds, the
+ *  signal ("signal 11") for crashes, else "". */
+void gck_cause_rule(const gck_fuzz_finding *f, char *buf, size_t len);
+/** The index of the cause that finding `f` belongs to. */
+size_t gck_cause_of(const gck_campaign_result *r, const gck_cause *c, size_t nc, size_t f);
 /** Reports. */
 bool gck_report_write_json(const gck_campaign_result *r, const char *path, const char *command,
                            char *msg, size_t len);
 bool gck_report_write_junit(const gck_campaign_result *r, const char *path, char *msg, size_t len);
+/** CSV (RFC 4180): the support matrix, one row per backend and type tuple, and the summary,
+ *  one row per backend. */
+bool gck_report_write_matrix_csv(const gck_campaign_result *r, const char *path, char *msg,
+                                 size_t len);
+bool gck_report_write_backends_csv(const gck_campaign_result *r, const char *path, char *msg,
+                                   size_t len);
+/** A JSON string of any bytes: invalid UTF-8 and control characters written as \xNN. */
+struct json_t;
+struct json_t *gck_json_text(const char *s);
 /** One JSON Lines record of a finding (appended and flushed as it happens). */
 void gck_report_stream_finding(FILE *f, const gck_fuzz_finding *fd);
 /** Merging shard reports (gemmcheck merge). */

@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "campaign.h"
+#include "environment.h"
 #include "gemmcheck/spec.h"
 
 /* ---- reading with checks ------------------------------------------------------------------ */
@@ -145,24 +146,9 @@ bool gck_result_add_shard(gck_campaign_result *r, uint64_t seed, int index, int 
     return true;
 }
 
-/* The shards a report covers: `summary.shards`, or, in a report of one campaign written before
- * that field existed, its `seed` and `shard`. */
+/* The shards a report covers: `summary.shards`. */
 static bool read_shards(reader *rd, const json_t *sum, gck_campaign_result *part) {
     json_t *list = json_object_get(sum, "shards");
-    if (!list) {
-        if (part->shards_merged != 1) {
-            fail(rd, "summary.shards is missing (a merged report must list its shards)");
-            return !rd->bad;
-        }
-        uint64_t seed = 0; /* set when the parse succeeds; -O3 cannot see that fail() sets bad */
-        int i = 0, n = 0;
-        const char *s = get_string(rd, sum, "summary.", "seed", 32);
-        const char *sh = get_string(rd, sum, "summary.", "shard", 32);
-        if (!rd->bad && !parse_seed(s, &seed)) fail(rd, "summary.seed '%s' is not a seed", s);
-        if (!rd->bad && !parse_shard(sh, &i, &n)) fail(rd, "summary.shard '%s' is not I/N", sh);
-        if (!rd->bad && !gck_result_add_shard(part, seed, i, n)) fail(rd, "out of memory");
-        return !rd->bad;
-    }
     if (!json_is_array(list) || json_array_size(list) == 0) {
         fail(rd, "summary.shards is not a non-empty array");
         return !rd->bad;
@@ -248,6 +234,9 @@ static bool read_matrix(reader *rd, const json_t *sum, gck_campaign_result *part
         int64_t p = get_count(rd, v, w, "pass"), f = get_count(rd, v, w, "fail"),
                 u = get_count(rd, v, w, "unsupported");
         double t = get_number(rd, v, w, "max_tight_ratio");
+        double secs = get_amount(rd, v, w, "seconds");
+        json_t *fz = get(rd, v, w, "fuzzed");
+        if (fz && !json_is_boolean(fz)) fail(rd, "%sfuzzed is not true or false", w);
         if (rd->bad) return !rd->bad;
         if (!add_to(&pass, p) || !add_to(&fail_, f) || !add_to(&unsup, u))
             return fail(rd, "the support matrix's counts overflow");
@@ -256,6 +245,8 @@ static bool read_matrix(reader *rd, const json_t *sum, gck_campaign_result *part
         if (!add_to(&e->pass, p) || !add_to(&e->fail, f) || !add_to(&e->unsupported, u))
             return fail(rd, "the support matrix's counts overflow");
         if (isfinite(t) && t > e->max_tight) e->max_tight = t;
+        e->seconds += secs;
+        e->fuzzed = e->fuzzed || json_is_true(fz);
     }
     if (!rd->bad &&
         (pass != part->pass || fail_ != part->with_findings || unsup != part->unsupported))
@@ -296,6 +287,29 @@ static bool read_backends(reader *rd, const json_t *root, gck_campaign_result *p
         fail(rd, "its backends ran %" PRId64 " cases, its summary counts %" PRId64, cases,
              part->cases);
     return !rd->bad;
+}
+
+/* shard_environments: one record per shard of summary.shards, in its order. */
+static bool read_environments(reader *rd, const json_t *root, gck_campaign_result *part) {
+    json_t *envs = get_array(rd, root, "", "shard_environments");
+    if (rd->bad) return false;
+    if (json_array_size(envs) != part->nshards)
+        return fail(rd, "shard_environments has %zu records for %zu shards", json_array_size(envs),
+                    part->nshards);
+    size_t k;
+    json_t *v;
+    json_array_foreach(envs, k, v) {
+        char seed[32], shard[32], why[200];
+        snprintf(seed, sizeof seed, "%" PRIu64, part->shards[k].seed);
+        snprintf(shard, sizeof shard, "%d/%d", part->shards[k].index, part->shards[k].count);
+        if (!gck_environment_check(v, seed, shard, why, sizeof why))
+            return fail(rd, "shard_environments[%zu] %s", k, why);
+        char *text = json_dumps(v, JSON_COMPACT);
+        bool ok = text && gck_result_add_environment(part, text);
+        free(text);
+        if (!ok) return fail(rd, "out of memory");
+    }
+    return true;
 }
 
 static void read_worst(reader *rd, const json_t *w, const char *where, gck_element_report *e) {
@@ -373,10 +387,25 @@ static bool read_report(reader *rd, gck_campaign_result *part, char *version, si
         json_decref(root);
         return false;
     }
+    json_t *schema = json_object_get(root, "schema_version");
+    if (!json_is_integer(schema) || json_integer_value(schema) != GCK_REPORT_SCHEMA_VERSION) {
+        char *s = schema ? json_dumps(schema, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+        snprintf(rd->msg, rd->len,
+                 "%s: a report of schema_version %.20s (gemmcheck %.40s); this gemmcheck reads "
+                 "schema_version %d only",
+                 rd->path, s ? s : "none (before gemmcheck wrote one)", ver,
+                 GCK_REPORT_SCHEMA_VERSION);
+        free(s);
+        json_decref(root);
+        return false;
+    }
     snprintf(version, vlen, "%s", ver);
     size_t distinct = 0;
-    if (read_summary(rd, sum, part, &distinct) && read_matrix(rd, sum, part))
-        read_backends(rd, root, part);
+    if (read_summary(rd, sum, part, &distinct) && read_matrix(rd, sum, part) &&
+        read_backends(rd, root, part))
+        read_environments(rd, root, part);
+    if (!rd->bad && !json_is_array(json_object_get(root, "causes")))
+        fail(rd, "causes is missing or not an array");
     if (!rd->bad && json_array_size(fs) != distinct)
         fail(rd, "summary.distinct_findings is %zu but it has %zu findings", distinct,
              json_array_size(fs));
@@ -486,7 +515,11 @@ static bool add_parts(gck_campaign_result *r, const gck_campaign_result *p) {
             !add_to(&e->unsupported, s->unsupported))
             return false;
         if (s->max_tight > e->max_tight) e->max_tight = s->max_tight;
+        e->seconds += s->seconds;
+        e->fuzzed = e->fuzzed || s->fuzzed;
     }
+    for (size_t i = 0; i < p->nenvironments; i++)
+        if (!gck_result_add_environment(r, p->environments[i])) return false;
     const int nmax = (int)(sizeof r->backends / sizeof r->backends[0]);
     for (int i = 0; i < p->nbackends; i++) {
         int b;

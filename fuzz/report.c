@@ -1,21 +1,19 @@
-/* Campaign results and reports: the JSON report (docs/FUZZING.md), JUnit XML, JSON Lines streaming
- * of findings, merging shard reports, and the summary table. JSON goes through jansson. */
+/* Campaign results and reports: the JSON report (docs/FUZZING.md, docs/report.schema.json), JSON
+ * Lines streaming of findings, and the summary table. JSON goes through jansson; every string
+ * that did not come from gemmcheck's own tables is cleaned to valid UTF-8 first (jansson refuses
+ * invalid UTF-8, and a refused string would silently vanish from the report). */
 #define _DEFAULT_SOURCE 1
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
-#include <unistd.h>
 
-#include <gmp.h>
 #include <jansson.h>
-#include <mpfr.h>
 
 #include "campaign.h"
-#include "cuda_probe.h"
+#include "environment.h"
 #include "gemmcheck/version.h"
-#include "parallel.h"
+#include "text.h"
 #include "wire.h"
 
 bool gck_result_add_finding(gck_campaign_result *r, const gck_fuzz_finding *f) {
@@ -68,6 +66,8 @@ gck_matrix_entry *gck_result_matrix(gck_campaign_result *r, const char *backend,
 }
 
 void gck_result_free(gck_campaign_result *r) {
+    for (size_t i = 0; i < r->nenvironments; i++) free(r->environments[i]);
+    free(r->environments);
     free(r->findings);
     free(r->matrix);
     free(r->shards);
@@ -92,6 +92,16 @@ bool gck_backend_status_parse(const char *text, gck_backend_info *b) {
     return true;
 }
 
+json_t *gck_json_text(const char *s) {
+    size_t n = strlen(s), cap = 4 * n + 1; /* each byte at most \xNN */
+    char *clean = malloc(cap);
+    if (!clean) return json_string("(out of memory)");
+    gck_text_clean(clean, cap, s, n);
+    json_t *j = json_string(clean);
+    free(clean);
+    return j;
+}
+
 static json_t *jnum(double v) {
     if (isfinite(v)) return json_real(v);
     return json_string(isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
@@ -104,17 +114,17 @@ void gck_fuzz_finding_command(const gck_fuzz_finding *f, char *buf, size_t len) 
 static json_t *finding_json(const gck_fuzz_finding *f) {
     json_t *o = json_object();
     json_object_set_new(o, "kind", json_string(gck_kind_name(f->kind)));
-    json_object_set_new(o, "case", json_string(f->repro));
-    json_object_set_new(o, "backend", json_string(f->backend));
-    json_object_set_new(o, "details", json_string(f->detail));
+    json_object_set_new(o, "case", gck_json_text(f->repro));
+    json_object_set_new(o, "backend", gck_json_text(f->backend));
+    json_object_set_new(o, "details", gck_json_text(f->detail));
     json_object_set_new(o, "time_s", jnum(f->time_s));
     json_object_set_new(o, "count", json_integer(f->count));
-    json_object_set_new(o, "signature", json_string(f->signature));
+    json_object_set_new(o, "signature", gck_json_text(f->signature));
     json_object_set_new(o, "cost", jnum(f->cost));
     char cmd[3000];
     gck_fuzz_finding_command(f, cmd, sizeof cmd);
-    json_object_set_new(o, "repro_flags", json_string(f->flags));
-    json_object_set_new(o, "reproduce", json_string(cmd));
+    json_object_set_new(o, "repro_flags", gck_json_text(f->flags));
+    json_object_set_new(o, "reproduce", gck_json_text(cmd));
     if (f->has_element) {
         const gck_element_report *e = &f->element;
         json_t *w = json_object();
@@ -127,7 +137,7 @@ static json_t *finding_json(const gck_fuzz_finding *f) {
         json_object_set_new(w, "bound", jnum(e->bound));
         json_object_set_new(w, "ratio", jnum(e->ratio));
         json_object_set_new(w, "exact_case", json_boolean(e->exact_case));
-        json_object_set_new(w, "rule", json_string(e->rule));
+        json_object_set_new(w, "rule", gck_json_text(e->rule));
         json_object_set_new(o, "worst", w);
     }
     return o;
@@ -190,24 +200,6 @@ static void shards_json(const gck_campaign_result *r, json_t *sum) {
     json_object_set_new(sum, "shards", arr);
 }
 
-static void cpu_model(char *buf, size_t len) {
-    snprintf(buf, len, "unknown");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
-    char line[512];
-    while (fgets(line, sizeof line, f))
-        if (!strncmp(line, "model name", 10)) {
-            char *c = strchr(line, ':');
-            if (c) {
-                c += 2;
-                c[strcspn(c, "\n")] = '\0';
-                snprintf(buf, len, "%s", c);
-            }
-            break;
-        }
-    fclose(f);
-}
-
 /* summary: counts, outcomes, kinds, time, shards, and the support matrix. */
 static json_t *summary_json(const gck_campaign_result *r) {
     json_t *sum = json_object();
@@ -234,46 +226,34 @@ static json_t *summary_json(const gck_campaign_result *r) {
     for (size_t i = 0; i < r->nmatrix; i++) {
         const gck_matrix_entry *e = &r->matrix[i];
         json_t *o = json_object();
-        json_object_set_new(o, "backend", json_string(e->backend));
+        json_object_set_new(o, "backend", gck_json_text(e->backend));
         json_object_set_new(o, "types", json_string(e->types));
         json_object_set_new(o, "compute", json_string(e->compute));
         json_object_set_new(o, "pass", json_integer(e->pass));
         json_object_set_new(o, "fail", json_integer(e->fail));
         json_object_set_new(o, "unsupported", json_integer(e->unsupported));
         json_object_set_new(o, "max_tight_ratio", jnum(e->max_tight));
+        json_object_set_new(o, "seconds", jnum(e->seconds));
+        json_object_set_new(o, "fuzzed", json_boolean(e->fuzzed));
         json_array_append_new(mat, o);
     }
     json_object_set_new(sum, "support_matrix", mat);
     return sum;
 }
 
-/* environment: the machine, the libraries, CUDA, and every backend with its status. */
+/* environment: the machine (or what the shards' machines have in common) and every backend
+ * with its status. */
 static json_t *environment_json(const gck_campaign_result *r) {
-    json_t *env = json_object();
-    char cpu[256];
-    cpu_model(cpu, sizeof cpu);
-    json_object_set_new(env, "cpu", json_string(cpu));
-    json_object_set_new(env, "cores", json_integer(gck_online_cores()));
-    struct utsname u;
-    if (uname(&u) == 0) {
-        char os[600];
-        snprintf(os, sizeof os, "%s %s %s", u.sysname, u.release, u.machine);
-        json_object_set_new(env, "os", json_string(os));
-    }
-    json_object_set_new(env, "mpfr", json_string(mpfr_get_version()));
-    json_object_set_new(env, "gmp", json_string(gmp_version));
-    char cuda[1024];
-    gck_cuda_probe(cuda, sizeof cuda);
-    json_object_set_new(env, "cuda", json_string(cuda));
+    json_t *env = gck_environment_merged(r);
     json_t *bes = json_array();
     for (int b = 0; b < r->nbackends; b++) {
         json_t *o = json_object();
-        json_object_set_new(o, "backend", json_string(r->backends[b].spec));
-        json_object_set_new(o, "version", json_string(r->backends[b].version));
+        json_object_set_new(o, "backend", gck_json_text(r->backends[b].spec));
+        json_object_set_new(o, "version", gck_json_text(r->backends[b].version));
         json_object_set_new(o, "oracle", json_string(r->backends[b].oracle));
         char status[512];
         gck_backend_status(&r->backends[b], status, sizeof status);
-        json_object_set_new(o, "status", json_string(status));
+        json_object_set_new(o, "status", gck_json_text(status));
         json_object_set_new(o, "cases", json_integer(r->backends[b].cases));
         json_object_set_new(o, "seconds", jnum(r->backends[b].seconds));
         json_array_append_new(bes, o);
@@ -282,13 +262,44 @@ static json_t *environment_json(const gck_campaign_result *r) {
     return env;
 }
 
+/* causes: the findings grouped by backend, kind and rule, each with its smallest reproducer. */
+static json_t *causes_json(const gck_campaign_result *r) {
+    gck_cause *c;
+    size_t nc = gck_result_causes(r, &c);
+    json_t *arr = json_array();
+    for (size_t i = 0; i < nc; i++) {
+        const gck_fuzz_finding *f = &r->findings[c[i].first];
+        json_t *o = json_object();
+        json_object_set_new(o, "backend", gck_json_text(f->backend));
+        json_object_set_new(o, "kind", json_string(gck_kind_name(f->kind)));
+        char rule[128];
+        gck_cause_rule(f, rule, sizeof rule);
+        json_object_set_new(o, "rule", gck_json_text(rule));
+        json_object_set_new(o, "findings", json_integer((json_int_t)c[i].nfindings));
+        json_object_set_new(o, "tuples", json_integer((json_int_t)c[i].ntuples));
+        json_object_set_new(o, "shapes", json_integer((json_int_t)c[i].nshapes));
+        json_object_set_new(o, "cases", json_integer(c[i].cases));
+        json_object_set_new(o, "signature", gck_json_text(f->signature));
+        json_object_set_new(o, "case", gck_json_text(f->repro));
+        char cmd[3000];
+        gck_fuzz_finding_command(f, cmd, sizeof cmd);
+        json_object_set_new(o, "reproduce", gck_json_text(cmd));
+        json_array_append_new(arr, o);
+    }
+    free(c);
+    return arr;
+}
+
 bool gck_report_write_json(const gck_campaign_result *r, const char *path, const char *command,
                            char *msg, size_t len) {
     json_t *root = json_object();
+    json_object_set_new(root, "schema_version", json_integer(GCK_REPORT_SCHEMA_VERSION));
     json_object_set_new(root, "gemmcheck", json_string(GEMMCHECK_VERSION));
-    json_object_set_new(root, "command", json_string(command ? command : ""));
+    json_object_set_new(root, "command", gck_json_text(command ? command : ""));
     json_object_set_new(root, "summary", summary_json(r));
     json_object_set_new(root, "environment", environment_json(r));
+    json_object_set_new(root, "shard_environments", gck_environment_records(r));
+    json_object_set_new(root, "causes", causes_json(r));
     json_t *fs = json_array();
     for (size_t i = 0; i < r->nfindings; i++)
         json_array_append_new(fs, finding_json(&r->findings[i]));
@@ -302,93 +313,37 @@ bool gck_report_write_json(const gck_campaign_result *r, const char *path, const
     return true;
 }
 
-static void xml_escaped(FILE *f, const char *s) {
-    for (; *s; s++) {
-        switch (*s) {
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '&': fputs("&amp;", f); break;
-        case '"': fputs("&quot;", f); break;
-        case '\'': fputs("&apos;", f); break;
-        default:
-            if ((unsigned char)*s >= 0x20 || *s == '\n' || *s == '\t') fputc(*s, f);
-        }
+/* The findings as the summary shows them: one line per cause with its smallest reproducer. */
+static void print_causes(const gck_campaign_result *r, FILE *out) {
+    char seed[32], shard[32];
+    seed_and_shard(r, seed, shard, sizeof seed);
+    gck_cause *c;
+    size_t nc = gck_result_causes(r, &c);
+    fprintf(out, "seed %s, %s%s, %.1f s, %zu distinct finding%s", seed,
+            strcmp(shard, "merged") ? "shard " : "",
+            strcmp(shard, "merged") ? shard : "merged shards", r->seconds, r->nfindings,
+            r->nfindings == 1 ? "" : "s");
+    if (r->nfindings)
+        fprintf(out, " from %zu cause%s (backend, kind and rule):", nc, nc == 1 ? "" : "s");
+    fprintf(out, "\n");
+    const size_t shown = 12;
+    for (size_t i = 0; i < nc && i < shown; i++) {
+        const gck_fuzz_finding *f = &r->findings[c[i].first];
+        char rule[128];
+        gck_cause_rule(f, rule, sizeof rule);
+        fprintf(out, "  %s in %s: %lld case%s, %zu tuple%s, %zu shape class%s%s%s\n",
+                gck_kind_name(f->kind), f->backend, (long long)c[i].cases,
+                c[i].cases == 1 ? "" : "s", c[i].ntuples, c[i].ntuples == 1 ? "" : "s",
+                c[i].nshapes, c[i].nshapes == 1 ? "" : "es", rule[0] ? "; " : "", rule);
+        char cmd[3000];
+        gck_fuzz_finding_command(f, cmd, sizeof cmd);
+        fprintf(out, "    smallest: %s\n    %s\n", f->detail, cmd);
     }
-}
-
-/* JUnit checks: which finding kinds each test case of a type tuple stands for. */
-static const struct {
-    const char *name;
-    unsigned kinds; /* bits of gck_kind */
-} checks[] = {
-    {"numeric", 1u << GCK_KIND_OUT_OF_TOLERANCE | 1u << GCK_KIND_NONFINITE_MISMATCH},
-    {"memory", 1u << GCK_KIND_OUT_OF_BOUNDS_WRITE | 1u << GCK_KIND_INPUT_MODIFIED |
-                   1u << GCK_KIND_FPENV_MODIFIED},
-    {"robustness", 1u << GCK_KIND_CRASH | 1u << GCK_KIND_HANG | 1u << GCK_KIND_ERROR |
-                       1u << GCK_KIND_UNIMPLEMENTED},
-    {"determinism", 1u << GCK_KIND_NONDETERMINISTIC},
-};
-
-bool gck_report_write_junit(const gck_campaign_result *r, const char *path, char *msg, size_t len) {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        snprintf(msg, len, "cannot write %s: %s", path, strerror(errno));
-        return false;
-    }
-    size_t nchecks = sizeof checks / sizeof checks[0];
-    size_t failures = 0;
-    for (size_t m = 0; m < r->nmatrix; m++)
-        for (size_t c = 0; c < nchecks; c++)
-            for (size_t i = 0; i < r->nfindings; i++) {
-                const gck_fuzz_finding *fd = &r->findings[i];
-                char key[160];
-                snprintf(key, sizeof key, "|%s:%s|", r->matrix[m].types, r->matrix[m].compute);
-                if ((checks[c].kinds >> fd->kind & 1) &&
-                    !strcmp(fd->backend, r->matrix[m].backend) && strstr(fd->signature, key)) {
-                    failures++;
-                    break;
-                }
-            }
-    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    fprintf(f,
-            "<testsuites name=\"gemmcheck fuzz\" tests=\"%zu\" failures=\"%zu\" time=\"%.3f\">\n",
-            r->nmatrix * nchecks, failures, r->seconds);
-    fprintf(f, "  <testsuite name=\"gemmcheck\" tests=\"%zu\" failures=\"%zu\" time=\"%.3f\">\n",
-            r->nmatrix * nchecks, failures, r->seconds);
-    for (size_t m = 0; m < r->nmatrix; m++) {
-        const gck_matrix_entry *e = &r->matrix[m];
-        for (size_t c = 0; c < nchecks; c++) {
-            fprintf(f, "    <testcase classname=\"");
-            xml_escaped(f, e->backend);
-            fprintf(f, "\" name=\"%s:%s %s\">\n", e->types, e->compute, checks[c].name);
-            char key[160];
-            snprintf(key, sizeof key, "|%s:%s|", e->types, e->compute);
-            for (size_t i = 0; i < r->nfindings; i++) {
-                const gck_fuzz_finding *fd = &r->findings[i];
-                if (!(checks[c].kinds >> fd->kind & 1) || strcmp(fd->backend, e->backend) ||
-                    !strstr(fd->signature, key))
-                    continue;
-                fprintf(f, "      <failure type=\"%s\" message=\"", gck_kind_name(fd->kind));
-                xml_escaped(f, fd->detail);
-                char cmd[3000];
-                gck_fuzz_finding_command(fd, cmd, sizeof cmd);
-                fprintf(f, "\">");
-                xml_escaped(f, cmd);
-                fprintf(f, "</failure>\n");
-            }
-            if (e->pass + e->fail == 0)
-                fprintf(
-                    f,
-                    "      <skipped message=\"no case of this tuple ran (%lld unsupported)\"/>\n",
-                    (long long)e->unsupported);
-            fprintf(f, "    </testcase>\n");
-        }
-    }
-    fprintf(f, "  </testsuite>\n</testsuites>\n");
-    bool ok = !ferror(f);
-    ok = fclose(f) == 0 && ok;
-    if (!ok) snprintf(msg, len, "cannot write %s", path);
-    return ok;
+    if (nc > shown) fprintf(out, "  ... and %zu more causes (in the JSON report)\n", nc - shown);
+    if (r->nfindings > nc)
+        fprintf(out, "  (each distinct finding, by type tuple and shape class: the JSON report and "
+                     "the JSON Lines file)\n");
+    free(c);
 }
 
 void gck_report_print_summary(const gck_campaign_result *r, FILE *out) {
@@ -419,26 +374,7 @@ void gck_report_print_summary(const gck_campaign_result *r, FILE *out) {
     fprintf(out, "%-*s %9lld %9lld %9lld %9lld %9.1f\n", w, "total", (long long)r->cases,
             (long long)r->pass, (long long)r->unsupported, (long long)r->with_findings,
             r->seconds > 0 ? (double)r->cases / r->seconds : 0.0);
-    char seed[32], shard[32];
-    seed_and_shard(r, seed, shard, sizeof seed);
-    fprintf(out, "seed %s, %s%s, %.1f s, %zu distinct finding%s%s\n", seed,
-            strcmp(shard, "merged") ? "shard " : "",
-            strcmp(shard, "merged") ? shard : "merged shards", r->seconds, r->nfindings,
-            r->nfindings == 1 ? "" : "s", r->nfindings ? ":" : "");
-    const size_t shown = 12;
-    for (size_t i = 0; i < r->nfindings && i < shown; i++) {
-        const gck_fuzz_finding *f = &r->findings[i];
-        fprintf(out, "  %-20s x%-5lld first at %6.2f s  %s\n", gck_kind_name(f->kind),
-                (long long)f->count, f->time_s, f->signature);
-        char cmd[3000];
-        gck_fuzz_finding_command(f, cmd, sizeof cmd);
-        fprintf(out, "    %s\n    %s\n", f->detail, cmd);
-    }
-    if (r->nfindings > shown)
-        fprintf(out,
-                "  ... and %zu more distinct findings (all in the JSON report and the JSON "
-                "Lines file)\n",
-                r->nfindings - shown);
+    print_causes(r, out);
     if (r->deadline_retries)
         fprintf(out,
                 "%lld call(s) missed their deadline once and met it when run again in a fresh "

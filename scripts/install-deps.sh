@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev clang-format
       libmpfr-dev libgmp-dev libopenblas-dev libblis-dev libblas-dev libcriterion-dev libjansson-dev
-      python3 python3-numpy python3-pytest python3-yaml
+      python3 python3-numpy python3-pytest python3-yaml python3-jsonschema libxml2-utils
       # the control suite (scripts/controls.sh): every CBLAS implementation and threading
       # flavour Debian 12 packages for x86-64, and a load generator
       libblas3 libopenblas0-pthread libopenblas0-openmp libopenblas0-serial

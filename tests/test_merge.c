@@ -61,7 +61,8 @@ static json_int_t summary_int(json_t *r, const char *key) {
     return json_integer_value(json_object_get(json_object_get(r, "summary"), key));
 }
 
-/* Set the shard a report says it is (both the `shard` field and the `shards` list). */
+/* Set the shard a report says it is (the `shard` field, the `shards` list and the shard of its
+ * environment record). */
 static void set_shard(json_t *r, int seed, int index, int count) {
     char s[32], sh[32];
     snprintf(s, sizeof s, "%d", seed);
@@ -71,6 +72,9 @@ static void set_shard(json_t *r, int seed, int index, int count) {
     json_object_set_new(sum, "shard", json_string(sh));
     json_t *one = json_pack("[{s:s, s:s}]", "seed", s, "shard", sh);
     json_object_set_new(sum, "shards", one);
+    json_t *env = json_array_get(json_object_get(r, "shard_environments"), 0);
+    json_object_set_new(env, "seed", json_string(s));
+    json_object_set_new(env, "shard", json_string(sh));
 }
 
 static int merge(const char *inputs, char *out, size_t len) {
@@ -95,7 +99,15 @@ Test(merge, refuses_a_report_gemmcheck_could_not_have_written, .init = setup, .f
         int edit;
     } cases[] = {
         {"not a gemmcheck report", "{\"summary\":{},\"findings\":[]}", 0},
-        {"summary.cases is missing", "{\"gemmcheck\":\"0.1.0\",\"summary\":{},\"findings\":[]}", 0},
+        {"schema_version none", "{\"gemmcheck\":\"0.1.0\",\"summary\":{},\"findings\":[]}", 0},
+        {"summary.cases is missing",
+         "{\"schema_version\":2,\"gemmcheck\":\"0.1.0\",\"summary\":{},\"findings\":[]}", 0},
+        {"a report of schema_version 1 (gemmcheck 0.1.0); this gemmcheck reads schema_version 2",
+         NULL, 14},
+        {"shard_environments[0] is not of seed 5 shard 1/1", NULL, 15},
+        {"shard_environments[0] has a timestamp that is not of the form", NULL, 16},
+        {"shard_environments has 0 records for 1 shards", NULL, 17},
+        {"summary.support_matrix[0].fuzzed is not true or false", NULL, 18},
         {"summary.cases is 1.0000000000000001e300, not a whole number", NULL, 1},
         {"summary.cases is -1", NULL, 2},
         {"do not add up", NULL, 3},
@@ -154,6 +166,20 @@ Test(merge, refuses_a_report_gemmcheck_could_not_have_written, .init = setup, .f
                                     json_pack("[{s:s, s:s}]", "seed", "5", "shard", "0/3"));
                 break;
             case 13: json_object_set_new(f0, "count", json_integer(0)); break;
+            case 14: json_object_set_new(r, "schema_version", json_integer(1)); break;
+            case 15:
+                json_object_set_new(json_array_get(json_object_get(r, "shard_environments"), 0),
+                                    "shard", json_string("2/2"));
+                break;
+            case 16:
+                json_object_set_new(json_array_get(json_object_get(r, "shard_environments"), 0),
+                                    "timestamp", json_string("yesterday"));
+                break;
+            case 17: json_object_set_new(r, "shard_environments", json_array()); break;
+            case 18:
+                json_object_set_new(json_array_get(json_object_get(sum, "support_matrix"), 0),
+                                    "fuzzed", json_integer(1));
+                break;
             }
             save(r, path);
             json_decref(r);
@@ -189,6 +215,33 @@ Test(merge, refuses_other_campaigns_and_repeated_shards_unless_told, .init = set
     cr_expect_str_eq(json_string_value(json_object_get(SUM(m), "seed")), "5");
     cr_expect_str_eq(json_string_value(json_object_get(SUM(m), "shard")), "merged");
     cr_expect_eq(json_array_size(json_object_get(SUM(m), "shards")), 2);
+    /* each shard's machine is kept (here one host made both: the common fields are its) */
+    json_t *envs = json_object_get(m, "shard_environments");
+    cr_expect_eq(json_array_size(envs), 2);
+    cr_expect_str_eq(json_string_value(json_object_get(json_array_get(envs, 1), "shard")), "2/2");
+    cr_expect(json_equal(json_object_get(json_object_get(m, "environment"), "host"),
+                         json_object_get(json_array_get(envs, 0), "host")));
+    json_decref(m);
+
+    /* shards from two machines: the merged environment says "mixed" where they differ and
+     * keeps the earliest start; the records keep each machine's own */
+    json_t *elsewhere = json_deep_copy(a2);
+    json_t *env2 = json_array_get(json_object_get(elsewhere, "shard_environments"), 0);
+    json_object_set_new(env2, "host", json_string("other-host"));
+    json_object_set_new(env2, "timestamp", json_string("2000-01-01T00:00:00Z"));
+    save(elsewhere, at("elsewhere.json"));
+    json_decref(elsewhere);
+    snprintf(in, sizeof in, "%s %s", at("a1.json"), at("elsewhere.json"));
+    cr_expect_eq(merge(in, out, sizeof out), 1, "%s", out);
+    m = load(at("merged.json"));
+    json_t *menv = json_object_get(m, "environment");
+    cr_expect_str_eq(json_string_value(json_object_get(menv, "host")), "mixed");
+    cr_expect_str_eq(json_string_value(json_object_get(menv, "timestamp")), "2000-01-01T00:00:00Z");
+    envs = json_object_get(m, "shard_environments");
+    cr_expect_str_eq(json_string_value(json_object_get(json_array_get(envs, 1), "host")),
+                     "other-host");
+    cr_expect_str_neq(json_string_value(json_object_get(json_array_get(envs, 0), "host")),
+                      "other-host");
     json_decref(m);
 
     /* a merged report merges again with a shard it does not hold, not with one it does */

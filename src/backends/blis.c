@@ -28,7 +28,7 @@ typedef struct blis_state {
     obj_create_fn obj_create;
     obj_1x1_fn obj_1x1;
     gemm_fn gemm;
-    char version[256];
+    char version[320];
 } blis_state;
 
 /* The support table, as data: every s/d combination of A, B, C (D is C) with computation
@@ -88,11 +88,15 @@ static gck_status blis_init(void **state, const char *arg, char *msg, size_t len
     bool ok = true;
     init_fn init;
     version_fn version;
+    arch_t (*arch_id)(void);
+    const char *(*arch_name)(arch_t);
     *(void **)&init = sym(s, "bli_init", msg, len, &ok);
     *(void **)&version = sym(s, "bli_info_get_version_str", msg, len, &ok);
     *(void **)&s->obj_create = sym(s, "bli_obj_create_with_attached_buffer", msg, len, &ok);
     *(void **)&s->obj_1x1 = sym(s, "bli_obj_create_1x1_with_attached_buffer", msg, len, &ok);
     *(void **)&s->gemm = sym(s, "bli_gemm", msg, len, &ok);
+    *(void **)&arch_id = sym(s, "bli_arch_query_id", msg, len, &ok);
+    *(void **)&arch_name = sym(s, "bli_arch_string", msg, len, &ok);
     if (!ok) {
         dlclose(s->handle);
         free(s);
@@ -101,7 +105,10 @@ static gck_status blis_init(void **state, const char *arg, char *msg, size_t len
     init();
     char real[PATH_MAX];
     if (!realpath(GCK_BLIS_LIBRARY, real)) snprintf(real, sizeof real, "%s", GCK_BLIS_LIBRARY);
-    snprintf(s->version, sizeof s->version, "BLIS %.60s (%.160s)", version(), real);
+    /* the kernel set BLIS chose for this CPU (BLIS_ARCH_TYPE may force one): its results
+     * depend on it */
+    snprintf(s->version, sizeof s->version, "BLIS %.60s, arch %.24s (%.160s)", version(),
+             arch_name(arch_id()), real);
     *state = s;
     return GCK_OK;
 }

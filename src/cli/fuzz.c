@@ -17,8 +17,9 @@
 #include "parallel.h"
 
 static const char fuzz_help[] =
-    "usage: gemmcheck fuzz [--backend SPEC]... [--time S | --cases N] [--seed N]\n"
-    "                      [--report FILE.json] [--junit FILE.xml] [--findings FILE.jsonl]\n"
+    "usage: gemmcheck fuzz [--backend SPEC]... [--skip-unavailable] [--time S | --cases N]\n"
+    "                      [--seed N] [--report FILE.json] [--junit FILE.xml]\n"
+    "                      [--matrix-csv FILE] [--backends-csv FILE] [--findings FILE.jsonl]\n"
     "                      [--corpus DIR] [--shard I/N] [--jobs N] [--types LIST]\n"
     "                      [--rerun-share F] [--concurrency T] [--concurrency-share F]\n"
     "                      [--max-flops X] [--max-bytes X] [--timeout-floor S] [--strict-ieee]\n"
@@ -29,10 +30,15 @@ static const char fuzz_help[] =
     "blis, cublas and cublaslt, skipping those that cannot run here; the time is split between\n"
     "them.\n"
     "\n"
+    "  --skip-unavailable  a --backend that cannot run here is skipped with its reason (as the\n"
+    "                      default set is), not an error: one command for GPU and CPU runners\n"
     "  --time S            campaign length in seconds (default 60); --cases N: cases per backend\n"
     "  --seed N            the case stream (default: random, printed)\n"
     "  --report FILE       JSON report (summary, environment, findings)\n"
-    "  --junit FILE        JUnit XML: one test case per type tuple and check\n"
+    "  --junit FILE        JUnit XML: a test suite per backend, a test case per declared type\n"
+    "                      tuple (skipped with the reason when no case reached it)\n"
+    "  --matrix-csv FILE   CSV, one row per backend and type tuple (the support matrix)\n"
+    "  --backends-csv FILE CSV, one row per backend (the summary)\n"
     "  --findings FILE     JSON Lines, one line per distinct finding as it is found (default:\n"
     "                      REPORT.findings.jsonl, or gemmcheck-findings.jsonl)\n"
     "  --corpus DIR        replay the reproducers saved in DIR first; save new distinct ones\n"
@@ -102,6 +108,7 @@ static int scan(const char *cmd, int argc, char **argv, gck_campaign_options *o,
         {"--progress", .flag = &o->progress, .flag_value = true},
         {"--no-progress", .flag = &o->progress, .flag_value = false},
         {"--stop-on-finding", .flag = &o->stop_on_finding, .flag_value = true},
+        {"--skip-unavailable", .flag = &o->skip_unavailable, .flag_value = true},
         {"--backend", .list = o->backends, .count = &nbackends, .max = GCK_MAX_BACKENDS},
         {"--time", .value = &g->time_s},
         {"--cases", .value = &g->cases},
@@ -110,6 +117,8 @@ static int scan(const char *cmd, int argc, char **argv, gck_campaign_options *o,
         {"--jobs", .value = &g->jobs},
         {"--report", .value = &o->report_path},
         {"--junit", .value = &o->junit_path},
+        {"--matrix-csv", .value = &o->matrix_csv_path},
+        {"--backends-csv", .value = &o->backends_csv_path},
         {"--findings", .value = &o->jsonl_path},
         {"--corpus", .value = &o->corpus_dir},
         {"--types", .value = &o->types},

@@ -7,12 +7,15 @@
 #include "cli.h"
 
 static const char merge_help[] =
-    "usage: gemmcheck merge --report OUT.json [--junit OUT.xml] [--allow-mixed]\n"
-    "                       [--allow-overlap] SHARD.json...\n"
+    "usage: gemmcheck merge --report OUT.json [--junit OUT.xml] [--matrix-csv OUT.csv]\n"
+    "                       [--backends-csv OUT.csv] [--allow-mixed] [--allow-overlap]\n"
+    "                       SHARD.json...\n"
     "\n"
     "Merges the JSON reports of shards (gemmcheck fuzz --shard I/N) into one: counts add up,\n"
-    "findings are deduplicated by signature keeping the smallest reproducer. Every input is\n"
-    "checked against the report's schema and invariants first. Any number of inputs.\n"
+    "findings are deduplicated by signature keeping the smallest reproducer, and each shard's\n"
+    "environment (the machine it ran on) is kept. Every input is checked against the report's\n"
+    "schema (docs/report.schema.json, schema_version %d) and invariants first. Any number of\n"
+    "inputs. --junit, --matrix-csv and --backends-csv as for gemmcheck fuzz.\n"
     "\n"
     "  --allow-mixed     merge shards of different seeds or gemmcheck versions (refused:\n"
     "                    they are not parts of one campaign)\n"
@@ -23,13 +26,15 @@ static const char merge_help[] =
     "Exit status: 0 no findings, 1 findings, 2 bad input.\n";
 
 int gck_cmd_merge(int argc, char **argv) {
-    const char *cmd = "merge", *report = NULL, *junit = NULL;
+    const char *cmd = "merge", *report = NULL, *junit = NULL, *mcsv = NULL, *bcsv = NULL;
     gck_merge m;
     memset(&m, 0, sizeof m);
     const gck_opt opts[] = {{"--allow-mixed", .flag = &m.allow_mixed, .flag_value = true},
                             {"--allow-overlap", .flag = &m.allow_overlap, .flag_value = true},
                             {"--report", .value = &report},
-                            {"--junit", .value = &junit}};
+                            {"--junit", .value = &junit},
+                            {"--matrix-csv", .value = &mcsv},
+                            {"--backends-csv", .value = &bcsv}};
     const char **inputs = calloc((size_t)(argc > 0 ? argc : 1), sizeof *inputs);
     if (!inputs) return gck_cli_usage_error(cmd, "out of memory");
     gck_opt_spec spec = {cmd, opts, (int)(sizeof opts / sizeof opts[0]), inputs, argc, NULL};
@@ -37,7 +42,7 @@ int gck_cmd_merge(int argc, char **argv) {
     bool help;
     int rc = gck_opt_parse(&spec, argc, argv, &nin, &help);
     if (rc == GCK_EXIT_OK && help)
-        fputs(merge_help, stdout);
+        printf(merge_help, GCK_REPORT_SCHEMA_VERSION);
     else if (rc == GCK_EXIT_OK && !report)
         rc = gck_cli_usage_error(cmd, "missing --report OUT.json");
     else if (rc == GCK_EXIT_OK && nin == 0)
@@ -54,7 +59,9 @@ int gck_cmd_merge(int argc, char **argv) {
     gck_merge_print_missing(&m, stderr);
     gck_campaign_result *r = &m.total;
     if (!gck_report_write_json(r, report, "gemmcheck merge", msg, sizeof msg) ||
-        (junit && !gck_report_write_junit(r, junit, msg, sizeof msg))) {
+        (junit && !gck_report_write_junit(r, junit, msg, sizeof msg)) ||
+        (mcsv && !gck_report_write_matrix_csv(r, mcsv, msg, sizeof msg)) ||
+        (bcsv && !gck_report_write_backends_csv(r, bcsv, msg, sizeof msg))) {
         gck_merge_free(&m);
         return gck_cli_usage_error(cmd, "%s", msg);
     }

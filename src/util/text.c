@@ -27,7 +27,8 @@ static size_t utf8_len(const unsigned char *s, size_t n) {
         cp = cp << 6 | (s[i] & 0x3f);
     }
     if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
-    if (cp >= 0x80 && cp < 0xa0) return 0; /* C1 controls */
+    if (cp >= 0x80 && cp < 0xa0) return 0;      /* C1 controls */
+    if (cp == 0xfffe || cp == 0xffff) return 0; /* not characters; XML 1.0 excludes them */
     return len;
 }
 

@@ -1,0 +1,406 @@
+/* Reports for CI tools: JUnit XML (tests/junit.xsd describes what is written) and CSV.
+ *
+ * The JUnit test set is stable: one test suite per backend and one test case per type tuple the
+ * backend declares, whatever the campaign found; a tuple no case reached and a backend that could
+ * not run are `skipped` with the reason. A test case holds at most one <failure> (common CI
+ * reporters show only the first), whose body says everything: the worst element with its error
+ * and bound, the reproducer, the cause it belongs to and the other kinds seen in the tuple. */
+#define _DEFAULT_SOURCE 1
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "campaign.h"
+#include "environment.h"
+#include "gemmcheck/version.h"
+#include "text.h"
+
+/* Text as XML character data or attribute value: cleaned to printable, valid UTF-8 (any other
+ * byte written as \xNN; XML 1.0 cannot carry control characters), markup escaped. */
+static void xml_text(FILE *f, const char *s) {
+    size_t n = strlen(s), cap = 4 * n + 1;
+    char *clean = malloc(cap);
+    if (!clean) return;
+    gck_text_clean(clean, cap, s, n);
+    for (const char *p = clean; *p; p++) {
+        switch (*p) {
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '&': fputs("&amp;", f); break;
+        case '"': fputs("&quot;", f); break;
+        case '\'': fputs("&apos;", f); break;
+        default: fputc(*p, f);
+        }
+    }
+    free(clean);
+}
+
+/* The order in which a tuple's failure picks its finding: what stops a program first. */
+static int severity(gck_kind k) {
+    static const gck_kind order[] = {GCK_KIND_CRASH,
+                                     GCK_KIND_HANG,
+                                     GCK_KIND_OUT_OF_BOUNDS_WRITE,
+                                     GCK_KIND_INPUT_MODIFIED,
+                                     GCK_KIND_FPENV_MODIFIED,
+                                     GCK_KIND_ERROR,
+                                     GCK_KIND_NONFINITE_MISMATCH,
+                                     GCK_KIND_OUT_OF_TOLERANCE,
+                                     GCK_KIND_NONDETERMINISTIC,
+                                     GCK_KIND_UNIMPLEMENTED};
+    for (int i = 0; i < (int)(sizeof order / sizeof order[0]); i++)
+        if (order[i] == k) return i;
+    return GCK_KIND_COUNT;
+}
+
+/* Is finding f one of test case e's (its backend and type tuple)? */
+static bool of_entry(const gck_fuzz_finding *f, const gck_matrix_entry *e) {
+    char prefix[800];
+    snprintf(prefix, sizeof prefix, "%s|%s|%s:%s|", e->backend, gck_kind_name(f->kind), e->types,
+             e->compute);
+    return !strcmp(f->backend, e->backend) && !strncmp(f->signature, prefix, strlen(prefix));
+}
+
+/* The finding a tuple's failure shows: the most severe kind, then the smallest reproducer. */
+static const gck_fuzz_finding *primary(const gck_campaign_result *r, const gck_matrix_entry *e) {
+    const gck_fuzz_finding *best = NULL;
+    for (size_t i = 0; i < r->nfindings; i++) {
+        const gck_fuzz_finding *f = &r->findings[i];
+        if (!of_entry(f, e)) continue;
+        if (!best || severity(f->kind) < severity(best->kind) ||
+            (f->kind == best->kind && f->cost < best->cost))
+            best = f;
+    }
+    return best;
+}
+
+/* One line of a failure's body: the text as character data, then a line break. */
+static void body_line(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void body_line(FILE *f, const char *fmt, ...) {
+    char line[4000];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    xml_text(f, line);
+    fputc('\n', f);
+}
+
+/* The findings of test case e of kind k other than `skip`: how many shape classes, how many
+ * cases, and the smallest reproducer among them (NULL when there are none). */
+static const gck_fuzz_finding *others_of_kind(const gck_campaign_result *r,
+                                              const gck_matrix_entry *e, gck_kind k,
+                                              const gck_fuzz_finding *skip, size_t *n,
+                                              int64_t *cases) {
+    const gck_fuzz_finding *best = NULL;
+    *n = 0;
+    *cases = 0;
+    for (size_t i = 0; i < r->nfindings; i++) {
+        const gck_fuzz_finding *o = &r->findings[i];
+        if (o == skip || o->kind != k || !of_entry(o, e)) continue;
+        ++*n;
+        *cases += o->count;
+        if (!best || o->cost < best->cost) best = o;
+    }
+    return best;
+}
+
+static void failure_body(FILE *f, const gck_campaign_result *r, const gck_matrix_entry *e,
+                         const gck_fuzz_finding *p, const gck_cause *causes, size_t nc) {
+    char cmd[3000];
+    gck_fuzz_finding_command(p, cmd, sizeof cmd);
+    body_line(f, "%s: %s", gck_kind_name(p->kind), p->detail);
+    body_line(f, "reproduce: %s", cmd);
+    if (p->has_element) {
+        const gck_element_report *w = &p->element;
+        body_line(f,
+                  "worst element: D[batch %lld][%lld,%lld] = %.17g, exact %.17g, error %.3e, "
+                  "bound %.3e, error/bound %.3g%s%s",
+                  (long long)w->batch, (long long)w->i, (long long)w->j, w->got, w->expected,
+                  w->error, w->bound, w->ratio, w->rule[0] ? "; rule: " : "", w->rule);
+    }
+    body_line(f, "failing cases of this tuple: %lld of %lld", (long long)e->fail,
+              (long long)(e->pass + e->fail));
+    for (int k = 0; k < GCK_KIND_COUNT; k++) {
+        size_t n;
+        int64_t cases;
+        const gck_fuzz_finding *o = others_of_kind(r, e, (gck_kind)k, p, &n, &cases);
+        if (!o) continue;
+        gck_fuzz_finding_command(o, cmd, sizeof cmd);
+        body_line(f, "%s %s in this tuple: %zu more shape class%s, %lld case%s; smallest: %s",
+                  o->kind == p->kind ? "also" : "and", gck_kind_name(o->kind), n,
+                  n == 1 ? "" : "es", (long long)cases, cases == 1 ? "" : "s", cmd);
+    }
+    size_t k = gck_cause_of(r, causes, nc, (size_t)(p - r->findings));
+    if (k < nc) {
+        const gck_fuzz_finding *s = &r->findings[causes[k].first];
+        char rule[128];
+        gck_cause_rule(s, rule, sizeof rule);
+        gck_fuzz_finding_command(s, cmd, sizeof cmd);
+        body_line(f,
+                  "cause %zu of %zu of the campaign (%s in this backend%s%s): %lld cases, %zu "
+                  "tuples, %zu shape classes; its smallest reproducer: %s",
+                  k + 1, nc, gck_kind_name(s->kind), rule[0] ? ", " : "", rule,
+                  (long long)causes[k].cases, causes[k].ntuples, causes[k].nshapes, cmd);
+    }
+}
+
+/* Why a test case with no case run is skipped. */
+static void skip_reason(const gck_matrix_entry *e, char *buf, size_t len) {
+    if (!e->fuzzed)
+        snprintf(buf, len, "not fuzzed: the campaign's --types left this tuple out");
+    else if (e->unsupported)
+        snprintf(buf, len, "no case of this tuple ran: the backend refused all %lld as unsupported",
+                 (long long)e->unsupported);
+    else
+        snprintf(buf, len, "no case of this tuple ran in this campaign (more --time reaches it)");
+}
+
+static void testcase(FILE *f, const gck_campaign_result *r, const gck_matrix_entry *e,
+                     const gck_cause *causes, size_t nc) {
+    fputs("    <testcase classname=\"", f);
+    xml_text(f, e->backend);
+    fprintf(f, "\" name=\"%s:%s\" time=\"%.3f\">\n", e->types, e->compute, e->seconds);
+    const gck_fuzz_finding *p = e->fail ? primary(r, e) : NULL;
+    char msg[1200];
+    if (p) {
+        snprintf(msg, sizeof msg, "%s in %lld of %lld cases: %s", gck_kind_name(p->kind),
+                 (long long)e->fail, (long long)(e->pass + e->fail), p->detail);
+        fprintf(f, "      <failure type=\"%s\" message=\"", gck_kind_name(p->kind));
+        xml_text(f, msg);
+        fputs("\">", f);
+        failure_body(f, r, e, p, causes, nc);
+        fputs("</failure>\n", f);
+    } else if (e->fail) {
+        fprintf(f,
+                "      <failure type=\"finding\" message=\"%lld cases failed; the report holds "
+                "no finding of this tuple\"/>\n",
+                (long long)e->fail);
+    } else if (e->pass == 0) {
+        skip_reason(e, msg, sizeof msg);
+        fputs("      <skipped message=\"", f);
+        xml_text(f, msg);
+        fputs("\"/>\n", f);
+    }
+    fputs("    </testcase>\n", f);
+}
+
+static void property(FILE *f, const char *name, const char *value) {
+    fprintf(f, "      <property name=\"%s\" value=\"", name);
+    xml_text(f, value);
+    fputs("\"/>\n", f);
+}
+
+/* A test suite's counts: test cases, failures, skipped. */
+static void suite_counts(const gck_campaign_result *r, const gck_backend_info *b, size_t *tests,
+                         size_t *failures, size_t *skipped) {
+    *tests = *failures = *skipped = 0;
+    for (size_t m = 0; m < r->nmatrix; m++) {
+        const gck_matrix_entry *e = &r->matrix[m];
+        if (strcmp(e->backend, b->spec) != 0) continue;
+        ++*tests;
+        *failures += e->fail > 0;
+        *skipped += e->fail == 0 && e->pass == 0;
+    }
+    if (*tests == 0) *tests = *skipped = 1; /* the backend's one skipped test case */
+}
+
+static void testsuite(FILE *f, const gck_campaign_result *r, const gck_backend_info *b,
+                      const char *stamp, const char *host, const gck_cause *causes, size_t nc) {
+    size_t tests, failures, skipped;
+    suite_counts(r, b, &tests, &failures, &skipped);
+    fputs("  <testsuite name=\"", f);
+    xml_text(f, b->spec);
+    fprintf(f,
+            "\" tests=\"%zu\" failures=\"%zu\" errors=\"0\" skipped=\"%zu\" time=\"%.3f\" "
+            "timestamp=\"%s\" hostname=\"",
+            tests, failures, skipped, b->seconds, stamp);
+    xml_text(f, host);
+    fputs("\">\n    <properties>\n", f);
+    char text[600], status[512];
+    gck_environment_field(r, "gemmcheck_commit", text, sizeof text);
+    property(f, "gemmcheck", GEMMCHECK_VERSION);
+    property(f, "gemmcheck_commit", text);
+    gck_environment_field(r, "cpu", text, sizeof text);
+    property(f, "cpu", text);
+    uint64_t seed = r->nshards ? r->shards[0].seed : r->seed;
+    snprintf(text, sizeof text, "%llu", (unsigned long long)seed);
+    for (size_t i = 1; i < r->nshards; i++)
+        if (r->shards[i].seed != seed) snprintf(text, sizeof text, "mixed");
+    property(f, "seed", text);
+    if (r->nshards > 1)
+        snprintf(text, sizeof text, "%zu shards merged", r->nshards);
+    else
+        snprintf(text, sizeof text, "%d/%d", r->nshards ? r->shards[0].index : r->shard_index,
+                 r->nshards ? r->shards[0].count : r->shard_count);
+    property(f, "shard", text);
+    property(f, "backend_version", b->version);
+    property(f, "oracle", b->oracle);
+    gck_backend_status(b, status, sizeof status);
+    property(f, "status", status);
+    fputs("    </properties>\n", f);
+    bool any = false;
+    for (size_t m = 0; m < r->nmatrix; m++)
+        if (!strcmp(r->matrix[m].backend, b->spec)) {
+            testcase(f, r, &r->matrix[m], causes, nc);
+            any = true;
+        }
+    if (!any) {
+        fputs("    <testcase classname=\"", f);
+        xml_text(f, b->spec);
+        fputs("\" name=\"(backend)\" time=\"0.000\">\n      <skipped message=\"", f);
+        xml_text(f, b->ran ? "the backend ran no case" : status);
+        fputs("\"/>\n    </testcase>\n", f);
+    }
+    fputs("    <system-out/>\n    <system-err/>\n  </testsuite>\n", f);
+}
+
+bool gck_report_write_junit(const gck_campaign_result *r, const char *path, char *msg, size_t len) {
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        snprintf(msg, len, "cannot write %s: %s", path, strerror(errno));
+        return false;
+    }
+    gck_cause *causes;
+    size_t nc = gck_result_causes(r, &causes);
+    char stamp[64], host[300];
+    gck_environment_field(r, "timestamp", stamp, sizeof stamp);
+    stamp[strcspn(stamp, "Z")] = '\0'; /* JUnit's timestamp has no zone; it is UTC */
+    gck_environment_field(r, "host", host, sizeof host);
+    size_t tests = 0, failures = 0, skipped = 0;
+    for (int b = 0; b < r->nbackends; b++) {
+        size_t t, fl, s;
+        suite_counts(r, &r->backends[b], &t, &fl, &s);
+        tests += t;
+        failures += fl;
+        skipped += s;
+    }
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    fprintf(f,
+            "<testsuites name=\"gemmcheck fuzz\" tests=\"%zu\" failures=\"%zu\" errors=\"0\" "
+            "skipped=\"%zu\" time=\"%.3f\" timestamp=\"%s\">\n",
+            tests, failures, skipped, r->seconds, stamp);
+    for (int b = 0; b < r->nbackends; b++)
+        testsuite(f, r, &r->backends[b], stamp, host, causes, nc);
+    fprintf(f, "</testsuites>\n");
+    free(causes);
+    bool ok = !ferror(f);
+    ok = fclose(f) == 0 && ok;
+    if (!ok) snprintf(msg, len, "cannot write %s", path);
+    return ok;
+}
+
+/* ---- CSV (RFC 4180: fields with a comma, quote or line break are quoted, quotes doubled) ---- */
+
+static void csv_field(FILE *f, const char *s, bool last) {
+    size_t n = strlen(s), cap = 4 * n + 1;
+    char *clean = malloc(cap);
+    if (clean) gck_text_clean(clean, cap, s, n);
+    const char *t = clean ? clean : "";
+    if (strpbrk(t, ",\"\r\n")) {
+        fputc('"', f);
+        for (const char *p = t; *p; p++) {
+            if (*p == '"') fputc('"', f);
+            fputc(*p, f);
+        }
+        fputc('"', f);
+    } else {
+        fputs(t, f);
+    }
+    fputs(last ? "\r\n" : ",", f);
+    free(clean);
+}
+
+static FILE *csv_open(const char *path, char *msg, size_t len) {
+    FILE *f = fopen(path, "w");
+    if (!f) snprintf(msg, len, "cannot write %s: %s", path, strerror(errno));
+    return f;
+}
+
+static bool csv_close(FILE *f, const char *path, char *msg, size_t len) {
+    bool ok = !ferror(f);
+    ok = fclose(f) == 0 && ok;
+    if (!ok) snprintf(msg, len, "cannot write %s", path);
+    return ok;
+}
+
+bool gck_report_write_matrix_csv(const gck_campaign_result *r, const char *path, char *msg,
+                                 size_t len) {
+    FILE *f = csv_open(path, msg, len);
+    if (!f) return false;
+    fputs("backend,a,b,c,d,compute,status,cases,pass,fail,unsupported,max_tight_ratio,seconds,"
+          "kinds\r\n",
+          f);
+    for (size_t m = 0; m < r->nmatrix; m++) {
+        const gck_matrix_entry *e = &r->matrix[m];
+        char ty[4][16] = {{0}}, num[64], kinds[256] = "";
+        sscanf(e->types, "%15[^,],%15[^,],%15[^,],%15s", ty[0], ty[1], ty[2], ty[3]);
+        csv_field(f, e->backend, false);
+        for (int i = 0; i < 4; i++) csv_field(f, ty[i], false);
+        csv_field(f, e->compute, false);
+        csv_field(f,
+                  e->fail          ? "fail"
+                  : e->pass        ? "pass"
+                  : !e->fuzzed     ? "not fuzzed"
+                  : e->unsupported ? "unsupported"
+                                   : "not reached",
+                  false);
+        long long counts[4] = {e->pass + e->fail + e->unsupported, e->pass, e->fail,
+                               e->unsupported};
+        for (int i = 0; i < 4; i++) {
+            snprintf(num, sizeof num, "%lld", counts[i]);
+            csv_field(f, num, false);
+        }
+        snprintf(num, sizeof num, "%.6g", e->max_tight);
+        csv_field(f, num, false);
+        snprintf(num, sizeof num, "%.3f", e->seconds);
+        csv_field(f, num, false);
+        for (int k = 0; k < GCK_KIND_COUNT; k++)
+            for (size_t i = 0; i < r->nfindings; i++)
+                if (r->findings[i].kind == (gck_kind)k && of_entry(&r->findings[i], e)) {
+                    snprintf(kinds + strlen(kinds), sizeof kinds - strlen(kinds), "%s%s",
+                             kinds[0] ? " " : "", gck_kind_name((gck_kind)k));
+                    break;
+                }
+        csv_field(f, kinds, true);
+    }
+    return csv_close(f, path, msg, len);
+}
+
+bool gck_report_write_backends_csv(const gck_campaign_result *r, const char *path, char *msg,
+                                   size_t len) {
+    FILE *f = csv_open(path, msg, len);
+    if (!f) return false;
+    fputs("backend,version,status,cases,pass,fail,unsupported,tuples,tuples_failing,"
+          "distinct_findings,seconds,cases_per_second\r\n",
+          f);
+    for (int b = 0; b < r->nbackends; b++) {
+        const gck_backend_info *bi = &r->backends[b];
+        long long pass = 0, fail = 0, uns = 0, tuples = 0, failing = 0, distinct = 0;
+        for (size_t m = 0; m < r->nmatrix; m++)
+            if (!strcmp(r->matrix[m].backend, bi->spec)) {
+                pass += r->matrix[m].pass;
+                fail += r->matrix[m].fail;
+                uns += r->matrix[m].unsupported;
+                tuples++;
+                failing += r->matrix[m].fail > 0;
+            }
+        for (size_t i = 0; i < r->nfindings; i++)
+            distinct += !strcmp(r->findings[i].backend, bi->spec);
+        char status[512], num[64];
+        gck_backend_status(bi, status, sizeof status);
+        csv_field(f, bi->spec, false);
+        csv_field(f, bi->version, false);
+        csv_field(f, status, false);
+        long long counts[7] = {bi->cases, pass, fail, uns, tuples, failing, distinct};
+        for (int i = 0; i < 7; i++) {
+            snprintf(num, sizeof num, "%lld", counts[i]);
+            csv_field(f, num, false);
+        }
+        snprintf(num, sizeof num, "%.3f", bi->seconds);
+        csv_field(f, num, false);
+        snprintf(num, sizeof num, "%.1f", bi->seconds > 0 ? (double)bi->cases / bi->seconds : 0.0);
+        csv_field(f, num, true);
+    }
+    return csv_close(f, path, msg, len);
+}
