@@ -4,6 +4,7 @@ system would run them, then the merge), and the merged JSON and JUnit files are 
 build steps are checked without running them: each package they install is one apt knows, each
 -D option one gemmcheck's CMakeLists.txt defines."""
 
+import csv
 import json
 import os
 import re
@@ -60,8 +61,10 @@ def check_build_steps(scripts):
 
 def check_merged(json_path, xml_path, shards):
     """The merge holds every shard of one campaign, with cases and no findings (a correct
-    library), and its JUnit file parses."""
+    library), its JUnit file parses, and the CSV support matrix has a row per tuple."""
     summary = json.loads(Path(json_path).read_text())["summary"]
+    with open(Path(json_path).with_name("campaign-matrix.csv"), newline="") as f:
+        assert len(list(csv.DictReader(f))) == len(summary["support_matrix"]) > 0
     assert summary["shards_merged"] == shards, summary
     assert sorted(s["shard"] for s in summary["shards"]) == sorted(
         f"{i}/{shards}" for i in range(1, shards + 1)), summary["shards"]
