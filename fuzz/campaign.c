@@ -529,9 +529,6 @@ static void on_deadline(run_ctx *x, slot *s) {
     }
 }
 
-/* Run the campaign on one backend until its time is up. Returns false on a set-up error. */
-/* The targets: the backend's rows, or the user's --types (an error names a bad list); and the
- * generator's configuration over them. */
 /* The support matrix holds every tuple the backend declares, and every tuple fuzzed, before
  * any case runs: reports list the tuples no case reached (and why) instead of leaving them out. */
 static void declare_tuples(run_ctx *x) {
@@ -555,6 +552,8 @@ static void declare_tuples(run_ctx *x) {
     }
 }
 
+/* The targets: the backend's rows, or the user's --types (an error names a bad list); and the
+ * generator's configuration over them. */
 static bool set_targets(run_ctx *x) {
     char msg[512];
     if (!x->o->types)
@@ -645,6 +644,7 @@ static bool wait_and_service(run_ctx *x, slot *slots, int jobs, double now) {
     return true;
 }
 
+/* Run the campaign on one backend until its time is up. Returns false on a set-up error. */
 static bool run_backend(run_ctx *x) {
     int jobs = x->o->jobs;
     slot slots[MAX_JOBS];
