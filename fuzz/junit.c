@@ -249,7 +249,7 @@ static void testsuite(FILE *f, const gck_campaign_result *r, const gck_backend_i
         fputs("    <testcase classname=\"", f);
         xml_text(f, b->spec);
         fputs("\" name=\"(backend)\" time=\"0.000\">\n      <skipped message=\"", f);
-        xml_text(f, b->ran ? "the backend ran no case" : status);
+        xml_text(f, b->ran ? "the backend ran no case" : b->skipped_why);
         fputs("\"/>\n    </testcase>\n", f);
     }
     fputs("    <system-out/>\n    <system-err/>\n  </testsuite>\n", f);
