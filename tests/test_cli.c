@@ -199,7 +199,7 @@ Test(cli, help_and_version_exit_zero) {
     cr_expect_eq(run("--version", err, sizeof err), 0);
     char out[4096];
     cr_expect_eq(run_gemmcheck("--version", out, sizeof out), 0, "%s", out);
-    cr_expect(strstr(out, "gemmcheck " GEMMCHECK_VERSION) != NULL, "%s", out);
+    cr_expect(strstr(out, "gemmcheck " GEMMCHECK_VERSION " (commit ") == out, "%s", out);
     cr_expect(strstr(out, "MPFR ") != NULL && strstr(out, "CUDA: ") != NULL, "%s", out);
     /* the BLAS libraries: their own version strings, or why they are not available */
     cr_expect(strstr(out, "\nopenblas: ") != NULL && strstr(out, "\nblis: ") != NULL, "%s", out);

@@ -79,6 +79,9 @@ typedef struct gck_check_options {
                                  reads its operands in place */
 } gck_check_options;
 
+/** Bins of gck_check_result.ratio_bins. */
+#define GCK_RATIO_BINS 9
+
 /** The result of checking one D. */
 typedef struct gck_check_result {
     int64_t elements;              /**< elements compared */
@@ -95,6 +98,10 @@ typedef struct gck_check_result {
     bool sampled;                             /**< only a sample of rows and columns was checked */
     int64_t oracle_disagreements;             /**< GCK_ORACLE_BOTH: elements where they differ */
     gck_element_report disagreement; /**< the first (got: MPFR's value, expected: exact's) */
+    /** The elements compared by error/bound (those with a finite error): [0] error 0; [1]
+     *  error/bound at most 1e-6; [2] .. [7] in (1e-6, 1e-5], ..., (0.1, 1]; [8] above 1 (outside
+     *  the bound, failing unless a declared leniency passed them). */
+    int64_t ratio_bins[GCK_RATIO_BINS];
 } gck_check_result;
 
 /** Check D_got (laid out as the case's D) against the exact result of A, B and C (the values

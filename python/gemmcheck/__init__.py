@@ -20,7 +20,8 @@ import os
 
 import numpy as np
 
-__all__ = ["oracle", "check", "Model", "Verdict", "Element", "GemmcheckError", "library_path"]
+__all__ = ["oracle", "check", "Model", "Verdict", "Element", "GemmcheckError", "library_path",
+           "RATIO_BINS"]
 
 # ---- the library ------------------------------------------------------------------------------
 
@@ -78,7 +79,10 @@ class _Result(ctypes.Structure):
                 ("lenient", _i64), ("count", _i64 * len(_KINDS)),
                 ("worst", _Element * len(_KINDS)), ("max_ratio", _Element), ("max_tight", _dbl),
                 ("total_elements", _i64), ("sampled", _bool), ("oracle_disagreements", _i64),
-                ("disagreement", _Element)]
+                ("disagreement", _Element), ("ratio_bins", _i64 * 9)]
+
+# gck_check_result.ratio_bins: the elements by error/bound
+RATIO_BINS = ("0", "<=1e-6", "<=1e-5", "<=1e-4", "<=1e-3", "<=1e-2", "<=0.1", "<=1", ">1")
 
 
 class GemmcheckError(ValueError):
@@ -404,6 +408,8 @@ class Verdict:
     worst     the worst failing element of each kind, worst first (Element)
     max_ratio the element with the largest error/bound (Element), failing or not
     elements  elements compared; sampled: only a sample of rows and columns was
+    distribution  elements by error/bound, {"0": n, "<=1e-6": n, ..., "<=1": n, ">1": n}
+                  (elements with a finite error; RATIO_BINS names the bins)
     """
 
     def __init__(self, r, batched, model):
@@ -415,6 +421,7 @@ class Verdict:
                              if r.count[i]), key=lambda e: -r.count[_KINDS.index(e.kind)])
         self.max_ratio = Element("max_ratio", r.max_ratio, batched)
         self.max_tight = r.max_tight
+        self.distribution = dict(zip(RATIO_BINS, r.ratio_bins))
         self.ok = not self.counts
 
     def __bool__(self):

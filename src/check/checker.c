@@ -654,6 +654,15 @@ static bool alpha0_may_nan(const gck_case *c, const gck_model *m, const void *A,
     return may;
 }
 
+/* The bin of gck_check_result.ratio_bins of an element with a finite error. */
+static int ratio_bin(const gck_element_report *e) {
+    static const double upper[] = {1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1};
+    if (e->error == 0) return 0;
+    for (int b = 0; b < 7; b++)
+        if (e->ratio <= upper[b]) return b + 1;
+    return GCK_RATIO_BINS - 1;
+}
+
 static void *run_chk(void *arg) {
     chk_job *job = arg;
     const gck_case *c = job->c;
@@ -714,6 +723,7 @@ static void *run_chk(void *arg) {
             (r->max_ratio.ratio < e.ratio || !isfinite(r->max_ratio.error)))
             r->max_ratio = e;
         if (isfinite(e.tight) && e.tight > r->max_tight) r->max_tight = e.tight;
+        if (isfinite(e.error)) r->ratio_bins[ratio_bin(&e)]++;
     }
     gck_oracle_ws_free(o.mp);
     gck_exact_ws_free(o.ex);
@@ -721,6 +731,7 @@ static void *run_chk(void *arg) {
 }
 
 static void merge(gck_check_result *into, const gck_check_result *from) {
+    for (int b = 0; b < GCK_RATIO_BINS; b++) into->ratio_bins[b] += from->ratio_bins[b];
     into->elements += from->elements;
     into->exact_elements += from->exact_elements;
     into->degenerate += from->degenerate;

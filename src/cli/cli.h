@@ -50,6 +50,7 @@ bool gck_parse_real_opt(const char *cmd, const char *opt, const char *v, double 
 bool gck_parse_count(const char *text, long long *out);
 
 int gck_cmd_oracle(int argc, char **argv);
+int gck_cmd_verify(int argc, char **argv);
 int gck_cmd_repro(int argc, char **argv);
 int gck_cmd_backends(int argc, char **argv);
 int gck_cmd_fuzz(int argc, char **argv);

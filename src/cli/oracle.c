@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "gemmcheck/gemmcheck.h"
+#include "inputs.h"
 #include "npy.h"
 #include "parallel.h"
 #include "text.h"
@@ -42,73 +43,6 @@ static const char oracle_help[] =
 
 static const char *const cmd = "oracle";
 
-/* The element type of an input file: from its dtype, checked against --X-type. */
-static int input_type(const char *path, const gck_npy *a, const char *opt, const char *given,
-                      gck_format *out) {
-    gck_format from_dtype = gck_npy_format_of(a->dtype);
-    if (given) {
-        gck_format t;
-        if (!gck_format_parse(given, &t) || !gck_format_get(t)->is_storage)
-            return gck_cli_usage_error(cmd,
-                                       "unknown type '%s' for %s (expected f16, bf16, f32, "
-                                       "f64)",
-                                       given, opt);
-        if (t != from_dtype)
-            return gck_cli_usage_error(cmd,
-                                       "%s %s contradicts %s's dtype %s (%s is stored as "
-                                       "%s)",
-                                       opt, given, path, gck_npy_descr(a->dtype), given,
-                                       gck_npy_descr(gck_npy_dtype_of(t)));
-        *out = t;
-        return GCK_EXIT_OK;
-    }
-    if (a->dtype == GCK_NPY_U2)
-        return gck_cli_usage_error(cmd,
-                                   "%s has dtype <u2: pass %s bf16 if it holds bfloat16 "
-                                   "bits",
-                                   path, opt);
-    *out = from_dtype;
-    return GCK_EXIT_OK;
-}
-
-/* "(2, 3)" or "(4, 2, 3)" */
-static void shape_text(const gck_npy *a, char *buf, size_t len) {
-    size_t n = (size_t)snprintf(buf, len, "(");
-    for (int d = 0; d < a->ndim && n < len; d++)
-        n += (size_t)snprintf(buf + n, len - n, "%s%" PRId64, d ? ", " : "", a->shape[d]);
-    if (n < len) snprintf(buf + n, len - n, "%s)", a->ndim == 1 ? "," : "");
-}
-
-/* A matrix (2-D) or a strided batch of them (3-D: batch, rows, cols), as repro --dump writes. */
-static int load_matrix(const char *what, const char *path, gck_npy *a) {
-    char msg[512];
-    gck_status s = gck_npy_read(path, a, msg, sizeof msg);
-    if (s != GCK_OK) return gck_cli_usage_error(cmd, "%s", msg);
-    if (a->ndim != 2 && a->ndim != 3) {
-        char shape[160];
-        shape_text(a, shape, sizeof shape);
-        return gck_cli_usage_error(
-            cmd, "%s (%s): expected a 2-D array or a 3-D batch, got shape %s", path, what, shape);
-    }
-    return GCK_EXIT_OK;
-}
-
-/* Rows and columns of the matrices of a (its last two dimensions; common_batch has the batch). */
-static void matrix_dims(const gck_npy *a, int64_t *rows, int64_t *cols) {
-    *rows = a->shape[a->ndim - 2];
-    *cols = a->shape[a->ndim - 1];
-}
-
-static int parse_trans(const char *opt, const char *v, gck_op *out) {
-    if (!v || strcmp(v, "N") == 0 || strcmp(v, "n") == 0)
-        *out = GCK_OP_N;
-    else if (strcmp(v, "T") == 0 || strcmp(v, "t") == 0)
-        *out = GCK_OP_T;
-    else
-        return gck_cli_usage_error(cmd, "%s '%s' must be N or T", opt, v);
-    return GCK_EXIT_OK;
-}
-
 /* The options, in the order of gck_cmd_oracle's names[]. */
 enum {
     OPT_A,
@@ -130,15 +64,17 @@ enum {
 /* What the options ask for, before any file is read. */
 typedef struct oracle_args {
     gck_format out_type;
-    double alpha, beta;
     long long threads;
     gck_oracle_kind kind;
-    gck_op ta, tb;
+    gck_inputs ops;
 } oracle_args;
 
 static int parse_args(const char **o, oracle_args *g) {
-    if (!o[OPT_A]) return gck_cli_usage_error(cmd, "missing --a (see gemmcheck oracle --help)");
-    if (!o[OPT_B]) return gck_cli_usage_error(cmd, "missing --b (see gemmcheck oracle --help)");
+    gck_inputs_options io = {o[OPT_A],      o[OPT_B],      o[OPT_C],       o[OPT_ATYPE],
+                             o[OPT_BTYPE],  o[OPT_CTYPE],  o[OPT_ALPHA],   o[OPT_BETA],
+                             o[OPT_TRANSA], o[OPT_TRANSB], o[OPT_THREADS], o[OPT_ORACLE]};
+    int rc = gck_inputs_parse(cmd, &io, &g->ops, &g->threads, &g->kind);
+    if (rc) return rc;
     if (!o[OPT_OUTTYPE])
         return gck_cli_usage_error(cmd, "missing --out-type (see gemmcheck oracle --help)");
     if (!o[OPT_OUT]) return gck_cli_usage_error(cmd, "missing --out (see gemmcheck oracle --help)");
@@ -147,107 +83,6 @@ static int parse_args(const char **o, oracle_args *g) {
                                    "unknown type '%s' for --out-type (expected f16, bf16, "
                                    "f32, f64)",
                                    o[OPT_OUTTYPE]);
-    g->alpha = 1.0;
-    g->beta = 0.0;
-    if (o[OPT_ALPHA] && !gck_parse_double(o[OPT_ALPHA], &g->alpha))
-        return gck_cli_usage_error(cmd, "--alpha '%s' is not a finite decimal number",
-                                   o[OPT_ALPHA]);
-    if (o[OPT_BETA] && !gck_parse_double(o[OPT_BETA], &g->beta))
-        return gck_cli_usage_error(cmd, "--beta '%s' is not a finite decimal number", o[OPT_BETA]);
-    if (g->beta != 0.0 && !o[OPT_C])
-        return gck_cli_usage_error(cmd, "--beta %s needs --c", o[OPT_BETA]);
-    if (o[OPT_CTYPE] && !o[OPT_C]) return gck_cli_usage_error(cmd, "--c-type given without --c");
-    g->threads = 0;
-    g->kind = GCK_ORACLE_EXACT;
-    if (o[OPT_ORACLE] && !gck_oracle_kind_parse(o[OPT_ORACLE], &g->kind))
-        return gck_cli_usage_error(cmd, "--oracle '%s' must be exact, mpfr or both", o[OPT_ORACLE]);
-    if (o[OPT_THREADS] && (!gck_parse_count(o[OPT_THREADS], &g->threads) || g->threads > 4096))
-        return gck_cli_usage_error(cmd, "--threads '%s' is not a count from 0 to 4096",
-                                   o[OPT_THREADS]);
-    int rc;
-    if ((rc = parse_trans("--transa", o[OPT_TRANSA], &g->ta)) ||
-        (rc = parse_trans("--transb", o[OPT_TRANSB], &g->tb)))
-        return rc;
-    return GCK_EXIT_OK;
-}
-
-/* The batch of the files: that of the 3-D ones (equal), 2-D ones shared (stride 0). */
-static int common_batch(const char **o, const gck_npy *a, const gck_npy *b, const gck_npy *c,
-                        int64_t *batch) {
-    const gck_npy *x[3] = {a, b, o[OPT_C] ? c : NULL};
-    const char *names[3] = {o[OPT_A], o[OPT_B], o[OPT_C]};
-    *batch = 1;
-    const char *first = NULL;
-    for (int i = 0; i < 3; i++) {
-        if (!x[i] || x[i]->ndim != 3) continue;
-        if (first && x[i]->shape[0] != *batch)
-            return gck_cli_usage_error(
-                cmd, "batch sizes differ: %s holds %" PRId64 " matrices, %s %" PRId64, first,
-                *batch, names[i], x[i]->shape[0]);
-        first = names[i];
-        *batch = x[i]->shape[0];
-    }
-    return GCK_EXIT_OK;
-}
-
-/* The row-major case the files describe (a strided batch when some are 3-D), or a usage error
- * naming the mismatch. */
-static int build_case(const char **o, const oracle_args *g, const gck_npy *a, const gck_npy *b,
-                      const gck_npy *c, gck_case *gc) {
-    gck_format tA, tB, tC = g->out_type;
-    int rc;
-    if ((rc = input_type(o[OPT_A], a, "--a-type", o[OPT_ATYPE], &tA)) ||
-        (rc = input_type(o[OPT_B], b, "--b-type", o[OPT_BTYPE], &tB)) ||
-        (o[OPT_C] && (rc = input_type(o[OPT_C], c, "--c-type", o[OPT_CTYPE], &tC))))
-        return rc;
-    int64_t ra, ca, rb, cb, rc_ = 0, cc = 0, batch;
-    matrix_dims(a, &ra, &ca);
-    matrix_dims(b, &rb, &cb);
-    if (o[OPT_C]) matrix_dims(c, &rc_, &cc);
-    if ((rc = common_batch(o, a, b, c, &batch))) return rc;
-    int64_t m = g->ta == GCK_OP_N ? ra : ca, ka = g->ta == GCK_OP_N ? ca : ra;
-    int64_t kb = g->tb == GCK_OP_N ? rb : cb, n = g->tb == GCK_OP_N ? cb : rb;
-    char sa[160], sb[160], sc[160];
-    shape_text(a, sa, sizeof sa);
-    shape_text(b, sb, sizeof sb);
-    if (ka != kb)
-        return gck_cli_usage_error(cmd,
-                                   "shapes do not match: op(A) is %" PRId64 "x%" PRId64
-                                   " (%s has shape %s, --transa %c) but op(B) is %" PRId64
-                                   "x%" PRId64 " (%s has shape %s, --transb %c)",
-                                   m, ka, o[OPT_A], sa, g->ta == GCK_OP_N ? 'N' : 'T', kb, n,
-                                   o[OPT_B], sb, g->tb == GCK_OP_N ? 'N' : 'T');
-    if (o[OPT_C] && (rc_ != m || cc != n)) {
-        shape_text(c, sc, sizeof sc);
-        return gck_cli_usage_error(
-            cmd,
-            "shapes do not match: %s has shape %s but op(A)*op(B) is (%" PRId64 ", %" PRId64 ")",
-            o[OPT_C], sc, m, n);
-    }
-    gck_case_init(gc, m, n, ka);
-    gc->order = GCK_ROW_MAJOR;
-    gc->transa = g->ta;
-    gc->transb = g->tb;
-    gc->lda = gck_case_min_ld(gc, GCK_A);
-    gc->ldb = gck_case_min_ld(gc, GCK_B);
-    gc->ldc = gc->ldd = gck_case_min_ld(gc, GCK_C);
-    gc->d_is_c = false;
-    gc->alpha = g->alpha;
-    gc->beta = g->beta;
-    gc->scale_type = GCK_F64;
-    gc->type_a = tA;
-    gc->type_b = tB;
-    gc->type_c = tC;
-    gc->type_d = g->out_type;
-    gc->compute = GCK_F64;
-    gc->batch = batch;
-    gc->stride_a = a->ndim == 3 ? ra * ca : 0;
-    gc->stride_b = b->ndim == 3 ? rb * cb : 0;
-    gc->stride_c = o[OPT_C] && c->ndim == 3 ? m * n : 0;
-    gc->stride_d = m * n;
-    char msg[512];
-    if (gck_case_validate(gc, msg, sizeof msg) != GCK_OK)
-        return gck_cli_usage_error(cmd, "%s", msg);
     return GCK_EXIT_OK;
 }
 
@@ -299,19 +134,18 @@ static int run(const char **o) {
     oracle_args g;
     int rc = parse_args(o, &g);
     if (rc) return rc;
-    gck_npy a = {0}, b = {0}, c = {0};
     void *d = NULL;
     size_t dbytes = 0;
     gck_case gc;
     char msg[512];
-    if ((rc = load_matrix("A", o[OPT_A], &a)) || (rc = load_matrix("B", o[OPT_B], &b)) ||
-        (o[OPT_C] && (rc = load_matrix("C", o[OPT_C], &c))) ||
-        (rc = build_case(o, &g, &a, &b, &c, &gc)) || (rc = alloc_result(&gc, &d, &dbytes)))
+    gck_inputs *ops = &g.ops;
+    if ((rc = gck_inputs_load(ops)) || (rc = gck_inputs_case(ops, g.out_type, &gc)) ||
+        (rc = alloc_result(&gc, &d, &dbytes)))
         goto done;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    gck_status s =
-        compute(&gc, &g, a.data, b.data, o[OPT_C] ? c.data : NULL, d, dbytes, msg, sizeof msg);
+    gck_status s = compute(&gc, &g, ops->A.data, ops->B.data, ops->c ? ops->C.data : NULL, d,
+                           dbytes, msg, sizeof msg);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (s == GCK_ENOMEM) {
         rc = gck_cli_usage_error(cmd, "%s", msg);
@@ -323,7 +157,7 @@ static int run(const char **o) {
         goto done;
     }
     /* a batch when any input is one (a 2-D input is shared by every member) */
-    bool batched = a.ndim == 3 || b.ndim == 3 || (o[OPT_C] && c.ndim == 3);
+    bool batched = gck_inputs_batched(ops);
     int64_t shape[3] = {gc.batch, gc.m, gc.n};
     if (gck_npy_write(o[OPT_OUT], gck_npy_dtype_of(gc.type_d), batched ? 3 : 2,
                       batched ? shape : shape + 1, d, msg, sizeof msg) != GCK_OK) {
@@ -333,7 +167,7 @@ static int run(const char **o) {
     double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     printf("gemmcheck oracle: D(%" PRId64 "x%" PRId64 ") = %.17g*op(A)*op(B)%s%s, K=%" PRId64
            ", %s x %s%s%s -> %s, %" PRId64 " elements rounded once (%s oracle) in %.3f s -> %s\n",
-           gc.m, gc.n, g.alpha, o[OPT_C] ? " + beta*C, beta=" : "",
+           gc.m, gc.n, ops->alpha, o[OPT_C] ? " + beta*C, beta=" : "",
            o[OPT_C] ? o[OPT_BETA] ? o[OPT_BETA] : "0" : "", gc.k, gck_format_get(gc.type_a)->name,
            gck_format_get(gc.type_b)->name, o[OPT_C] ? " + " : "",
            o[OPT_C] ? gck_format_get(gc.type_c)->name : "", gck_format_get(gc.type_d)->name,
@@ -344,9 +178,7 @@ static int run(const char **o) {
            secs, o[OPT_OUT]);
     rc = GCK_EXIT_OK;
 done:
-    gck_npy_free(&a);
-    gck_npy_free(&b);
-    gck_npy_free(&c);
+    gck_inputs_free(ops);
     free(d);
     return rc;
 }
