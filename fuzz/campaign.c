@@ -790,7 +790,9 @@ static int finish(const gck_campaign_options *o, gck_campaign_result *res, int r
                 res->seconds);
         rc = GCK_EXIT_USAGE;
     }
-    if (!gck_result_capture_environment(res, started))
+    /* the machine, for the reports (describing it opens the CUDA runtime if there is one) */
+    bool reports = o->report_path || o->junit_path || o->matrix_csv_path || o->backends_csv_path;
+    if (reports && !gck_result_capture_environment(res, started))
         fprintf(stderr, "gemmcheck fuzz: out of memory describing the machine\n");
     char msg[512];
     if (o->report_path &&
