@@ -133,6 +133,19 @@ gck_matrix_entry *gck_result_matrix(gck_campaign_result *r, const char *backend,
                                     const char *compute);
 bool gck_result_add_shard(gck_campaign_result *r, uint64_t seed, int index, int count);
 void gck_result_free(gck_campaign_result *r);
+
+/** `seed` and `shard` as reports state them: a merge of several shards has shard "merged", and
+ *  seed "mixed" when they are of several seeds. */
+void gck_result_seed_and_shard(const gck_campaign_result *r, char *seed, char *shard, size_t len);
+
+/** One backend's totals over the support matrix. */
+typedef struct gck_backend_totals {
+    int64_t pass, fail, unsupported; /**< cases */
+    int64_t tuples;                  /**< its entries */
+    int64_t failing;                 /**< entries with a failing case */
+    int64_t unreached;               /**< entries where no case ran (pass + fail = 0) */
+} gck_backend_totals;
+gck_backend_totals gck_result_backend_totals(const gck_campaign_result *r, const char *spec);
 /** Append one shard's environment record (a JSON object text; copied). */
 bool gck_result_add_environment(gck_campaign_result *r, const char *json_text);
 /** Record this machine's environment for the result's own shard (at the end of a campaign:

@@ -196,15 +196,14 @@ json_t *gck_environment_merged(const gck_campaign_result *r) {
     return out;
 }
 
-void gck_environment_field(const gck_campaign_result *r, const char *key, char *buf, size_t len) {
-    json_t *env = gck_environment_merged(r), *v = json_object_get(env, key);
+void gck_environment_field(const json_t *env, const char *key, char *buf, size_t len) {
+    json_t *v = json_object_get(env, key);
     if (json_is_string(v))
         snprintf(buf, len, "%s", json_string_value(v));
     else if (json_is_integer(v))
         snprintf(buf, len, "%lld", (long long)json_integer_value(v));
     else
         snprintf(buf, len, "%s", json_is_null(v) ? "" : "unknown");
-    json_decref(env);
 }
 
 /* YYYY-MM-DDTHH:MM:SSZ, as the campaign writes it. */

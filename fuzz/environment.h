@@ -15,8 +15,8 @@ json_t *gck_environment_records(const gck_campaign_result *r);
 /** One environment for the whole report: each field's value when every shard has the same,
  *  "mixed" when they differ; the timestamp is the earliest shard's (a new reference). */
 json_t *gck_environment_merged(const gck_campaign_result *r);
-/** One field of the merged environment as text ("unknown" when there are no records). */
-void gck_environment_field(const gck_campaign_result *r, const char *key, char *buf, size_t len);
+/** One field of a (merged) environment as text ("unknown" when it is absent, "" for null). */
+void gck_environment_field(const json_t *env, const char *key, char *buf, size_t len);
 
 /** Check a parsed record against the schema: an object with a "seed" and "shard" equal to
  *  `seed` and `shard`, every key of gck_environment_keys, a timestamp of the form

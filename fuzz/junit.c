@@ -16,13 +16,25 @@
 #include "gemmcheck/version.h"
 #include "text.h"
 
+/* A report file opened for writing, and closed with any write error named. */
+static FILE *out_open(const char *path, char *msg, size_t len) {
+    FILE *f = fopen(path, "w");
+    if (!f) snprintf(msg, len, "cannot write %s: %s", path, strerror(errno));
+    return f;
+}
+
+static bool out_close(FILE *f, const char *path, char *msg, size_t len) {
+    bool ok = !ferror(f);
+    ok = fclose(f) == 0 && ok;
+    if (!ok) snprintf(msg, len, "cannot write %s", path);
+    return ok;
+}
+
 /* Text as XML character data or attribute value: cleaned to printable, valid UTF-8 (any other
  * byte written as \xNN; XML 1.0 cannot carry control characters), markup escaped. */
 static void xml_text(FILE *f, const char *s) {
-    size_t n = strlen(s), cap = 4 * n + 1;
-    char *clean = malloc(cap);
+    char *clean = gck_text_cleaned(s);
     if (!clean) return;
-    gck_text_clean(clean, cap, s, n);
     for (const char *p = clean; *p; p++) {
         switch (*p) {
         case '<': fputs("&lt;", f); break;
@@ -194,19 +206,34 @@ static void property(FILE *f, const char *name, const char *value) {
 /* A test suite's counts: test cases, failures, skipped. */
 static void suite_counts(const gck_campaign_result *r, const gck_backend_info *b, size_t *tests,
                          size_t *failures, size_t *skipped) {
-    *tests = *failures = *skipped = 0;
-    for (size_t m = 0; m < r->nmatrix; m++) {
-        const gck_matrix_entry *e = &r->matrix[m];
-        if (strcmp(e->backend, b->spec) != 0) continue;
-        ++*tests;
-        *failures += e->fail > 0;
-        *skipped += e->fail == 0 && e->pass == 0;
-    }
+    gck_backend_totals t = gck_result_backend_totals(r, b->spec);
+    *tests = (size_t)t.tuples;
+    *failures = (size_t)t.failing;
+    *skipped = (size_t)t.unreached;
     if (*tests == 0) *tests = *skipped = 1; /* the backend's one skipped test case */
 }
 
+/* What every test suite states of the campaign: its start, host, build and CPU (what the shards'
+ * machines have in common), seed and shard. */
+typedef struct suite_facts {
+    char stamp[64], host[300], commit[128], cpu[300], seed[32], shard[48];
+} suite_facts;
+
+static void campaign_facts(const gck_campaign_result *r, suite_facts *s) {
+    json_t *env = gck_environment_merged(r);
+    gck_environment_field(env, "timestamp", s->stamp, sizeof s->stamp);
+    s->stamp[strcspn(s->stamp, "Z")] = '\0'; /* JUnit's timestamp has no zone; it is UTC */
+    gck_environment_field(env, "host", s->host, sizeof s->host);
+    gck_environment_field(env, "gemmcheck_commit", s->commit, sizeof s->commit);
+    gck_environment_field(env, "cpu", s->cpu, sizeof s->cpu);
+    json_decref(env);
+    gck_result_seed_and_shard(r, s->seed, s->shard, sizeof s->seed);
+    if (!strcmp(s->shard, "merged"))
+        snprintf(s->shard, sizeof s->shard, "%zu shards merged", r->nshards);
+}
+
 static void testsuite(FILE *f, const gck_campaign_result *r, const gck_backend_info *b,
-                      const char *stamp, const char *host, const gck_cause *causes, size_t nc) {
+                      const suite_facts *sf, const gck_cause *causes, size_t nc) {
     size_t tests, failures, skipped;
     suite_counts(r, b, &tests, &failures, &skipped);
     fputs("  <testsuite name=\"", f);
@@ -214,26 +241,15 @@ static void testsuite(FILE *f, const gck_campaign_result *r, const gck_backend_i
     fprintf(f,
             "\" tests=\"%zu\" failures=\"%zu\" errors=\"0\" skipped=\"%zu\" time=\"%.3f\" "
             "timestamp=\"%s\" hostname=\"",
-            tests, failures, skipped, b->seconds, stamp);
-    xml_text(f, host);
+            tests, failures, skipped, b->seconds, sf->stamp);
+    xml_text(f, sf->host);
     fputs("\">\n    <properties>\n", f);
-    char text[600], status[512];
-    gck_environment_field(r, "gemmcheck_commit", text, sizeof text);
+    char status[512];
     property(f, "gemmcheck", GEMMCHECK_VERSION);
-    property(f, "gemmcheck_commit", text);
-    gck_environment_field(r, "cpu", text, sizeof text);
-    property(f, "cpu", text);
-    uint64_t seed = r->nshards ? r->shards[0].seed : r->seed;
-    snprintf(text, sizeof text, "%llu", (unsigned long long)seed);
-    for (size_t i = 1; i < r->nshards; i++)
-        if (r->shards[i].seed != seed) snprintf(text, sizeof text, "mixed");
-    property(f, "seed", text);
-    if (r->nshards > 1)
-        snprintf(text, sizeof text, "%zu shards merged", r->nshards);
-    else
-        snprintf(text, sizeof text, "%d/%d", r->nshards ? r->shards[0].index : r->shard_index,
-                 r->nshards ? r->shards[0].count : r->shard_count);
-    property(f, "shard", text);
+    property(f, "gemmcheck_commit", sf->commit);
+    property(f, "cpu", sf->cpu);
+    property(f, "seed", sf->seed);
+    property(f, "shard", sf->shard);
     property(f, "backend_version", b->version);
     property(f, "oracle", b->oracle);
     gck_backend_status(b, status, sizeof status);
@@ -256,17 +272,12 @@ static void testsuite(FILE *f, const gck_campaign_result *r, const gck_backend_i
 }
 
 bool gck_report_write_junit(const gck_campaign_result *r, const char *path, char *msg, size_t len) {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        snprintf(msg, len, "cannot write %s: %s", path, strerror(errno));
-        return false;
-    }
+    FILE *f = out_open(path, msg, len);
+    if (!f) return false;
     gck_cause *causes;
     size_t nc = gck_result_causes(r, &causes);
-    char stamp[64], host[300];
-    gck_environment_field(r, "timestamp", stamp, sizeof stamp);
-    stamp[strcspn(stamp, "Z")] = '\0'; /* JUnit's timestamp has no zone; it is UTC */
-    gck_environment_field(r, "host", host, sizeof host);
+    suite_facts sf;
+    campaign_facts(r, &sf);
     size_t tests = 0, failures = 0, skipped = 0;
     for (int b = 0; b < r->nbackends; b++) {
         size_t t, fl, s;
@@ -279,23 +290,17 @@ bool gck_report_write_junit(const gck_campaign_result *r, const char *path, char
     fprintf(f,
             "<testsuites name=\"gemmcheck fuzz\" tests=\"%zu\" failures=\"%zu\" errors=\"0\" "
             "skipped=\"%zu\" time=\"%.3f\" timestamp=\"%s\">\n",
-            tests, failures, skipped, r->seconds, stamp);
-    for (int b = 0; b < r->nbackends; b++)
-        testsuite(f, r, &r->backends[b], stamp, host, causes, nc);
+            tests, failures, skipped, r->seconds, sf.stamp);
+    for (int b = 0; b < r->nbackends; b++) testsuite(f, r, &r->backends[b], &sf, causes, nc);
     fprintf(f, "</testsuites>\n");
     free(causes);
-    bool ok = !ferror(f);
-    ok = fclose(f) == 0 && ok;
-    if (!ok) snprintf(msg, len, "cannot write %s", path);
-    return ok;
+    return out_close(f, path, msg, len);
 }
 
 /* ---- CSV (RFC 4180: fields with a comma, quote or line break are quoted, quotes doubled) ---- */
 
 static void csv_field(FILE *f, const char *s, bool last) {
-    size_t n = strlen(s), cap = 4 * n + 1;
-    char *clean = malloc(cap);
-    if (clean) gck_text_clean(clean, cap, s, n);
+    char *clean = gck_text_cleaned(s);
     const char *t = clean ? clean : "";
     if (strpbrk(t, ",\"\r\n")) {
         fputc('"', f);
@@ -311,22 +316,9 @@ static void csv_field(FILE *f, const char *s, bool last) {
     free(clean);
 }
 
-static FILE *csv_open(const char *path, char *msg, size_t len) {
-    FILE *f = fopen(path, "w");
-    if (!f) snprintf(msg, len, "cannot write %s: %s", path, strerror(errno));
-    return f;
-}
-
-static bool csv_close(FILE *f, const char *path, char *msg, size_t len) {
-    bool ok = !ferror(f);
-    ok = fclose(f) == 0 && ok;
-    if (!ok) snprintf(msg, len, "cannot write %s", path);
-    return ok;
-}
-
 bool gck_report_write_matrix_csv(const gck_campaign_result *r, const char *path, char *msg,
                                  size_t len) {
-    FILE *f = csv_open(path, msg, len);
+    FILE *f = out_open(path, msg, len);
     if (!f) return false;
     fputs("backend,a,b,c,d,compute,status,cases,pass,fail,unsupported,max_tight_ratio,seconds,"
           "kinds\r\n",
@@ -364,27 +356,20 @@ bool gck_report_write_matrix_csv(const gck_campaign_result *r, const char *path,
                 }
         csv_field(f, kinds, true);
     }
-    return csv_close(f, path, msg, len);
+    return out_close(f, path, msg, len);
 }
 
 bool gck_report_write_backends_csv(const gck_campaign_result *r, const char *path, char *msg,
                                    size_t len) {
-    FILE *f = csv_open(path, msg, len);
+    FILE *f = out_open(path, msg, len);
     if (!f) return false;
     fputs("backend,version,status,cases,pass,fail,unsupported,tuples,tuples_failing,"
           "distinct_findings,seconds,cases_per_second\r\n",
           f);
     for (int b = 0; b < r->nbackends; b++) {
         const gck_backend_info *bi = &r->backends[b];
-        long long pass = 0, fail = 0, uns = 0, tuples = 0, failing = 0, distinct = 0;
-        for (size_t m = 0; m < r->nmatrix; m++)
-            if (!strcmp(r->matrix[m].backend, bi->spec)) {
-                pass += r->matrix[m].pass;
-                fail += r->matrix[m].fail;
-                uns += r->matrix[m].unsupported;
-                tuples++;
-                failing += r->matrix[m].fail > 0;
-            }
+        gck_backend_totals t = gck_result_backend_totals(r, bi->spec);
+        long long distinct = 0;
         for (size_t i = 0; i < r->nfindings; i++)
             distinct += !strcmp(r->findings[i].backend, bi->spec);
         char status[512], num[64];
@@ -392,7 +377,8 @@ bool gck_report_write_backends_csv(const gck_campaign_result *r, const char *pat
         csv_field(f, bi->spec, false);
         csv_field(f, bi->version, false);
         csv_field(f, status, false);
-        long long counts[7] = {bi->cases, pass, fail, uns, tuples, failing, distinct};
+        long long counts[7] = {bi->cases, t.pass,    t.fail,  t.unsupported,
+                               t.tuples,  t.failing, distinct};
         for (int i = 0; i < 7; i++) {
             snprintf(num, sizeof num, "%lld", counts[i]);
             csv_field(f, num, false);
@@ -402,5 +388,5 @@ bool gck_report_write_backends_csv(const gck_campaign_result *r, const char *pat
         snprintf(num, sizeof num, "%.1f", bi->seconds > 0 ? (double)bi->cases / bi->seconds : 0.0);
         csv_field(f, num, true);
     }
-    return csv_close(f, path, msg, len);
+    return out_close(f, path, msg, len);
 }

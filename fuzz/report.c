@@ -65,6 +65,21 @@ gck_matrix_entry *gck_result_matrix(gck_campaign_result *r, const char *backend,
     return e;
 }
 
+gck_backend_totals gck_result_backend_totals(const gck_campaign_result *r, const char *spec) {
+    gck_backend_totals t = {0};
+    for (size_t m = 0; m < r->nmatrix; m++) {
+        const gck_matrix_entry *e = &r->matrix[m];
+        if (strcmp(e->backend, spec) != 0) continue;
+        t.pass += e->pass;
+        t.fail += e->fail;
+        t.unsupported += e->unsupported;
+        t.tuples++;
+        t.failing += e->fail > 0;
+        t.unreached += e->pass + e->fail == 0;
+    }
+    return t;
+}
+
 void gck_result_free(gck_campaign_result *r) {
     for (size_t i = 0; i < r->nenvironments; i++) free(r->environments[i]);
     free(r->environments);
@@ -93,10 +108,8 @@ bool gck_backend_status_parse(const char *text, gck_backend_info *b) {
 }
 
 json_t *gck_json_text(const char *s) {
-    size_t n = strlen(s), cap = 4 * n + 1; /* each byte at most \xNN */
-    char *clean = malloc(cap);
+    char *clean = gck_text_cleaned(s);
     if (!clean) return json_string("(out of memory)");
-    gck_text_clean(clean, cap, s, n);
     json_t *j = json_string(clean);
     free(clean);
     return j;
@@ -162,9 +175,7 @@ static size_t shard_list(const gck_campaign_result *r, gck_shard_ref *one,
     return r->nshards ? r->nshards : 1;
 }
 
-/* `seed` and `shard` as the report states them: a merge of several shards has shard "merged",
- * and seed "mixed" when they are of several seeds. */
-static void seed_and_shard(const gck_campaign_result *r, char *seed, char *shard, size_t len) {
+void gck_result_seed_and_shard(const gck_campaign_result *r, char *seed, char *shard, size_t len) {
     gck_shard_ref one;
     const gck_shard_ref *list;
     size_t n = shard_list(r, &one, &list);
@@ -182,7 +193,7 @@ static void seed_and_shard(const gck_campaign_result *r, char *seed, char *shard
 
 static void shards_json(const gck_campaign_result *r, json_t *sum) {
     char text[32], shard[32];
-    seed_and_shard(r, text, shard, sizeof text);
+    gck_result_seed_and_shard(r, text, shard, sizeof text);
     json_object_set_new(sum, "seed", json_string(text));
     json_object_set_new(sum, "shard", json_string(shard));
     gck_shard_ref one;
@@ -316,7 +327,7 @@ bool gck_report_write_json(const gck_campaign_result *r, const char *path, const
 /* The findings as the summary shows them: one line per cause with its smallest reproducer. */
 static void print_causes(const gck_campaign_result *r, FILE *out) {
     char seed[32], shard[32];
-    seed_and_shard(r, seed, shard, sizeof seed);
+    gck_result_seed_and_shard(r, seed, shard, sizeof seed);
     gck_cause *c;
     size_t nc = gck_result_causes(r, &c);
     fprintf(out, "seed %s, %s%s, %.1f s, %zu distinct finding%s", seed,
@@ -354,13 +365,7 @@ void gck_report_print_summary(const gck_campaign_result *r, FILE *out) {
             "findings", "cases/s");
     for (int b = 0; b < r->nbackends; b++) {
         const gck_backend_info *bi = &r->backends[b];
-        int64_t pass = 0, fail = 0, uns = 0;
-        for (size_t m = 0; m < r->nmatrix; m++)
-            if (!strcmp(r->matrix[m].backend, bi->spec)) {
-                pass += r->matrix[m].pass;
-                fail += r->matrix[m].fail;
-                uns += r->matrix[m].unsupported;
-            }
+        gck_backend_totals t = gck_result_backend_totals(r, bi->spec);
         if (!bi->ran && bi->cases == 0) {
             char status[512];
             gck_backend_status(bi, status, sizeof status);
@@ -368,7 +373,7 @@ void gck_report_print_summary(const gck_campaign_result *r, FILE *out) {
             continue;
         }
         fprintf(out, "%-*s %9lld %9lld %9lld %9lld %9.1f\n", w, bi->spec, (long long)bi->cases,
-                (long long)pass, (long long)uns, (long long)fail,
+                (long long)t.pass, (long long)t.unsupported, (long long)t.fail,
                 bi->seconds > 0 ? (double)bi->cases / bi->seconds : 0.0);
     }
     fprintf(out, "%-*s %9lld %9lld %9lld %9lld %9.1f\n", w, "total", (long long)r->cases,

@@ -8,9 +8,8 @@
 #include "cli.h"
 #include "gemmcheck/gemmcheck.h"
 
-/* The element type of an input file: from its dtype, checked against --X-type. */
-static int input_type(const char *cmd, const char *path, const gck_npy *a, const char *opt,
-                      const char *given, gck_format *out) {
+int gck_inputs_type(const char *cmd, const char *path, const gck_npy *a, const char *opt,
+                    const char *given, gck_format *out) {
     gck_format from_dtype = gck_npy_format_of(a->dtype);
     if (given) {
         gck_format t;
@@ -44,8 +43,7 @@ void gck_inputs_shape(const gck_npy *a, char *buf, size_t len) {
     if (n < len) snprintf(buf + n, len - n, "%s)", a->ndim == 1 ? "," : "");
 }
 
-/* A matrix (2-D) or a strided batch of them (3-D: batch, rows, cols), as repro --dump writes. */
-static int load_matrix(const char *cmd, const char *what, const char *path, gck_npy *a) {
+int gck_inputs_read(const char *cmd, const char *what, const char *path, gck_npy *a) {
     char msg[512];
     gck_status s = gck_npy_read(path, a, msg, sizeof msg);
     if (s != GCK_OK) return gck_cli_usage_error(cmd, "%s", msg);
@@ -60,9 +58,9 @@ static int load_matrix(const char *cmd, const char *what, const char *path, gck_
 
 int gck_inputs_load(gck_inputs *o) {
     int rc;
-    if ((rc = load_matrix(o->cmd, "A", o->a, &o->A)) ||
-        (rc = load_matrix(o->cmd, "B", o->b, &o->B)) ||
-        (o->c && (rc = load_matrix(o->cmd, "C", o->c, &o->C))))
+    if ((rc = gck_inputs_read(o->cmd, "A", o->a, &o->A)) ||
+        (rc = gck_inputs_read(o->cmd, "B", o->b, &o->B)) ||
+        (o->c && (rc = gck_inputs_read(o->cmd, "C", o->c, &o->C))))
         return rc;
     return GCK_EXIT_OK;
 }
@@ -132,9 +130,9 @@ static int check_shapes(const gck_inputs *o, int64_t m, int64_t ka, int64_t kb, 
 int gck_inputs_case(const gck_inputs *o, gck_format type_d, gck_case *gc) {
     gck_format tA, tB, tC = type_d;
     int rc;
-    if ((rc = input_type(o->cmd, o->a, &o->A, "--a-type", o->a_type, &tA)) ||
-        (rc = input_type(o->cmd, o->b, &o->B, "--b-type", o->b_type, &tB)) ||
-        (o->c && (rc = input_type(o->cmd, o->c, &o->C, "--c-type", o->c_type, &tC))))
+    if ((rc = gck_inputs_type(o->cmd, o->a, &o->A, "--a-type", o->a_type, &tA)) ||
+        (rc = gck_inputs_type(o->cmd, o->b, &o->B, "--b-type", o->b_type, &tB)) ||
+        (o->c && (rc = gck_inputs_type(o->cmd, o->c, &o->C, "--c-type", o->c_type, &tC))))
         return rc;
     int64_t ra, ca, rb, cb, batch;
     matrix_dims(&o->A, &ra, &ca);

@@ -26,6 +26,13 @@ typedef struct gck_inputs_options {
 /** Parse them into *in (not yet loaded), *threads and *oracle; --a and --b are required. */
 int gck_inputs_parse(const char *cmd, const gck_inputs_options *g, gck_inputs *in,
                      long long *threads, gck_oracle_kind *oracle);
+/** Read one .npy file: a matrix (2-D) or a strided batch of them (3-D: batch, rows, cols), as
+ *  repro --dump writes; `what` names it in an error ("A"). */
+int gck_inputs_read(const char *cmd, const char *what, const char *path, gck_npy *a);
+/** The element type of a file read: from its dtype, checked against its --X-type option `opt`
+ *  (`given`, or NULL; needed only for bfloat16 bits stored as <u2). */
+int gck_inputs_type(const char *cmd, const char *path, const gck_npy *a, const char *opt,
+                    const char *given, gck_format *out);
 /** Read the files into o->A, o->B (and o->C). */
 int gck_inputs_load(gck_inputs *o);
 /** The case D(type_d) = alpha*op(A)*op(B) + beta*C of the loaded files: shapes checked,

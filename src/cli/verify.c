@@ -131,28 +131,10 @@ static int make_row(const char **o, const gck_case *gc, gck_support_row *row) {
     return GCK_EXIT_OK;
 }
 
-/* D: its type (from the dtype, or --d-type for bf16) and shape, checked against the case. */
+/* D and its type (from the dtype, or --d-type for bf16), read as the operands are. */
 static int load_d(const char **o, gck_npy *d, gck_format *td) {
-    char msg[512];
-    if (gck_npy_read(o[OPT_D], d, msg, sizeof msg) != GCK_OK)
-        return gck_cli_usage_error(cmd, "%s", msg);
-    gck_format from = gck_npy_format_of(d->dtype);
-    if (o[OPT_DTYPE]) {
-        if (!gck_format_parse(o[OPT_DTYPE], td) || !gck_format_get(*td)->is_storage)
-            return gck_cli_usage_error(cmd,
-                                       "unknown type '%s' for --d-type (expected f16, "
-                                       "bf16, f32, f64)",
-                                       o[OPT_DTYPE]);
-        if (*td != from)
-            return gck_cli_usage_error(cmd, "--d-type %s contradicts %s's dtype %s", o[OPT_DTYPE],
-                                       o[OPT_D], gck_npy_descr(d->dtype));
-    } else if (d->dtype == GCK_NPY_U2) {
-        return gck_cli_usage_error(
-            cmd, "%s has dtype <u2: pass --d-type bf16 if it holds bfloat16 bits", o[OPT_D]);
-    } else {
-        *td = from;
-    }
-    return GCK_EXIT_OK;
+    int rc = gck_inputs_read(cmd, "D", o[OPT_D], d);
+    return rc ? rc : gck_inputs_type(cmd, o[OPT_D], d, "--d-type", o[OPT_DTYPE], td);
 }
 
 static int check_d_shape(const char **o, const gck_inputs *ops, const gck_npy *d,

@@ -55,6 +55,13 @@ void gck_text_clean(char *dst, size_t dlen, const char *src, size_t slen) {
     dst[o] = '\0';
 }
 
+char *gck_text_cleaned(const char *s) {
+    size_t n = strlen(s), cap = 4 * n + 1; /* each byte at most \xNN */
+    char *clean = malloc(cap);
+    if (clean) gck_text_clean(clean, cap, s, n);
+    return clean;
+}
+
 void gck_text_clean_inplace(char *buf, size_t len) {
     if (len == 0) return;
     char *copy = malloc(len);

@@ -13,6 +13,9 @@
 /** Write the first `slen` bytes of src (or up to its NUL) into dst (always terminated,
  *  truncated to fit), control characters and bytes of invalid UTF-8 escaped as \xNN. */
 void gck_text_clean(char *dst, size_t dlen, const char *src, size_t slen);
+/** gck_text_clean of the whole string s into a new buffer (the caller frees it); NULL when
+ *  memory runs out. */
+char *gck_text_cleaned(const char *s);
 /** gck_text_clean in place on a buffer of `len` bytes that may lack its NUL. */
 void gck_text_clean_inplace(char *buf, size_t len);
 

@@ -24,11 +24,19 @@ static gck_cuda_api api;
 static bool tried[NLIBS], loaded[NLIBS];
 static char failure[NLIBS][1024];
 
+/* The entry of a colon-separated list that starts at p: its length in *n; the next entry, or
+ * NULL after the last. */
+static const char *list_entry(const char *p, size_t *n) {
+    const char *end = strchr(p, ':');
+    *n = end ? (size_t)(end - p) : strlen(p);
+    return end ? end + 1 : NULL;
+}
+
 bool gck_cuda_path_valid(const char *list, char *why, size_t len) {
     int entry = 1;
-    for (const char *p = list;; entry++) {
-        const char *end = strchr(p, ':');
-        size_t n = end ? (size_t)(end - p) : strlen(p);
+    for (const char *p = list, *next; p; p = next, entry++) {
+        size_t n;
+        next = list_entry(p, &n);
         if (n == 0 || p[0] != '/') {
             snprintf(why, len,
                      "GEMMCHECK_CUDA_LIBRARY_PATH entry %d ('%.*s') is %s: only absolute "
@@ -37,9 +45,8 @@ bool gck_cuda_path_valid(const char *list, char *why, size_t len) {
                      entry, (int)(n > 200 ? 200 : n), p, n == 0 ? "empty" : "relative");
             return false;
         }
-        if (!end) return true;
-        p = end + 1;
     }
+    return true;
 }
 
 static const char *soname(int lib, char *buf, size_t len) {
@@ -72,13 +79,11 @@ static void *open_lib(int lib) {
             snprintf(failure[lib], sizeof failure[lib], "%s not found: %s", lib_what[lib], why);
             return NULL;
         }
-        for (const char *p = env; !h;) {
-            const char *end = strchr(p, ':');
-            int n = (int)(end ? end - p : (long)strlen(p));
-            snprintf(file, sizeof file, "%.*s/%s", n > 4000 ? 4000 : n, p, name);
+        for (const char *p = env, *next; p && !h; p = next) {
+            size_t n;
+            next = list_entry(p, &n);
+            snprintf(file, sizeof file, "%.*s/%s", (int)(n > 4000 ? 4000 : n), p, name);
             h = try_open(file, errs, sizeof errs);
-            if (!end) break;
-            p = end + 1;
         }
         if (!h)
             snprintf(failure[lib], sizeof failure[lib],
