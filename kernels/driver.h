@@ -9,12 +9,13 @@
  *   KMR, KNR  the path ops' tile members
  * and undefines them at its end.
  *
- * Loop order (GotoBLAS/BLIS, with the k loop inside the row blocks so that every element keeps
- * one accumulator from k = 0 to K-1):
- *   for each panel of NC columns:   pack op(B) for all k into NR-wide slivers
- *     for each block of MC rows:
- *       for each block of KC steps: pack op(A) into MR-tall slivers; micro-kernels into W
- *       epilogue: D = alpha*W + beta*C for the block, in the compute type, rounded to D
+ * Loop order (GotoBLAS/BLIS), the accumulator block W holding R rows of an NC panel, so that
+ * every element keeps one accumulator from k = 0 to K-1:
+ *   for each panel of NC columns:
+ *     for each chunk of R rows (W within bk.w_bytes: all rows of a job but for very large ones):
+ *       for each block of KC steps:   pack op(B) into NR-wide slivers
+ *         for each block of MC rows:  pack op(A) into MR-tall slivers; micro-kernels into W
+ *       epilogue: D = alpha*W + beta*C for the chunk, in the compute type, rounded to D
  * A sliver holds, for each group g of KP steps, MR rows of KP values: element (r, k) at
  * (k/KP)*MR*KP + r*KP + k%KP. Slivers are padded with zeros to whole tiles and whole groups and
  * W has whole tiles, so the micro-kernels never see an edge: nothing outside the operands is read
@@ -114,38 +115,41 @@ static bool KN(block)(const kjob *j, const void *A, const void *B, const void *C
     int64_t rows = (i1 - i0 + mr - 1) / mr * mr, cols = (j1 - j0 + nr - 1) / nr * nr;
     if (mc > rows) mc = rows;
     if (kc > kp) kc = kp;
-    if (bk.nc > cols) bk.nc = cols;
-    KT *tmp = kbuf(j->bufs, KBUF_TMP, (size_t)mc * sizeof(KT));
+    int64_t nc = bk.nc > cols ? cols : bk.nc; /* both whole tiles */
+    /* R: whole MC blocks of rows whose W fits in bk.w_bytes (at least one block) */
+    int64_t R = bk.w_bytes / ((int64_t)sizeof(KT) * nc) / mc * mc;
+    if (R < mc) R = mc;
+    if (R > rows) R = rows;
+    KT *tmp = kbuf(j->bufs, KBUF_TMP, (size_t)R * sizeof(KT));
     if (!tmp) return false;
     if (!gck_case_reads_ab(c)) {
         for (int64_t ic = i0; ic < i1; ic += mc)
             KN(epilogue)(j, NULL, 0, C, D, ic, i1 - ic < mc ? i1 - ic : mc, j0, j1 - j0, tmp);
         return true;
     }
-    /* the packed B panel holds all K steps: keep it within 8 MiB */
-    int64_t nc = bk.nc, cap = ((int64_t)8 << 20) / ((int64_t)sizeof(PT) * kp);
-    if (nc > cap) nc = cap;
-    nc = nc < nr ? nr : nc / nr * nr;
-    PT *bp = kbuf(j->bufs, KBUF_B, (size_t)(kp * nc) * sizeof(PT));
+    PT *bp = kbuf(j->bufs, KBUF_B, (size_t)(kc * nc) * sizeof(PT));
     PT *ap = kbuf(j->bufs, KBUF_A, (size_t)(mc * kc) * sizeof(PT));
-    KT *w = kbuf(j->bufs, KBUF_W, (size_t)(mc * nc) * sizeof(KT));
+    KT *w = kbuf(j->bufs, KBUF_W, (size_t)(R * nc) * sizeof(KT));
     bool ok = bp && ap && w;
     kpanel pa = {A, c->type_a, gck_format_get(c->type_a)->storage_bytes, j->ars, j->acs, ops->f16c};
     kpanel pb = {B, c->type_b, gck_format_get(c->type_b)->storage_bytes, j->bcs, j->brs, ops->f16c};
     for (int64_t jc = j0; ok && jc < j1; jc += nc) {
         int64_t nb = j1 - jc < nc ? j1 - jc : nc;
-        KN(pack)(bp, nr, &pb, jc, nb, 0, c->k);
-        for (int64_t ic = i0; ic < i1; ic += mc) {
-            int64_t mb = i1 - ic < mc ? i1 - ic : mc;
+        for (int64_t i2 = i0; i2 < i1; i2 += R) {
+            int64_t rb = i1 - i2 < R ? i1 - i2 : R, ldw = (rb + mr - 1) / mr * mr;
             for (int64_t pc = 0; pc < c->k; pc += kc) {
                 int64_t kb = c->k - pc < kc ? c->k - pc : kc, kbp = (kb + KP - 1) / KP * KP;
-                KN(pack)(ap, mr, &pa, ic, mb, pc, kb);
-                for (int64_t jr = 0; jr < nb; jr += nr)
-                    for (int64_t ir = 0; ir < mb; ir += mr)
-                        KUK(ops, kbp, ap + ir * kbp, bp + jr * kp + pc * nr, w + ir + jr * mc, mc,
-                            pc == 0);
+                KN(pack)(bp, nr, &pb, jc, nb, pc, kb);
+                for (int64_t ic = i2; ic < i2 + rb; ic += mc) {
+                    int64_t mb = i2 + rb - ic < mc ? i2 + rb - ic : mc;
+                    KN(pack)(ap, mr, &pa, ic, mb, pc, kb);
+                    for (int64_t jr = 0; jr < nb; jr += nr)
+                        for (int64_t ir = 0; ir < mb; ir += mr)
+                            KUK(ops, kbp, ap + ir * kbp, bp + jr * kbp,
+                                w + (ic - i2) + ir + jr * ldw, ldw, pc == 0);
+                }
             }
-            KN(epilogue)(j, w, mc, C, D, ic, mb, jc, nb, tmp);
+            KN(epilogue)(j, w, ldw, C, D, i2, rb, jc, nb, tmp);
         }
     }
     return ok;

@@ -91,11 +91,16 @@ bool gck_kprobe_cvtneps2bf16(gck_kcvt_bf16_fn f, char *why, size_t len);
 bool gck_kprobe_f16c(gck_kf16_to_f32_fn to32, gck_kf16_from_f32_fn to16, char *why, size_t len);
 
 /** Cache blocking: rows of A per packed block (MC), steps of k per block (KC), columns of B per
- *  packed panel (NC), from the cache sizes the machine reports. */
+ *  packed panel (NC), from the cache sizes the machine reports, and the bytes of the
+ *  accumulator block (W: whole MC blocks of rows of a panel). */
 typedef struct gck_blocking {
-    int64_t mc, kc, nc;
+    int64_t mc, kc, nc, w_bytes;
 } gck_blocking;
 
 gck_blocking gck_kernels_blocking(int elem_bytes, int mr, int nr);
+
+/** For tests: at most w_bytes of accumulator block and nc columns per panel (0: the machine's
+ *  blocking), so that small products cross row chunks and panels. Set it while no call runs. */
+void gck_kernels_limit(int64_t w_bytes, int64_t nc);
 
 #endif

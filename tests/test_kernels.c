@@ -248,6 +248,48 @@ Test(kernels, every_path_meets_its_tree_on_large_shapes, .timeout = 1800) {
     gck_backend_close(&be);
 }
 
+/* With the accumulator block limited to one MC block of rows and panels to two or three tiles,
+ * products of a few hundred rows cross row chunks, panels and KC blocks (every element still one
+ * accumulator, k ascending): on every supported path, bit for bit against the declared tree. */
+Test(kernels, row_chunks_panels_and_k_blocks_keep_the_tree, .timeout = 1800) {
+    gck_backend be;
+    const gck_support_row *rows;
+    size_t nrows = open_kernels(&be, &rows);
+    for (int p = GCK_KPATH_AUTO + 1; p < GCK_KPATH_COUNT; p++) {
+        if (!gck_kpath_supported((gck_kpath)p, NULL, 0)) continue;
+        int64_t elements = 0, cases = 0;
+        for (uint64_t i = 0; i < 30; i++) {
+            gck_kernels_limit(1, i % 2 ? 24 : 36); /* R = MC; NC = 2 or 3 tiles of 12 */
+            gck_spec s;
+            grid_spec(i * 104729 + 7, rows, nrows, &s);
+            gck_case *c = &s.c;
+            gck_blocking bk =
+                gck_kernels_blocking(gck_format_get(c->compute)->storage_bytes, 8, 12);
+            int64_t kc = bk.kc, ks[] = {kc - 1, kc + 1, 2 * kc - 1, 2 * kc + 1, 4 * kc + 3};
+            c->m = bk.mc + 1 + (int64_t)(i * 97 % 331);
+            c->n = 1 + (int64_t)(i * 29 % 61);
+            c->k = ks[i % 5]; /* KC's edges for tiles 12 wide (and 6: twice KC) */
+            c->batch = 1;
+            c->lda = gck_case_min_ld(c, GCK_A) + (int64_t)(i % 3);
+            c->ldb = gck_case_min_ld(c, GCK_B);
+            c->ldc = gck_case_min_ld(c, GCK_C);
+            c->ldd = c->d_is_c ? c->ldc : gck_case_min_ld(c, GCK_D);
+            char msg[512];
+            cr_assert_eq(gck_case_validate(c, msg, sizeof msg), GCK_OK, "%s", msg);
+            int64_t got = compare(&s, (gck_kpath)p, 1 + (int)(i % 2));
+            gck_kernels_limit(0, 0);
+            cr_assert_gt(got, 0, "path %s: a case across chunks differs",
+                         gck_kpath_name((gck_kpath)p));
+            elements += got;
+            cases++;
+        }
+        printf("[kernels] path %s: %lld cases across row chunks, panels and KC blocks, %lld "
+               "elements bit-identical to the declared tree\n",
+               gck_kpath_name((gck_kpath)p), (long long)cases, (long long)elements);
+    }
+    gck_backend_close(&be);
+}
+
 static bool same_model(const gck_model *a, const gck_model *b) {
     return a->compute == b->compute && a->inputs_rounded == b->inputs_rounded &&
            a->input_format == b->input_format && a->acc == b->acc && a->block == b->block &&
