@@ -206,6 +206,27 @@ Test(kernels, every_path_gives_the_bits_of_its_declared_model, .timeout = 1200) 
 #define LANES        1000000
 #endif
 
+/* The spec with shape m x n x k, one batch member and padded leading dimensions (from i), on a
+ * path against its declared tree: the elements compared (the test fails when any differs). */
+static int64_t compare_shape(gck_spec *s, gck_kpath path, uint64_t i, int64_t m, int64_t n,
+                             int64_t k) {
+    gck_case *c = &s->c;
+    char msg[512];
+    c->m = m;
+    c->n = n;
+    c->k = k;
+    c->batch = 1;
+    c->lda = gck_case_min_ld(c, GCK_A) + (int64_t)(i % 3);
+    c->ldb = gck_case_min_ld(c, GCK_B) + (int64_t)(i % 5);
+    c->ldc = gck_case_min_ld(c, GCK_C) + (int64_t)(i % 2);
+    c->ldd = c->d_is_c ? c->ldc : gck_case_min_ld(c, GCK_D) + (int64_t)(i % 4);
+    cr_assert_eq(gck_case_validate(c, msg, sizeof msg), GCK_OK, "%s", msg);
+    int64_t got = compare(s, path, 1 + (int)(i % 2));
+    cr_assert_gt(got, 0, "path %s: a %lldx%lldx%lld case differs", gck_kpath_name(path),
+                 (long long)m, (long long)n, (long long)k);
+    return got;
+}
+
 /* Large shapes on every supported path: M and N from 1 to a few hundred (across every register
  * tile and cache block edge), K across the pair and KC edges, every type tuple, layout and value
  * distribution of the grid, 1 and 2 threads; at least BIG_ELEMENTS elements of D per path, each
@@ -213,7 +234,6 @@ Test(kernels, every_path_gives_the_bits_of_its_declared_model, .timeout = 1200) 
 Test(kernels, every_path_meets_its_tree_on_large_shapes, .timeout = 1800) {
     static const int64_t ks[] = {1, 2, 3, 5, 8, 16, 17, 31, 33, 64};
     gck_backend be;
-    char msg[512];
     const gck_support_row *rows;
     size_t nrows = open_kernels(&be, &rows);
     for (int p = GCK_KPATH_AUTO + 1; p < GCK_KPATH_COUNT; p++) {
@@ -223,22 +243,13 @@ Test(kernels, every_path_meets_its_tree_on_large_shapes, .timeout = 1800) {
             gck_spec s;
             grid_spec(i * 7919 + 13, rows, nrows, &s);
             gck_case *c = &s.c;
-            c->m = 1 + (int64_t)(i * 37 % 301);
-            c->n = 1 + (int64_t)(i * 53 % 263);
-            c->k = ks[i % (sizeof ks / sizeof ks[0])];
-            c->batch = 1;
             if (i % 2 == 0 && gck_gemm_pair_dot((gck_kpath)p, GCK_BF16, GCK_BF16, GCK_F32)) {
                 c->type_a = c->type_b = GCK_BF16; /* half the cases on the pair tree */
                 c->compute = c->scale_type = GCK_F32;
             }
-            c->lda = gck_case_min_ld(c, GCK_A) + (int64_t)(i % 3);
-            c->ldb = gck_case_min_ld(c, GCK_B) + (int64_t)(i % 5);
-            c->ldc = gck_case_min_ld(c, GCK_C) + (int64_t)(i % 2);
-            c->ldd = c->d_is_c ? c->ldc : gck_case_min_ld(c, GCK_D) + (int64_t)(i % 4);
-            cr_assert_eq(gck_case_validate(c, msg, sizeof msg), GCK_OK, "%s", msg);
-            int64_t got = compare(&s, (gck_kpath)p, 1 + (int)(i % 2));
-            cr_assert_gt(got, 0, "path %s: a large case differs", gck_kpath_name((gck_kpath)p));
-            elements += got;
+            elements +=
+                compare_shape(&s, (gck_kpath)p, i, 1 + (int64_t)(i * 37 % 301),
+                              1 + (int64_t)(i * 53 % 263), ks[i % (sizeof ks / sizeof ks[0])]);
             cases++;
         }
         printf("[kernels] path %s: %lld large cases, %lld elements bit-identical to the declared "
@@ -266,21 +277,10 @@ Test(kernels, row_chunks_panels_and_k_blocks_keep_the_tree, .timeout = 1800) {
             gck_blocking bk =
                 gck_kernels_blocking(gck_format_get(c->compute)->storage_bytes, 8, 12);
             int64_t kc = bk.kc, ks[] = {kc - 1, kc + 1, 2 * kc - 1, 2 * kc + 1, 4 * kc + 3};
-            c->m = bk.mc + 1 + (int64_t)(i * 97 % 331);
-            c->n = 1 + (int64_t)(i * 29 % 61);
-            c->k = ks[i % 5]; /* KC's edges for tiles 12 wide (and 6: twice KC) */
-            c->batch = 1;
-            c->lda = gck_case_min_ld(c, GCK_A) + (int64_t)(i % 3);
-            c->ldb = gck_case_min_ld(c, GCK_B);
-            c->ldc = gck_case_min_ld(c, GCK_C);
-            c->ldd = c->d_is_c ? c->ldc : gck_case_min_ld(c, GCK_D);
-            char msg[512];
-            cr_assert_eq(gck_case_validate(c, msg, sizeof msg), GCK_OK, "%s", msg);
-            int64_t got = compare(&s, (gck_kpath)p, 1 + (int)(i % 2));
+            /* KC's edges for tiles 12 wide (and 6: twice KC) */
+            elements += compare_shape(&s, (gck_kpath)p, i, bk.mc + 1 + (int64_t)(i * 97 % 331),
+                                      1 + (int64_t)(i * 29 % 61), ks[i % 5]);
             gck_kernels_limit(0, 0);
-            cr_assert_gt(got, 0, "path %s: a case across chunks differs",
-                         gck_kpath_name((gck_kpath)p));
-            elements += got;
             cases++;
         }
         printf("[kernels] path %s: %lld cases across row chunks, panels and KC blocks, %lld "
