@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "certify.h"
 #include "cli.h"
 #include "cuda_probe.h"
 #include "gemmcheck/backend.h"
@@ -27,6 +28,8 @@ static const char main_help[] =
     "  repro      run one case (a reproducer string) on one backend and print the verdict\n"
     "  shrink     minimise a failing case while it keeps failing the same way\n"
     "  merge      merge the JSON reports of campaign shards\n"
+    "  certify    write a certificate of a backend: environment, support, numeric fingerprint\n"
+    "  compare    explain what changed between two certificates (an upgrade)\n"
     "\n"
     "options:\n"
     "  --help     this text\n"
@@ -76,7 +79,7 @@ static int distance(const char *a, const char *b) {
 
 static int unknown_command(const char *cmd) {
     static const char *const commands[] = {"fuzz",  "oracle", "verify", "backends",
-                                           "repro", "shrink", "merge"};
+                                           "repro", "shrink", "merge",  "certify", "compare"};
     const char *best = NULL;
     /* suggest within one edit (two for words of five letters or more), or a command the word
      * begins */
@@ -123,6 +126,8 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "fuzz") == 0) return gck_cmd_fuzz(argc - 1, argv + 1);
     if (strcmp(cmd, "merge") == 0) return gck_cmd_merge(argc - 1, argv + 1);
     if (strcmp(cmd, "shrink") == 0) return gck_cmd_shrink(argc - 1, argv + 1);
+    if (strcmp(cmd, "certify") == 0) return gck_cmd_certify(argc - 1, argv + 1);
+    if (strcmp(cmd, "compare") == 0) return gck_cmd_compare(argc - 1, argv + 1);
     if (strcmp(cmd, "__worker") == 0) return gck_worker_main(argc - 1, argv + 1);
     return unknown_command(cmd);
 }

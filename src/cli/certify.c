@@ -1,0 +1,354 @@
+/* gemmcheck certify: one self-describing certificate of a backend on this machine — the
+ * environment, the library files loaded (with their SHA-256), each row exercised once, each
+ * row's numeric fingerprint found by probing, and a campaign. `gemmcheck compare` reads two. */
+#define _GNU_SOURCE 1
+#include <errno.h>
+#include <jansson.h>
+#include <link.h>
+#include <nettle/sha2.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "campaign.h"
+#include "certify.h"
+#include "cli.h"
+#include "environment.h"
+#include "fingerprint.h"
+#include "gemmcheck/backend.h"
+#include "gemmcheck/version.h"
+
+static const char certify_help[] =
+    "usage: gemmcheck certify --backend SPEC --out CERT.json [--time S] [--seed N]\n"
+    "\n"
+    "Writes one certificate of the backend on this machine: the environment (CPU and its\n"
+    "instruction-set flags, OS, libc, the variables that change GEMM arithmetic or threading),\n"
+    "the library files the backend loaded with their SHA-256, every row of its support table\n"
+    "exercised once (runs, unimplemented or error), each row's numeric fingerprint found by\n"
+    "probing with crafted inputs (products fused or rounded, the summation order as a tree at\n"
+    "K = 16 to 2048, subnormal inputs and results, alpha = 0 / beta = 0 reads, Inf*0, run-to-run\n"
+    "bits; each property names the probe that decided it, or says why it could not), and a\n"
+    "campaign of S seconds (default 30; 0: none) with seed N (default 1).\n"
+    "Compare two certificates with `gemmcheck compare OLD.json NEW.json`.\n"
+    "\n"
+    "Exit status: 0 written; 2 bad arguments or a backend that cannot be opened; 3 internal.\n";
+
+/* ---- in a child process: open, exercise and probe ------------------------------------------- */
+
+typedef struct libs {
+    char paths[64][512];
+    int n;
+} libs;
+
+static int collect(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    libs *l = arg;
+    if (info->dlpi_name && info->dlpi_name[0] && l->n < 64)
+        snprintf(l->paths[l->n++], sizeof l->paths[0], "%s", info->dlpi_name);
+    return 0;
+}
+
+static bool had(const libs *l, const char *p) {
+    for (int i = 0; i < l->n; i++)
+        if (strcmp(l->paths[i], p) == 0) return true;
+    return false;
+}
+
+/* The row's types, "f32 f32 f32 f32 | f32": the key two certificates' rows are matched by. */
+void gck_certify_tuple(const gck_support_row *row, char *buf, size_t len) {
+    snprintf(buf, len, "%s %s %s %s | %s", gck_format_get(row->a)->name,
+             gck_format_get(row->b)->name, gck_format_get(row->c)->name,
+             gck_format_get(row->d)->name, gck_format_get(row->compute)->name);
+}
+
+/* One small call with the row (5 x 4 x 3, values 1/8 .. 2): what the row does. */
+static json_t *exercise(gck_backend *be, const gck_support_row *row) {
+    gck_case c;
+    gck_case_init(&c, 5, 4, 3);
+    c.type_a = row->a, c.type_b = row->b, c.type_c = row->c, c.type_d = row->d;
+    c.compute = row->compute;
+    c.scale_type = (row->promises & GCK_PROMISE_SCALE_F64) ? GCK_F64 : GCK_F32;
+    c.d_is_c = !(row->promises & GCK_PROMISE_D_SEPARATE);
+    c.lda = 5, c.ldb = 3, c.ldc = c.ldd = 5;
+    c.alpha = 1, c.beta = 1;
+    double a[15], b[12], cv[20], want[20];
+    unsigned char sa[15 * 8], sb[12 * 8], sc[20 * 8], sd[20 * 8];
+    for (int e = 0; e < 15; e++) gck_store(sa, row->a, e, a[e] = (e % 7 + 1) / 4.0);
+    for (int e = 0; e < 12; e++) gck_store(sb, row->b, e, b[e] = (e % 5 + 1) / 8.0);
+    for (int e = 0; e < 20; e++) gck_store(sc, row->c, e, cv[e] = (e % 3) / 2.0);
+    for (int j = 0; j < 4; j++)
+        for (int i = 0; i < 5; i++) {
+            double s = cv[i + 5 * j];
+            for (int k = 0; k < 3; k++) s += a[i + 5 * k] * b[k + 3 * j];
+            want[i + 5 * j] = s; /* exact: small dyadic values */
+        }
+    void *d = c.d_is_c ? (void *)sc : (void *)sd;
+    gck_operands ops = {
+        sa, sb, sc, d, {sa, sb, sc, d}, {sizeof sa, sizeof sb, sizeof sc, sizeof sd}};
+    char msg[256] = "";
+    gck_call_status st = be->ops->call(be->state, &c, row, &ops, msg, sizeof msg);
+    json_t *o = json_object();
+    const char *status = st == GCK_CALL_OK              ? "runs"
+                         : st == GCK_CALL_NOT_SUPPORTED ? "unimplemented"
+                                                        : "error";
+    int wrong = 0;
+    for (int e = 0; st == GCK_CALL_OK && e < 20; e++)
+        if (gck_load(d, row->d, e) != gck_round_to(want[e], row->d)) wrong++;
+    if (wrong) status = "wrong";
+    json_object_set_new(o, "status", json_string(status));
+    if (st != GCK_CALL_OK) json_object_set_new(o, "message", gck_json_text(msg));
+    if (wrong) json_object_set_new(o, "wrong_elements", json_integer(wrong));
+    return o;
+}
+
+static json_t *fingerprint_json(const gck_fingerprint *fp) {
+    json_t *a = json_array();
+    for (int p = 0; p < fp->count; p++) {
+        json_t *o = json_object();
+        json_object_set_new(o, "property", gck_json_text(fp->props[p].name));
+        json_object_set_new(o, "value", gck_json_text(fp->props[p].value));
+        json_object_set_new(o, "probe", gck_json_text(fp->props[p].probe));
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
+static json_t *probe_backend(const char *spec) {
+    json_t *o = json_object();
+    libs before = {0}, after = {0};
+    dl_iterate_phdr(collect, &before);
+    gck_backend be;
+    char msg[512];
+    if (gck_backend_open(&be, spec, msg, sizeof msg) != GCK_OK) {
+        json_object_set_new(o, "open_error", gck_json_text(msg));
+        return o;
+    }
+    dl_iterate_phdr(collect, &after);
+    json_t *files = json_array();
+    for (int i = 0; i < after.n; i++)
+        if (!had(&before, after.paths[i]))
+            json_array_append_new(files, gck_json_text(after.paths[i]));
+    json_object_set_new(o, "library_files", files);
+    be.ops->version(be.state, msg, sizeof msg);
+    json_object_set_new(o, "version", gck_json_text(msg));
+    bool avail = be.ops->available(be.state, msg, sizeof msg);
+    json_object_set_new(o, "available", json_boolean(avail));
+    if (!avail) json_object_set_new(o, "unavailable_reason", gck_json_text(msg));
+    const gck_support_row *rows;
+    size_t n = be.ops->table(be.state, &rows);
+    json_t *ra = json_array();
+    for (size_t r = 0; r < n; r++) {
+        json_t *row = json_object();
+        char text[512];
+        gck_certify_tuple(&rows[r], text, sizeof text);
+        json_object_set_new(row, "tuple", json_string(text));
+        gck_row_describe(&rows[r], text, sizeof text);
+        json_object_set_new(row, "declared", gck_json_text(text));
+        if (avail) {
+            json_object_set_new(row, "support", exercise(&be, &rows[r]));
+            gck_fingerprint fp;
+            gck_fingerprint_row(&be, &rows[r], &fp);
+            json_object_set_new(row, "fingerprint", fingerprint_json(&fp));
+        }
+        json_array_append_new(ra, row);
+    }
+    json_object_set_new(o, "rows", ra);
+    gck_backend_close(&be);
+    return o;
+}
+
+/* The probes run in a child: a backend that crashes or hangs while probed takes the child
+ * down, and the certificate says so. */
+static json_t *probe_isolated(const char *spec, unsigned timeout, char *err, size_t len) {
+    int fd[2];
+    if (pipe(fd) != 0) return snprintf(err, len, "pipe: %s", strerror(errno)), NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) return snprintf(err, len, "fork: %s", strerror(errno)), NULL;
+    if (pid == 0) {
+        close(fd[0]);
+        alarm(timeout); /* a hang ends the child */
+        json_t *o = probe_backend(spec);
+        char *s = json_dumps(o, JSON_COMPACT);
+        size_t n = s ? strlen(s) : 0, off = 0;
+        while (off < n) {
+            ssize_t w = write(fd[1], s + off, n - off);
+            if (w <= 0) _exit(3);
+            off += (size_t)w;
+        }
+        _exit(0);
+    }
+    close(fd[1]);
+    char *buf = NULL;
+    size_t n = 0, cap = 0;
+    for (;;) {
+        if (n + 65536 > cap) buf = realloc(buf, cap = cap * 2 + 65536);
+        if (!buf) break;
+        ssize_t r = read(fd[0], buf + n, cap - n - 1);
+        if (r <= 0) break;
+        n += (size_t)r;
+    }
+    close(fd[0]);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    json_t *o = NULL;
+    if (buf && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+        buf[n] = '\0';
+        o = json_loads(buf, 0, NULL);
+    }
+    if (!o && WIFSIGNALED(st))
+        snprintf(err, len, "the backend's probes died of signal %d (%s)", WTERMSIG(st),
+                 strsignal(WTERMSIG(st)));
+    else if (!o)
+        snprintf(err, len, "the probing process failed (status %d)", st);
+    free(buf);
+    return o;
+}
+
+/* ---- in this process: hashes, environment, campaign ---------------------------------------- */
+
+static void sha256_file(const char *path, char *hex, size_t len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(hex, len, "unreadable: %s", strerror(errno));
+        return;
+    }
+    struct sha256_ctx ctx;
+    sha256_init(&ctx);
+    unsigned char buf[1 << 16], dig[SHA256_DIGEST_SIZE];
+    size_t r;
+    while ((r = fread(buf, 1, sizeof buf, f)) > 0) sha256_update(&ctx, r, buf);
+    fclose(f);
+    sha256_digest(&ctx, sizeof dig, dig);
+    for (int i = 0; i < SHA256_DIGEST_SIZE && (size_t)(2 * i + 2) < len; i++)
+        snprintf(hex + 2 * i, 3, "%02x", dig[i]);
+}
+
+static json_t *hashed_files(json_t *paths) {
+    json_t *a = json_array();
+    size_t i;
+    json_t *p;
+    json_array_foreach(paths, i, p) {
+        char hex[80];
+        json_t *o = json_object();
+        const char *path = json_string_value(p);
+        char real[4096];
+        if (!path || !realpath(path, real)) snprintf(real, sizeof real, "%s", path ? path : "");
+        sha256_file(real, hex, sizeof hex);
+        json_object_set_new(o, "path", gck_json_text(path ? path : ""));
+        json_object_set_new(o, "file", gck_json_text(real));
+        json_object_set_new(o, "sha256", json_string(hex));
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
+static json_t *environment_now(void) {
+    gck_campaign_result r;
+    memset(&r, 0, sizeof r);
+    json_t *env = NULL;
+    if (gck_result_capture_environment(&r, (double)time(NULL))) {
+        json_t *recs = gck_environment_records(&r);
+        env = json_incref(json_array_get(recs, 0));
+        json_decref(recs);
+    }
+    gck_result_free(&r);
+    return env ? env : json_null();
+}
+
+/* `gemmcheck fuzz` on the backend for `seconds`, its report read back: summary, findings and
+ * the environment it recorded. */
+static json_t *campaign(const char *spec, const char *seconds, const char *seed, char *err,
+                        size_t len) {
+    char report[] = "/tmp/gemmcheck-certify-XXXXXX";
+    int fd = mkstemp(report);
+    if (fd < 0) return snprintf(err, len, "mkstemp: %s", strerror(errno)), NULL;
+    close(fd);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(2, 1); /* its progress goes to our stderr */
+        execl("/proc/self/exe", "gemmcheck", "fuzz", "--backend", spec, "--time", seconds, "--seed",
+              seed, "--report", report, (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    if (pid > 0) waitpid(pid, &st, 0);
+    json_error_t je;
+    json_t *r =
+        pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) <= 1 ? json_load_file(report, 0, &je) : NULL;
+    unlink(report);
+    if (!r) {
+        snprintf(err, len, "the campaign failed (status %d)", st);
+        return NULL;
+    }
+    json_t *o = json_object();
+    json_object_set_new(o, "seconds", json_string(seconds));
+    json_object_set_new(o, "seed", json_string(seed));
+    json_object_set(o, "summary", json_object_get(r, "summary"));
+    json_object_set(o, "findings", json_object_get(r, "findings"));
+    json_object_set(o, "environment", json_object_get(r, "environment"));
+    json_decref(r);
+    return o;
+}
+
+int gck_cmd_certify(int argc, char **argv) {
+    const char *cmd = "certify", *spec = NULL, *out = NULL, *tm = NULL, *seed = NULL;
+    const gck_opt opts[] = {{"--backend", .value = &spec},
+                            {"--out", .value = &out},
+                            {"--time", .value = &tm},
+                            {"--seed", .value = &seed}};
+    gck_opt_spec os = {cmd,  opts, (int)(sizeof opts / sizeof opts[0]),
+                       NULL, 0,    "certify takes no plain arguments"};
+    int nargs;
+    bool help = false;
+    int rc = gck_opt_parse(&os, argc, argv, &nargs, &help);
+    if (help) return fputs(certify_help, stdout), GCK_EXIT_OK;
+    if (rc != GCK_EXIT_OK) return rc;
+    double seconds;
+    long long sd;
+    tm = tm ? tm : "30";
+    seed = seed ? seed : "1";
+    if (!spec) return gck_cli_usage_error(cmd, "--backend SPEC is required");
+    if (!out) return gck_cli_usage_error(cmd, "--out CERT.json is required");
+    if (!gck_parse_real_opt(cmd, "--time", tm, 0, &seconds)) return GCK_EXIT_USAGE;
+    if (!gck_parse_count(seed, &sd))
+        return gck_cli_usage_error(cmd,
+                                   "--seed '%s' must be a "
+                                   "non-negative integer",
+                                   seed);
+    char err[512] = "";
+    json_t *probed = probe_isolated(spec, 1800, err, sizeof err);
+    if (probed && json_object_get(probed, "open_error")) {
+        gck_cli_usage_error(cmd, "%s", json_string_value(json_object_get(probed, "open_error")));
+        json_decref(probed);
+        return GCK_EXIT_USAGE;
+    }
+    json_t *cert = json_object();
+    json_object_set_new(cert, "certificate_version", json_integer(GCK_CERTIFICATE_VERSION));
+    json_object_set_new(cert, "gemmcheck", json_string(GEMMCHECK_VERSION));
+    json_object_set_new(cert, "backend", gck_json_text(spec));
+    json_t *camp = seconds > 0 ? campaign(spec, tm, seed, err, sizeof err) : NULL;
+    json_t *env = camp ? json_incref(json_object_get(camp, "environment")) : environment_now();
+    if (camp) json_object_del(camp, "environment");
+    json_object_set_new(cert, "environment", env);
+    if (probed) {
+        json_t *files = json_object_get(probed, "library_files");
+        json_object_set_new(probed, "library_files", hashed_files(files ? files : json_array()));
+        json_object_set_new(cert, "probed", probed);
+    } else
+        json_object_set_new(cert, "probe_failure", gck_json_text(err));
+    json_object_set_new(cert, "campaign", camp ? camp : json_null());
+    if (seconds > 0 && !camp) json_object_set_new(cert, "campaign_failure", gck_json_text(err));
+    rc = json_dump_file(cert, out, JSON_INDENT(1)) == 0 ? GCK_EXIT_OK : GCK_EXIT_INTERNAL;
+    json_decref(cert);
+    if (rc != GCK_EXIT_OK)
+        fprintf(stderr, "gemmcheck certify: cannot write %s: %s\n", out, strerror(errno));
+    else
+        printf("certificate of %s written to %s\n", spec, out);
+    return rc;
+}

@@ -1,0 +1,18 @@
+/* Certificates (gemmcheck certify) and their comparison (gemmcheck compare). */
+#ifndef GEMMCHECK_CLI_CERTIFY_H
+#define GEMMCHECK_CLI_CERTIFY_H
+
+#include <stddef.h>
+
+#include "gemmcheck/backend.h"
+
+/** The version of the certificate's layout; compare refuses two of different versions. */
+#define GCK_CERTIFICATE_VERSION 1
+
+/** A row's type tuple, "f32 f32 f32 f32 | f32": the key by which compare matches rows. */
+void gck_certify_tuple(const gck_support_row *row, char *buf, size_t len);
+
+int gck_cmd_certify(int argc, char **argv);
+int gck_cmd_compare(int argc, char **argv);
+
+#endif

@@ -1,0 +1,263 @@
+/* gemmcheck compare: what changed between two certificates of `gemmcheck certify`, in words a
+ * user can act on, each difference classified, and whether any is a regression. */
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "certify.h"
+#include "cli.h"
+
+static const char compare_help[] =
+    "usage: gemmcheck compare OLD.json NEW.json [--fail-on-fingerprint] [--ignore-findings]\n"
+    "\n"
+    "Explains what changed between two certificates of `gemmcheck certify`: the environment\n"
+    "(CPU, OS, variables), the library files (SHA-256) and version, support rows gained or\n"
+    "lost or whose exercise changed, each row's fingerprint properties that changed (old -> new),\n"
+    "and the campaigns' findings new and fixed. Each difference is classified:\n"
+    "  environment, library, reordered only (summation order: same arithmetic model),\n"
+    "  arithmetic-model change (products, subnormals), special values (alpha/beta reads, Inf*0),\n"
+    "  regression.\n"
+    "Regressions: a row lost or no longer running, a probe reading a wrong value, run-to-run\n"
+    "bits lost, a probe failure, and new findings (unless --ignore-findings); with\n"
+    "--fail-on-fingerprint, any fingerprint change.\n"
+    "\n"
+    "Exit status: 0 no regression (\"identical\" when nothing differs), 1 regression, 2 bad\n"
+    "input or certificates of another certificate_version.\n";
+
+typedef struct tally {
+    int differences, regressions;
+    bool fail_on_fingerprint, ignore_findings;
+} tally;
+
+static void note(tally *t, bool regression, const char *cls, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void note(tally *t, bool regression, const char *cls, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("  [%s%s] ", regression ? "REGRESSION: " : "", cls);
+    vprintf(fmt, ap);
+    putchar('\n');
+    va_end(ap);
+    t->differences++;
+    if (regression) t->regressions++;
+}
+
+static json_t *load(const char *path) {
+    json_error_t e;
+    json_t *j = json_load_file(path, 0, &e);
+    if (!j) {
+        gck_cli_usage_error("compare", "cannot read %s: %s (line %d)", path, e.text, e.line);
+        return NULL;
+    }
+    json_t *v = json_object_get(j, "certificate_version");
+    if (!json_is_integer(v) || json_integer_value(v) != GCK_CERTIFICATE_VERSION) {
+        gck_cli_usage_error("compare", "%s: %s; this gemmcheck reads certificate_version %d", path,
+                            v ? "another certificate_version" : "not a certificate",
+                            GCK_CERTIFICATE_VERSION);
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
+static char *text(const json_t *v) {
+    return json_is_string(v) ? strdup(json_string_value(v))
+                             : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+}
+
+/* Every key of either object whose values differ, but the ones that differ on every run. */
+static void environment(tally *t, const json_t *a, const json_t *b, const char *prefix) {
+    static const char *const volatile_keys[] = {"timestamp", "seed", "shard", "host"};
+    const char *key;
+    json_t *v;
+    json_t *keys = json_object();
+    json_object_foreach((json_t *)a, key, v) json_object_set(keys, key, json_true());
+    json_object_foreach((json_t *)b, key, v) json_object_set(keys, key, json_true());
+    json_object_foreach(keys, key, v) {
+        bool skip = false;
+        for (size_t i = 0; i < sizeof volatile_keys / sizeof *volatile_keys; i++)
+            skip |= strcmp(key, volatile_keys[i]) == 0;
+        const json_t *x = json_object_get(a, key), *y = json_object_get(b, key);
+        if (skip || json_equal((json_t *)x, (json_t *)y)) continue;
+        if (json_is_object(x) && json_is_object(y)) {
+            environment(t, x, y, key);
+            continue;
+        }
+        char *sx = x ? text(x) : strdup("absent"), *sy = y ? text(y) : strdup("absent");
+        note(t, false, "environment", "%s%s%s: %s -> %s", prefix, prefix[0] ? "." : "", key, sx,
+             sy);
+        free(sx);
+        free(sy);
+    }
+    json_decref(keys);
+}
+
+static void library(tally *t, const json_t *a, const json_t *b) {
+    const json_t *va = json_object_get(a, "version"), *vb = json_object_get(b, "version");
+    if (!json_equal((json_t *)va, (json_t *)vb))
+        note(t, false, "library", "version: %s -> %s", json_string_value(va),
+             json_string_value(vb));
+    const json_t *fa = json_object_get(a, "library_files"),
+                 *fb = json_object_get(b, "library_files");
+    size_t na = json_array_size(fa), nb = json_array_size(fb);
+    for (size_t i = 0; i < na || i < nb; i++) {
+        const json_t *x = json_array_get(fa, i), *y = json_array_get(fb, i);
+        const char *px = json_string_value(json_object_get(x, "file")),
+                   *py = json_string_value(json_object_get(y, "file")),
+                   *hx = json_string_value(json_object_get(x, "sha256")),
+                   *hy = json_string_value(json_object_get(y, "sha256"));
+        if (px && py && strcmp(px, py) == 0 && hx && hy && strcmp(hx, hy) == 0) continue;
+        note(t, false, "library", "file %s (sha256 %.12s) -> %s (sha256 %.12s)", px ? px : "none",
+             hx ? hx : "-", py ? py : "none", hy ? hy : "-");
+    }
+}
+
+static const json_t *row_of(const json_t *rows, const char *tuple) {
+    size_t i;
+    json_t *r;
+    json_array_foreach(rows, i, r) {
+        const char *x = json_string_value(json_object_get(r, "tuple"));
+        if (x && strcmp(x, tuple) == 0) return r;
+    }
+    return NULL;
+}
+
+static const char *prop_value(const json_t *fp, const char *name, const json_t **probe) {
+    size_t i;
+    json_t *p;
+    json_array_foreach(fp, i, p) {
+        const char *x = json_string_value(json_object_get(p, "property"));
+        if (x && strcmp(x, name) == 0) {
+            if (probe) *probe = json_object_get(p, "probe");
+            return json_string_value(json_object_get(p, "value"));
+        }
+    }
+    return NULL;
+}
+
+/* The class of a changed property, and whether the change is a regression by itself. */
+static const char *classify(const char *name, const char *now, bool *regression) {
+    *regression = strncmp(now, "wrong", 5) == 0;
+    if (*regression) return "accuracy beyond the model";
+    if (strcmp(name, "run to run") == 0) {
+        *regression = strcmp(now, "different bits") == 0;
+        return "determinism";
+    }
+    if (strncmp(name, "order", 5) == 0) return "reordered only (same arithmetic model)";
+    if (strcmp(name, "products") == 0 || strncmp(name, "subnormal", 9) == 0)
+        return "arithmetic-model change";
+    return "special values";
+}
+
+static void fingerprint(tally *t, const char *tuple, const json_t *a, const json_t *b) {
+    size_t i;
+    json_t *p;
+    json_array_foreach(a, i, p) {
+        const char *name = json_string_value(json_object_get(p, "property")),
+                   *was = json_string_value(json_object_get(p, "value"));
+        const json_t *probe = NULL;
+        const char *now = prop_value(b, name, &probe);
+        if (!name || !was || (now && strcmp(was, now) == 0)) continue;
+        bool reg;
+        const char *cls = classify(name, now ? now : "absent", &reg);
+        note(t, reg || t->fail_on_fingerprint, cls, "%s: %s: %s -> %s%s%s", tuple, name, was,
+             now ? now : "not probed", probe ? "; probe: " : "",
+             probe ? json_string_value(probe) : "");
+    }
+}
+
+static const char *support_status(const json_t *row) {
+    const char *s = json_string_value(json_object_get(json_object_get(row, "support"), "status"));
+    return s ? s : "not exercised";
+}
+
+static void rows(tally *t, const json_t *a, const json_t *b) {
+    const json_t *ra = json_object_get(a, "rows"), *rb = json_object_get(b, "rows");
+    size_t i;
+    json_t *r;
+    json_array_foreach(ra, i, r) {
+        const char *tuple = json_string_value(json_object_get(r, "tuple"));
+        const json_t *n = tuple ? row_of(rb, tuple) : NULL;
+        if (!n) {
+            note(t, true, "missing path", "row %s lost", tuple ? tuple : "?");
+            continue;
+        }
+        const char *sa = support_status(r), *sb = support_status(n);
+        if (strcmp(sa, sb) != 0)
+            note(t, strcmp(sa, "runs") == 0, strcmp(sb, "runs") == 0 ? "support" : "missing path",
+                 "%s: %s -> %s", tuple, sa, sb);
+        fingerprint(t, tuple, json_object_get(r, "fingerprint"), json_object_get(n, "fingerprint"));
+    }
+    json_array_foreach(rb, i, r) {
+        const char *tuple = json_string_value(json_object_get(r, "tuple"));
+        if (tuple && !row_of(ra, tuple)) note(t, false, "support", "row %s gained", tuple);
+    }
+}
+
+static void findings(tally *t, const json_t *a, const json_t *b) {
+    const json_t *fa = json_object_get(json_object_get(a, "campaign"), "findings"),
+                 *fb = json_object_get(json_object_get(b, "campaign"), "findings");
+    for (int side = 0; side < 2; side++) {
+        const json_t *from = side ? fa : fb, *other = side ? fb : fa;
+        size_t i, j;
+        json_t *f, *g;
+        json_array_foreach(from, i, f) {
+            const char *sig = json_string_value(json_object_get(f, "signature"));
+            bool seen = false;
+            json_array_foreach(other, j, g) {
+                const char *s2 = json_string_value(json_object_get(g, "signature"));
+                seen |= sig && s2 && strcmp(sig, s2) == 0;
+            }
+            if (seen || !sig) continue;
+            note(t, side == 0 && !t->ignore_findings, side ? "fixed finding" : "new finding",
+                 "%s; reproduce: %s", sig, json_string_value(json_object_get(f, "reproduce")));
+        }
+    }
+}
+
+int gck_cmd_compare(int argc, char **argv) {
+    const char *cmd = "compare", *files[2] = {NULL, NULL};
+    tally t = {0};
+    const gck_opt opts[] = {
+        {"--fail-on-fingerprint", .flag = &t.fail_on_fingerprint, .flag_value = true},
+        {"--ignore-findings", .flag = &t.ignore_findings, .flag_value = true}};
+    gck_opt_spec os = {cmd,   opts, (int)(sizeof opts / sizeof opts[0]),
+                       files, 2,    "compare takes two certificates: OLD.json NEW.json"};
+    int nargs;
+    bool help = false;
+    int rc = gck_opt_parse(&os, argc, argv, &nargs, &help);
+    if (help) return fputs(compare_help, stdout), GCK_EXIT_OK;
+    if (rc != GCK_EXIT_OK) return rc;
+    if (nargs != 2)
+        return gck_cli_usage_error(cmd, "two certificates are needed: OLD.json NEW.json");
+    json_t *a = load(files[0]), *b = a ? load(files[1]) : NULL;
+    if (!a || !b) {
+        json_decref(a);
+        return GCK_EXIT_USAGE;
+    }
+    printf("compare %s (%s) -> %s (%s)\n", files[0],
+           json_string_value(json_object_get(a, "backend")), files[1],
+           json_string_value(json_object_get(b, "backend")));
+    environment(&t, json_object_get(a, "environment"), json_object_get(b, "environment"), "");
+    const json_t *pa = json_object_get(a, "probed"), *pb = json_object_get(b, "probed");
+    if (!pb && pa)
+        note(&t, true, "crash or missing path", "the new backend could not be probed: %s",
+             json_string_value(json_object_get(b, "probe_failure")));
+    if (pa && pb) {
+        library(&t, pa, pb);
+        rows(&t, pa, pb);
+    }
+    findings(&t, a, b);
+    if (t.differences == 0)
+        printf("identical: no difference in environment, library, support, fingerprint or "
+               "findings\n");
+    else
+        printf("%d difference%s, %d regression%s\n", t.differences, t.differences == 1 ? "" : "s",
+               t.regressions, t.regressions == 1 ? "" : "s");
+    json_decref(a);
+    json_decref(b);
+    return t.regressions ? 1 : GCK_EXIT_OK;
+}

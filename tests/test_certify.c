@@ -1,0 +1,206 @@
+/* Certificates: the summation-order matcher on trees built by hand, the fingerprint probes on
+ * backends whose arithmetic is known by construction (the order zoo and the reference GEMMs,
+ * computed by refimpl/, code the probes do not share), and certify/compare from the command
+ * line. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fingerprint.h"
+#include "gemmcheck/backend.h"
+#include "testutil.h"
+
+/* ---- the matcher -------------------------------------------------------------------------- */
+
+/* All pairs of K terms (when all is set) or (0, q), (q-1, q) and every 7th pair. */
+static int64_t pairs(int64_t k, bool all, int64_t *ii, int64_t *jj) {
+    int64_t n = 0;
+    for (int64_t i = 0; i < k; i++)
+        for (int64_t j = i + 1; j < k; j++)
+            if (all || i == 0 || j == i + 1 || (i * 31 + j) % 7 == 0) ii[n] = i, jj[n++] = j;
+    return n;
+}
+
+static void recovers(const gck_fp_tree *truth, int64_t k, bool all, const char *want) {
+    int64_t cap = k * (k - 1) / 2, *ii = malloc((size_t)cap * 8), *jj = malloc((size_t)cap * 8),
+            *lca = malloc((size_t)cap * 8);
+    int64_t n = pairs(k, all, ii, jj);
+    for (int64_t p = 0; p < n; p++) lca[p] = gck_fp_tree_lca(truth, ii[p], jj[p]);
+    gck_fp_tree got;
+    cr_assert(gck_fp_tree_match(k, ii, jj, lca, n, &got), "K=%lld: no tree matched", (long long)k);
+    char desc[256];
+    gck_fp_tree_describe(&got, desc, sizeof desc);
+    cr_expect_str_eq(desc, want, "K=%lld", (long long)k);
+    /* the same tree: every pair, not only the probed ones */
+    int64_t differ = 0;
+    for (int64_t i = 0; i < k; i++)
+        for (int64_t j = i + 1; j < k; j++)
+            differ += gck_fp_tree_lca(&got, i, j) != gck_fp_tree_lca(truth, i, j);
+    cr_expect_eq(differ, 0, "K=%lld %s: %lld pairs differ", (long long)k, want, (long long)differ);
+    free(ii);
+    free(jj);
+    free(lca);
+}
+
+Test(certify, the_matcher_recovers_the_trees_libraries_use) {
+    gck_fp_tree t;
+    gck_fp_tree_uniform(&t, 64, 64, 1, GCK_FP_IN_ORDER);
+    recovers(&t, 64, true, "sequential, k ascending");
+    gck_fp_tree_uniform(&t, 1000, 448, 1, GCK_FP_IN_ORDER);
+    recovers(&t, 1000, false,
+             "blocks of 448 terms, each sequential, k ascending; the block sums added in order");
+    /* OpenBLAS's split of the last two blocks: 320, 320, 184, 176 */
+    gck_fp_tree_uniform(&t, 1000, 320, 2, GCK_FP_IN_ORDER);
+    t.ends[2] = 824, t.ends[3] = 1000, t.nblocks = 4;
+    recovers(&t, 1000, false,
+             "blocks of 320, 320, 184, 176 terms, each 2 interleaved accumulators (k mod 2), each "
+             "sequential, combined in order; the block sums added in order");
+    gck_fp_tree_uniform(&t, 64, 64, 16, GCK_FP_FOLDING);
+    recovers(&t, 64, true,
+             "16 interleaved accumulators (k mod 16), each sequential, combined by folding (r + "
+             "r+w/2 first)");
+    gck_fp_tree_uniform(&t, 64, 64, 8, GCK_FP_HALVES);
+    recovers(&t, 64, true,
+             "8 interleaved accumulators (k mod 8), each sequential, combined by halves");
+    gck_fp_tree_uniform(&t, 64, 64, 0, GCK_FP_IN_ORDER);
+    t.leaf = 4;
+    recovers(&t, 64, true,
+             "pairwise (recursive halves down to sequential runs of at most 4 terms)");
+}
+
+Test(certify, the_matcher_refuses_what_is_no_candidate) {
+    /* sequential with k descending: a tree, but none of the candidates */
+    int64_t ii[2016], jj[2016], lca[2016];
+    int64_t n = pairs(64, true, ii, jj);
+    for (int64_t p = 0; p < n; p++) lca[p] = 64 - ii[p];
+    gck_fp_tree t;
+    cr_expect_not(gck_fp_tree_match(64, ii, jj, lca, n, &t));
+}
+
+/* ---- probes on backends of known arithmetic -------------------------------------------------- */
+
+/* The fingerprint of the backend's row of the given types. */
+static void fingerprint(const char *spec, gck_format t, gck_fingerprint *fp) {
+    gck_backend be;
+    char msg[512];
+    cr_assert_eq(gck_backend_open(&be, spec, msg, sizeof msg), GCK_OK, "%s", msg);
+    const gck_support_row *rows;
+    size_t n = be.ops->table(be.state, &rows), r = 0;
+    while (r < n && !(rows[r].a == t && rows[r].b == t && rows[r].d == t && rows[r].compute == t))
+        r++;
+    cr_assert_lt(r, n, "%s has no %s row", spec, gck_format_get(t)->name);
+    gck_fingerprint_row(&be, &rows[r], fp);
+    gck_backend_close(&be);
+}
+
+static const char *value(const gck_fingerprint *fp, const char *name) {
+    for (int p = 0; p < fp->count; p++)
+        if (strcmp(fp->props[p].name, name) == 0) return fp->props[p].value;
+    return "(absent)";
+}
+
+#define BLOCKS(b)                                                                                  \
+    "blocks of " b " terms, each sequential, k ascending; the block sums added in order"
+
+Test(certify, zoo_orders_are_recovered_exactly, .timeout = 600) {
+    static const struct {
+        const char *kind, *products, *k64, *k1000, *inf0;
+    } zoo[] = {
+        /* netlib skips the terms whose op(B) element is zero (its column loop's test) */
+        {"netlib", "rounded to f32 before the addition (no FMA)", "sequential, k ascending",
+         "sequential, k ascending", "0 (term dropped)"},
+        {"blocked", "rounded to f32 before the addition (no FMA)", BLOCKS("16"), BLOCKS("16"),
+         "NaN (IEEE)"},
+        {"pairwise", "rounded to f32 before the addition (no FMA)",
+         "pairwise (recursive halves down to sequential runs of at most 4 terms)",
+         "pairwise (recursive halves down to sequential runs of at most 4 terms)", "NaN (IEEE)"},
+        {"split-k", "fused multiply-add into the running sum (the first product rounded alone)",
+         BLOCKS("22"), BLOCKS("334"), "NaN (IEEE)"},
+    };
+    for (size_t z = 0; z < sizeof zoo / sizeof zoo[0]; z++) {
+        char spec[512];
+        snprintf(spec, sizeof spec, "plugin:%s:%s", GCK_ZOO_PLUGIN, zoo[z].kind);
+        gck_fingerprint fp;
+        fingerprint(spec, GCK_F32, &fp);
+        cr_expect_str_eq(value(&fp, "products"), zoo[z].products, "%s", zoo[z].kind);
+        cr_expect_str_eq(value(&fp, "order K=64 (M=4)"), zoo[z].k64, "%s", zoo[z].kind);
+        cr_expect_str_eq(value(&fp, "order K=1000 (M=2)"), zoo[z].k1000, "%s", zoo[z].kind);
+        cr_expect_str_eq(value(&fp, "run to run"), "identical bits", "%s", zoo[z].kind);
+        cr_expect_str_eq(value(&fp, "Inf*0"), zoo[z].inf0, "%s", zoo[z].kind);
+    }
+}
+
+/* The reference GEMMs declare k ascending, no FMA, IEEE subnormals and BLAS zero rules: their
+ * fingerprint says the same, in f32 and f64. */
+Test(certify, the_reference_fingerprint_matches_its_declared_model, .timeout = 600) {
+    for (int f = 0; f < 2; f++) {
+        gck_format t = f ? GCK_F64 : GCK_F32;
+        gck_fingerprint fp;
+        fingerprint("ref", t, &fp);
+        const char *name = gck_format_get(t)->name;
+        char rounded[96];
+        snprintf(rounded, sizeof rounded, "rounded to %s before the addition (no FMA)", name);
+        cr_expect_str_eq(value(&fp, "products"), rounded);
+        for (int p = 0; p < fp.count; p++)
+            if (strncmp(fp.props[p].name, "order", 5) == 0)
+                cr_expect_str_eq(fp.props[p].value, "sequential, k ascending", "%s %s: %s", name,
+                                 fp.props[p].name, fp.props[p].probe);
+        cr_expect_str_eq(value(&fp, "subnormal A"), "honoured", "%s", name);
+        cr_expect_str_eq(value(&fp, "subnormal B"), "honoured", "%s", name);
+        cr_expect_str_eq(value(&fp, "subnormal results"), "kept", "%s", name);
+        cr_expect_str_eq(value(&fp, "alpha=0 reads A"), "no (D = 1)", "%s", name);
+        cr_expect_str_eq(value(&fp, "beta=0 reads C"), "no (D = 1)", "%s", name);
+    }
+}
+
+/* ---- the commands ---------------------------------------------------------------------------- */
+
+/* The command's exit status, its stdout and stderr in out. */
+static int sh(const char *cmd, char *out, size_t len) {
+    char both[2100];
+    snprintf(both, sizeof both, "%s 2>&1", cmd);
+    return run_shell(both, out, len);
+}
+
+Test(certify, certify_and_compare_from_the_command_line, .timeout = 600) {
+    char cmd[2048], out[8192];
+    const char *blocked = "/tmp/gck_test_cert_blocked.json",
+               *split = "/tmp/gck_test_cert_split.json";
+    snprintf(cmd, sizeof cmd, "%s certify --backend plugin:%s:blocked --out %s --time 0",
+             GCK_BINARY, GCK_ZOO_PLUGIN, blocked);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    snprintf(cmd, sizeof cmd, "%s certify --backend plugin:%s:split-k --out %s --time 0",
+             GCK_BINARY, GCK_ZOO_PLUGIN, split);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    /* a certificate against itself: identical, exit 0 */
+    snprintf(cmd, sizeof cmd, "%s compare %s %s", GCK_BINARY, blocked, blocked);
+    cr_expect_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, "identical:") != NULL, "%s", out);
+    /* blocked -> split-k: reordered and FMA, named; no regression unless asked */
+    snprintf(cmd, sizeof cmd, "%s compare %s %s", GCK_BINARY, blocked, split);
+    cr_expect_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, "[reordered only (same arithmetic model)] f32 f32 f32 f32 | f32: order "
+                          "K=64 (M=4): " BLOCKS("16") " -> " BLOCKS("22")) != NULL,
+              "%s", out);
+    cr_expect(strstr(out, "[arithmetic-model change] f32 f32 f32 f32 | f32: products: rounded to "
+                          "f32 before the addition (no FMA) -> fused multiply-add") != NULL,
+              "%s", out);
+    snprintf(cmd, sizeof cmd, "%s compare %s %s --fail-on-fingerprint", GCK_BINARY, blocked, split);
+    cr_expect_eq(sh(cmd, out, sizeof out), 1, "%s", out);
+    /* bad input: one line, exit 2 */
+    snprintf(cmd, sizeof cmd, "%s compare %s /nonexistent.json", GCK_BINARY, blocked);
+    cr_expect_eq(sh(cmd, out, sizeof out), 2, "%s", out);
+    cr_expect(strstr(out, "cannot read /nonexistent.json") != NULL, "%s", out);
+    snprintf(cmd, sizeof cmd,
+             "sed 's/\"certificate_version\": 1/\"certificate_version\": 9/' %s > /tmp/gck_v9.json "
+             "&& %s compare %s /tmp/gck_v9.json",
+             blocked, GCK_BINARY, blocked);
+    cr_expect_eq(sh(cmd, out, sizeof out), 2, "%s", out);
+    cr_expect(strstr(out, "certificate_version 1") != NULL, "%s", out);
+    snprintf(cmd, sizeof cmd, "%s certify --backend nosuch --out /tmp/x.json --time 0", GCK_BINARY);
+    cr_expect_eq(sh(cmd, out, sizeof out), 2, "%s", out);
+    remove(blocked);
+    remove(split);
+    remove("/tmp/gck_v9.json");
+}
