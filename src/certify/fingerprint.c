@@ -58,7 +58,7 @@ static bool run(probe *pr, const gck_case *c, const double *av, const double *bv
                 double *d) {
     char msg[256];
     if (gck_case_validate(c, msg, sizeof msg) != GCK_OK) {
-        snprintf(pr->why, sizeof pr->why, "probe case invalid: %s", msg);
+        snprintf(pr->why, sizeof pr->why, "probe case invalid: %.200s", msg);
         return false;
     }
     int64_t na = c->m * c->k, nb = c->k * c->n, nc = c->m * c->n;
@@ -359,8 +359,10 @@ static void probe_subnormal_result(probe *pr, gck_fingerprint *fp) {
     int target = fd->emin - 2; /* 2^target: a subnormal of D with 3 bits or more */
     if (fd->precision < 4 || target < fc->emin - fc->precision + 3) target = fc->emin - 2;
     int ea = target / 2 < fa->emin ? fa->emin : target / 2, eb = target - ea;
+    if (eb < fb->emin) eb = fb->emin, ea = target - eb; /* B's range is the narrower */
     char probe_txt[GCK_FP_PROBE];
-    if (eb < fb->emin || eb > fb->emax || ea > fa->emax || target >= fd->emin) {
+    if (eb < fb->emin || eb > fb->emax || ea < fa->emin || ea > fa->emax ||
+        (target >= fd->emin && target >= fc->emin)) {
         gck_fp_add(fp, "subnormal results", "a product of two normals landing below D's normals",
                    "undecided: no such product of %s and %s normals", fa->name, fb->name);
         return;

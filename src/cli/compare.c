@@ -70,7 +70,7 @@ static char *text(const json_t *v) {
 
 /* Every key of either object whose values differ, but the ones that differ on every run. */
 static void environment(tally *t, const json_t *a, const json_t *b, const char *prefix) {
-    static const char *const volatile_keys[] = {"timestamp", "seed", "shard", "host"};
+    static const char *const volatile_keys[] = {"timestamp", "seed", "shard", "host", "backends"};
     const char *key;
     json_t *v;
     json_t *keys = json_object();

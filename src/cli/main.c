@@ -78,8 +78,8 @@ static int distance(const char *a, const char *b) {
 }
 
 static int unknown_command(const char *cmd) {
-    static const char *const commands[] = {"fuzz",  "oracle", "verify", "backends",
-                                           "repro", "shrink", "merge",  "certify", "compare"};
+    static const char *const commands[] = {"fuzz",   "oracle", "verify",  "backends", "repro",
+                                           "shrink", "merge",  "certify", "compare"};
     const char *best = NULL;
     /* suggest within one edit (two for words of five letters or more), or a command the word
      * begins */
