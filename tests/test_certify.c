@@ -186,6 +186,8 @@ Test(certify, certify_and_compare_from_the_command_line, .timeout = 600) {
     cr_expect(strstr(out, "[arithmetic-model change] f32 f32 f32 f32 | f32: products: rounded to "
                           "f32 before the addition (no FMA) -> fused multiply-add") != NULL,
               "%s", out);
+    cr_expect(strstr(out, "pinned cases changed bits (the fingerprint changed too)") != NULL, "%s",
+              out);
     snprintf(cmd, sizeof cmd, "%s compare %s %s --fail-on-fingerprint", GCK_BINARY, blocked, split);
     cr_expect_eq(sh(cmd, out, sizeof out), 1, "%s", out);
     /* bad input: one line, exit 2 */

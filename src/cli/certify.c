@@ -21,6 +21,7 @@
 #include "fingerprint.h"
 #include "gemmcheck/backend.h"
 #include "gemmcheck/version.h"
+#include "pinned.h"
 
 static const char certify_help[] =
     "usage: gemmcheck certify --backend SPEC --out CERT.json [--time S] [--seed N]\n"
@@ -117,6 +118,16 @@ static json_t *fingerprint_json(const gck_fingerprint *fp) {
     return a;
 }
 
+static json_t *pinned_json(gck_backend *be, const gck_support_row *row, size_t nrows) {
+    int count = gck_pinned_per_row(nrows);
+    char(*cases)[40] = calloc((size_t)count, sizeof *cases);
+    json_t *a = json_array();
+    int n = cases ? gck_pinned_row(be, row, count, cases) : 0;
+    for (int i = 0; i < n; i++) json_array_append_new(a, json_string(cases[i]));
+    free(cases);
+    return a;
+}
+
 static json_t *probe_backend(const char *spec) {
     json_t *o = json_object();
     libs before = {0}, after = {0};
@@ -153,6 +164,7 @@ static json_t *probe_backend(const char *spec) {
             gck_fingerprint fp;
             gck_fingerprint_row(&be, &rows[r], &fp);
             json_object_set_new(row, "fingerprint", fingerprint_json(&fp));
+            json_object_set_new(row, "pinned", pinned_json(&be, &rows[r], n));
         }
         json_array_append_new(ra, row);
     }

@@ -11,16 +11,20 @@
 
 static const char compare_help[] =
     "usage: gemmcheck compare OLD.json NEW.json [--fail-on-fingerprint] [--ignore-findings]\n"
+    "                         [--ratio-growth F]\n"
     "\n"
     "Explains what changed between two certificates of `gemmcheck certify`: the environment\n"
     "(CPU, OS, variables), the library files (SHA-256) and version, support rows gained or\n"
     "lost or whose exercise changed, each row's fingerprint properties that changed (old -> new),\n"
-    "and the campaigns' findings new and fixed. Each difference is classified:\n"
+    "the share of its pinned cases whose bits changed and their largest error/bound before and\n"
+    "after, and the campaigns' findings new and fixed. Each difference is classified:\n"
     "  environment, library, reordered only (summation order: same arithmetic model),\n"
     "  arithmetic-model change (products, subnormals), special values (alpha/beta reads, Inf*0),\n"
     "  regression.\n"
     "Regressions: a row lost or no longer running, a probe reading a wrong value, run-to-run\n"
-    "bits lost, a probe failure, and new findings (unless --ignore-findings); with\n"
+    "bits lost, a probe failure, a pinned case now outside its bound or whose largest\n"
+    "error/bound grew more than F times (default 4) past 0.01, and new findings (unless\n"
+    "--ignore-findings); with\n"
     "--fail-on-fingerprint, any fingerprint change.\n"
     "\n"
     "Exit status: 0 no regression (\"identical\" when nothing differs), 1 regression, 2 bad\n"
@@ -29,6 +33,7 @@ static const char compare_help[] =
 typedef struct tally {
     int differences, regressions;
     bool fail_on_fingerprint, ignore_findings;
+    double ratio_growth; /* a pinned case's largest error/bound growing past this factor */
 } tally;
 
 static void note(tally *t, bool regression, const char *cls, const char *fmt, ...)
@@ -152,6 +157,43 @@ static const char *classify(const char *name, const char *now, bool *regression)
     return "special values";
 }
 
+/* The pinned cases, index by index: how many changed bits, the largest error/bound before and
+ * after; a case now out of its bound, or a growth past --ratio-growth, is a regression.
+ * `explained`: the row's fingerprint changed too. */
+static void pinned(tally *t, const char *tuple, const json_t *a, const json_t *b, bool explained) {
+    size_t n = json_array_size(a), changed = 0, over = 0;
+    double was = 0, now = 0;
+    if (n != json_array_size(b)) {
+        note(t, true, "pinned cases", "%s: %zu pinned cases -> %zu (another corpus)", tuple, n,
+             json_array_size(b));
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *x = json_string_value(json_array_get(a, i)),
+                   *y = json_string_value(json_array_get(b, i));
+        if (!x || !y) continue;
+        double rx = 0, ry = 0;
+        const char *sx = strchr(x, ' '), *sy = strchr(y, ' ');
+        if (sx) rx = atof(sx + 1);
+        if (sy) ry = atof(sy + 1);
+        was = rx > was ? rx : was;
+        now = ry > now ? ry : now;
+        over += ry > 1;
+        if ((sx ? (size_t)(sx - x) : strlen(x)) != (sy ? (size_t)(sy - y) : strlen(y)) ||
+            strncmp(x, y, sx ? (size_t)(sx - x) : strlen(x)) != 0)
+            changed++;
+    }
+    bool grew = now > 0.01 && now > t->ratio_growth * was;
+    if (changed || over || grew)
+        note(t, over > 0 || grew, over ? "accuracy beyond the bound" : "pinned cases",
+             "%s: %zu of %zu pinned cases changed bits%s; largest error/bound %.3g -> %.3g%s",
+             tuple, changed, n,
+             changed ? (explained ? " (the fingerprint changed too)"
+                                  : " (no probe of the fingerprint explains why)")
+                     : "",
+             was, now, over ? "; some now outside the bound" : "");
+}
+
 static void fingerprint(tally *t, const char *tuple, const json_t *a, const json_t *b) {
     size_t i;
     json_t *p;
@@ -189,7 +231,10 @@ static void rows(tally *t, const json_t *a, const json_t *b) {
         if (strcmp(sa, sb) != 0)
             note(t, strcmp(sa, "runs") == 0, strcmp(sb, "runs") == 0 ? "support" : "missing path",
                  "%s: %s -> %s", tuple, sa, sb);
+        int before = t->differences;
         fingerprint(t, tuple, json_object_get(r, "fingerprint"), json_object_get(n, "fingerprint"));
+        pinned(t, tuple, json_object_get(r, "pinned"), json_object_get(n, "pinned"),
+               t->differences > before);
     }
     json_array_foreach(rb, i, r) {
         const char *tuple = json_string_value(json_object_get(r, "tuple"));
@@ -221,7 +266,9 @@ static void findings(tally *t, const json_t *a, const json_t *b) {
 int gck_cmd_compare(int argc, char **argv) {
     const char *cmd = "compare", *files[2] = {NULL, NULL};
     tally t = {0};
+    const char *growth = NULL;
     const gck_opt opts[] = {
+        {"--ratio-growth", .value = &growth},
         {"--fail-on-fingerprint", .flag = &t.fail_on_fingerprint, .flag_value = true},
         {"--ignore-findings", .flag = &t.ignore_findings, .flag_value = true}};
     gck_opt_spec os = {cmd,   opts, (int)(sizeof opts / sizeof opts[0]),
@@ -231,6 +278,9 @@ int gck_cmd_compare(int argc, char **argv) {
     int rc = gck_opt_parse(&os, argc, argv, &nargs, &help);
     if (help) return fputs(compare_help, stdout), GCK_EXIT_OK;
     if (rc != GCK_EXIT_OK) return rc;
+    t.ratio_growth = 4;
+    if (growth && !gck_parse_real_opt(cmd, "--ratio-growth", growth, 1, &t.ratio_growth))
+        return GCK_EXIT_USAGE;
     if (nargs != 2)
         return gck_cli_usage_error(cmd, "two certificates are needed: OLD.json NEW.json");
     json_t *a = load(files[0]), *b = a ? load(files[1]) : NULL;
@@ -252,8 +302,8 @@ int gck_cmd_compare(int argc, char **argv) {
     }
     findings(&t, a, b);
     if (t.differences == 0)
-        printf("identical: no difference in environment, library, support, fingerprint or "
-               "findings\n");
+        printf("identical: no difference in environment, library, support, fingerprint, "
+               "pinned cases or findings\n");
     else
         printf("%d difference%s, %d regression%s\n", t.differences, t.differences == 1 ? "" : "s",
                t.regressions, t.regressions == 1 ? "" : "s");

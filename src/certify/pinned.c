@@ -1,0 +1,102 @@
+/* The pinned cases of a certificate: a fixed list of generated cases per row (the same for
+ * every run of a given certificate version), each with a digest of D's bits and its largest
+ * error/bound, so that two certificates can be compared case by case. */
+#include "pinned.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fpenv.h"
+#include "gemmcheck/checker.h"
+#include "gemmcheck/spec.h"
+#include "generator.h"
+
+/* Changing the corpus (seed, budget, count) is a new certificate version. */
+#define PINNED_SEED 0x9e11c4ec7ull
+
+int gck_pinned_per_row(size_t nrows) {
+    int n = nrows ? (int)(2000 / nrows) : 0;
+    return n < 8 ? 8 : n > 1000 ? 1000 : n;
+}
+
+/* FNV-1a over the bytes of D's extent. */
+static uint64_t digest(const unsigned char *p, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+typedef struct operands {
+    unsigned char *buf[4];
+    void *at[4]; /* the operand's first element (after its offset) */
+    size_t bytes[4];
+} operands;
+
+static bool make(const gck_spec *s, operands *o) {
+    memset(o, 0, sizeof *o);
+    const gck_case *c = &s->c;
+    for (int x = GCK_A; x <= GCK_D; x++) {
+        if (x == GCK_D && c->d_is_c) break;
+        size_t es = (size_t)gck_format_get(gck_case_type(c, (gck_operand)x))->storage_bytes;
+        o->bytes[x] = (size_t)gck_case_extent(c, (gck_operand)x) * es;
+        o->buf[x] = calloc(1, o->bytes[x] + (size_t)s->offset[x] * es + 1);
+        if (!o->buf[x]) return false;
+        o->at[x] = o->buf[x] + (size_t)s->offset[x] * es;
+        if (x != GCK_D) gck_spec_fill(s, (gck_operand)x, o->at[x]);
+    }
+    if (c->d_is_c) o->at[GCK_D] = o->at[GCK_C], o->bytes[GCK_D] = o->bytes[GCK_C];
+    return true;
+}
+
+static void release(operands *o) {
+    for (int x = 0; x < 4; x++) free(o->buf[x]);
+}
+
+/* One case: its digest and largest error/bound, or a note when the call or check failed. */
+static void one(gck_backend *be, const gck_support_row *row, const gck_spec *s, char *out,
+                size_t len) {
+    const gck_case *c = &s->c;
+    operands o, before;
+    char msg[256] = "";
+    if (!make(s, &o) || !make(s, &before)) { /* `before`: A, B, C as the check reads them */
+        snprintf(out, len, "out of memory");
+    } else {
+        gck_operands ops = {o.at[GCK_A],
+                            o.at[GCK_B],
+                            o.at[GCK_C],
+                            o.at[GCK_D],
+                            {o.at[GCK_A], o.at[GCK_B], o.at[GCK_C], o.at[GCK_D]},
+                            {o.bytes[GCK_A], o.bytes[GCK_B], o.bytes[GCK_C], o.bytes[GCK_D]}};
+        gck_fpenv env;
+        gck_fpenv_save(&env);
+        gck_call_status st = be->ops->call(be->state, c, row, &ops, msg, sizeof msg);
+        gck_fpenv_restore(&env, NULL, 0);
+        gck_check_options opt = {0};
+        opt.threads = 1;
+        gck_check_result cr;
+        if (st != GCK_CALL_OK)
+            snprintf(out, len, "%s", st == GCK_CALL_NOT_SUPPORTED ? "unsupported" : "error");
+        else if (gck_check_values(c, row, &opt, before.at[GCK_A], before.at[GCK_B],
+                                  before.at[GCK_C], o.at[GCK_D], &cr, msg, sizeof msg) != GCK_OK)
+            snprintf(out, len, "check failed");
+        else
+            snprintf(out, len, "%016llx %.3g",
+                     (unsigned long long)digest(o.at[GCK_D], o.bytes[GCK_D]),
+                     cr.max_ratio.ratio == cr.max_ratio.ratio ? cr.max_ratio.ratio : 0.0);
+    }
+    release(&o);
+    release(&before);
+}
+
+int gck_pinned_row(gck_backend *be, const gck_support_row *row, int count, char (*out)[40]) {
+    gck_fuzz_target t;
+    if (gck_fuzz_targets_from_rows(row, 1, &t, 1) != 1) return 0;
+    gck_fuzz_config cfg = {PINNED_SEED, 2e5, 4e6, &t, 1};
+    for (int i = 0; i < count; i++) {
+        gck_spec s;
+        gck_fuzz_generate(&cfg, (uint64_t)i, &s);
+        one(be, row, &s, out[i], sizeof out[i]);
+    }
+    return count;
+}
