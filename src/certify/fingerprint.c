@@ -266,6 +266,13 @@ static void probe_fma(probe *pr, gck_fingerprint *fp) {
                    "exact in %s (%d-bit inputs): fused or not is unobservable", fc->name, pin);
         return;
     }
+    double fused = ldexp(1, 1 - e) + ldexp(1, -2 * e), rounded = ldexp(1, 1 - e);
+    if (gck_round_to(fused, pr->row->d) != fused) {
+        gck_fp_add(fp, "products", "the probe's results against D's format",
+                   "undecided: D (%s) cannot hold 2^%d + 2^%d exactly", fmt(pr->row->d)->name,
+                   1 - e, -2 * e);
+        return;
+    }
     enum { R = 2 * FMA_D };
     double x = 1 + ldexp(1, -e), A[R * FMA_K] = {0}, B[FMA_K * 2], d[R * 2];
     for (int k = 0; k < FMA_K; k++) {
@@ -281,7 +288,6 @@ static void probe_fma(probe *pr, gck_fingerprint *fp) {
         gck_fp_add(fp, "products", pr->why, "undecided");
         return;
     }
-    double fused = ldexp(1, 1 - e) + ldexp(1, -2 * e), rounded = ldexp(1, 1 - e);
     int fwd = 0, rev = 0, odd = 0;
     for (int r = 0; r < FMA_D; r++) {
         double f = d[r], b = d[R + FMA_D + r];
