@@ -190,6 +190,18 @@ Test(certify, certify_and_compare_from_the_command_line, .timeout = 600) {
               out);
     snprintf(cmd, sizeof cmd, "%s compare %s %s --fail-on-fingerprint", GCK_BINARY, blocked, split);
     cr_expect_eq(sh(cmd, out, sizeof out), 1, "%s", out);
+    /* a backend that crashes while probed: the certificate says so, compare calls it a
+     * regression */
+    snprintf(cmd, sizeof cmd,
+             "%s certify --backend plugin:%s:segv --out /tmp/gck_test_cert_segv.json --time 0 && "
+             "%s compare %s /tmp/gck_test_cert_segv.json",
+             GCK_BINARY, GCK_FAULTY_PLUGIN, GCK_BINARY, blocked);
+    cr_expect_eq(sh(cmd, out, sizeof out), 1, "%s", out);
+    /* (under ASan the child reports the SEGV and exits instead of dying of the signal) */
+    cr_expect(strstr(out, "[REGRESSION: crash or missing path] the new backend could not be "
+                          "probed: the ") != NULL,
+              "%s", out);
+    remove("/tmp/gck_test_cert_segv.json");
     /* bad input: one line, exit 2 */
     snprintf(cmd, sizeof cmd, "%s compare %s /nonexistent.json", GCK_BINARY, blocked);
     cr_expect_eq(sh(cmd, out, sizeof out), 2, "%s", out);

@@ -212,7 +212,9 @@ static json_t *probe_isolated(const char *spec, unsigned timeout, char *err, siz
         buf[n] = '\0';
         o = json_loads(buf, 0, NULL);
     }
-    if (!o && WIFSIGNALED(st))
+    if (!o && WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM)
+        snprintf(err, len, "the backend's probes did not finish within %u s (a hang)", timeout);
+    else if (!o && WIFSIGNALED(st))
         snprintf(err, len, "the backend's probes died of signal %d (%s)", WTERMSIG(st),
                  strsignal(WTERMSIG(st)));
     else if (!o)
