@@ -9,6 +9,7 @@
 
 #include "fingerprint.h"
 #include "gemmcheck/backend.h"
+#include "gemmcheck/kernels.h"
 #include "testutil.h"
 
 /* ---- the matcher -------------------------------------------------------------------------- */
@@ -63,6 +64,9 @@ Test(certify, the_matcher_recovers_the_trees_libraries_use) {
     gck_fp_tree_uniform(&t, 64, 64, 8, GCK_FP_HALVES);
     recovers(&t, 64, true,
              "8 interleaved accumulators (k mod 8), each sequential, combined by halves");
+    gck_fp_tree_uniform(&t, 63, 63, 1, GCK_FP_IN_ORDER); /* VDPBF16PS, K odd */
+    t.odd_first = true;
+    recovers(&t, 63, true, "sequential by pairs, the odd term of each pair first");
     gck_fp_tree_uniform(&t, 64, 64, 0, GCK_FP_IN_ORDER);
     t.leaf = 4;
     recovers(&t, 64, true,
@@ -80,14 +84,15 @@ Test(certify, the_matcher_refuses_what_is_no_candidate) {
 
 /* ---- probes on backends of known arithmetic -------------------------------------------------- */
 
-/* The fingerprint of the backend's row of the given types. */
-static void fingerprint(const char *spec, gck_format t, gck_fingerprint *fp) {
+/* The fingerprint of the backend's row with inputs t, D d and compute k. */
+static void fingerprint(const char *spec, gck_format t, gck_format d, gck_format k,
+                        gck_fingerprint *fp) {
     gck_backend be;
     char msg[512];
     cr_assert_eq(gck_backend_open(&be, spec, msg, sizeof msg), GCK_OK, "%s", msg);
     const gck_support_row *rows;
     size_t n = be.ops->table(be.state, &rows), r = 0;
-    while (r < n && !(rows[r].a == t && rows[r].b == t && rows[r].d == t && rows[r].compute == t))
+    while (r < n && !(rows[r].a == t && rows[r].b == t && rows[r].d == d && rows[r].compute == k))
         r++;
     cr_assert_lt(r, n, "%s has no %s row", spec, gck_format_get(t)->name);
     gck_fingerprint_row(&be, &rows[r], fp);
@@ -122,7 +127,7 @@ Test(certify, zoo_orders_are_recovered_exactly, .timeout = 600) {
         char spec[512];
         snprintf(spec, sizeof spec, "plugin:%s:%s", GCK_ZOO_PLUGIN, zoo[z].kind);
         gck_fingerprint fp;
-        fingerprint(spec, GCK_F32, &fp);
+        fingerprint(spec, GCK_F32, GCK_F32, GCK_F32, &fp);
         cr_expect_str_eq(value(&fp, "products"), zoo[z].products, "%s", zoo[z].kind);
         cr_expect_str_eq(value(&fp, "order K=64 (M=4)"), zoo[z].k64, "%s", zoo[z].kind);
         cr_expect_str_eq(value(&fp, "order K=1000 (M=2)"), zoo[z].k1000, "%s", zoo[z].kind);
@@ -137,7 +142,7 @@ Test(certify, the_reference_fingerprint_matches_its_declared_model, .timeout = 6
     for (int f = 0; f < 2; f++) {
         gck_format t = f ? GCK_F64 : GCK_F32;
         gck_fingerprint fp;
-        fingerprint("ref", t, &fp);
+        fingerprint("ref", t, t, t, &fp);
         const char *name = gck_format_get(t)->name;
         char rounded[96];
         snprintf(rounded, sizeof rounded, "rounded to %s before the addition (no FMA)", name);
@@ -152,6 +157,28 @@ Test(certify, the_reference_fingerprint_matches_its_declared_model, .timeout = 6
         cr_expect_str_eq(value(&fp, "alpha=0 reads A"), "no (D = 1)", "%s", name);
         cr_expect_str_eq(value(&fp, "beta=0 reads C"), "no (D = 1)", "%s", name);
     }
+}
+
+/* gemmcheck's kernels on the VDPBF16PS path: the probes find the declared pair order, DAZ and
+ * FTZ on bf16 x bf16 (docs/KERNELS.md), and FMA in k order on f32. */
+Test(certify, the_pair_dot_path_shows_its_declared_model, .timeout = 600) {
+    char why[256];
+    if (!gck_kpath_supported(GCK_KPATH_AVX512BF16, why, sizeof why))
+        cr_skip_test("path avx512bf16 cannot run here (%s): pair-order probe not run", why);
+    gck_fingerprint fp;
+    fingerprint("kernels:avx512bf16", GCK_BF16, GCK_F32, GCK_F32, &fp);
+    const char *pairs = "sequential by pairs, the odd term of each pair first";
+    cr_expect_str_eq(value(&fp, "order K=16 (M=4)"), pairs);
+    cr_expect_str_eq(value(&fp, "order K=64 (M=4)"), pairs);
+    cr_expect_str_eq(value(&fp, "order K=1000 (M=2)"), pairs);
+    cr_expect_str_eq(value(&fp, "subnormal A"), "treated as zero (DAZ)");
+    cr_expect_str_eq(value(&fp, "subnormal B"), "treated as zero (DAZ)");
+    cr_expect_str_eq(value(&fp, "subnormal results"), "flushed to zero (FTZ)");
+    fingerprint("kernels:avx512bf16", GCK_F32, GCK_F32, GCK_F32, &fp);
+    cr_expect_str_eq(value(&fp, "order K=64 (M=4)"), "sequential, k ascending");
+    cr_expect_str_eq(value(&fp, "products"),
+                     "fused multiply-add into the running sum (the first product rounded alone)");
+    cr_expect_str_eq(value(&fp, "subnormal A"), "honoured");
 }
 
 /* ---- the commands ---------------------------------------------------------------------------- */

@@ -51,6 +51,8 @@ typedef struct gck_fp_tree {
     int ways;
     gck_fp_comb comb;
     int leaf;
+    bool odd_first; /**< ways = 1: each pair (2i, 2i+1) of the block visited odd term first
+                         (the pair order of VDPBF16PS) */
 } gck_fp_tree;
 
 /** L(i, j), i < j < K: the number of terms under the lowest common ancestor of i and j. */

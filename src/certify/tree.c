@@ -71,6 +71,10 @@ int64_t gck_fp_tree_lca(const gck_fp_tree *t, int64_t i, int64_t j) {
         return n <= t->leaf ? y - lo + 1 : n; /* a leaf is summed sequentially */
     }
     int w = t->ways;
+    if (w == 1 && t->odd_first) { /* visited 1, 0, 3, 2, ...; an unpaired last term last */
+        int64_t px = (x ^ 1) < len ? x ^ 1 : x, py = (y ^ 1) < len ? y ^ 1 : y;
+        return (px > py ? px : py) + 1;
+    }
     if (x % w == y % w) return y / w + 1;
     int64_t cnt[64];
     for (int r = 0; r < w; r++) cnt[r] = len > r ? (len - r + w - 1) / w : 0;
@@ -87,6 +91,8 @@ void gck_fp_tree_describe(const gck_fp_tree *t, char *buf, size_t len) {
                  "pairwise (recursive halves down to sequential runs of at "
                  "most %d terms)",
                  t->leaf);
+    else if (t->ways == 1 && t->odd_first)
+        snprintf(inner, sizeof inner, "sequential by pairs, the odd term of each pair first");
     else if (t->ways == 1)
         snprintf(inner, sizeof inner, "sequential, k ascending");
     else
@@ -167,13 +173,17 @@ static bool try_inner(gck_fp_tree *t, const int64_t *ii, const int64_t *jj, cons
     for (t->leaf = 2; t->leaf <= 64; t->leaf *= 2) /* pairwise over sequential leaves */
         if (fits(t, ii, jj, lca, n)) return true;
     t->leaf = 1;
+    t->ways = 1;
+    t->odd_first = true;
+    if (fits(t, ii, jj, lca, n)) return true;
+    t->odd_first = false;
     return false;
 }
 
 /* Sequential blocks of one term after a sequential block only continue it: the same tree,
  * described with the longer block. */
 static void canonical(gck_fp_tree *t) {
-    if (t->ways != 1) return;
+    if (t->ways != 1 || t->odd_first) return;
     int n = 0;
     for (int b = 0; b < t->nblocks; b++) {
         int64_t start = b ? t->ends[b - 1] : 0;
