@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fingerprint.h"
 #include "gemmcheck/backend.h"
@@ -181,11 +182,55 @@ Test(certify, the_pair_dot_path_shows_its_declared_model, .timeout = 600) {
     cr_expect_str_eq(value(&fp, "subnormal A"), "honoured");
 }
 
+/* The accumulator probes on backends whose arithmetic is known by construction
+ * (tests/upgrade_pairs.c, tests/order_zoo.c): bits kept, rounding, input bits, where alpha and
+ * beta enter, each recovered exactly. */
+Test(certify, the_accumulator_probes_recover_known_arithmetic, .timeout = 600) {
+    static const struct {
+        const char *spec, *property, *value;
+    } want[] = {
+        {"upgrade:base", "accumulator bits", "24 bits, the precision of f32"},
+        {"upgrade:base", "accumulator rounding", "to nearest"},
+        {"upgrade:base", "inputs A", "used exactly (all 24 bits of f32)"},
+        {"upgrade:base", "alpha applied", "to the finished sum"},
+        {"upgrade:base", "beta*C added",
+         "after the terms are summed (to alpha times their sum, or each block's)"},
+        {"upgrade:base", "products",
+         "fused multiply-add into the running sum (the first product rounded alone)"},
+        {"upgrade:tf32", "inputs A", "rounded to 11 bits (f32 has 24)"},
+        {"upgrade:tf32", "inputs B", "rounded to 11 bits (f32 has 24)"},
+        {"upgrade:tf32", "products", "exact in f32 (11-bit inputs): fused or not is unobservable"},
+        {"upgrade:splitk-bf16", "accumulator bits",
+         "8 bits, fewer than f32's 24 (partial sums held in a narrower format)"},
+        {"upgrade:splitk-bf16", "order K=1000 (M=2)",
+         "undecided: the accumulation keeps 8 bits, too few to count 1000 units"},
+        {"upgrade:truncating", "accumulator rounding", "toward zero (truncation)"},
+        {"upgrade:truncating", "accumulator bits", "24 bits, the precision of f32"},
+        {"zoo:netlib", "beta*C added", "first: every term is added into beta*C"},
+        {"zoo:netlib", "alpha applied",
+         "before the sum is complete (to each product, operand or partial sum)"},
+        {"zoo:netlib", "products", "rounded to f32 before the addition (no FMA)"},
+        {"zoo:blocked", "beta*C added",
+         "after the terms are summed (to alpha times their sum, or each block's)"},
+        {"zoo:pairwise", "alpha applied", "to the finished sum"},
+    };
+    for (size_t w = 0; w < sizeof want / sizeof *want; w++) {
+        char spec[512];
+        bool zoo = !strncmp(want[w].spec, "zoo:", 4);
+        snprintf(spec, sizeof spec, "plugin:%s:%s", zoo ? GCK_ZOO_PLUGIN : GCK_UPGRADE_PLUGIN,
+                 strchr(want[w].spec, ':') + 1);
+        gck_fingerprint fp;
+        fingerprint(spec, GCK_F32, GCK_F32, GCK_F32, &fp);
+        cr_expect_str_eq(value(&fp, want[w].property), want[w].value, "%s: %s", want[w].spec,
+                         want[w].property);
+    }
+}
+
 /* ---- the commands ---------------------------------------------------------------------------- */
 
 /* The command's exit status, its stdout and stderr in out. */
 static int sh(const char *cmd, char *out, size_t len) {
-    char both[2100];
+    char both[4200];
     snprintf(both, sizeof both, "%s 2>&1", cmd);
     return run_shell(both, out, len);
 }
@@ -234,14 +279,82 @@ Test(certify, certify_and_compare_from_the_command_line, .timeout = 600) {
     cr_expect_eq(sh(cmd, out, sizeof out), 2, "%s", out);
     cr_expect(strstr(out, "cannot read /nonexistent.json") != NULL, "%s", out);
     snprintf(cmd, sizeof cmd,
-             "sed 's/\"certificate_version\": 1/\"certificate_version\": 9/' %s > /tmp/gck_v9.json "
+             "sed 's/\"certificate_version\": 2/\"certificate_version\": 9/' %s > /tmp/gck_v9.json "
              "&& %s compare %s /tmp/gck_v9.json",
              blocked, GCK_BINARY, blocked);
     cr_expect_eq(sh(cmd, out, sizeof out), 2, "%s", out);
-    cr_expect(strstr(out, "certificate_version 1") != NULL, "%s", out);
+    cr_expect(strstr(out, "certificate_version 2") != NULL, "%s", out);
     snprintf(cmd, sizeof cmd, "%s certify --backend nosuch --out /tmp/x.json --time 0", GCK_BINARY);
     cr_expect_eq(sh(cmd, out, sizeof out), 2, "%s", out);
     remove(blocked);
     remove(split);
     remove("/tmp/gck_v9.json");
 }
+
+/* A synthetic upgrade (tests/upgrade_pairs.c): both sides certified without a campaign, then
+ * compared; the verdict, the exit status, a line naming what changed and, for a regression,
+ * the smallest reproducer. */
+static void upgrade(const char *before, const char *after, const char *env, int status,
+                    const char *verdict, const char *line) {
+    char cmd[4096], out[32768], a[128], b[128];
+    snprintf(a, sizeof a, "/tmp/gck_test_up_%d_a.json", (int)getpid());
+    snprintf(b, sizeof b, "/tmp/gck_test_up_%d_b.json", (int)getpid());
+    /* env: the "after" side's environment; the "before" side then runs with one thread */
+    snprintf(
+        cmd, sizeof cmd,
+        "%s %s certify --backend plugin:%s:%s --out %s --time 0 >/dev/null && "
+        "%s %s certify --backend plugin:%s:%s --out %s --time 0 >/dev/null && %s compare %s %s",
+        env ? "OMP_NUM_THREADS=1" : "", GCK_BINARY, GCK_UPGRADE_PLUGIN, before, a, env ? env : "",
+        GCK_BINARY, GCK_UPGRADE_PLUGIN, after, b, GCK_BINARY, a, b);
+    cr_expect_eq(sh(cmd, out, sizeof out), status, "%s -> %s: %s", before, after, out);
+    char v[256];
+    snprintf(v, sizeof v, "verdict: %s", verdict);
+    cr_expect(strstr(out, v) != NULL, "%s -> %s: no '%s' in\n%s", before, after, v, out);
+    cr_expect(strstr(out, line) != NULL, "%s -> %s: no '%s' in\n%s", before, after, line, out);
+    if (status == 1)
+        cr_expect(strstr(out, "smallest reproducer of a regression: gemmcheck repro --backend ") !=
+                      NULL,
+                  "%s", out);
+    remove(a);
+    remove(b);
+}
+
+Test(certify, upgrade_tf32_inputs_is_a_precision_change, .timeout = 600) {
+    upgrade("base", "tf32", NULL, 0, "precision change",
+            "[precision change] f32 f32 f32 f32 | f32: inputs A: used exactly (all 24 bits of "
+            "f32) -> rounded to 11 bits (f32 has 24)");
+}
+
+Test(certify, upgrade_transpose_wrong_is_beyond_the_bound, .timeout = 600) {
+    upgrade("base", "transpose-wrong", NULL, 1, "accuracy beyond the bound",
+            "pinned cases changed bits (no probe of the fingerprint explains why)");
+}
+
+#ifndef GCK_TEST_SANITIZED /* the other pairs: the same code paths, not repeated under ASan */
+Test(certify, upgrade_bf16_partial_sums_are_a_precision_change_beyond_the_bound, .timeout = 600) {
+    upgrade("base", "splitk-bf16", NULL, 1, "accuracy beyond the bound",
+            "[precision change] f32 f32 f32 f32 | f32: accumulator bits: 24 bits, the precision "
+            "of f32 -> 8 bits, fewer than f32's 24");
+}
+
+Test(certify, upgrade_kc_is_reordered_only, .timeout = 600) {
+    upgrade("kc256", "kc384", NULL, 0, "reordered only (same arithmetic model)",
+            "order K=2048 (M=2): blocks of 256 terms, each sequential, k ascending; the block "
+            "sums added in order -> blocks of 384 terms");
+}
+
+Test(certify, upgrade_thread_count_is_reordered_only, .timeout = 600) {
+    upgrade("threads", "threads", "OMP_NUM_THREADS=2", 0, "reordered only (same arithmetic model)",
+            "threads: the same bits with one thread -> the bits depend on the thread count");
+}
+
+Test(certify, upgrade_beta_reading_c_as_bf16_is_beyond_the_bound, .timeout = 600) {
+    upgrade("base", "beta-c-bf16", NULL, 1, "accuracy beyond the bound",
+            "some now outside the bound");
+}
+
+Test(certify, upgrade_size_specific_wrong_result_is_beyond_the_bound, .timeout = 600) {
+    upgrade("base", "size-wrong", NULL, 1, "accuracy beyond the bound",
+            "'gck1 m=17 "); /* the smallest reproducer has the size that fails */
+}
+#endif

@@ -3,6 +3,7 @@
  * evidence go into one property. */
 #include "fingerprint.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -212,9 +213,16 @@ static bool order_measure(probe *pr, int64_t m, int64_t k, const int64_t *ii, co
     return ok;
 }
 
-static void probe_order(probe *pr, gck_fingerprint *fp, int64_t m, int64_t k, uint32_t *digest) {
+static void probe_order(probe *pr, gck_fingerprint *fp, int64_t m, int64_t k, int pacc,
+                        uint32_t *digest) {
     char name[GCK_FP_NAME], probe_txt[GCK_FP_PROBE];
     snprintf(name, sizeof name, "order K=%lld (M=%lld)", (long long)k, (long long)m);
+    if (pacc && pacc < 62 && k > (1ll << pacc)) {
+        gck_fp_add(fp, name, "needs partial sums that count up to K units exactly",
+                   "undecided: the accumulation keeps %d bits, too few to count %lld units", pacc,
+                   (long long)k);
+        return;
+    }
     int64_t *ii = NULL, *jj = NULL, np = order_pairs(k, &ii, &jj);
     int64_t *lca = malloc((size_t)(np > 0 ? np : 1) * sizeof *lca);
     gck_fp_tree t;
@@ -256,10 +264,9 @@ static void probe_order(probe *pr, gck_fingerprint *fp, int64_t m, int64_t k, ui
  * that holds -1 gives 2^(1-e) + 2^-2e; a rounded product, 2^(1-e). The distances reach the two
  * terms into one accumulator whatever the interleaving (up to 32) or split. */
 enum { FMA_K = 64, FMA_D = 7 };
-static void probe_fma(probe *pr, gck_fingerprint *fp) {
+static void probe_fma(probe *pr, gck_fingerprint *fp, int pin) {
     static const int dist[FMA_D] = {1, 2, 3, 4, 8, 16, 32};
-    const gck_format_info *fa = fmt(pr->row->a), *fb = fmt(pr->row->b), *fc = fmt(pr->row->compute);
-    int pin = fa->precision < fb->precision ? fa->precision : fb->precision;
+    const gck_format_info *fc = fmt(pr->row->compute);
     int e = (fc->precision + 1) / 2;
     if (e > pin - 1 || 2 * e < fc->precision) {
         gck_fp_add(fp, "products", "inputs' precision against the compute format's",
@@ -409,6 +416,259 @@ static void probe_specials(probe *pr, gck_fingerprint *fp) {
     pr->why[0] = '\0';
 }
 
+/* ---- the accumulator: bits kept, rounding, where alpha and beta enter ----------------------- */
+
+static bool holds(gck_format f, double x) { return isfinite(x) && gck_round_to(x, f) == x; }
+
+/* Rows of K = ACC_K terms, B all ones: row r is big[r] at k = 0, small[r] at k = dist and
+ * -big[r] at k = 2 dist, dist = acc_dist[r % ACC_D]; the distances bring the three terms into
+ * one accumulator whatever the interleaving (up to 16) or blocking. d: one read per row. */
+enum { ACC_K = 64, ACC_D = 6, ACC_EXTRA = 8 };
+static const int acc_dist[ACC_D] = {1, 2, 3, 4, 8, 16};
+
+static bool three_terms(probe *pr, int64_t n, const double *big, const double *small, double *d) {
+    double *A = calloc((size_t)(n * ACC_K), sizeof *A), *B = malloc(ACC_K * sizeof *B);
+    bool ok = A && B;
+    for (int k = 0; ok && k < ACC_K; k++) B[k] = 1;
+    for (int64_t r = 0; ok && r < n; r++) {
+        int j = acc_dist[r % ACC_D];
+        A[r] = big[r], A[r + j * n] = small[r], A[r + 2 * j * n] = -big[r];
+    }
+    gck_case c = row_case(pr->row, n, 1, ACC_K);
+    ok = ok && run(pr, &c, A, B, NULL, d);
+    if (!A || !B) snprintf(pr->why, sizeof pr->why, "out of memory");
+    free(A);
+    free(B);
+    return ok;
+}
+
+/* The exponent s such that 2^s and 2^(s - t) for t up to tmax are normal numbers of A's type,
+ * of D's and of the compute format; INT_MIN when there is none. */
+static int acc_scale(const gck_support_row *row, int tmax) {
+    const gck_format_info *fa = fmt(row->a), *fd = fmt(row->d), *fc = fmt(row->compute);
+    int lo = fa->emin > fd->emin ? fa->emin : fd->emin,
+        hi = fa->emax < fd->emax ? fa->emax : fd->emax;
+    lo = lo > fc->emin ? lo : fc->emin;
+    return lo + tmax <= hi - 2 ? lo + tmax : INT_MIN;
+}
+
+/* The bits the accumulation keeps: 2^s + 2^(s-t) - 2^s reads 2^(s-t) while the partial sum
+ * holds 1 + 2^-t, 0 once it does not; the first t lost is the accumulator's precision. Returns
+ * it (the smallest over the distances), 0 when undecided; *at: the distances (bit j for
+ * acc_dist[j]) where the three terms met in one accumulator of that precision (at others a
+ * kernel may cancel the big terms first). */
+static int probe_accumulator_bits(probe *pr, gck_fingerprint *fp, unsigned *at) {
+    const gck_format_info *fc = fmt(pr->row->compute);
+    int pc = fc->precision, tmax = pc + ACC_EXTRA, s = acc_scale(pr->row, tmax);
+    if (s == INT_MIN) tmax = pc + 1, s = acc_scale(pr->row, tmax);
+    if (s == INT_MIN) {
+        gck_fp_add(fp, "accumulator bits",
+                   "the types' ranges against 2^-t up to the compute precision",
+                   "undecided: %s and %s span too few binades for terms 2^-%d apart",
+                   fmt(pr->row->a)->name, fmt(pr->row->d)->name, tmax);
+        return 0;
+    }
+    int64_t n = (int64_t)ACC_D * tmax;
+    double *big = malloc((size_t)n * 8), *small = malloc((size_t)n * 8), *d = malloc((size_t)n * 8);
+    int first[ACC_D] = {0}, odd = 0, p = 0;
+    bool ok = big && small && d;
+    for (int64_t r = 0; ok && r < n; r++)
+        big[r] = ldexp(1, s), small[r] = ldexp(1, s - 1 - (int)(r / ACC_D));
+    ok = ok && three_terms(pr, n, big, small, d);
+    for (int j = 0; ok && j < ACC_D; j++) {
+        first[j] = tmax + 1;
+        for (int t = 1; t <= tmax; t++) {
+            double got = d[(t - 1) * ACC_D + j], kept = ldexp(1, s - t);
+            odd += got != kept && got != 0;
+            if (got == 0 && first[j] > tmax) first[j] = t;
+            odd += got == kept && first[j] <= tmax; /* kept again after a loss */
+        }
+        p = j == 0 || first[j] < p ? first[j] : p;
+    }
+    *at = 0;
+    for (int j = 0; ok && j < ACC_D; j++) *at |= (first[j] == p ? 1u : 0u) << j;
+    char probe_txt[GCK_FP_PROBE];
+    snprintf(probe_txt, sizeof probe_txt,
+             "2^%d + 2^(%d-t) - 2^%d, t = 1..%d, at distances 1..16 in K = %d: first t lost %d, "
+             "%d, %d, %d, %d, %d",
+             s, s, s, tmax, ACC_K, first[0], first[1], first[2], first[3], first[4], first[5]);
+    if (!ok)
+        gck_fp_add(fp, "accumulator bits", pr->why, "undecided"), p = 0;
+    else if (odd)
+        gck_fp_add(fp, "accumulator bits", probe_txt, "undecided: %d reads neither kept nor lost",
+                   odd),
+            p = 0;
+    else if (p > tmax)
+        gck_fp_add(fp, "accumulator bits", probe_txt, "at least %d bits (%s has %d)", tmax + 1,
+                   fc->name, pc);
+    else if (p == pc)
+        gck_fp_add(fp, "accumulator bits", probe_txt, "%d bits, the precision of %s", p, fc->name);
+    else if (p < pc)
+        gck_fp_add(fp, "accumulator bits", probe_txt,
+                   "%d bits, fewer than %s's %d (partial sums held in a narrower format)", p,
+                   fc->name, pc);
+    else
+        gck_fp_add(fp, "accumulator bits", probe_txt,
+                   "%d bits, %d more than %s's %d (a wider accumulator or extra alignment bits)", p,
+                   p - pc, fc->name, pc);
+    free(big);
+    free(small);
+    free(d);
+    return p > tmax ? 0 : p;
+}
+
+/* The rounding of the accumulation at its measured precision p (u = 2^(1-p) relative to the
+ * big term): +-(1 + 3u/4) - 1 and +-(1 + u/4) - 1, in units of u, tell the direction. */
+static void probe_accumulator_rounding(probe *pr, gck_fingerprint *fp, int p, unsigned at) {
+    static const struct {
+        const char *name;
+        int r[4]; /* reads of +3/4, -3/4, +1/4, -1/4, in units */
+    } modes[] = {{"to nearest", {1, -1, 0, 0}},
+                 {"toward zero (truncation)", {0, 0, 0, 0}},
+                 {"upward", {1, 0, 1, 0}},
+                 {"downward", {0, -1, 0, -1}},
+                 {"away from zero", {1, -1, 1, -1}}};
+    int s = p ? acc_scale(pr->row, p + 1) : INT_MIN;
+    if (s == INT_MIN) {
+        gck_fp_add(fp, "accumulator rounding", "needs the accumulator's bits",
+                   "undecided: the accumulator's precision is not known");
+        return;
+    }
+    enum { N = 4 * ACC_D };
+    double big[N], small[N], d[N], u = ldexp(1, s + 1 - p);
+    for (int r = 0; r < N; r++) {
+        int v = r / ACC_D, sign = v % 2 ? -1 : 1;
+        big[r] = sign * ldexp(1, s), small[r] = sign * (v < 2 ? 0.75 : 0.25) * u;
+    }
+    int got[4] = {0}, j0 = 0;
+    while (j0 < ACC_D - 1 && !(at >> j0 & 1)) j0++;
+    bool ok = three_terms(pr, N, big, small, d), agree = ok;
+    for (int r = 0; ok && r < N; r++) {
+        double x = d[r] / u;
+        if (r % ACC_D == j0) got[r / ACC_D] = x == floor(x) && fabs(x) <= 1 ? (int)x : 9;
+    }
+    for (int r = 0; ok && r < N; r++)
+        agree &= !(at >> (r % ACC_D) & 1) || d[r] / u == got[r / ACC_D];
+    char probe_txt[GCK_FP_PROBE];
+    snprintf(probe_txt, sizeof probe_txt,
+             "+-(2^%d + {3/4, 1/4} u) - 2^%d with u = 2^%d: reads %d, %d, %d, %d u", s, s,
+             s + 1 - p, got[0], got[1], got[2], got[3]);
+    if (!ok) {
+        gck_fp_add(fp, "accumulator rounding", pr->why, "undecided");
+        return;
+    }
+    for (size_t m = 0; agree && m < sizeof modes / sizeof *modes; m++)
+        if (!memcmp(got, modes[m].r, sizeof got)) {
+            gck_fp_add(fp, "accumulator rounding", probe_txt, "%s", modes[m].name);
+            return;
+        }
+    gck_fp_add(fp, "accumulator rounding", probe_txt, "undecided: %s",
+               agree ? "no rounding direction gives these reads" : "the distances disagree");
+}
+
+/* The inputs' bits: (1 + 2^-t)*1 - 1 (beta = 1, C = -1) reads 2^-t while the operand keeps its
+ * bit t; the first t lost is the precision the inputs are rounded to. */
+static int probe_input_bits(probe *pr, gck_fingerprint *fp, int side, int pacc) {
+    const gck_format_info *fs = fmt(side ? pr->row->b : pr->row->a);
+    char name[GCK_FP_NAME];
+    snprintf(name, sizeof name, "inputs %s", side ? "B" : "A");
+    int tmax = fs->precision - 1, cap = (pacc ? pacc : fmt(pr->row->compute)->precision) - 1;
+    bool capped = cap < tmax;
+    tmax = capped ? cap : tmax;
+    double v[64], ones[64], cv[64], d[64];
+    for (int t = 1; t <= tmax; t++) v[t - 1] = 1 + ldexp(1, -t), ones[t - 1] = 1, cv[t - 1] = -1;
+    gck_case c = side ? row_case(pr->row, 1, tmax, 1) : row_case(pr->row, tmax, 1, 1);
+    c.beta = 1;
+    bool ok = run(pr, &c, side ? ones : v, side ? v : ones, cv, d);
+    int first = 0, odd = 0;
+    for (int t = 1; ok && t <= tmax; t++) {
+        double got = d[t - 1];
+        if (got == 0 && !first) first = t;
+        odd += (got != 0 && got != ldexp(1, -t)) || (got != 0 && first);
+    }
+    char probe_txt[GCK_FP_PROBE];
+    snprintf(probe_txt, sizeof probe_txt, "(1 + 2^-t) * 1 - 1 for t = 1..%d: first t lost %d", tmax,
+             first);
+    if (!ok)
+        gck_fp_add(fp, name, pr->why, "undecided");
+    else if (odd)
+        gck_fp_add(fp, name, probe_txt, "undecided: %d reads neither kept nor lost", odd);
+    else if (first)
+        gck_fp_add(fp, name, probe_txt, "rounded to %d bits (%s has %d)", first, fs->name,
+                   fs->precision);
+    else if (capped)
+        gck_fp_add(fp, name, probe_txt, "at least %d bits kept (the accumulation holds no more)",
+                   tmax + 1);
+    else
+        gck_fp_add(fp, name, probe_txt, "used exactly (all %d bits of %s)", fs->precision,
+                   fs->name);
+    pr->why[0] = '\0';
+    return ok && !odd && first ? first : fs->precision;
+}
+
+/* Where alpha and beta enter, at the accumulator's precision p (nearest rounding only):
+ * alpha = 3 on 1 + 2^-p: 3 when alpha multiplies the finished sum, 3 + 2^(2-p) when it
+ * multiplies each product (or an operand); beta = 1, C = 1 with terms 2^-p, 2^-p: 1 when beta*C
+ * starts the accumulation (each half unit is lost), 1 + 2^(1-p) when it is added last. */
+static void probe_scaling(probe *pr, gck_fingerprint *fp, int p, bool nearest) {
+    const gck_format_info *fd = fmt(pr->row->d);
+    const char *why = !p || !nearest ? "needs an accumulation of known bits that rounds to nearest"
+                      : fd->precision < p ? "D holds fewer bits than the accumulation"
+                      : !holds(pr->row->a, ldexp(1, -p)) ? "A's type cannot hold 2^-p"
+                                                         : NULL;
+    if (why) {
+        gck_fp_add(fp, "alpha applied", why, "undecided");
+        gck_fp_add(fp, "beta*C added", why, "undecided");
+        return;
+    }
+    double a[2] = {1, ldexp(1, -p)}, b[2] = {1, 1}, c1 = 1, d;
+    gck_case c = row_case(pr->row, 1, 1, 2);
+    c.alpha = 3;
+    char probe_txt[GCK_FP_PROBE];
+    bool ok = run(pr, &c, a, b, NULL, &d);
+    snprintf(probe_txt, sizeof probe_txt, "alpha = 3 on 1 + 2^-%d: D = %a", p, d);
+    if (!ok)
+        gck_fp_add(fp, "alpha applied", pr->why, "undecided");
+    else if (d == 3)
+        gck_fp_add(fp, "alpha applied", probe_txt, "to the finished sum");
+    else if (d == 3 + ldexp(1, 2 - p))
+        gck_fp_add(fp, "alpha applied", probe_txt,
+                   "before the sum is complete (to each product, operand or partial sum)");
+    else
+        gck_fp_add(fp, "alpha applied", probe_txt, "undecided: neither order gives %a", d);
+    a[0] = a[1] = ldexp(1, -p);
+    c.alpha = 1, c.beta = 1;
+    ok = run(pr, &c, a, b, &c1, &d);
+    snprintf(probe_txt, sizeof probe_txt, "beta = 1, C = 1, terms 2^-%d, 2^-%d: D = %a", p, p, d);
+    if (!ok)
+        gck_fp_add(fp, "beta*C added", pr->why, "undecided");
+    else if (d == 1)
+        gck_fp_add(fp, "beta*C added", probe_txt, "first: every term is added into beta*C");
+    else if (d == 1 + ldexp(1, 1 - p))
+        gck_fp_add(fp, "beta*C added", probe_txt,
+                   "after the terms are summed (to alpha times their sum, or each block's)");
+    else
+        gck_fp_add(fp, "beta*C added", probe_txt, "undecided: neither order gives %a", d);
+    pr->why[0] = '\0';
+}
+
+/* The accumulator's bits and rounding, the inputs' bits, where alpha and beta enter, and
+ * whether products are fused (with inputs of the bits they keep). Returns the accumulator's
+ * bits (0: unknown). */
+static int probe_accumulator(probe *pr, gck_fingerprint *fp) {
+    unsigned at = 0;
+    int p = probe_accumulator_bits(pr, fp, &at);
+    pr->why[0] = '\0';
+    probe_accumulator_rounding(pr, fp, p, at);
+    pr->why[0] = '\0';
+    bool nearest = !strcmp(fp->props[fp->count - 1].value, "to nearest");
+    int pa = probe_input_bits(pr, fp, 0, p), pb = probe_input_bits(pr, fp, 1, p);
+    probe_scaling(pr, fp, p, nearest);
+    probe_fma(pr, fp, pa < pb ? pa : pb);
+    pr->why[0] = '\0';
+    return p;
+}
+
 /* ---- the plan ------------------------------------------------------------------------------ */
 
 void gck_fingerprint_row(gck_backend *be, const gck_support_row *row, gck_fingerprint *fp) {
@@ -417,15 +677,16 @@ void gck_fingerprint_row(gck_backend *be, const gck_support_row *row, gck_finger
     } orders[] = {{4, 16}, {4, 64}, {2, 256}, {2, 1000}, {1, 1024}, {2, 2048}};
     probe pr = {be, row, ""};
     memset(fp, 0, sizeof *fp);
-    probe_fma(&pr, fp);
+    int pacc = probe_accumulator(&pr, fp);
     uint32_t first = 0, again = 0;
     for (size_t s = 0; s < sizeof orders / sizeof orders[0]; s++)
-        probe_order(&pr, fp, orders[s].m, orders[s].k, s == 3 ? &first : NULL);
-    /* run to run: the K = 1000 probe once more, its reads digested */
+        probe_order(&pr, fp, orders[s].m, orders[s].k, pacc, NULL);
+    /* run to run: the K = 1000 probe's calls twice, their reads digested */
     pr.why[0] = '\0';
     int64_t *ii = NULL, *jj = NULL, np = order_pairs(1000, &ii, &jj);
     int64_t *lca = malloc((size_t)(np > 0 ? np : 1) * sizeof *lca);
-    if (np && lca && order_measure(&pr, 2, 1000, ii, jj, np, lca, &again))
+    if (np && lca && order_measure(&pr, 2, 1000, ii, jj, np, lca, &first) &&
+        order_measure(&pr, 2, 1000, ii, jj, np, lca, &again))
         gck_fp_add(fp, "run to run", "the K=1000 order probe twice, every read compared",
                    first == again ? "identical bits" : "different bits");
     else
@@ -437,4 +698,51 @@ void gck_fingerprint_row(gck_backend *be, const gck_support_row *row, gck_finger
     probe_subnormal_inputs(&pr, fp);
     probe_subnormal_result(&pr, fp);
     probe_specials(&pr, fp);
+}
+
+/* ---- threads ------------------------------------------------------------------------------- */
+
+bool gck_fp_threads_row(const gck_support_row *row) {
+    return row->a == row->b && row->b == row->c && row->c == row->d &&
+           (row->compute == row->a || row->compute == GCK_F32);
+}
+
+bool gck_fp_threads_run(gck_backend *be, const gck_support_row *row, double *d, char *why,
+                        size_t len) {
+    enum { M = GCK_FP_THREADS_M, N = GCK_FP_THREADS_N, K = GCK_FP_THREADS_K };
+    probe pr = {be, row, ""};
+    gck_case c = row_case(row, M, N, K);
+    double *a = malloc(sizeof(double) * M * K), *b = malloc(sizeof(double) * K * N);
+    bool ok = a && b;
+    uint64_t z = 0x7e4d5ull;
+    for (int64_t e = 0; ok && e < (int64_t)M * K; e++)
+        a[e] = gck_round_to((double)((z = gck_splitmix64(z)) >> 11) * 0x1p-52 - 1, row->a);
+    for (int64_t e = 0; ok && e < (int64_t)K * N; e++)
+        b[e] = gck_round_to((double)((z = gck_splitmix64(z)) >> 11) * 0x1p-52 - 1, row->b);
+    ok = ok && run(&pr, &c, a, b, NULL, d);
+    snprintf(why, len, "%s", a && b ? pr.why : "out of memory");
+    free(a);
+    free(b);
+    return ok;
+}
+
+void gck_fp_threads_add(gck_fingerprint *fp, const double *dflt, const double *one,
+                        const char *why) {
+    char probe_txt[GCK_FP_PROBE];
+    snprintf(probe_txt, sizeof probe_txt,
+             "a %dx%dx%d product of uniform inputs, threads as the environment sets them and "
+             "with every threading variable at 1",
+             GCK_FP_THREADS_M, GCK_FP_THREADS_N, GCK_FP_THREADS_K);
+    if (!dflt || !one) {
+        gck_fp_add(fp, "threads", why, "undecided");
+        return;
+    }
+    int64_t n = (int64_t)GCK_FP_THREADS_M * GCK_FP_THREADS_N, diff = 0;
+    for (int64_t e = 0; e < n; e++) diff += memcmp(&dflt[e], &one[e], sizeof *one) != 0;
+    if (!diff)
+        gck_fp_add(fp, "threads", probe_txt, "the same bits with one thread");
+    else
+        gck_fp_add(fp, "threads", probe_txt,
+                   "the bits depend on the thread count: %.1f%% of the elements differ",
+                   100.0 * (double)diff / (double)n);
 }

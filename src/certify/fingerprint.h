@@ -74,6 +74,19 @@ bool gck_fp_tree_match(int64_t k, const int64_t *ii, const int64_t *jj, const in
  *  that cannot run or decide records why. */
 void gck_fingerprint_row(gck_backend *be, const gck_support_row *row, gck_fingerprint *fp);
 
+/** The thread-count probe: a GCK_FP_THREADS_M x N x K product run once with the backend's
+ *  threads as the environment sets them and once in a process whose threading variables are all
+ *  1 (OPENBLAS_NUM_THREADS, OMP_NUM_THREADS, BLIS_NUM_THREADS, ...). Rows probed: one element
+ *  type throughout (the BLAS-like rows). */
+enum { GCK_FP_THREADS_M = 256, GCK_FP_THREADS_N = 256, GCK_FP_THREADS_K = 768 };
+bool gck_fp_threads_row(const gck_support_row *row);
+/** Run the product on the row; D's values (M*N, column-major) into d; false with why. */
+bool gck_fp_threads_run(gck_backend *be, const gck_support_row *row, double *d, char *why,
+                        size_t len);
+/** The "threads" property from the two runs' values (either NULL: undecided, with why). */
+void gck_fp_threads_add(gck_fingerprint *fp, const double *dflt, const double *one,
+                        const char *why);
+
 /** Add a property (printf-style value). */
 void gck_fp_add(gck_fingerprint *fp, const char *name, const char *probe, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -3,12 +3,14 @@
  * error/bound, so that two certificates can be compared case by case. */
 #include "pinned.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fpenv.h"
 #include "gemmcheck/checker.h"
+#include "gemmcheck/oracle.h"
 #include "gemmcheck/spec.h"
 #include "generator.h"
 
@@ -53,14 +55,43 @@ static void release(operands *o) {
     for (int x = 0; x < 4; x++) free(o->buf[x]);
 }
 
-/* One case: its digest and largest error/bound, or a note when the call or check failed. */
-static void one(gck_backend *be, const gck_support_row *row, const gck_spec *s, char *out,
-                size_t len) {
+/* The largest distance of D from the exact result in ulps of D's type (at the exact value;
+ * elements where either is not finite are left out), or -1 when the oracle cannot run. */
+static double ulps(const gck_case *c, const operands *before, const void *d) {
+    gck_format f = gck_case_type(c, GCK_D);
+    size_t bytes = (size_t)gck_case_extent(c, GCK_D) * (size_t)gck_format_get(f)->storage_bytes;
+    void *x = malloc(bytes ? bytes : 1);
+    char msg[128];
+    if (!x || gck_oracle_exact(c, before->at[GCK_A], before->at[GCK_B], before->at[GCK_C], x, 1,
+                               msg, sizeof msg) != GCK_OK) {
+        free(x);
+        return -1;
+    }
+    int64_t rs, cs, st = gck_case_stride(c, GCK_D);
+    gck_case_op_strides(c, GCK_D, &rs, &cs);
+    double worst = 0;
+    for (int64_t b = 0; b < c->batch; b++)
+        for (int64_t j = 0; j < c->n; j++)
+            for (int64_t i = 0; i < c->m; i++) {
+                int64_t e = b * st + i * rs + j * cs;
+                double got = gck_load(d, f, e), want = gck_load(x, f, e);
+                double u =
+                    isfinite(got) && isfinite(want) ? fabs(got - want) / gck_ulp(want, f) : 0;
+                worst = u > worst ? u : worst;
+            }
+    free(x);
+    return worst;
+}
+
+/* One case: its digest, largest error/bound and ulps, or why it has none. */
+static void one(gck_backend *be, const gck_support_row *row, const gck_spec *s,
+                gck_pinned_case *out) {
     const gck_case *c = &s->c;
     operands o, before;
     char msg[256] = "";
+    gck_spec_format(s, out->spec, sizeof out->spec);
     if (!make(s, &o) || !make(s, &before)) { /* `before`: A, B, C as the check reads them */
-        snprintf(out, len, "out of memory");
+        snprintf(out->outcome, sizeof out->outcome, "out of memory");
     } else {
         gck_operands ops = {o.at[GCK_A],
                             o.at[GCK_B],
@@ -75,28 +106,33 @@ static void one(gck_backend *be, const gck_support_row *row, const gck_spec *s, 
         gck_check_options opt = {0};
         opt.threads = 1;
         gck_check_result cr;
-        if (st != GCK_CALL_OK)
-            snprintf(out, len, "%s", st == GCK_CALL_NOT_SUPPORTED ? "unsupported" : "error");
-        else if (gck_check_values(c, row, &opt, before.at[GCK_A], before.at[GCK_B],
-                                  before.at[GCK_C], o.at[GCK_D], &cr, msg, sizeof msg) != GCK_OK)
-            snprintf(out, len, "check failed");
-        else
-            snprintf(out, len, "%016llx %.3g",
-                     (unsigned long long)digest(o.at[GCK_D], o.bytes[GCK_D]),
-                     cr.max_ratio.ratio == cr.max_ratio.ratio ? cr.max_ratio.ratio : 0.0);
+        const char *why =
+            st == GCK_CALL_NOT_SUPPORTED ? "unsupported"
+            : st != GCK_CALL_OK          ? "error"
+            : gck_check_values(c, row, &opt, before.at[GCK_A], before.at[GCK_B], before.at[GCK_C],
+                               o.at[GCK_D], &cr, msg, sizeof msg) != GCK_OK
+                ? "check failed"
+                : "ok";
+        snprintf(out->outcome, sizeof out->outcome, "%s", why);
+        if (!strcmp(why, "ok")) {
+            out->digest = digest(o.at[GCK_D], o.bytes[GCK_D]);
+            out->ratio = cr.max_ratio.ratio == cr.max_ratio.ratio ? cr.max_ratio.ratio : 0.0;
+            out->ulps = ulps(c, &before, o.at[GCK_D]);
+        }
     }
     release(&o);
     release(&before);
 }
 
-int gck_pinned_row(gck_backend *be, const gck_support_row *row, int count, char (*out)[40]) {
+int gck_pinned_row(gck_backend *be, const gck_support_row *row, int count, gck_pinned_case *out) {
     gck_fuzz_target t;
     if (gck_fuzz_targets_from_rows(row, 1, &t, 1) != 1) return 0;
     gck_fuzz_config cfg = {PINNED_SEED, 2e5, 4e6, &t, 1};
     for (int i = 0; i < count; i++) {
         gck_spec s;
         gck_fuzz_generate(&cfg, (uint64_t)i, &s);
-        one(be, row, &s, out[i], sizeof out[i]);
+        memset(&out[i], 0, sizeof out[i]);
+        one(be, row, &s, &out[i]);
     }
     return count;
 }

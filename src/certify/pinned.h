@@ -2,15 +2,26 @@
 #ifndef GCK_CERTIFY_PINNED_H
 #define GCK_CERTIFY_PINNED_H
 
+#include <stdint.h>
+
 #include "gemmcheck/backend.h"
 
 /** How many pinned cases each row gets when the table has nrows rows: about 2,000 in all, 8 to
  *  1,000 per row. */
 int gck_pinned_per_row(size_t nrows);
 
-/** Run the row's first `count` pinned cases on the backend; out[i] is "DIGEST RATIO" (64-bit
- *  FNV-1a of D's bytes in hex, the largest error/bound) or why the case has none
- *  ("unsupported", "error", "check failed", "out of memory"). Returns the count written. */
-int gck_pinned_row(gck_backend *be, const gck_support_row *row, int count, char (*out)[40]);
+/** One pinned case: its reproducer, what became of it ("ok", or why it has no result:
+ *  "unsupported", "error", "check failed", "out of memory"), and when ok the 64-bit FNV-1a of
+ *  D's bytes, the largest error/bound of the exact check and the largest distance from the
+ *  exact result in ulps of D's type (-1: not computed). */
+typedef struct gck_pinned_case {
+    char spec[512];
+    char outcome[24];
+    uint64_t digest;
+    double ratio, ulps;
+} gck_pinned_case;
+
+/** Run the row's first `count` pinned cases on the backend into out. Returns the count. */
+int gck_pinned_row(gck_backend *be, const gck_support_row *row, int count, gck_pinned_case *out);
 
 #endif

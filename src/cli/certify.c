@@ -120,15 +120,122 @@ static json_t *fingerprint_json(const gck_fingerprint *fp) {
 
 static json_t *pinned_json(gck_backend *be, const gck_support_row *row, size_t nrows) {
     int count = gck_pinned_per_row(nrows);
-    char(*cases)[40] = calloc((size_t)count, sizeof *cases);
+    gck_pinned_case *cases = calloc((size_t)count, sizeof *cases);
     json_t *a = json_array();
     int n = cases ? gck_pinned_row(be, row, count, cases) : 0;
-    for (int i = 0; i < n; i++) json_array_append_new(a, json_string(cases[i]));
+    for (int i = 0; i < n; i++) {
+        char hex[24];
+        snprintf(hex, sizeof hex, "%016llx", (unsigned long long)cases[i].digest);
+        json_t *o =
+            strcmp(cases[i].outcome, "ok")
+                ? json_pack("{s:s, s:s}", "case", cases[i].spec, "outcome", cases[i].outcome)
+                : json_pack("{s:s, s:s, s:f, s:f}", "case", cases[i].spec, "digest", hex, "ratio",
+                            cases[i].ratio, "ulps", cases[i].ulps);
+        json_array_append_new(a, o ? o : json_null());
+    }
     free(cases);
     return a;
 }
 
-static json_t *probe_backend(const char *spec) {
+/* ---- the thread probe's one-thread half ---------------------------------------------------- */
+
+/* Variables that set a BLAS's thread count; the one-thread child sets each to 1. */
+static const char *const thread_vars[] = {"OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS",
+                                          "OMP_NUM_THREADS", "BLIS_NUM_THREADS", "MKL_NUM_THREADS"};
+
+/* The one-thread run's values: per row, NULL when the row was not run (why says so). */
+typedef struct one_thread {
+    double **values;
+    size_t rows;
+    char why[256];
+} one_thread;
+
+/* In a child with every threading variable at 1: the thread product of each probed row, written
+ * to fd as (row index, ok, M*N values). */
+static void one_thread_child(const char *spec, int fd) {
+    for (size_t v = 0; v < sizeof thread_vars / sizeof *thread_vars; v++)
+        setenv(thread_vars[v], "1", 1);
+    gck_backend be;
+    char msg[512];
+    if (gck_backend_open(&be, spec, msg, sizeof msg) != GCK_OK) _exit(2);
+    const gck_support_row *rows;
+    size_t n = be.ops->available(be.state, msg, sizeof msg) ? be.ops->table(be.state, &rows) : 0;
+    size_t count = (size_t)GCK_FP_THREADS_M * GCK_FP_THREADS_N;
+    double *d = malloc(count * sizeof *d);
+    for (size_t r = 0; d && r < n; r++) {
+        if (!gck_fp_threads_row(&rows[r])) continue;
+        int64_t head[2] = {(int64_t)r, gck_fp_threads_run(&be, &rows[r], d, msg, sizeof msg)};
+        if (write(fd, head, sizeof head) != (ssize_t)sizeof head) _exit(3);
+        for (size_t off = 0; head[1] && off < count * sizeof *d;) {
+            ssize_t w = write(fd, (char *)d + off, count * sizeof *d - off);
+            if (w <= 0) _exit(3);
+            off += (size_t)w;
+        }
+    }
+    _exit(0);
+}
+
+static void one_thread_run(const char *spec, unsigned timeout, one_thread *ot) {
+    memset(ot, 0, sizeof *ot);
+    char path[] = "/tmp/gemmcheck-threads-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        snprintf(ot->why, sizeof ot->why, "mkstemp: %s", strerror(errno));
+        return;
+    }
+    unlink(path);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(timeout);
+        one_thread_child(spec, fd);
+    }
+    int st = 0;
+    if (pid > 0) waitpid(pid, &st, 0);
+    if (pid < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        snprintf(ot->why, sizeof ot->why, "the one-thread run failed (%s %d)",
+                 pid > 0 && WIFSIGNALED(st) ? "signal" : "status",
+                 pid > 0 && WIFSIGNALED(st) ? WTERMSIG(st) : st);
+        close(fd);
+        return;
+    }
+    size_t count = (size_t)GCK_FP_THREADS_M * GCK_FP_THREADS_N;
+    int64_t head[2];
+    lseek(fd, 0, SEEK_SET);
+    while (read(fd, head, sizeof head) == (ssize_t)sizeof head && head[0] >= 0) {
+        if ((size_t)head[0] >= ot->rows) {
+            size_t grow = (size_t)head[0] + 1;
+            double **v = realloc(ot->values, grow * sizeof *v);
+            if (!v) break;
+            memset(v + ot->rows, 0, (grow - ot->rows) * sizeof *v);
+            ot->values = v, ot->rows = grow;
+        }
+        double *d = head[1] ? malloc(count * sizeof *d) : NULL;
+        if (d && read(fd, d, count * sizeof *d) != (ssize_t)(count * sizeof *d)) break;
+        ot->values[head[0]] = d;
+    }
+    close(fd);
+    snprintf(ot->why, sizeof ot->why, "the one-thread run could not run the product");
+}
+
+static void one_thread_free(one_thread *ot) {
+    for (size_t r = 0; r < ot->rows; r++) free(ot->values[r]);
+    free(ot->values);
+}
+
+/* The "threads" property of row r: its product now against the one-thread run's. */
+static void threads_property(gck_backend *be, const gck_support_row *row, size_t r,
+                             const one_thread *ot, gck_fingerprint *fp) {
+    if (!gck_fp_threads_row(row)) return;
+    char why[256];
+    double *d = malloc(sizeof(double) * GCK_FP_THREADS_M * GCK_FP_THREADS_N);
+    bool ok = d && gck_fp_threads_run(be, row, d, why, sizeof why);
+    const double *one = r < ot->rows ? ot->values[r] : NULL;
+    gck_fp_threads_add(fp, ok ? d : NULL, one, !ok ? why : ot->why);
+    free(d);
+}
+
+static json_t *probe_backend(const char *spec, const one_thread *ot) {
     json_t *o = json_object();
     libs before = {0}, after = {0};
     dl_iterate_phdr(collect, &before);
@@ -163,6 +270,7 @@ static json_t *probe_backend(const char *spec) {
             json_object_set_new(row, "support", exercise(&be, &rows[r]));
             gck_fingerprint fp;
             gck_fingerprint_row(&be, &rows[r], &fp);
+            threads_property(&be, &rows[r], r, ot, &fp);
             json_object_set_new(row, "fingerprint", fingerprint_json(&fp));
             json_object_set_new(row, "pinned", pinned_json(&be, &rows[r], n));
         }
@@ -176,15 +284,18 @@ static json_t *probe_backend(const char *spec) {
 /* The probes run in a child: a backend that crashes or hangs while probed takes the child
  * down, and the certificate says so. */
 static json_t *probe_isolated(const char *spec, unsigned timeout, char *err, size_t len) {
+    one_thread ot;
+    one_thread_run(spec, timeout, &ot);
     int fd[2];
-    if (pipe(fd) != 0) return snprintf(err, len, "pipe: %s", strerror(errno)), NULL;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) return snprintf(err, len, "fork: %s", strerror(errno)), NULL;
+    pid_t pid = pipe(fd) == 0 ? (fflush(NULL), fork()) : -1;
+    if (pid < 0) {
+        one_thread_free(&ot);
+        return snprintf(err, len, "pipe or fork: %s", strerror(errno)), NULL;
+    }
     if (pid == 0) {
         close(fd[0]);
         alarm(timeout); /* a hang ends the child */
-        json_t *o = probe_backend(spec);
+        json_t *o = probe_backend(spec, &ot);
         char *s = json_dumps(o, JSON_COMPACT);
         size_t n = s ? strlen(s) : 0, off = 0;
         while (off < n) {
@@ -205,6 +316,7 @@ static json_t *probe_isolated(const char *spec, unsigned timeout, char *err, siz
         n += (size_t)r;
     }
     close(fd[0]);
+    one_thread_free(&ot);
     int st = 0;
     waitpid(pid, &st, 0);
     json_t *o = NULL;

@@ -7,7 +7,7 @@
 #include "gemmcheck/backend.h"
 
 /** The version of the certificate's layout; compare refuses two of different versions. */
-#define GCK_CERTIFICATE_VERSION 1
+#define GCK_CERTIFICATE_VERSION 2
 
 /** A row's type tuple, "f32 f32 f32 f32 | f32": the key by which compare matches rows. */
 void gck_certify_tuple(const gck_support_row *row, char *buf, size_t len);

@@ -1,6 +1,7 @@
 /* gemmcheck compare: what changed between two certificates of `gemmcheck certify`, in words a
  * user can act on, each difference classified, and whether any is a regression. */
 #include <jansson.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,8 +31,24 @@ static const char compare_help[] =
     "Exit status: 0 no regression (\"identical\" when nothing differs), 1 regression, 2 bad\n"
     "input or certificates of another certificate_version.\n";
 
+/* The classes of a difference, from the mildest; a row's and the whole comparison's verdict is
+ * the most severe class among its differences. Environment and library differences are
+ * reported but are no verdict of the arithmetic. */
+static const char *const classes[] = {"identical",
+                                      "reordered only (same arithmetic model)",
+                                      "bits changed, no probe explains why",
+                                      "arithmetic-model change",
+                                      "precision change",
+                                      "accuracy beyond the bound",
+                                      "crash or missing path"};
+enum { N_CLASSES = sizeof classes / sizeof *classes };
+
 typedef struct tally {
     int differences, regressions;
+    int worst;            /* index into classes */
+    int count[N_CLASSES]; /* differences per class */
+    char smallest[1024];  /* the smallest case reproducing a regression ("" none) */
+    double smallest_size; /* its M*N*K*batch */
     bool fail_on_fingerprint, ignore_findings;
     double ratio_growth; /* a pinned case's largest error/bound growing past this factor */
 } tally;
@@ -48,6 +65,27 @@ static void note(tally *t, bool regression, const char *cls, const char *fmt, ..
     va_end(ap);
     t->differences++;
     if (regression) t->regressions++;
+    for (int c = 0; c < N_CLASSES; c++)
+        if (!strcmp(cls, classes[c])) {
+            t->count[c]++;
+            t->worst = c > t->worst ? c : t->worst;
+        }
+}
+
+/* Keep spec as the smallest reproducer of a regression if it is smaller than the one kept. */
+static void smallest(tally *t, const char *spec) {
+    long long m = 0, n = 0, k = 0, b = 1;
+    const char *p;
+    if (!spec) return;
+    if ((p = strstr(spec, " m="))) m = atoll(p + 3);
+    if ((p = strstr(spec, " n="))) n = atoll(p + 3);
+    if ((p = strstr(spec, " k="))) k = atoll(p + 3);
+    if ((p = strstr(spec, " batch="))) b = atoll(p + 7);
+    double size = (double)(m ? m : 1) * (double)(n ? n : 1) * (double)(k ? k : 1) * (double)b;
+    if (!t->smallest[0] || size < t->smallest_size) {
+        snprintf(t->smallest, sizeof t->smallest, "%s", spec);
+        t->smallest_size = size;
+    }
 }
 
 static json_t *load(const char *path) {
@@ -146,52 +184,63 @@ static const char *prop_value(const json_t *fp, const char *name, const json_t *
 /* The class of a changed property, and whether the change is a regression by itself. */
 static const char *classify(const char *name, const char *now, bool *regression) {
     *regression = strncmp(now, "wrong", 5) == 0;
-    if (*regression) return "accuracy beyond the model";
+    if (*regression) return "accuracy beyond the bound";
     if (strcmp(name, "run to run") == 0) {
         *regression = strcmp(now, "different bits") == 0;
-        return "determinism";
+        return *regression ? "crash or missing path" : "reordered only (same arithmetic model)";
     }
-    if (strncmp(name, "order", 5) == 0) return "reordered only (same arithmetic model)";
-    if (strcmp(name, "products") == 0 || strncmp(name, "subnormal", 9) == 0)
-        return "arithmetic-model change";
-    return "special values";
+    if (strncmp(name, "order", 5) == 0 || strcmp(name, "threads") == 0)
+        return "reordered only (same arithmetic model)";
+    if (strncmp(name, "inputs", 6) == 0 || strcmp(name, "accumulator bits") == 0)
+        return "precision change";
+    return "arithmetic-model change"; /* products, rounding, alpha/beta, subnormals, specials */
 }
 
-/* The pinned cases, index by index: how many changed bits, the largest error/bound before and
- * after; a case now out of its bound, or a growth past --ratio-growth, is a regression.
- * `explained`: the row's fingerprint changed too. */
+/* The pinned cases, index by index: how many changed bits, the largest error/bound and
+ * distance in ulps from the exact result before and after, the largest change of a case's
+ * distance; a case now out of its bound, or a growth past --ratio-growth, is a regression, and
+ * the smallest such case is kept as the reproducer. `explained`: the row's fingerprint changed. */
 static void pinned(tally *t, const char *tuple, const json_t *a, const json_t *b, bool explained) {
     size_t n = json_array_size(a), changed = 0, over = 0;
-    double was = 0, now = 0;
+    double was = 0, now = 0, ulps_was = 0, ulps_now = 0, shift = 0;
+    const char *worst_changed = NULL;
     if (n != json_array_size(b)) {
-        note(t, true, "pinned cases", "%s: %zu pinned cases -> %zu (another corpus)", tuple, n,
-             json_array_size(b));
+        note(t, true, "crash or missing path", "%s: %zu pinned cases -> %zu (another corpus)",
+             tuple, n, json_array_size(b));
         return;
     }
     for (size_t i = 0; i < n; i++) {
-        const char *x = json_string_value(json_array_get(a, i)),
-                   *y = json_string_value(json_array_get(b, i));
-        if (!x || !y) continue;
-        double rx = 0, ry = 0;
-        const char *sx = strchr(x, ' '), *sy = strchr(y, ' ');
-        if (sx) rx = atof(sx + 1);
-        if (sy) ry = atof(sy + 1);
-        was = rx > was ? rx : was;
-        now = ry > now ? ry : now;
-        over += ry > 1;
-        if ((sx ? (size_t)(sx - x) : strlen(x)) != (sy ? (size_t)(sy - y) : strlen(y)) ||
-            strncmp(x, y, sx ? (size_t)(sx - x) : strlen(x)) != 0)
+        const json_t *x = json_array_get(a, i), *y = json_array_get(b, i);
+        const char *dx = json_string_value(json_object_get(x, "digest")),
+                   *dy = json_string_value(json_object_get(y, "digest")),
+                   *spec = json_string_value(json_object_get(y, "case"));
+        double rx = json_real_value(json_object_get(x, "ratio")),
+               ry = json_real_value(json_object_get(y, "ratio")),
+               ux = json_real_value(json_object_get(x, "ulps")),
+               uy = json_real_value(json_object_get(y, "ulps"));
+        was = rx > was ? rx : was, now = ry > now ? ry : now;
+        ulps_was = ux > ulps_was ? ux : ulps_was, ulps_now = uy > ulps_now ? uy : ulps_now;
+        if (ry > 1) over++, smallest(t, spec);
+        if ((dx || dy) && !(dx && dy && !strcmp(dx, dy))) {
             changed++;
+            if (fabs(uy - ux) > shift || !worst_changed)
+                shift = fabs(uy - ux), worst_changed = spec;
+        }
     }
     bool grew = now > 0.01 && now > t->ratio_growth * was;
-    if (changed || over || grew)
-        note(t, over > 0 || grew, over ? "accuracy beyond the bound" : "pinned cases",
-             "%s: %zu of %zu pinned cases changed bits%s; largest error/bound %.3g -> %.3g%s",
-             tuple, changed, n,
-             changed ? (explained ? " (the fingerprint changed too)"
-                                  : " (no probe of the fingerprint explains why)")
-                     : "",
-             was, now, over ? "; some now outside the bound" : "");
+    if (grew && !over) smallest(t, worst_changed);
+    if (!changed && !over && !grew) return;
+    note(t, over > 0 || grew,
+         over || grew ? "accuracy beyond the bound"
+         : explained  ? classes[t->worst] /* the row's fingerprint change */
+                      : "bits changed, no probe explains why",
+         "%s: %zu of %zu pinned cases changed bits%s; largest error/bound %.3g -> %.3g, largest "
+         "distance from the exact result %.3g -> %.3g ulps (a case moved by up to %.3g)%s",
+         tuple, changed, n,
+         changed ? (explained ? " (the fingerprint changed too)"
+                              : " (no probe of the fingerprint explains why)")
+                 : "",
+         was, now, ulps_was, ulps_now, shift, over ? "; some now outside the bound" : "");
 }
 
 static void fingerprint(tally *t, const char *tuple, const json_t *a, const json_t *b) {
@@ -224,17 +273,21 @@ static void rows(tally *t, const json_t *a, const json_t *b) {
         const char *tuple = json_string_value(json_object_get(r, "tuple"));
         const json_t *n = tuple ? row_of(rb, tuple) : NULL;
         if (!n) {
-            note(t, true, "missing path", "row %s lost", tuple ? tuple : "?");
+            note(t, true, "crash or missing path", "row %s lost", tuple ? tuple : "?");
             continue;
         }
         const char *sa = support_status(r), *sb = support_status(n);
         if (strcmp(sa, sb) != 0)
-            note(t, strcmp(sa, "runs") == 0, strcmp(sb, "runs") == 0 ? "support" : "missing path",
-                 "%s: %s -> %s", tuple, sa, sb);
-        int before = t->differences;
+            note(t, strcmp(sa, "runs") == 0,
+                 strcmp(sb, "runs") == 0 ? "support" : "crash or missing path", "%s: %s -> %s",
+                 tuple, sa, sb);
+        int before = t->differences, worst = t->worst;
+        t->worst = 0;
         fingerprint(t, tuple, json_object_get(r, "fingerprint"), json_object_get(n, "fingerprint"));
         pinned(t, tuple, json_object_get(r, "pinned"), json_object_get(n, "pinned"),
                t->differences > before);
+        if (t->differences > before) printf("    => %s: %s\n", tuple, classes[t->worst]);
+        t->worst = t->worst > worst ? t->worst : worst;
     }
     json_array_foreach(rb, i, r) {
         const char *tuple = json_string_value(json_object_get(r, "tuple"));
@@ -257,8 +310,18 @@ static void findings(tally *t, const json_t *a, const json_t *b) {
                 seen |= sig && s2 && strcmp(sig, s2) == 0;
             }
             if (seen || !sig) continue;
-            note(t, side == 0 && !t->ignore_findings, side ? "fixed finding" : "new finding",
-                 "%s; reproduce: %s", sig, json_string_value(json_object_get(f, "reproduce")));
+            const char *kind = json_string_value(json_object_get(f, "kind"));
+            bool numeric =
+                kind && (!strcmp(kind, "out_of_tolerance") || !strcmp(kind, "nonfinite_mismatch"));
+            bool reg = side == 0 && !t->ignore_findings;
+            note(t, reg,
+                 side                 ? "fixed finding"
+                 : t->ignore_findings ? "new finding"
+                 : numeric            ? "accuracy beyond the bound"
+                                      : "crash or missing path",
+                 "%s finding %s; reproduce: %s", side ? "fixed" : "new", sig,
+                 json_string_value(json_object_get(f, "reproduce")));
+            if (reg) smallest(t, json_string_value(json_object_get(f, "case")));
         }
     }
 }
@@ -304,9 +367,17 @@ int gck_cmd_compare(int argc, char **argv) {
     if (t.differences == 0)
         printf("identical: no difference in environment, library, support, fingerprint, "
                "pinned cases or findings\n");
-    else
+    else {
         printf("%d difference%s, %d regression%s\n", t.differences, t.differences == 1 ? "" : "s",
                t.regressions, t.regressions == 1 ? "" : "s");
+        printf("verdict: %s", classes[t.worst]);
+        for (int c = N_CLASSES - 1; c > 0; c--)
+            if (t.count[c]) printf("; %s: %d", classes[c], t.count[c]);
+        putchar('\n');
+    }
+    if (t.smallest[0])
+        printf("smallest reproducer of a regression: gemmcheck repro --backend %s '%s'\n",
+               json_string_value(json_object_get(b, "backend")), t.smallest);
     json_decref(a);
     json_decref(b);
     return t.regressions ? 1 : GCK_EXIT_OK;
