@@ -14,7 +14,9 @@
  *   beta-c-bf16    with beta = 1, C read as if it were bf16 (rounded to 8 bits)
  *   transpose-wrong with op(A) = A^T, the sign of alpha lost: wrong for every input
  *   size-wrong     with M = 17, D(0,0) off by 1%: right for every other size
- *   truncating     every operation rounded toward zero (a truncating accumulator) */
+ *   truncating     every operation rounded toward zero (a truncating accumulator)
+ *   block-fma8     products summed exactly in blocks of 8 and each block added to the
+ *                  accumulator with one rounding (a block FMA, as tensor cores; declared) */
 #include <fenv.h>
 #include <math.h>
 #include <stdio.h>
@@ -35,12 +37,13 @@ typedef enum change {
     BETA_C_BF16,
     TRANSPOSE_WRONG,
     SIZE_WRONG,
-    TRUNCATING
+    TRUNCATING,
+    BLOCK_FMA8
 } change;
 
-static const char *const names[] = {"base",       "tf32",      "splitk-bf16", "kc256",
-                                    "kc384",      "threads",   "beta-c-bf16", "transpose-wrong",
-                                    "size-wrong", "truncating"};
+static const char *const names[] = {"base",       "tf32",       "splitk-bf16", "kc256",
+                                    "kc384",      "threads",    "beta-c-bf16", "transpose-wrong",
+                                    "size-wrong", "truncating", "block-fma8"};
 static change kind;
 
 typedef struct up_state {
@@ -62,6 +65,7 @@ static gck_status u_init(void **state, const char *arg, char *msg, size_t len) {
     if (!s) return snprintf(msg, len, "out of memory"), GCK_ENOMEM;
     gck_ref_model rm = model(0);
     gck_model m = gck_ref_model_declared(&rm);
+    if (kind == BLOCK_FMA8) m.acc = GCK_ACC_BLOCK_FMA, m.block = 8;
     if (kind == TF32) m.inputs_rounded = true, m.input_format = GCK_TF32; /* declared */
     s->row = (gck_support_row){GCK_F32,
                                GCK_F32,
@@ -129,6 +133,30 @@ static gck_status split_bf16(const gck_case *c, const gck_operands *o, char *msg
     return st;
 }
 
+/* Blocks of 8 products summed exactly (in binary64: exact for the probes' values, within
+ * binary64's rounding otherwise) and added to the f32 accumulator with one rounding; D =
+ * alpha*acc + beta*C in f32 (column-major, batch 1). */
+static void block_fma8(const gck_case *c, const gck_operands *o) {
+    const float *A = o->a, *B = o->b, *C = o->c;
+    float *D = o->d;
+    for (int64_t j = 0; j < c->n; j++)
+        for (int64_t i = 0; i < c->m; i++) {
+            float acc = 0;
+            for (int64_t k0 = 0; k0 < c->k; k0 += 8) {
+                double s = acc;
+                for (int64_t k = k0; k < k0 + 8 && k < c->k; k++) {
+                    double a = c->transa == GCK_OP_T ? A[k + i * c->lda] : A[i + k * c->lda];
+                    double b = c->transb == GCK_OP_T ? B[j + k * c->ldb] : B[k + j * c->ldb];
+                    s += a * b;
+                }
+                acc = (float)s;
+            }
+            float t = c->k && c->alpha != 0 ? (float)c->alpha * acc : 0;
+            if (c->beta != 0) t += (float)c->beta * C[i + j * c->ldc];
+            D[i + j * c->ldd] = t;
+        }
+}
+
 static gck_call_status u_call(void *state, const gck_case *c, const gck_support_row *row,
                               const gck_operands *o, char *msg, size_t len) {
     (void)state, (void)row;
@@ -158,6 +186,11 @@ static gck_call_status u_call(void *state, const gck_case *c, const gck_support_
         cv = rc = rounded(o->c, gck_case_extent(c, GCK_C), GCK_BF16);
     if (kind == TRANSPOSE_WRONG && c->transa == GCK_OP_T) cc.alpha = -c->alpha;
     if (kind == TRUNCATING) fesetround(FE_TOWARDZERO);
+    if (kind == BLOCK_FMA8) {
+        block_fma8(c, o);
+        free(ra), free(rb), free(rc);
+        return GCK_CALL_OK;
+    }
     gck_status st = kind == SPLITK_BF16 && c->k >= 2 && c->alpha != 0 && c->m > 0 && c->n > 0
                         ? split_bf16(c, o, msg, len)
                         : gck_ref_gemm(&cc, &rm, a, b, cv, o->d, msg, len);

@@ -573,6 +573,7 @@ static int probe_input_bits(probe *pr, gck_fingerprint *fp, int side, int pacc) 
     char name[GCK_FP_NAME];
     snprintf(name, sizeof name, "inputs %s", side ? "B" : "A");
     int tmax = fs->precision - 1, cap = (pacc ? pacc : fmt(pr->row->compute)->precision) - 1;
+    while (cap > 0 && !holds(pr->row->d, ldexp(1, -cap))) cap--; /* D must hold 2^-t */
     bool capped = cap < tmax;
     tmax = capped ? cap : tmax;
     double v[64], ones[64], cv[64], d[64];
@@ -597,8 +598,8 @@ static int probe_input_bits(probe *pr, gck_fingerprint *fp, int side, int pacc) 
         gck_fp_add(fp, name, probe_txt, "rounded to %d bits (%s has %d)", first, fs->name,
                    fs->precision);
     else if (capped)
-        gck_fp_add(fp, name, probe_txt, "at least %d bits kept (the accumulation holds no more)",
-                   tmax + 1);
+        gck_fp_add(fp, name, probe_txt,
+                   "at least %d bits kept (the accumulation or D can show no more)", tmax + 1);
     else
         gck_fp_add(fp, name, probe_txt, "used exactly (all %d bits of %s)", fs->precision,
                    fs->name);
@@ -652,6 +653,57 @@ static void probe_scaling(probe *pr, gck_fingerprint *fp, int p, bool nearest) {
     pr->why[0] = '\0';
 }
 
+/* Normalisation per addition or once per block of w terms (a block FMA, as tensor cores):
+ * with 1 at k = 0 and half units u/2 at k = 1 and k = j (u = 2^(1-p)), rounding after every
+ * addition (in any tree that adds 1 to a half unit before the other) reads 1, a block that
+ * holds terms 0, 1 and j reads 1 + u; the block's width is the first j that reads 1 again. */
+enum { NORM_K = 64 };
+static void probe_normalisation(probe *pr, gck_fingerprint *fp, int p) {
+    int s = p ? acc_scale(pr->row, p + 1) : INT_MIN;
+    const char *name = "normalisation";
+    if (s == INT_MIN || fmt(pr->row->d)->precision < p) {
+        gck_fp_add(fp, name, "needs the accumulation's bits, and D to hold them", "undecided: %s",
+                   s == INT_MIN ? "the accumulation's bits are not known"
+                                : "D holds fewer bits than the accumulation");
+        return;
+    }
+    enum { R = NORM_K - 2 };
+    double *A = calloc((size_t)R * NORM_K, sizeof *A), B[NORM_K], d[R];
+    for (int k = 0; k < NORM_K; k++) B[k] = 1;
+    double one = ldexp(1, s), half = ldexp(1, s - p), up = one + 2 * half;
+    for (int r = 0; A && r < R; r++) /* row r: j = r + 2 */
+        A[r] = one, A[r + R] = half, A[r + (r + 2) * R] = half;
+    gck_case c = row_case(pr->row, R, 1, NORM_K);
+    bool ok = A && run(pr, &c, A, B, NULL, d);
+    free(A);
+    int w = 0, odd = 0;
+    for (int r = 0; ok && r < R; r++) {
+        odd += d[r] != one && d[r] != up;
+        if (!w && d[r] == one) w = r + 2;
+        /* 1 + u again after a 1: no block, unless j = 2 already read 1 (interleaved
+         * accumulators pair k = 1 with other j) */
+        odd += w > 2 && d[r] == up;
+    }
+    char probe_txt[GCK_FP_PROBE];
+    snprintf(
+        probe_txt, sizeof probe_txt,
+        "1 at k = 0, u/2 at k = 1 and k = j = 2..%d (u = 2^%d relative): first j reading 1: %d",
+        NORM_K - 1, 1 - p, w);
+    if (!ok)
+        gck_fp_add(fp, name, pr->why, "undecided");
+    else if (odd)
+        gck_fp_add(fp, name, probe_txt, "undecided: %d reads fit no block", odd);
+    else if (w == 2)
+        gck_fp_add(fp, name, probe_txt, "after every addition");
+    else if (w)
+        gck_fp_add(fp, name, probe_txt, "once per block of %d terms (a block FMA)", w);
+    else
+        gck_fp_add(fp, name, probe_txt,
+                   "once per block of at least %d terms (a block FMA or an exact accumulation)",
+                   NORM_K);
+    pr->why[0] = '\0';
+}
+
 /* The accumulator's bits and rounding, the inputs' bits, where alpha and beta enter, and
  * whether products are fused (with inputs of the bits they keep). Returns the accumulator's
  * bits (0: unknown). */
@@ -664,6 +716,7 @@ static int probe_accumulator(probe *pr, gck_fingerprint *fp) {
     bool nearest = !strcmp(fp->props[fp->count - 1].value, "to nearest");
     int pa = probe_input_bits(pr, fp, 0, p), pb = probe_input_bits(pr, fp, 1, p);
     probe_scaling(pr, fp, p, nearest);
+    probe_normalisation(pr, fp, p);
     probe_fma(pr, fp, pa < pb ? pa : pb);
     pr->why[0] = '\0';
     return p;
