@@ -174,7 +174,8 @@ static void record(run_ctx *x, gck_kind kind, const gck_spec *s, const char *det
 /* Count a case's outcome in the summary and its tuple's entry; `seconds` is the time from handing
  * it to a worker to its result. */
 static void count_case(run_ctx *x, const gck_spec *s, gck_outcome outcome, const bool *kinds,
-                       double tight, double seconds) {
+                       const gck_check_result *check, double seconds) {
+    double tight = check ? check->max_tight : NAN;
     gck_campaign_result *r = x->res;
     r->cases++;
     x->info->cases++;
@@ -198,6 +199,7 @@ static void count_case(run_ctx *x, const gck_spec *s, gck_outcome outcome, const
             if (kinds[k]) r->kind_cases[k]++;
     }
     if (e && isfinite(tight) && tight > e->max_tight) e->max_tight = tight;
+    for (int b = 0; e && check && b < GCK_RATIO_BINS; b++) e->ratio_bins[b] += check->ratio_bins[b];
 }
 
 static void on_result(run_ctx *x, slot *s, const gck_run_result *rr) {
@@ -222,7 +224,7 @@ static void on_result(run_ctx *x, slot *s, const gck_run_result *rr) {
         record(x, fd->kind, &s->spec, fd->detail, fd->kind == GCK_KIND_NONDETERMINISTIC ? conc : "",
                fd->has_element ? &fd->element : NULL);
     }
-    count_case(x, &s->spec, outcome, kinds, rr->check.max_tight, gck_wire_now() - s->sent);
+    count_case(x, &s->spec, outcome, kinds, &rr->check, gck_wire_now() - s->sent);
 }
 
 /* gemmcheck's own failure on the case in flight: counted, reported with the case, no finding. */
@@ -260,7 +262,7 @@ static void on_death(run_ctx *x, slot *s, bool hang, const char *why) {
     if (backend) {
         record(x, kind, &s->spec, d, flags, NULL);
         kinds[kind] = true;
-        count_case(x, &s->spec, GCK_OUTCOME_FINDINGS, kinds, NAN, gck_wire_now() - s->sent);
+        count_case(x, &s->spec, GCK_OUTCOME_FINDINGS, kinds, NULL, gck_wire_now() - s->sent);
     } else {
         internal_error(x, s, d);
     }
@@ -467,7 +469,7 @@ static void on_frame(run_ctx *x, slot *s, const gck_wire_frame *f) {
             bool kinds[GCK_KIND_COUNT] = {false};
             kinds[GCK_KIND_CRASH] = true;
             record(x, GCK_KIND_CRASH, &s->prev, d, "", NULL);
-            count_case(x, &s->prev, GCK_OUTCOME_FINDINGS, kinds, NAN, 0);
+            count_case(x, &s->prev, GCK_OUTCOME_FINDINGS, kinds, NULL, 0);
             s->lingering = false;
         }
         on_result(x, s, rr);
@@ -791,7 +793,8 @@ static int finish(const gck_campaign_options *o, gck_campaign_result *res, int r
         rc = GCK_EXIT_USAGE;
     }
     /* the machine, for the reports (describing it opens the CUDA runtime if there is one) */
-    bool reports = o->report_path || o->junit_path || o->matrix_csv_path || o->backends_csv_path;
+    bool reports = o->report_path || o->junit_path || o->matrix_csv_path || o->backends_csv_path ||
+                   o->html_path;
     if (reports && !gck_result_capture_environment(res, started))
         fprintf(stderr, "gemmcheck fuzz: out of memory describing the machine\n");
     char msg[512];
@@ -801,6 +804,8 @@ static int finish(const gck_campaign_options *o, gck_campaign_result *res, int r
         rc = rc ? rc : GCK_EXIT_USAGE;
     }
     if ((o->junit_path && !gck_report_write_junit(res, o->junit_path, msg, sizeof msg)) ||
+        (o->html_path &&
+         !gck_report_write_html(res, o->html_path, o->command_line, msg, sizeof msg)) ||
         (o->matrix_csv_path &&
          !gck_report_write_matrix_csv(res, o->matrix_csv_path, msg, sizeof msg)) ||
         (o->backends_csv_path &&

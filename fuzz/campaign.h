@@ -31,7 +31,7 @@ typedef struct gck_campaign_options {
     bool strict_ieee;
     gck_oracle_kind oracle; /**< default GCK_ORACLE_EXACT */
     const char *types;      /**< --types, or NULL */
-    const char *report_path, *junit_path, *jsonl_path, *corpus_dir;
+    const char *report_path, *junit_path, *jsonl_path, *corpus_dir, *html_path;
     const char *matrix_csv_path, *backends_csv_path; /**< --matrix-csv, --backends-csv */
     bool skip_unavailable; /**< named backends that cannot run here are skipped, not errors */
     bool progress;
@@ -65,6 +65,7 @@ typedef struct gck_matrix_entry {
     char compute[8];
     int64_t pass, fail, unsupported;
     double max_tight;
+    int64_t ratio_bins[GCK_RATIO_BINS]; /**< checked elements by error/bound (checker.h's bins) */
     double seconds; /**< from handing its cases to a worker to their results, summed */
     bool fuzzed;    /**< cases of it were generated (false: declared, left out by --types) */
 } gck_matrix_entry;
@@ -173,6 +174,9 @@ size_t gck_cause_of(const gck_campaign_result *r, const gck_cause *c, size_t nc,
 bool gck_report_write_json(const gck_campaign_result *r, const char *path, const char *command,
                            char *msg, size_t len);
 bool gck_report_write_junit(const gck_campaign_result *r, const char *path, char *msg, size_t len);
+/** A self-contained HTML page of the report (fuzz/html.h). */
+bool gck_report_write_html(const gck_campaign_result *r, const char *path, const char *command,
+                           char *msg, size_t len);
 /** CSV (RFC 4180): the support matrix, one row per backend and type tuple, and the summary,
  *  one row per backend. */
 bool gck_report_write_matrix_csv(const gck_campaign_result *r, const char *path, char *msg,

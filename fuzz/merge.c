@@ -245,6 +245,15 @@ static bool read_matrix(reader *rd, const json_t *sum, gck_campaign_result *part
         if (!add_to(&e->pass, p) || !add_to(&e->fail, f) || !add_to(&e->unsupported, u))
             return fail(rd, "the support matrix's counts overflow");
         if (isfinite(t) && t > e->max_tight) e->max_tight = t;
+        const json_t *bins = json_object_get(v, "ratio_bins"); /* absent in older reports */
+        if (bins && (!json_is_array(bins) || json_array_size(bins) != GCK_RATIO_BINS))
+            return fail(rd, "%sratio_bins is not an array of %d counts", w, GCK_RATIO_BINS);
+        for (int b = 0; bins && b < GCK_RATIO_BINS; b++) {
+            const json_t *n = json_array_get(bins, (size_t)b);
+            if (!json_is_integer(n) || json_integer_value(n) < 0 ||
+                !add_to(&e->ratio_bins[b], json_integer_value(n)))
+                return fail(rd, "%sratio_bins[%d] is not a count", w, b);
+        }
         e->seconds += secs;
         e->fuzzed = e->fuzzed || json_is_true(fz);
     }

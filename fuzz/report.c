@@ -13,6 +13,7 @@
 #include "campaign.h"
 #include "environment.h"
 #include "gemmcheck/version.h"
+#include "html.h"
 #include "text.h"
 #include "wire.h"
 
@@ -244,6 +245,10 @@ static json_t *summary_json(const gck_campaign_result *r) {
         json_object_set_new(o, "fail", json_integer(e->fail));
         json_object_set_new(o, "unsupported", json_integer(e->unsupported));
         json_object_set_new(o, "max_tight_ratio", jnum(e->max_tight));
+        json_t *bins = json_array();
+        for (int b = 0; b < GCK_RATIO_BINS; b++)
+            json_array_append_new(bins, json_integer(e->ratio_bins[b]));
+        json_object_set_new(o, "ratio_bins", bins);
         json_object_set_new(o, "seconds", jnum(e->seconds));
         json_object_set_new(o, "fuzzed", json_boolean(e->fuzzed));
         json_array_append_new(mat, o);
@@ -301,8 +306,8 @@ static json_t *causes_json(const gck_campaign_result *r) {
     return arr;
 }
 
-bool gck_report_write_json(const gck_campaign_result *r, const char *path, const char *command,
-                           char *msg, size_t len) {
+/* The report as JSON (what --report writes and the HTML page shows). */
+static json_t *report_json(const gck_campaign_result *r, const char *command) {
     json_t *root = json_object();
     json_object_set_new(root, "schema_version", json_integer(GCK_REPORT_SCHEMA_VERSION));
     json_object_set_new(root, "gemmcheck", json_string(GEMMCHECK_VERSION));
@@ -315,6 +320,12 @@ bool gck_report_write_json(const gck_campaign_result *r, const char *path, const
     for (size_t i = 0; i < r->nfindings; i++)
         json_array_append_new(fs, finding_json(&r->findings[i]));
     json_object_set_new(root, "findings", fs);
+    return root;
+}
+
+bool gck_report_write_json(const gck_campaign_result *r, const char *path, const char *command,
+                           char *msg, size_t len) {
+    json_t *root = report_json(r, command);
     int rc = json_dump_file(root, path, JSON_INDENT(2) | JSON_ENSURE_ASCII);
     json_decref(root);
     if (rc != 0) {
@@ -388,4 +399,12 @@ void gck_report_print_summary(const gck_campaign_result *r, FILE *out) {
     if (r->internal_errors)
         fprintf(out, "%lld internal error(s): see the messages above\n",
                 (long long)r->internal_errors);
+}
+
+bool gck_report_write_html(const gck_campaign_result *r, const char *path, const char *command,
+                           char *msg, size_t len) {
+    json_t *root = report_json(r, command);
+    bool ok = gck_html_campaign_file(root, path, msg, len);
+    json_decref(root);
+    return ok;
 }

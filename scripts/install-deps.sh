@@ -10,7 +10,9 @@ pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev clang-format
       libblas3 libopenblas0-pthread libopenblas0-openmp libopenblas0-serial
       libblis4-pthread libblis4-openmp libblis4-serial libatlas3-base libgslcblas0
       libblas64-3 libopenblas64-0-pthread libopenblas64-0-openmp libopenblas64-0-serial
-      libblis64-4-pthread libblis64-4-openmp libblis64-4-serial stress-ng)
+      libblis64-4-pthread libblis64-4-openmp libblis64-4-serial stress-ng
+      # the HTML reports' browser test (tests/python/test_html.py): headless Chromium, a font
+      chromium fonts-dejavu-core)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -622,7 +622,7 @@ static void probe_scaling(probe *pr, gck_fingerprint *fp, int p, bool nearest) {
         gck_fp_add(fp, "beta*C added", why, "undecided");
         return;
     }
-    double a[2] = {1, ldexp(1, -p)}, b[2] = {1, 1}, c1 = 1, d;
+    double a[2] = {1, ldexp(1, -p)}, b[2] = {1, 1}, c1 = 1, d = NAN;
     gck_case c = row_case(pr->row, 1, 1, 2);
     c.alpha = 3;
     char probe_txt[GCK_FP_PROBE];

@@ -57,7 +57,10 @@ static void release(operands *o) {
 
 /* The largest distance of D from the exact result in ulps of D's type (at the exact value;
  * elements where either is not finite are left out), or -1 when the oracle cannot run. */
-static double ulps(const gck_case *c, const operands *before, const void *d) {
+static double ulps(const gck_case *in_place, const operands *before, const void *d) {
+    gck_case sep = *in_place,
+             *c = &sep; /* the exact D into a buffer of its own, as D is laid out */
+    if (sep.d_is_c) sep.d_is_c = false, sep.ldd = sep.ldc, sep.stride_d = sep.stride_c;
     gck_format f = gck_case_type(c, GCK_D);
     size_t bytes = (size_t)gck_case_extent(c, GCK_D) * (size_t)gck_format_get(f)->storage_bytes;
     void *x = malloc(bytes ? bytes : 1);

@@ -24,7 +24,8 @@
 #include "pinned.h"
 
 static const char certify_help[] =
-    "usage: gemmcheck certify --backend SPEC --out CERT.json [--time S] [--seed N]\n"
+    "usage: gemmcheck certify --backend SPEC --out CERT.json [--html CERT.html] [--time S]\n"
+    "                         [--seed N]\n"
     "\n"
     "Writes one certificate of the backend on this machine: the environment (CPU and its\n"
     "instruction-set flags, OS, libc, the variables that change GEMM arithmetic or threading),\n"
@@ -34,6 +35,7 @@ static const char certify_help[] =
     "K = 16 to 2048, subnormal inputs and results, alpha = 0 / beta = 0 reads, Inf*0, run-to-run\n"
     "bits; each property names the probe that decided it, or says why it could not), and a\n"
     "campaign of S seconds (default 30; 0: none) with seed N (default 1).\n"
+    "--html writes the certificate as one self-contained page as well.\n"
     "Compare two certificates with `gemmcheck compare OLD.json NEW.json`.\n"
     "\n"
     "Exit status: 0 written; 2 bad arguments or a backend that cannot be opened; 3 internal.\n";
@@ -423,9 +425,10 @@ static json_t *campaign(const char *spec, const char *seconds, const char *seed,
 }
 
 int gck_cmd_certify(int argc, char **argv) {
-    const char *cmd = "certify", *spec = NULL, *out = NULL, *tm = NULL, *seed = NULL;
+    const char *cmd = "certify", *spec = NULL, *out = NULL, *tm = NULL, *seed = NULL, *html = NULL;
     const gck_opt opts[] = {{"--backend", .value = &spec},
                             {"--out", .value = &out},
+                            {"--html", .value = &html},
                             {"--time", .value = &tm},
                             {"--seed", .value = &seed}};
     gck_opt_spec os = {cmd,  opts, (int)(sizeof opts / sizeof opts[0]),
@@ -471,10 +474,15 @@ int gck_cmd_certify(int argc, char **argv) {
     json_object_set_new(cert, "campaign", camp ? camp : json_null());
     if (seconds > 0 && !camp) json_object_set_new(cert, "campaign_failure", gck_json_text(err));
     rc = json_dump_file(cert, out, JSON_INDENT(1)) == 0 ? GCK_EXIT_OK : GCK_EXIT_INTERNAL;
-    json_decref(cert);
     if (rc != GCK_EXIT_OK)
         fprintf(stderr, "gemmcheck certify: cannot write %s: %s\n", out, strerror(errno));
-    else
-        printf("certificate of %s written to %s\n", spec, out);
+    else if (html && !gck_certify_html(cert, html, err, sizeof err)) {
+        fprintf(stderr, "gemmcheck certify: %s\n", err);
+        rc = GCK_EXIT_USAGE;
+    }
+    json_decref(cert);
+    if (rc == GCK_EXIT_OK)
+        printf("certificate of %s written to %s%s%s\n", spec, out, html ? " and " : "",
+               html ? html : "");
     return rc;
 }

@@ -2,6 +2,8 @@
 #ifndef GEMMCHECK_CLI_CERTIFY_H
 #define GEMMCHECK_CLI_CERTIFY_H
 
+#include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "gemmcheck/backend.h"
@@ -11,6 +13,13 @@
 
 /** A row's type tuple, "f32 f32 f32 f32 | f32": the key by which compare matches rows. */
 void gck_certify_tuple(const gck_support_row *row, char *buf, size_t len);
+
+/** The certificate as one self-contained HTML page (src/cli/certify_html.c). */
+bool gck_certify_html(const json_t *cert, const char *path, char *err, size_t len);
+/** The comparison as a page: the verdict, the smallest reproducer of a regression (or NULL),
+ *  every difference ({class, regression, text} records), the fingerprints side by side. */
+bool gck_compare_html(const json_t *a, const json_t *b, const json_t *notes, const char *verdict,
+                      const char *smallest, const char *path, char *err, size_t len);
 
 int gck_cmd_certify(int argc, char **argv);
 int gck_cmd_compare(int argc, char **argv);

@@ -7,12 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "campaign.h"
 #include "certify.h"
 #include "cli.h"
 
 static const char compare_help[] =
     "usage: gemmcheck compare OLD.json NEW.json [--fail-on-fingerprint] [--ignore-findings]\n"
-    "                         [--ratio-growth F]\n"
+    "                         [--ratio-growth F] [--html DIFF.html]\n"
     "\n"
     "Explains what changed between two certificates of `gemmcheck certify`: the environment\n"
     "(CPU, OS, variables), the library files (SHA-256) and version, support rows gained or\n"
@@ -26,7 +27,8 @@ static const char compare_help[] =
     "bits lost, a probe failure, a pinned case now outside its bound or whose largest\n"
     "error/bound grew more than F times (default 4) past 0.01, and new findings (unless\n"
     "--ignore-findings); with\n"
-    "--fail-on-fingerprint, any fingerprint change.\n"
+    "--fail-on-fingerprint, any fingerprint change. --html writes the comparison as one\n"
+    "self-contained page as well (differences, fingerprints side by side, histograms).\n"
     "\n"
     "Exit status: 0 no regression (\"identical\" when nothing differs), 1 regression, 2 bad\n"
     "input or certificates of another certificate_version.\n";
@@ -48,6 +50,7 @@ typedef struct tally {
     int worst;            /* index into classes */
     int count[N_CLASSES]; /* differences per class */
     char smallest[1024];  /* the smallest case reproducing a regression ("" none) */
+    json_t *notes;        /* every difference: {class, regression, text} */
     double smallest_size; /* its M*N*K*batch */
     bool fail_on_fingerprint, ignore_findings;
     double ratio_growth; /* a pinned case's largest error/bound growing past this factor */
@@ -57,12 +60,14 @@ static void note(tally *t, bool regression, const char *cls, const char *fmt, ..
     __attribute__((format(printf, 4, 5)));
 
 static void note(tally *t, bool regression, const char *cls, const char *fmt, ...) {
+    char text[8192];
     va_list ap;
     va_start(ap, fmt);
-    printf("  [%s%s] ", regression ? "REGRESSION: " : "", cls);
-    vprintf(fmt, ap);
-    putchar('\n');
+    vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
+    printf("  [%s%s] %s\n", regression ? "REGRESSION: " : "", cls, text);
+    json_array_append_new(t->notes, json_pack("{s:s, s:b, s:o}", "class", cls, "regression",
+                                              regression, "text", gck_json_text(text)));
     t->differences++;
     if (regression) t->regressions++;
     for (int c = 0; c < N_CLASSES; c++)
@@ -295,6 +300,15 @@ static void rows(tally *t, const json_t *a, const json_t *b) {
     }
 }
 
+/* A finding's signature without its backend (kind|tuple|shape class): the two certificates may
+ * name the same library by different paths, and the same defect must match. */
+static const char *unbacked(const json_t *f) {
+    const char *sig = json_string_value(json_object_get(f, "signature")),
+               *be = json_string_value(json_object_get(f, "backend"));
+    size_t n = be ? strlen(be) : 0;
+    return sig && be && !strncmp(sig, be, n) && sig[n] == '|' ? sig + n + 1 : sig;
+}
+
 static void findings(tally *t, const json_t *a, const json_t *b) {
     const json_t *fa = json_object_get(json_object_get(a, "campaign"), "findings"),
                  *fb = json_object_get(json_object_get(b, "campaign"), "findings");
@@ -303,10 +317,10 @@ static void findings(tally *t, const json_t *a, const json_t *b) {
         size_t i, j;
         json_t *f, *g;
         json_array_foreach(from, i, f) {
-            const char *sig = json_string_value(json_object_get(f, "signature"));
+            const char *sig = unbacked(f);
             bool seen = false;
             json_array_foreach(other, j, g) {
-                const char *s2 = json_string_value(json_object_get(g, "signature"));
+                const char *s2 = unbacked(g);
                 seen |= sig && s2 && strcmp(sig, s2) == 0;
             }
             if (seen || !sig) continue;
@@ -319,19 +333,54 @@ static void findings(tally *t, const json_t *a, const json_t *b) {
                  : t->ignore_findings ? "new finding"
                  : numeric            ? "accuracy beyond the bound"
                                       : "crash or missing path",
-                 "%s finding %s; reproduce: %s", side ? "fixed" : "new", sig,
+                 "%s %s; reproduce: %s", side ? "no longer found:" : "new finding", sig,
                  json_string_value(json_object_get(f, "reproduce")));
             if (reg) smallest(t, json_string_value(json_object_get(f, "case")));
         }
     }
 }
 
+/* The verdict (printed, and the page when asked for); the exit status. */
+static int conclude(tally *t, const json_t *a, const json_t *b, const char *html) {
+    char verdict[512], smallest[1600] = "";
+    size_t n = (size_t)snprintf(verdict, sizeof verdict, "%s", classes[t->worst]);
+    if (t->differences && !t->worst)
+        snprintf(verdict, sizeof verdict,
+                 "identical arithmetic (%d difference%s of the "
+                 "environment or library only)",
+                 t->differences, t->differences == 1 ? "" : "s");
+    for (int c = N_CLASSES - 1; c > 0 && n < sizeof verdict; c--)
+        if (t->count[c])
+            n += (size_t)snprintf(verdict + n, sizeof verdict - n, "; %s: %d", classes[c],
+                                  t->count[c]);
+    if (t->differences == 0)
+        printf("identical: no difference in environment, library, support, fingerprint, "
+               "pinned cases or findings\n");
+    else
+        printf("%d difference%s, %d regression%s\nverdict: %s\n", t->differences,
+               t->differences == 1 ? "" : "s", t->regressions, t->regressions == 1 ? "" : "s",
+               verdict);
+    if (t->smallest[0]) {
+        snprintf(smallest, sizeof smallest, "gemmcheck repro --backend %s '%s'",
+                 json_string_value(json_object_get(b, "backend")), t->smallest);
+        printf("smallest reproducer of a regression: %s\n", smallest);
+    }
+    char err[512];
+    if (html && !gck_compare_html(a, b, t->notes, t->differences ? verdict : "identical", smallest,
+                                  html, err, sizeof err)) {
+        fprintf(stderr, "gemmcheck compare: %s\n", err);
+        return GCK_EXIT_USAGE;
+    }
+    return t->regressions ? 1 : GCK_EXIT_OK;
+}
+
 int gck_cmd_compare(int argc, char **argv) {
     const char *cmd = "compare", *files[2] = {NULL, NULL};
     tally t = {0};
-    const char *growth = NULL;
+    const char *growth = NULL, *html = NULL;
     const gck_opt opts[] = {
         {"--ratio-growth", .value = &growth},
+        {"--html", .value = &html},
         {"--fail-on-fingerprint", .flag = &t.fail_on_fingerprint, .flag_value = true},
         {"--ignore-findings", .flag = &t.ignore_findings, .flag_value = true}};
     gck_opt_spec os = {cmd,   opts, (int)(sizeof opts / sizeof opts[0]),
@@ -351,6 +400,7 @@ int gck_cmd_compare(int argc, char **argv) {
         json_decref(a);
         return GCK_EXIT_USAGE;
     }
+    t.notes = json_array();
     printf("compare %s (%s) -> %s (%s)\n", files[0],
            json_string_value(json_object_get(a, "backend")), files[1],
            json_string_value(json_object_get(b, "backend")));
@@ -364,21 +414,9 @@ int gck_cmd_compare(int argc, char **argv) {
         rows(&t, pa, pb);
     }
     findings(&t, a, b);
-    if (t.differences == 0)
-        printf("identical: no difference in environment, library, support, fingerprint, "
-               "pinned cases or findings\n");
-    else {
-        printf("%d difference%s, %d regression%s\n", t.differences, t.differences == 1 ? "" : "s",
-               t.regressions, t.regressions == 1 ? "" : "s");
-        printf("verdict: %s", classes[t.worst]);
-        for (int c = N_CLASSES - 1; c > 0; c--)
-            if (t.count[c]) printf("; %s: %d", classes[c], t.count[c]);
-        putchar('\n');
-    }
-    if (t.smallest[0])
-        printf("smallest reproducer of a regression: gemmcheck repro --backend %s '%s'\n",
-               json_string_value(json_object_get(b, "backend")), t.smallest);
+    rc = conclude(&t, a, b, html);
     json_decref(a);
     json_decref(b);
-    return t.regressions ? 1 : GCK_EXIT_OK;
+    json_decref(t.notes);
+    return rc;
 }

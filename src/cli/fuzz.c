@@ -18,7 +18,7 @@
 
 static const char fuzz_help[] =
     "usage: gemmcheck fuzz [--backend SPEC]... [--skip-unavailable] [--time S | --cases N]\n"
-    "                      [--seed N] [--report FILE.json] [--junit FILE.xml]\n"
+    "                      [--seed N] [--report FILE.json] [--junit FILE.xml] [--html F.html]\n"
     "                      [--matrix-csv FILE] [--backends-csv FILE] [--findings FILE.jsonl]\n"
     "                      [--corpus DIR] [--shard I/N] [--jobs N] [--types LIST]\n"
     "                      [--rerun-share F] [--concurrency T] [--concurrency-share F]\n"
@@ -37,6 +37,9 @@ static const char fuzz_help[] =
     "  --report FILE       JSON report (summary, environment, findings)\n"
     "  --junit FILE        JUnit XML: a test suite per backend, a test case per declared type\n"
     "                      tuple (skipped with the reason when no case reached it)\n"
+    "  --html FILE         one self-contained HTML page: backends, findings by cause with\n"
+    "                      reproducers, the support matrix coloured by outcome with a histogram\n"
+    "                      of error/bound per type tuple, the environment\n"
     "  --matrix-csv FILE   CSV, one row per backend and type tuple (the support matrix)\n"
     "  --backends-csv FILE CSV, one row per backend (the summary)\n"
     "  --findings FILE     JSON Lines, one line per distinct finding as it is found (default:\n"
@@ -117,6 +120,7 @@ static int scan(const char *cmd, int argc, char **argv, gck_campaign_options *o,
         {"--jobs", .value = &g->jobs},
         {"--report", .value = &o->report_path},
         {"--junit", .value = &o->junit_path},
+        {"--html", .value = &o->html_path},
         {"--matrix-csv", .value = &o->matrix_csv_path},
         {"--backends-csv", .value = &o->backends_csv_path},
         {"--findings", .value = &o->jsonl_path},

@@ -8,14 +8,15 @@
 
 static const char merge_help[] =
     "usage: gemmcheck merge --report OUT.json [--junit OUT.xml] [--matrix-csv OUT.csv]\n"
-    "                       [--backends-csv OUT.csv] [--allow-mixed] [--allow-overlap]\n"
+    "                       [--backends-csv OUT.csv] [--html OUT.html] [--allow-mixed]\n"
+    "                       [--allow-overlap]\n"
     "                       SHARD.json...\n"
     "\n"
     "Merges the JSON reports of shards (gemmcheck fuzz --shard I/N) into one: counts add up,\n"
     "findings are deduplicated by signature keeping the smallest reproducer, and each shard's\n"
     "environment (the machine it ran on) is kept. Every input is checked against the report's\n"
     "schema (docs/report.schema.json, schema_version %d) and invariants first. Any number of\n"
-    "inputs. --junit, --matrix-csv and --backends-csv as for gemmcheck fuzz.\n"
+    "inputs. --junit, --html, --matrix-csv and --backends-csv as for gemmcheck fuzz.\n"
     "\n"
     "  --allow-mixed     merge shards of different seeds or gemmcheck versions (refused:\n"
     "                    they are not parts of one campaign)\n"
@@ -26,13 +27,15 @@ static const char merge_help[] =
     "Exit status: 0 no findings, 1 findings, 2 bad input.\n";
 
 int gck_cmd_merge(int argc, char **argv) {
-    const char *cmd = "merge", *report = NULL, *junit = NULL, *mcsv = NULL, *bcsv = NULL;
+    const char *cmd = "merge", *report = NULL, *junit = NULL, *mcsv = NULL, *bcsv = NULL,
+               *html = NULL;
     gck_merge m;
     memset(&m, 0, sizeof m);
     const gck_opt opts[] = {{"--allow-mixed", .flag = &m.allow_mixed, .flag_value = true},
                             {"--allow-overlap", .flag = &m.allow_overlap, .flag_value = true},
                             {"--report", .value = &report},
                             {"--junit", .value = &junit},
+                            {"--html", .value = &html},
                             {"--matrix-csv", .value = &mcsv},
                             {"--backends-csv", .value = &bcsv}};
     const char **inputs = calloc((size_t)(argc > 0 ? argc : 1), sizeof *inputs);
@@ -60,6 +63,7 @@ int gck_cmd_merge(int argc, char **argv) {
     gck_campaign_result *r = &m.total;
     if (!gck_report_write_json(r, report, "gemmcheck merge", msg, sizeof msg) ||
         (junit && !gck_report_write_junit(r, junit, msg, sizeof msg)) ||
+        (html && !gck_report_write_html(r, html, "gemmcheck merge", msg, sizeof msg)) ||
         (mcsv && !gck_report_write_matrix_csv(r, mcsv, msg, sizeof msg)) ||
         (bcsv && !gck_report_write_backends_csv(r, bcsv, msg, sizeof msg))) {
         gck_merge_free(&m);

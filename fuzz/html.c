@@ -1,0 +1,309 @@
+/* Self-contained HTML reports (html.h): one file, an inline style sheet, inline SVG, no script,
+ * no external reference; XHTML syntax, so that a strict XML parser reads it. */
+#include "html.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemmcheck/checker.h"
+
+static const char style[] =
+    "body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#1b1b1b;max-width:110em}"
+    "h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ccc}"
+    "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;"
+    "text-align:left;vertical-align:top}th{background:#f0f0f0}"
+    "td.num{text-align:right;font-variant-numeric:tabular-nums}"
+    ".ok{background:#d9f2d9}.bad{background:#f8d0d0}.unsup{background:#e4e4e4}"
+    ".none{background:#fafafa;color:#888}.warn{background:#fbeac2}.info{background:#e3ecfa}"
+    "pre.repro{background:#f6f6f6;border:1px solid #ddd;padding:4px;white-space:pre-wrap;"
+    "word-break:break-all;user-select:all;font-size:12px}"
+    "code,pre{font-family:ui-monospace,monospace}.small{font-size:12px;color:#555}"
+    "details{margin:.3em 0}summary{cursor:pointer}";
+
+void gck_html_text(FILE *f, const char *s) {
+    for (; s && *s; s++) switch (*s) {
+        case '&': fputs("&amp;", f); break;
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '"': fputs("&quot;", f); break;
+        case '\'': fputs("&#39;", f); break;
+        default: fputc(*s, f);
+        }
+}
+
+void gck_html_printf(FILE *f, const char *fmt, ...) {
+    char buf[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    gck_html_text(f, buf);
+}
+
+void gck_html_json(FILE *f, const json_t *v) {
+    if (!v || json_is_null(v)) {
+        fputs("-", f);
+        return;
+    }
+    if (json_is_string(v)) {
+        gck_html_text(f, json_string_value(v));
+        return;
+    }
+    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(6));
+    gck_html_text(f, s);
+    free(s);
+}
+
+void gck_html_begin(FILE *f, const char *title) {
+    fputs("<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>"
+          "<meta charset=\"utf-8\"/><title>",
+          f);
+    gck_html_text(f, title);
+    fprintf(f, "</title><style>%s</style></head>\n<body>\n<h1>", style);
+    gck_html_text(f, title);
+    fputs("</h1>\n", f);
+}
+
+void gck_html_end(FILE *f) { fputs("</body>\n</html>\n", f); }
+
+void gck_html_repro(FILE *f, const char *command) {
+    fputs("<pre class=\"repro\" title=\"one click selects it\">", f);
+    gck_html_text(f, command);
+    fputs("</pre>\n", f);
+}
+
+const char *const gck_html_ratio_labels[GCK_RATIO_BINS] = {"0",    "1e-6", "1e-5", "1e-4", "1e-3",
+                                                           "1e-2", "0.1",  "1",    ">1"};
+
+int gck_html_ratio_bin(double r) {
+    if (!(r > 0)) return 0;
+    if (r > 1) return GCK_RATIO_BINS - 1;
+    int b = 1;
+    for (double edge = 1e-6; b < GCK_RATIO_BINS - 2 && r > edge * 1.0000001; edge *= 10) b++;
+    return b;
+}
+
+void gck_html_histogram(FILE *f, const int64_t *counts, int n, const char *const *labels, int w,
+                        int h, int bad_from) {
+    int64_t top = 0, total = 0;
+    for (int i = 0; i < n; i++) top = counts[i] > top ? counts[i] : top, total += counts[i];
+    int label_h = labels ? 12 : 0, bar_w = w / n;
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\">", w, h);
+    fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#fafafa\"/>", w,
+            h - label_h);
+    for (int i = 0; i < n; i++) {
+        /* a log scale, so that a single element beyond the bound still shows */
+        double frac = top ? log1p((double)counts[i]) / log1p((double)top) : 0;
+        int bh = (int)lround(frac * (h - label_h - 2));
+        fprintf(f,
+                "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"><title>%s: "
+                "%lld</title></rect>",
+                i * bar_w + 1, h - label_h - bh, bar_w - 2, bh,
+                i >= bad_from ? "#c0392b" : "#4a7ab5", labels ? labels[i] : "",
+                (long long)counts[i]);
+        if (labels)
+            fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"9\" text-anchor=\"middle\">%s</text>",
+                    i * bar_w + bar_w / 2, h - 2, labels[i][0] == '>' ? "&gt;1" : labels[i]);
+    }
+    fprintf(f, "<title>%lld in all</title></svg>", (long long)total);
+}
+
+static void object_rows(FILE *f, const json_t *o, const char *prefix) {
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)o, key, v) {
+        char name[256];
+        snprintf(name, sizeof name, "%s%s%s", prefix, prefix[0] ? "." : "", key);
+        if (json_is_object(v)) {
+            object_rows(f, v, name);
+            continue;
+        }
+        if (json_is_array(v) && json_array_size(v) > 0 && json_is_object(json_array_get(v, 0)))
+            continue; /* lists of records get their own tables */
+        fputs("<tr><th>", f);
+        gck_html_text(f, name);
+        fputs("</th><td>", f);
+        gck_html_json(f, v);
+        fputs("</td></tr>\n", f);
+    }
+}
+
+void gck_html_records(FILE *f, const json_t *records, const gck_html_column *cols, int ncols,
+                      const char *(*row_class)(const json_t *record)) {
+    fputs("<table><tr>", f);
+    for (int c = 0; c < ncols; c++) {
+        fputs("<th>", f);
+        gck_html_text(f, cols[c].heading);
+        fputs("</th>", f);
+    }
+    fputs("</tr>\n", f);
+    size_t i;
+    json_t *r;
+    json_array_foreach(records, i, r) {
+        const char *cls = row_class ? row_class(r) : NULL;
+        fprintf(f, "<tr%s%s%s>", cls ? " class=\"" : "", cls ? cls : "", cls ? "\"" : "");
+        for (int c = 0; c < ncols; c++) {
+            const json_t *v = json_object_get(r, cols[c].key);
+            fputs(cols[c].style == GCK_HTML_SMALL ? "<td class=\"small\">" : "<td>", f);
+            if (cols[c].style == GCK_HTML_REPRO) gck_html_repro(f, json_string_value(v));
+            if (cols[c].style == GCK_HTML_CODE) fputs("<code>", f);
+            if (cols[c].style != GCK_HTML_REPRO) gck_html_json(f, v);
+            fputs(cols[c].style == GCK_HTML_CODE ? "</code></td>" : "</td>", f);
+        }
+        fputs("</tr>\n", f);
+    }
+    fputs("</table>\n", f);
+}
+
+void gck_html_object_table(FILE *f, const json_t *o) {
+    fputs("<table>\n", f);
+    object_rows(f, o, "");
+    fputs("</table>\n", f);
+}
+
+/* ---- the campaign's page ------------------------------------------------------------------- */
+
+static int64_t count(const json_t *o, const char *key) {
+    return (int64_t)json_integer_value(json_object_get(o, key));
+}
+
+/* The outcome class of a support-matrix entry, and its word. */
+static const char *entry_class(const json_t *e, const char **word) {
+    int64_t pass = count(e, "pass"), fail = count(e, "fail"), unsup = count(e, "unsupported");
+    if (fail) return *word = "findings", "bad";
+    if (pass) return *word = "pass", "ok";
+    if (unsup) return *word = "unsupported", "unsup";
+    return *word = "not run", "none";
+}
+
+static void backends_table(FILE *f, const json_t *report) {
+    const json_t *bes = json_object_get(json_object_get(report, "environment"), "backends"),
+                 *mat = json_object_get(json_object_get(report, "summary"), "support_matrix");
+    fputs("<h2>Backends</h2>\n<table><tr><th>backend</th><th>status</th><th>version</th>"
+          "<th>cases</th><th>pass</th><th>with findings</th><th>unsupported</th></tr>\n",
+          f);
+    size_t i, j;
+    json_t *b, *e;
+    json_array_foreach(bes, i, b) {
+        const char *name = json_string_value(json_object_get(b, "backend")),
+                   *status = json_string_value(json_object_get(b, "status"));
+        int64_t pass = 0, fail = 0, unsup = 0;
+        json_array_foreach(mat, j, e) {
+            if (!name || !json_equal(json_object_get(b, "backend"), json_object_get(e, "backend")))
+                continue;
+            pass += count(e, "pass"), fail += count(e, "fail"), unsup += count(e, "unsupported");
+        }
+        const char *cls = status && strcmp(status, "ran") ? "unsup" : fail ? "bad" : "ok";
+        fprintf(f, "<tr class=\"%s\"><td>", cls);
+        gck_html_text(f, name);
+        fputs("</td><td>", f);
+        gck_html_text(f, status);
+        fputs("</td><td class=\"small\">", f);
+        gck_html_json(f, json_object_get(b, "version"));
+        fprintf(f,
+                "</td><td class=\"num\">%lld</td><td class=\"num\">%lld</td><td "
+                "class=\"num\">%lld</td><td class=\"num\">%lld</td></tr>\n",
+                (long long)(pass + fail + unsup), (long long)pass, (long long)fail,
+                (long long)unsup);
+    }
+    fputs("</table>\n", f);
+}
+
+void gck_html_ratio_histogram(FILE *f, const int64_t *bins) {
+    gck_html_histogram(f, bins, GCK_RATIO_BINS, gck_html_ratio_labels, 270, 40, GCK_RATIO_BINS - 1);
+}
+
+void gck_html_matrix(FILE *f, const json_t *summary) {
+    const json_t *mat = json_object_get(summary, "support_matrix");
+    fputs("<h2>Support matrix</h2>\n<p class=\"small\">One row per backend and type tuple (A, B, "
+          "C, D element types and the compute type), coloured by outcome: pass, findings, "
+          "unsupported (refused as the backend declares), not run. The histogram counts the "
+          "checked elements by error/bound (log scale; red: beyond the bound).</p>\n"
+          "<table><tr><th>backend</th><th>types</th><th>compute</th><th>outcome</th><th>pass</th>"
+          "<th>findings</th><th>unsupported</th><th>max tight ratio</th>"
+          "<th>error/bound of the elements</th></tr>\n",
+          f);
+    size_t i;
+    json_t *e;
+    json_array_foreach(mat, i, e) {
+        const char *word, *cls = entry_class(e, &word);
+        fprintf(f, "<tr class=\"%s\"><td>", cls);
+        gck_html_json(f, json_object_get(e, "backend"));
+        fputs("</td><td>", f);
+        gck_html_json(f, json_object_get(e, "types"));
+        fputs("</td><td>", f);
+        gck_html_json(f, json_object_get(e, "compute"));
+        fprintf(f,
+                "</td><td>%s</td><td class=\"num\">%lld</td><td class=\"num\">%lld</td><td "
+                "class=\"num\">%lld</td><td class=\"num\">",
+                word, (long long)count(e, "pass"), (long long)count(e, "fail"),
+                (long long)count(e, "unsupported"));
+        if (count(e, "pass") + count(e, "fail"))
+            gck_html_json(f, json_object_get(e, "max_tight_ratio"));
+        fputs("</td><td>", f);
+        const json_t *bins = json_object_get(e, "ratio_bins");
+        int64_t c[GCK_RATIO_BINS] = {0}, total = 0;
+        for (int b = 0; b < GCK_RATIO_BINS; b++)
+            total += c[b] = (int64_t)json_integer_value(json_array_get(bins, (size_t)b));
+        if (total) gck_html_ratio_histogram(f, c);
+        fputs("</td></tr>\n", f);
+    }
+    fputs("</table>\n", f);
+}
+
+void gck_html_findings(FILE *f, const json_t *causes, const json_t *findings) {
+    fprintf(f, "<h2>Findings: %zu distinct, from %zu causes</h2>\n", json_array_size(findings),
+            json_array_size(causes));
+    size_t i;
+    json_t *c;
+    json_array_foreach(causes, i, c) {
+        fputs("<details open=\"open\"><summary class=\"bad\">", f);
+        gck_html_printf(f, "%s in %s: %s (%lld findings, %lld cases, %lld tuples, %lld shapes)",
+                        json_string_value(json_object_get(c, "kind")),
+                        json_string_value(json_object_get(c, "backend")),
+                        json_string_value(json_object_get(c, "rule")),
+                        (long long)count(c, "findings"), (long long)count(c, "cases"),
+                        (long long)count(c, "tuples"), (long long)count(c, "shapes"));
+        fputs("</summary>\n<p>Its smallest reproducer:</p>\n", f);
+        gck_html_repro(f, json_string_value(json_object_get(c, "reproduce")));
+        fputs("</details>\n", f);
+    }
+    if (!json_array_size(findings)) return;
+    static const gck_html_column cols[] = {{"kind", "kind", GCK_HTML_PLAIN},
+                                           {"backend", "backend", GCK_HTML_PLAIN},
+                                           {"details", "details", GCK_HTML_SMALL},
+                                           {"reproducer", "reproduce", GCK_HTML_REPRO}};
+    fputs("<details><summary>Every finding</summary>\n", f);
+    gck_html_records(f, findings, cols, 4, NULL);
+    fputs("</details>\n", f);
+}
+
+void gck_html_campaign(FILE *f, const json_t *report) {
+    const json_t *sum = json_object_get(report, "summary");
+    gck_html_begin(f, "gemmcheck campaign");
+    gck_html_printf(f, "%lld cases in %.1f s, %lld with findings; seed ",
+                    (long long)count(sum, "cases"),
+                    json_number_value(json_object_get(sum, "seconds")),
+                    (long long)count(json_object_get(sum, "outcomes"), "findings"));
+    gck_html_json(f, json_object_get(sum, "seed"));
+    fputs(", shard ", f);
+    gck_html_json(f, json_object_get(sum, "shard"));
+    backends_table(f, report);
+    gck_html_findings(f, json_object_get(report, "causes"), json_object_get(report, "findings"));
+    gck_html_matrix(f, sum);
+    fputs("<h2>Environment</h2>\n", f);
+    gck_html_object_table(f, json_object_get(report, "environment"));
+    gck_html_end(f);
+}
+
+bool gck_html_campaign_file(const json_t *report, const char *path, char *err, size_t len) {
+    FILE *f = fopen(path, "w");
+    if (!f) return snprintf(err, len, "cannot write %s: %s", path, strerror(errno)), false;
+    gck_html_campaign(f, report);
+    if (fclose(f) != 0)
+        return snprintf(err, len, "cannot write %s: %s", path, strerror(errno)), false;
+    return true;
+}
