@@ -53,8 +53,25 @@ static gck_case row_case(const gck_support_row *row, int64_t m, int64_t n, int64
     return c;
 }
 
-/* Run c with A, B, C given as doubles (exact values of their types; cv may be NULL: zeros) and
- * read D into d (m*n, column-major). false with the reason in pr->why. */
+/* Element (r, s) of the logical matrix x of c (rows r < nr, columns s < ns; column-major in
+ * v, v NULL: zeros) stored into its buffer, or (load) read from it into v. */
+static void place(const gck_case *c, gck_operand x, void *buf, double *v, int64_t nr, int64_t ns,
+                  bool load) {
+    int64_t rs, cs;
+    gck_case_op_strides(c, x, &rs, &cs);
+    gck_format t = gck_case_type(c, x);
+    for (int64_t q = 0; q < ns; q++)
+        for (int64_t r = 0; r < nr; r++) {
+            if (load)
+                v[r + q * nr] = gck_load(buf, t, r * rs + q * cs);
+            else
+                gck_store(buf, t, r * rs + q * cs, v ? v[r + q * nr] : 0.0);
+        }
+}
+
+/* Run c (any layout) with op(A), op(B), C given as doubles, column-major (exact values of their
+ * types; cv may be NULL: zeros), and read D into d (m*n, column-major). false with the reason
+ * in pr->why. */
 static bool run(probe *pr, const gck_case *c, const double *av, const double *bv, const double *cv,
                 double *d) {
     char msg[256];
@@ -62,13 +79,16 @@ static bool run(probe *pr, const gck_case *c, const double *av, const double *bv
         snprintf(pr->why, sizeof pr->why, "probe case invalid: %.200s", msg);
         return false;
     }
-    int64_t na = c->m * c->k, nb = c->k * c->n, nc = c->m * c->n;
+    int64_t na = gck_case_extent(c, GCK_A), nb = gck_case_extent(c, GCK_B),
+            nc = gck_case_extent(c, GCK_C);
     void *a = calloc((size_t)na, 8), *b = calloc((size_t)nb, 8), *cc = calloc((size_t)nc, 8),
-         *dd = c->d_is_c ? cc : calloc((size_t)nc, 8);
+         *dd = c->d_is_c ? cc : calloc((size_t)gck_case_extent(c, GCK_D), 8);
     bool ok = a && b && cc && dd;
-    for (int64_t e = 0; ok && e < na; e++) gck_store(a, c->type_a, e, av[e]);
-    for (int64_t e = 0; ok && e < nb; e++) gck_store(b, c->type_b, e, bv[e]);
-    for (int64_t e = 0; ok && e < nc; e++) gck_store(cc, c->type_c, e, cv ? cv[e] : 0.0);
+    if (ok) {
+        place(c, GCK_A, a, (double *)av, c->m, c->k, false);
+        place(c, GCK_B, b, (double *)bv, c->k, c->n, false);
+        place(c, GCK_C, cc, (double *)cv, c->m, c->n, false);
+    }
     if (!ok) snprintf(pr->why, sizeof pr->why, "out of memory for a %s probe", "GEMM");
     if (ok) {
         gck_operands ops = {a,
@@ -76,7 +96,8 @@ static bool run(probe *pr, const gck_case *c, const double *av, const double *bv
                             cc,
                             dd,
                             {a, b, cc, dd},
-                            {(size_t)na * 8, (size_t)nb * 8, (size_t)nc * 8, (size_t)nc * 8}};
+                            {(size_t)na * 8, (size_t)nb * 8, (size_t)nc * 8,
+                             (size_t)gck_case_extent(c, GCK_D) * 8}};
         gck_fpenv env;
         gck_fpenv_save(&env);
         msg[0] = '\0';
@@ -87,7 +108,7 @@ static bool run(probe *pr, const gck_case *c, const double *av, const double *bv
                      st == GCK_CALL_NOT_SUPPORTED ? "not supported" : "error", msg);
             ok = false;
         }
-        for (int64_t e = 0; ok && e < nc; e++) d[e] = gck_load(dd, gck_case_type(c, GCK_D), e);
+        if (ok) place(c, GCK_D, dd, d, c->m, c->n, true);
     }
     free(a);
     free(b);
@@ -160,8 +181,20 @@ static bool order_scale(const gck_case *c, int64_t k, int *em, int *eu, char *wh
 /* Measure L(i, j) for the pairs on shape m x (up to MAX_COLS) x k; a column per pair, and a
  * control column of units only in every call. false (why) when a read is not a whole number of
  * units below K or the rows disagree. */
-static bool order_measure(probe *pr, int64_t m, int64_t k, const int64_t *ii, const int64_t *jj,
-                          int64_t np, int64_t *lca, uint32_t *digest) {
+/* The layouts the order is probed in besides the plain one (column-major, no transposes, tight
+ * leading dimensions): where libraries switch to other packing or kernels. */
+typedef enum layout { PLAIN = 0, ROW_MAJOR, A_TRANSPOSED, LDA_PADDED } layout;
+
+static gck_case layout_case(const gck_support_row *row, int64_t m, int64_t n, int64_t k, layout l) {
+    gck_case c = row_case(row, m, n, k);
+    if (l == ROW_MAJOR) c.order = GCK_ROW_MAJOR, c.lda = k, c.ldb = n, c.ldc = c.ldd = n;
+    if (l == A_TRANSPOSED) c.transa = GCK_OP_T, c.lda = k;
+    if (l == LDA_PADDED) c.lda = m + 3;
+    return c;
+}
+
+static bool order_measure(probe *pr, int64_t m, int64_t k, layout l, const int64_t *ii,
+                          const int64_t *jj, int64_t np, int64_t *lca, uint32_t *digest) {
     gck_case c0 = row_case(pr->row, m, 1, k);
     int em, eu;
     if (!order_scale(&c0, k, &em, &eu, pr->why, sizeof pr->why)) return false;
@@ -173,7 +206,7 @@ static bool order_measure(probe *pr, int64_t m, int64_t k, const int64_t *ii, co
     for (int64_t e = 0; ok && e < m * k; e++) av[e] = 1.0;
     for (int64_t p0 = 0; ok && p0 < np; p0 += per) {
         int64_t cols = (np - p0 < per ? np - p0 : per) + 1;
-        gck_case c = row_case(pr->row, m, cols, k);
+        gck_case c = layout_case(pr->row, m, cols, k, l);
         for (int64_t e = 0; e < k * cols; e++) bv[e] = u;
         for (int64_t q = 1; q < cols; q++) {
             bv[(q - 1) * k + ii[p0 + q - 1]] = M; /* column q-1 probes pair p0+q-1 */
@@ -213,30 +246,33 @@ static bool order_measure(probe *pr, int64_t m, int64_t k, const int64_t *ii, co
     return ok;
 }
 
-static void probe_order(probe *pr, gck_fingerprint *fp, int64_t m, int64_t k, int pacc,
-                        uint32_t *digest) {
-    char name[GCK_FP_NAME], probe_txt[GCK_FP_PROBE];
-    snprintf(name, sizeof name, "order K=%lld (M=%lld)", (long long)k, (long long)m);
+/* The order at K over M rows in layout l, as the property `name` (its value prefixed by
+ * `prefix`); the tree into *t when one is recognised. */
+static bool probe_order(probe *pr, gck_fingerprint *fp, const char *name, const char *prefix,
+                        int64_t m, int64_t k, layout l, int pacc, gck_fp_tree *out) {
+    char probe_txt[GCK_FP_PROBE];
+    bool found = false;
     if (pacc && pacc < 62 && k > (1ll << pacc)) {
         gck_fp_add(fp, name, "needs partial sums that count up to K units exactly",
-                   "undecided: the accumulation keeps %d bits, too few to count %lld units", pacc,
-                   (long long)k);
-        return;
+                   "%sundecided: the accumulation keeps %d bits, too few to count %lld units",
+                   prefix, pacc, (long long)k);
+        return false;
     }
     int64_t *ii = NULL, *jj = NULL, np = order_pairs(k, &ii, &jj);
     int64_t *lca = malloc((size_t)(np > 0 ? np : 1) * sizeof *lca);
     gck_fp_tree t;
     if (!np || !lca)
-        gck_fp_add(fp, name, "out of memory", "undecided");
-    else if (!order_measure(pr, m, k, ii, jj, np, lca, digest))
-        gck_fp_add(fp, name, pr->why, "undecided");
+        gck_fp_add(fp, name, "out of memory", "%sundecided", prefix);
+    else if (!order_measure(pr, m, k, l, ii, jj, np, lca, NULL))
+        gck_fp_add(fp, name, pr->why, "%sundecided", prefix);
     else {
         snprintf(probe_txt, sizeof probe_txt, "+-M pairs (FPRev): %s %lld pairs, one column each",
                  k <= FULL_TREE_K ? "all" : "(0,q), (q-1,q) and random:", (long long)np);
-        if (gck_fp_tree_match(k, ii, jj, lca, np, &t)) {
+        if ((found = gck_fp_tree_match(k, ii, jj, lca, np, &t))) {
             char desc[GCK_FP_VALUE];
             gck_fp_tree_describe(&t, desc, sizeof desc);
-            gck_fp_add(fp, name, probe_txt, "%s", desc);
+            gck_fp_add(fp, name, probe_txt, "%s%s", prefix, desc);
+            if (out) *out = t;
         } else {
             /* the evidence: where the profile L(0, q) departs from q+1 */
             char at[120] = "";
@@ -247,13 +283,59 @@ static void probe_order(probe *pr, gck_fingerprint *fp, int64_t m, int64_t k, in
                     len += (size_t)snprintf(at + len, sizeof at - len, "%s%lld->%lld",
                                             len ? ", " : "", (long long)jj[p], (long long)lca[p]);
             gck_fp_add(fp, name, probe_txt,
-                       "not a recognised tree: L(0,q) departs from q+1 at %lld q (q->L: %s%s)",
-                       (long long)steps, at, steps > 8 ? ", ..." : "");
+                       "%snot a recognised tree: L(0,q) departs from q+1 at %lld q (q->L: %s%s)",
+                       prefix, (long long)steps, at, steps > 8 ? ", ..." : "");
         }
     }
     free(ii);
     free(jj);
     free(lca);
+    return found;
+}
+
+/* The orders: K = 16 to 2048 (plain layout), then where libraries switch paths: a GEMV-shaped
+ * call (M = 1), row-major storage (when the row supports it), op(A) = A^T and a padded lda at
+ * K = 64, and K one below and above the first block the K = 2048 probe found (a KC) and one past
+ * two blocks. */
+static void probe_orders(probe *pr, gck_fingerprint *fp, int pacc) {
+    static const struct {
+        int64_t m, k;
+        layout l;
+        const char *what;
+    } plan[] = {{4, 16, PLAIN, ""},
+                {4, 64, PLAIN, ""},
+                {2, 256, PLAIN, ""},
+                {2, 1000, PLAIN, ""},
+                {1, 1024, PLAIN, ""},
+                {2, 2048, PLAIN, ""},
+                {1, 256, PLAIN, ""},
+                {4, 64, ROW_MAJOR, ", row-major"},
+                {4, 64, A_TRANSPOSED, ", A^T"},
+                {4, 64, LDA_PADDED, ", lda = M + 3"}};
+    gck_fp_tree t2048 = {.nblocks = 0};
+    for (size_t s = 0; s < sizeof plan / sizeof *plan; s++) {
+        if (plan[s].l == ROW_MAJOR && !(pr->row->promises & GCK_PROMISE_ROW_MAJOR)) continue;
+        char name[GCK_FP_NAME];
+        snprintf(name, sizeof name, "order K=%lld (M=%lld%s)", (long long)plan[s].k,
+                 (long long)plan[s].m, plan[s].what);
+        pr->why[0] = '\0';
+        probe_order(pr, fp, name, "", plan[s].m, plan[s].k, plan[s].l, pacc,
+                    plan[s].k == 2048 ? &t2048 : NULL);
+    }
+    int64_t b = t2048.nblocks > 1 ? t2048.ends[0] : 0;
+    static const char *const edges[] = {"first block - 1", "first block + 1", "two blocks + 1"};
+    for (int e = 0; e < 3; e++) {
+        int64_t k = e == 0 ? b - 1 : e == 1 ? b + 1 : 2 * b + 1;
+        char name[GCK_FP_NAME], prefix[32];
+        snprintf(name, sizeof name, "order K=%s (M=2)", edges[e]);
+        snprintf(prefix, sizeof prefix, "K=%lld: ", (long long)k);
+        pr->why[0] = '\0';
+        if (b > 2)
+            probe_order(pr, fp, name, prefix, 2, k, PLAIN, pacc, NULL);
+        else
+            gck_fp_add(fp, name, "the blocks of the K=2048 order",
+                       "undecided: no block structure was found at K = 2048");
+    }
 }
 
 /* ---- products, fused multiply-add ------------------------------------------------------ */
@@ -725,21 +807,17 @@ static int probe_accumulator(probe *pr, gck_fingerprint *fp) {
 /* ---- the plan ------------------------------------------------------------------------------ */
 
 void gck_fingerprint_row(gck_backend *be, const gck_support_row *row, gck_fingerprint *fp) {
-    static const struct {
-        int64_t m, k;
-    } orders[] = {{4, 16}, {4, 64}, {2, 256}, {2, 1000}, {1, 1024}, {2, 2048}};
     probe pr = {be, row, ""};
     memset(fp, 0, sizeof *fp);
     int pacc = probe_accumulator(&pr, fp);
     uint32_t first = 0, again = 0;
-    for (size_t s = 0; s < sizeof orders / sizeof orders[0]; s++)
-        probe_order(&pr, fp, orders[s].m, orders[s].k, pacc, NULL);
+    probe_orders(&pr, fp, pacc);
     /* run to run: the K = 1000 probe's calls twice, their reads digested */
     pr.why[0] = '\0';
     int64_t *ii = NULL, *jj = NULL, np = order_pairs(1000, &ii, &jj);
     int64_t *lca = malloc((size_t)(np > 0 ? np : 1) * sizeof *lca);
-    if (np && lca && order_measure(&pr, 2, 1000, ii, jj, np, lca, &first) &&
-        order_measure(&pr, 2, 1000, ii, jj, np, lca, &again))
+    if (np && lca && order_measure(&pr, 2, 1000, PLAIN, ii, jj, np, lca, &first) &&
+        order_measure(&pr, 2, 1000, PLAIN, ii, jj, np, lca, &again))
         gck_fp_add(fp, "run to run", "the K=1000 order probe twice, every read compared",
                    first == again ? "identical bits" : "different bits");
     else
