@@ -55,18 +55,22 @@ static gck_case row_case(const gck_support_row *row, int64_t m, int64_t n, int64
 
 /* Element (r, s) of the logical matrix x of c (rows r < nr, columns s < ns; column-major in
  * v, v NULL: zeros) stored into its buffer, or (load) read from it into v. */
-static void place(const gck_case *c, gck_operand x, void *buf, double *v, int64_t nr, int64_t ns,
+static bool place(const gck_case *c, gck_operand x, void *buf, double *v, int64_t nr, int64_t ns,
                   bool load) {
-    int64_t rs, cs;
+    int64_t rs, cs, st = gck_case_stride(c, x);
     gck_case_op_strides(c, x, &rs, &cs);
     gck_format t = gck_case_type(c, x);
-    for (int64_t q = 0; q < ns; q++)
-        for (int64_t r = 0; r < nr; r++) {
-            if (load)
-                v[r + q * nr] = gck_load(buf, t, r * rs + q * cs);
-            else
-                gck_store(buf, t, r * rs + q * cs, v ? v[r + q * nr] : 0.0);
-        }
+    bool same = true; /* every batch member gets the same values; loaded, they must agree */
+    for (int64_t b = 0; b < c->batch; b++)
+        for (int64_t q = 0; q < ns; q++)
+            for (int64_t r = 0; r < nr; r++) {
+                int64_t e = b * st + r * rs + q * cs;
+                double got = load ? gck_load(buf, t, e) : 0;
+                if (load && b == 0) v[r + q * nr] = got;
+                if (load && b > 0) same &= !memcmp(&got, &v[r + q * nr], sizeof got);
+                if (!load) gck_store(buf, t, e, v ? v[r + q * nr] : 0.0);
+            }
+    return same;
 }
 
 /* Run c (any layout) with op(A), op(B), C given as doubles, column-major (exact values of their
@@ -108,7 +112,10 @@ static bool run(probe *pr, const gck_case *c, const double *av, const double *bv
                      st == GCK_CALL_NOT_SUPPORTED ? "not supported" : "error", msg);
             ok = false;
         }
-        if (ok) place(c, GCK_D, dd, d, c->m, c->n, true);
+        if (ok && !place(c, GCK_D, dd, d, c->m, c->n, true)) {
+            snprintf(pr->why, sizeof pr->why, "the batch members' results differ (same inputs)");
+            ok = false;
+        }
     }
     free(a);
     free(b);
@@ -183,13 +190,18 @@ static bool order_scale(const gck_case *c, int64_t k, int *em, int *eu, char *wh
  * units below K or the rows disagree. */
 /* The layouts the order is probed in besides the plain one (column-major, no transposes, tight
  * leading dimensions): where libraries switch to other packing or kernels. */
-typedef enum layout { PLAIN = 0, ROW_MAJOR, A_TRANSPOSED, LDA_PADDED } layout;
+typedef enum layout { PLAIN = 0, ROW_MAJOR, A_TRANSPOSED, LDA_PADDED, BATCHED } layout;
 
 static gck_case layout_case(const gck_support_row *row, int64_t m, int64_t n, int64_t k, layout l) {
     gck_case c = row_case(row, m, n, k);
     if (l == ROW_MAJOR) c.order = GCK_ROW_MAJOR, c.lda = k, c.ldb = n, c.ldc = c.ldd = n;
     if (l == A_TRANSPOSED) c.transa = GCK_OP_T, c.lda = k;
     if (l == LDA_PADDED) c.lda = m + 3;
+    if (l == BATCHED) {
+        c.batch = 3;
+        c.stride_a = gck_case_footprint(&c, GCK_A), c.stride_b = gck_case_footprint(&c, GCK_B);
+        c.stride_c = c.stride_d = gck_case_footprint(&c, GCK_C);
+    }
     return c;
 }
 
@@ -294,9 +306,9 @@ static bool probe_order(probe *pr, gck_fingerprint *fp, const char *name, const 
 }
 
 /* The orders: K = 16 to 2048 (plain layout), then where libraries switch paths: a GEMV-shaped
- * call (M = 1), row-major storage (when the row supports it), op(A) = A^T and a padded lda at
- * K = 64, and K one below and above the first block the K = 2048 probe found (a KC) and one past
- * two blocks. */
+ * call (M = 1), row-major storage and a strided batch of 3 (when the row supports them),
+ * op(A) = A^T and a padded lda at K = 64, and K one below and above the first block the K = 2048
+ * probe found (a KC) and one past two blocks. */
 static void probe_orders(probe *pr, gck_fingerprint *fp, int pacc) {
     static const struct {
         int64_t m, k;
@@ -311,10 +323,13 @@ static void probe_orders(probe *pr, gck_fingerprint *fp, int pacc) {
                 {1, 256, PLAIN, ""},
                 {4, 64, ROW_MAJOR, ", row-major"},
                 {4, 64, A_TRANSPOSED, ", A^T"},
-                {4, 64, LDA_PADDED, ", lda = M + 3"}};
+                {4, 64, LDA_PADDED, ", lda = M + 3"},
+                {4, 64, BATCHED, ", batch 3"}};
     gck_fp_tree t2048 = {.nblocks = 0};
     for (size_t s = 0; s < sizeof plan / sizeof *plan; s++) {
-        if (plan[s].l == ROW_MAJOR && !(pr->row->promises & GCK_PROMISE_ROW_MAJOR)) continue;
+        if ((plan[s].l == ROW_MAJOR && !(pr->row->promises & GCK_PROMISE_ROW_MAJOR)) ||
+            (plan[s].l == BATCHED && !(pr->row->promises & GCK_PROMISE_BATCHED)))
+            continue;
         char name[GCK_FP_NAME];
         snprintf(name, sizeof name, "order K=%lld (M=%lld%s)", (long long)plan[s].k,
                  (long long)plan[s].m, plan[s].what);
