@@ -123,6 +123,9 @@ Test(certify, zoo_orders_are_recovered_exactly, .timeout = 600) {
          "pairwise (recursive halves down to sequential runs of at most 4 terms)", "NaN (IEEE)"},
         {"split-k", "fused multiply-add into the running sum (the first product rounded alone)",
          BLOCKS("22"), BLOCKS("334"), "NaN (IEEE)"},
+        /* alpha times each rounded product, the sum in blocks of 8 */
+        {"alpha-each", "rounded to f32 before the addition (no FMA)", BLOCKS("8"), BLOCKS("8"),
+         "NaN (IEEE)"},
     };
     for (size_t z = 0; z < sizeof zoo / sizeof zoo[0]; z++) {
         char spec[512];
@@ -215,6 +218,11 @@ Test(certify, the_accumulator_probes_recover_known_arithmetic, .timeout = 600) {
          "undecided: the accumulation keeps 8 bits, too few to count 1000 units"},
         {"upgrade:truncating", "accumulator rounding", "toward zero (truncation)"},
         {"upgrade:truncating", "accumulator bits", "24 bits, the precision of f32"},
+        {"upgrade:ftz", "subnormal A", "treated as zero (DAZ)"},
+        {"upgrade:ftz", "subnormal B", "treated as zero (DAZ)"},
+        {"upgrade:ftz", "subnormal results", "flushed to zero (FTZ)"},
+        {"upgrade:base", "subnormal results", "kept"},
+        {"upgrade:base", "subnormal A", "honoured"},
         {"upgrade:base", "normalisation", "after every addition"},
         {"upgrade:block-fma8", "normalisation", "once per block of 8 terms (a block FMA)"},
         {"zoo:pairwise", "normalisation", "after every addition"},

@@ -15,9 +15,11 @@
  *   transpose-wrong with op(A) = A^T, the sign of alpha lost: wrong for every input
  *   size-wrong     with M = 17, D(0,0) off by 1%: right for every other size
  *   truncating     every operation rounded toward zero (a truncating accumulator)
+ *   ftz            the x86 flush-to-zero and denormals-are-zero modes on (MXCSR; declared)
  *   block-fma8     products summed exactly in blocks of 8 and each block added to the
  *                  accumulator with one rounding (a block FMA, as tensor cores; declared) */
 #include <fenv.h>
+#include <immintrin.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,12 +40,13 @@ typedef enum change {
     TRANSPOSE_WRONG,
     SIZE_WRONG,
     TRUNCATING,
-    BLOCK_FMA8
+    BLOCK_FMA8,
+    FTZ
 } change;
 
 static const char *const names[] = {"base",       "tf32",       "splitk-bf16", "kc256",
                                     "kc384",      "threads",    "beta-c-bf16", "transpose-wrong",
-                                    "size-wrong", "truncating", "block-fma8"};
+                                    "size-wrong", "truncating", "block-fma8",  "ftz"};
 static change kind;
 
 typedef struct up_state {
@@ -66,6 +69,7 @@ static gck_status u_init(void **state, const char *arg, char *msg, size_t len) {
     gck_ref_model rm = model(0);
     gck_model m = gck_ref_model_declared(&rm);
     if (kind == BLOCK_FMA8) m.acc = GCK_ACC_BLOCK_FMA, m.block = 8;
+    if (kind == FTZ) m.ftz = m.daz = true;
     if (kind == TF32) m.inputs_rounded = true, m.input_format = GCK_TF32; /* declared */
     s->row = (gck_support_row){GCK_F32,
                                GCK_F32,
@@ -186,6 +190,8 @@ static gck_call_status u_call(void *state, const gck_case *c, const gck_support_
         cv = rc = rounded(o->c, gck_case_extent(c, GCK_C), GCK_BF16);
     if (kind == TRANSPOSE_WRONG && c->transa == GCK_OP_T) cc.alpha = -c->alpha;
     if (kind == TRUNCATING) fesetround(FE_TOWARDZERO);
+    unsigned csr = _mm_getcsr();
+    if (kind == FTZ) _mm_setcsr(csr | 0x8040); /* FTZ (bit 15) and DAZ (bit 6) */
     if (kind == BLOCK_FMA8) {
         block_fma8(c, o);
         free(ra), free(rb), free(rc);
@@ -195,6 +201,7 @@ static gck_call_status u_call(void *state, const gck_case *c, const gck_support_
                         ? split_bf16(c, o, msg, len)
                         : gck_ref_gemm(&cc, &rm, a, b, cv, o->d, msg, len);
     fesetround(FE_TONEAREST);
+    _mm_setcsr(csr);
     if (st == GCK_OK && kind == SIZE_WRONG && c->m == 17 && c->n > 0)
         ((float *)o->d)[0] = ((float *)o->d)[0] * 1.01f + 0.01f;
     free(ra);
