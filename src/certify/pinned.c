@@ -3,6 +3,7 @@
  * error/bound, so that two certificates can be compared case by case. */
 #include "pinned.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,9 +79,13 @@ static double ulps(const gck_case *in_place, const operands *before, const void 
             for (int64_t i = 0; i < c->m; i++) {
                 int64_t e = b * st + i * rs + j * cs;
                 double got = gck_load(d, f, e), want = gck_load(x, f, e);
-                double u =
-                    isfinite(got) && isfinite(want) ? fabs(got - want) / gck_ulp(want, f) : 0;
-                worst = u > worst ? u : worst;
+                /* in long double, whose range holds any f64 difference over any f64 ulp; a
+                 * distance beyond the largest double is kept as that */
+                long double u = isfinite(got) && isfinite(want)
+                                    ? fabsl((long double)got - want) / gck_ulp(want, f)
+                                    : 0;
+                double du = u > DBL_MAX ? DBL_MAX : (double)u;
+                worst = du > worst ? du : worst;
             }
     free(x);
     return worst;

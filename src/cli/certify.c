@@ -136,6 +136,8 @@ static json_t *pinned_json(gck_backend *be, const gck_support_row *row, size_t n
                 ? json_pack("{s:s, s:s}", "case", cases[i].spec, "outcome", cases[i].outcome)
                 : json_pack("{s:s, s:s, s:f, s:f}", "case", cases[i].spec, "digest", hex, "ratio",
                             cases[i].ratio, "ulps", cases[i].ulps);
+        if (!o) /* a value JSON cannot hold (not finite): say so rather than lose the case */
+            o = json_pack("{s:s, s:s}", "case", cases[i].spec, "outcome", "not representable");
         json_array_append_new(a, o ? o : json_null());
     }
     free(cases);

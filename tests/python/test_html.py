@@ -155,3 +155,21 @@ def test_the_certificate_keeps_each_pinned_case_with_its_distance_in_ulps(pages)
     assert all(p["case"].startswith("gck1 ") and p["ulps"] >= 0 and p["ratio"] >= 0 for p in ran)
     in_place = [p for p in ran if " d=c " in p["case"]]
     assert in_place and any(p["ulps"] > 0 for p in in_place)
+
+
+def test_every_pinned_case_of_every_row_is_kept_even_beyond_the_range_of_ulps(
+        gemmcheck_binary, tmp_path):
+    """f64 results far from the exact value (huge inputs) are more ulps away than a double
+    holds; the case is kept with the largest double, not lost as null."""
+    zoo = _plugin("GEMMCHECK_ZOO_PLUGIN")
+    out = tmp_path / "netlib.json"
+    _run(gemmcheck_binary, "certify", "--backend", f"plugin:{zoo}:netlib", "--time", "0",
+         "--out", str(out))
+    import json
+    import math
+    rows = json.loads(out.read_text())["probed"]["rows"]
+    assert {r["tuple"] for r in rows} >= {"f32 f32 f32 f32 | f32", "f64 f64 f64 f64 | f64"}
+    for r in rows:
+        assert r["pinned"] and all(p is not None and "case" in p for p in r["pinned"]), r["tuple"]
+        assert all(math.isfinite(p["ulps"]) and p["ulps"] >= 0
+                   for p in r["pinned"] if "digest" in p), r["tuple"]
