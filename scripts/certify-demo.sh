@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The demonstrations of docs/CERTIFY.md: certificates of the reference GEMMs, OpenBLAS (its kernel
 # sets, one and two threads), netlib, BLIS (its OpenMP and pthread builds), and the compare of
-# each pair, into OUT (certificates *.json, compare outputs *.txt with the exit status).
+# each pair, into OUT (certificates *.json and *.html, compare outputs *.txt with the exit
+# status and *.html).
 # Usage: scripts/certify-demo.sh [--gemmcheck BIN] [--time S] [--out DIR]
 set -u
 gck=build/gemmcheck time_s=20 out=certify-demo
@@ -22,11 +23,11 @@ cert() { # NAME ENV... -- SPEC
   shift
   local t0=$(date +%s)
   env "${envs[@]}" "$gck" certify --backend "$1" --out "$out/$name.json" --time "$time_s" \
-      > "$out/$name.log" 2>&1
+      --html "$out/$name.html" > "$out/$name.log" 2>&1
   echo "certify $name ($1 ${envs[*]}): exit $? in $(( $(date +%s) - t0 )) s"
 }
 compare() { # OLD NEW
-  "$gck" compare "$out/$1.json" "$out/$2.json" > "$out/$1--$2.txt" 2>&1
+  "$gck" compare "$out/$1.json" "$out/$2.json" --html "$out/$1--$2.html" > "$out/$1--$2.txt" 2>&1
   local rc=$?
   echo "exit status $rc" >> "$out/$1--$2.txt"
   echo "compare $1 -> $2: exit $rc; $(grep -E '^(verdict|identical)' "$out/$1--$2.txt")"
