@@ -86,18 +86,25 @@ Test(certify, the_matcher_refuses_what_is_no_candidate) {
 /* ---- probes on backends of known arithmetic -------------------------------------------------- */
 
 /* The fingerprint of the backend's row with inputs t, D d and compute k. */
-static void fingerprint(const char *spec, gck_format t, gck_format d, gck_format k,
-                        gck_fingerprint *fp) {
+/* The fingerprint of the backend's row with inputs a and b, D d and compute k. */
+static void fingerprint_of(const char *spec, gck_format a, gck_format b, gck_format d, gck_format k,
+                           gck_fingerprint *fp) {
     gck_backend be;
     char msg[512];
     cr_assert_eq(gck_backend_open(&be, spec, msg, sizeof msg), GCK_OK, "%s", msg);
     const gck_support_row *rows;
     size_t n = be.ops->table(be.state, &rows), r = 0;
-    while (r < n && !(rows[r].a == t && rows[r].b == t && rows[r].d == d && rows[r].compute == k))
+    while (r < n && !(rows[r].a == a && rows[r].b == b && rows[r].d == d && rows[r].compute == k))
         r++;
-    cr_assert_lt(r, n, "%s has no %s row", spec, gck_format_get(t)->name);
+    cr_assert_lt(r, n, "%s has no %s x %s row", spec, gck_format_get(a)->name,
+                 gck_format_get(b)->name);
     gck_fingerprint_row(&be, &rows[r], fp);
     gck_backend_close(&be);
+}
+
+static void fingerprint(const char *spec, gck_format t, gck_format d, gck_format k,
+                        gck_fingerprint *fp) {
+    fingerprint_of(spec, t, t, d, k, fp);
 }
 
 static const char *value(const gck_fingerprint *fp, const char *name) {
@@ -169,6 +176,30 @@ Test(certify, the_reference_fingerprint_matches_its_declared_model, .timeout = 6
         cr_expect_str_eq(value(&fp, "subnormal results"), "kept", "%s", name);
         cr_expect_str_eq(value(&fp, "alpha=0 reads A"), "no (D = 1)", "%s", name);
         cr_expect_str_eq(value(&fp, "beta=0 reads C"), "no (D = 1)", "%s", name);
+    }
+}
+
+/* Mixed rows of the reference GEMMs, whose inputs are converted to a compute format narrower
+ * than one of them: the subnormal probes stay within the compute format's range and say
+ * undecided where it cannot hold the subnormal, instead of reading an overflow as "wrong" or a
+ * conversion as DAZ. */
+Test(certify, subnormal_probes_stay_within_the_compute_format, .timeout = 600) {
+    static const gck_format rows[][4] = {{GCK_BF16, GCK_F64, GCK_F16, GCK_F32},
+                                         {GCK_F16, GCK_F64, GCK_F32, GCK_F32},
+                                         {GCK_F32, GCK_F64, GCK_F32, GCK_F32},
+                                         {GCK_F64, GCK_F16, GCK_F64, GCK_F32},
+                                         {GCK_F16, GCK_F16, GCK_F16, GCK_F16}};
+    for (size_t r = 0; r < sizeof rows / sizeof *rows; r++) {
+        gck_fingerprint fp;
+        fingerprint_of("ref", rows[r][0], rows[r][1], rows[r][2], rows[r][3], &fp);
+        for (int side = 0; side < 2; side++) {
+            const char *v = value(&fp, side ? "subnormal B" : "subnormal A");
+            cr_expect(!strcmp(v, "honoured") || !strncmp(v, "undecided", 9), "row %zu %s: %s", r,
+                      side ? "B" : "A", v);
+        }
+        for (int p = 0; p < fp.count; p++)
+            cr_expect(strncmp(fp.props[p].value, "wrong", 5), "row %zu %s: %s (%s)", r,
+                      fp.props[p].name, fp.props[p].value, fp.props[p].probe);
     }
 }
 

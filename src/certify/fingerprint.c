@@ -126,6 +126,8 @@ static bool run(probe *pr, const gck_case *c, const double *av, const double *bv
 
 static const gck_format_info *fmt(gck_format f) { return gck_format_get(f); }
 
+static bool holds(gck_format f, double x) { return isfinite(x) && gck_round_to(x, f) == x; }
+
 /* ---- summation order --------------------------------------------------------------------- */
 
 enum { MAX_COLS = 512, FULL_TREE_K = 64 };
@@ -437,9 +439,16 @@ static void probe_subnormal_inputs(probe *pr, gck_fingerprint *fp) {
         double s = 2 * fs->min_subnormal; /* times 2^t, a normal of compute and D */
         int t = fo->emax - 1, es = fs->emin - fs->precision + 2;
         int lo = (fc->emin > fd->emin ? fc->emin : fd->emin) + 2;
+        if (t > fc->emax - 1) t = fc->emax - 1; /* 2^t and the product in the compute range */
         if (es + t > fd->emax - 1) t = fd->emax - 1 - es;
+        if (es + t > fc->emax - 1) t = fc->emax - 1 - es;
         char name[GCK_FP_NAME], probe_txt[GCK_FP_PROBE];
         snprintf(name, sizeof name, "subnormal %s", side ? "B" : "A");
+        if (!holds(pr->row->compute, s)) { /* inputs may be converted to the compute format */
+            gck_fp_add(fp, name, "a subnormal of the operand's type against the compute format",
+                       "undecided: %s cannot hold %s's subnormal 2^%d", fc->name, fs->name, es);
+            continue;
+        }
         if (es + t < lo) {
             gck_fp_add(fp, name, "a subnormal times the other type's largest power of two",
                        "undecided: the product stays below the normal range of %s or %s", fc->name,
@@ -514,8 +523,6 @@ static void probe_specials(probe *pr, gck_fingerprint *fp) {
 }
 
 /* ---- the accumulator: bits kept, rounding, where alpha and beta enter ----------------------- */
-
-static bool holds(gck_format f, double x) { return isfinite(x) && gck_round_to(x, f) == x; }
 
 /* Rows of K = ACC_K terms, B all ones: row r is big[r] at k = 0, small[r] at k = dist and
  * -big[r] at k = 2 dist, dist = acc_dist[r % ACC_D]; the distances bring the three terms into
