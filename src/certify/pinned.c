@@ -126,6 +126,8 @@ static void one(gck_backend *be, const gck_support_row *row, const gck_spec *s,
             out->digest = digest(o.at[GCK_D], o.bytes[GCK_D]);
             out->ratio = cr.max_ratio.ratio == cr.max_ratio.ratio ? cr.max_ratio.ratio : 0.0;
             out->ulps = ulps(c, &before, o.at[GCK_D]);
+            if (o.bytes[GCK_D] <= sizeof out->d) /* small: D itself, for element shifts */
+                memcpy(out->d, o.at[GCK_D], out->d_bytes = o.bytes[GCK_D]);
         }
     }
     release(&o);

@@ -14,11 +14,14 @@ int gck_pinned_per_row(size_t nrows);
  *  "unsupported", "error", "check failed", "out of memory"), and when ok the 64-bit FNV-1a of
  *  D's bytes, the largest error/bound of the exact check and the largest distance from the
  *  exact result in ulps of D's type (-1: not computed). */
+enum { GCK_PINNED_KEEP_BYTES = 1024 }; /**< D kept whole up to this many bytes */
 typedef struct gck_pinned_case {
     char spec[512];
     char outcome[24];
     uint64_t digest;
     double ratio, ulps;
+    unsigned char d[GCK_PINNED_KEEP_BYTES]; /**< D's bytes when they fit (d_bytes > 0) */
+    size_t d_bytes;
 } gck_pinned_case;
 
 /** Run the row's first `count` pinned cases on the backend into out. Returns the count. */

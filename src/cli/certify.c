@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <link.h>
+#include <nettle/base64.h>
 #include <nettle/sha2.h>
 #include <signal.h>
 #include <stdio.h>
@@ -136,6 +137,12 @@ static json_t *pinned_json(gck_backend *be, const gck_support_row *row, size_t n
                 ? json_pack("{s:s, s:s}", "case", cases[i].spec, "outcome", cases[i].outcome)
                 : json_pack("{s:s, s:s, s:f, s:f}", "case", cases[i].spec, "digest", hex, "ratio",
                             cases[i].ratio, "ulps", cases[i].ulps);
+        if (o && cases[i].d_bytes) {
+            char b64[BASE64_ENCODE_RAW_LENGTH(GCK_PINNED_KEEP_BYTES) + 1];
+            base64_encode_raw(b64, cases[i].d_bytes, cases[i].d);
+            b64[BASE64_ENCODE_RAW_LENGTH(cases[i].d_bytes)] = '\0';
+            json_object_set_new(o, "d", json_string(b64));
+        }
         if (!o) /* a value JSON cannot hold (not finite): say so rather than lose the case */
             o = json_pack("{s:s, s:s}", "case", cases[i].spec, "outcome", "not representable");
         json_array_append_new(a, o ? o : json_null());

@@ -1,7 +1,9 @@
 /* gemmcheck compare: what changed between two certificates of `gemmcheck certify`, in words a
  * user can act on, each difference classified, and whether any is a regression. */
+#include <float.h>
 #include <jansson.h>
 #include <math.h>
+#include <nettle/base64.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +12,8 @@
 #include "campaign.h"
 #include "certify.h"
 #include "cli.h"
+#include "gemmcheck/format.h"
+#include "gemmcheck/spec.h"
 
 static const char compare_help[] =
     "usage: gemmcheck compare OLD.json NEW.json [--fail-on-fingerprint] [--ignore-findings]\n"
@@ -201,13 +205,54 @@ static const char *classify(const char *name, const char *now, bool *regression)
     return "arithmetic-model change"; /* products, rounding, alpha/beta, subnormals, specials */
 }
 
+/* D of a pinned case kept whole (its "d", base64), decoded into buf; its size, 0 when absent. */
+static size_t kept_d(const json_t *pinned, unsigned char *buf, size_t cap) {
+    const char *b64 = json_string_value(json_object_get(pinned, "d"));
+    if (!b64) return 0;
+    size_t n = strlen(b64), out = cap;
+    struct base64_decode_ctx ctx;
+    base64_decode_init(&ctx);
+    if (BASE64_DECODE_LENGTH(n) > cap || !base64_decode_update(&ctx, &out, buf, n, b64) ||
+        !base64_decode_final(&ctx))
+        return 0;
+    return out;
+}
+
+/* The largest distance, in ulps of D's type at the old value, between the elements of two
+ * results of one case kept whole in both certificates; -1 when they are not comparable. */
+static double element_shift(const json_t *x, const json_t *y) {
+    unsigned char a[4096], b[4096];
+    size_t na = kept_d(x, a, sizeof a), nb = kept_d(y, b, sizeof b);
+    gck_spec s;
+    char msg[256];
+    const char *spec = json_string_value(json_object_get(y, "case"));
+    if (!na || na != nb || !spec || gck_spec_parse(spec, &s, msg, sizeof msg) != GCK_OK) return -1;
+    const gck_case *c = &s.c;
+    gck_format f = gck_case_type(c, GCK_D);
+    int64_t rs, cs, st = gck_case_stride(c, GCK_D), worst_e = -1;
+    gck_case_op_strides(c, GCK_D, &rs, &cs);
+    double worst = 0;
+    for (int64_t bt = 0; bt < c->batch; bt++)
+        for (int64_t j = 0; j < c->n; j++)
+            for (int64_t i = 0; i < c->m; i++) {
+                int64_t e = bt * st + i * rs + j * cs;
+                if ((size_t)(e + 1) * (size_t)gck_format_get(f)->storage_bytes > na) return -1;
+                double u = gck_load(a, f, e), v = gck_load(b, f, e);
+                if (!isfinite(u) || !isfinite(v)) continue;
+                long double d = fabsl((long double)u - v) / gck_ulp(u, f);
+                double dd = d > DBL_MAX ? DBL_MAX : (double)d;
+                if (dd > worst) worst = dd, worst_e = e;
+            }
+    return worst_e >= 0 || worst == 0 ? worst : -1;
+}
+
 /* The pinned cases, index by index: how many changed bits, the largest error/bound and
  * distance in ulps from the exact result before and after, the largest change of a case's
  * distance; a case now out of its bound, or a growth past --ratio-growth, is a regression, and
  * the smallest such case is kept as the reproducer. `explained`: the row's fingerprint changed. */
 static void pinned(tally *t, const char *tuple, const json_t *a, const json_t *b, bool explained) {
-    size_t n = json_array_size(a), changed = 0, over = 0;
-    double was = 0, now = 0, ulps_was = 0, ulps_now = 0, shift = 0;
+    size_t n = json_array_size(a), changed = 0, over = 0, kept = 0;
+    double was = 0, now = 0, ulps_was = 0, ulps_now = 0, shift = 0, elem = 0;
     const char *worst_changed = NULL;
     if (n != json_array_size(b)) {
         note(t, true, "crash or missing path", "%s: %zu pinned cases -> %zu (another corpus)",
@@ -228,6 +273,8 @@ static void pinned(tally *t, const char *tuple, const json_t *a, const json_t *b
         if (ry > 1) over++, smallest(t, spec);
         if ((dx || dy) && !(dx && dy && !strcmp(dx, dy))) {
             changed++;
+            double es = element_shift(x, y);
+            if (es >= 0) kept++, elem = es > elem ? es : elem;
             if (fabs(uy - ux) > shift || !worst_changed)
                 shift = fabs(uy - ux), worst_changed = spec;
         }
@@ -240,12 +287,15 @@ static void pinned(tally *t, const char *tuple, const json_t *a, const json_t *b
          : explained  ? classes[t->worst] /* the row's fingerprint change */
                       : "bits changed, no probe explains why",
          "%s: %zu of %zu pinned cases changed bits%s; largest error/bound %.3g -> %.3g, largest "
-         "distance from the exact result %.3g -> %.3g ulps (a case moved by up to %.3g)%s",
+         "distance from the exact result %.3g -> %.3g ulps (a case's largest distance moved by "
+         "up to %.3g); element by element, in the %zu changed cases small enough to keep D, "
+         "results up to %.3g ulps apart%s",
          tuple, changed, n,
          changed ? (explained ? " (the fingerprint changed too)"
                               : " (no probe of the fingerprint explains why)")
                  : "",
-         was, now, ulps_was, ulps_now, shift, over ? "; some now outside the bound" : "");
+         was, now, ulps_was, ulps_now, shift, kept, elem,
+         over ? "; some now outside the bound" : "");
 }
 
 static void fingerprint(tally *t, const char *tuple, const json_t *a, const json_t *b) {

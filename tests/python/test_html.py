@@ -155,6 +155,10 @@ def test_the_certificate_keeps_each_pinned_case_with_its_distance_in_ulps(pages)
     assert all(p["case"].startswith("gck1 ") and p["ulps"] >= 0 and p["ratio"] >= 0 for p in ran)
     in_place = [p for p in ran if " d=c " in p["case"]]
     assert in_place and any(p["ulps"] > 0 for p in in_place)
+    import base64
+    kept = [p for p in ran if "d" in p]  # small results kept whole, for element-wise shifts
+    assert 100 < len(kept) < len(ran)
+    assert all(0 < len(base64.b64decode(p["d"])) <= 1024 for p in kept)
 
 
 def test_every_pinned_case_of_every_row_is_kept_even_beyond_the_range_of_ulps(
