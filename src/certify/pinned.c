@@ -71,6 +71,13 @@ static double ulps(const gck_case *in_place, const operands *before, const void 
         free(x);
         return -1;
     }
+    double worst = gck_pinned_distance(c, x, d);
+    free(x);
+    return worst;
+}
+
+double gck_pinned_distance(const gck_case *c, const void *ref, const void *other) {
+    gck_format f = gck_case_type(c, GCK_D);
     int64_t rs, cs, st = gck_case_stride(c, GCK_D);
     gck_case_op_strides(c, GCK_D, &rs, &cs);
     double worst = 0;
@@ -78,7 +85,7 @@ static double ulps(const gck_case *in_place, const operands *before, const void 
         for (int64_t j = 0; j < c->n; j++)
             for (int64_t i = 0; i < c->m; i++) {
                 int64_t e = b * st + i * rs + j * cs;
-                double got = gck_load(d, f, e), want = gck_load(x, f, e);
+                double want = gck_load(ref, f, e), got = gck_load(other, f, e);
                 /* in long double, whose range holds any f64 difference over any f64 ulp; a
                  * distance beyond the largest double is kept as that */
                 long double u = isfinite(got) && isfinite(want)
@@ -87,7 +94,6 @@ static double ulps(const gck_case *in_place, const operands *before, const void 
                 double du = u > DBL_MAX ? DBL_MAX : (double)u;
                 worst = du > worst ? du : worst;
             }
-    free(x);
     return worst;
 }
 

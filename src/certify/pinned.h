@@ -24,6 +24,11 @@ typedef struct gck_pinned_case {
     size_t d_bytes;
 } gck_pinned_case;
 
+/** The largest distance between two results of case c (buffers laid out as its D), in ulps
+ *  of D's type at ref's value; elements where either is not finite are left out, a distance
+ *  beyond the largest double is that. */
+double gck_pinned_distance(const gck_case *c, const void *ref, const void *other);
+
 /** Run the row's first `count` pinned cases on the backend into out. Returns the count. */
 int gck_pinned_row(gck_backend *be, const gck_support_row *row, int count, gck_pinned_case *out);
 

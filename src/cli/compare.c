@@ -1,6 +1,5 @@
 /* gemmcheck compare: what changed between two certificates of `gemmcheck certify`, in words a
  * user can act on, each difference classified, and whether any is a regression. */
-#include <float.h>
 #include <jansson.h>
 #include <math.h>
 #include <nettle/base64.h>
@@ -14,6 +13,7 @@
 #include "cli.h"
 #include "gemmcheck/format.h"
 #include "gemmcheck/spec.h"
+#include "pinned.h"
 
 static const char compare_help[] =
     "usage: gemmcheck compare OLD.json NEW.json [--fail-on-fingerprint] [--ignore-findings]\n"
@@ -228,22 +228,9 @@ static double element_shift(const json_t *x, const json_t *y) {
     const char *spec = json_string_value(json_object_get(y, "case"));
     if (!na || na != nb || !spec || gck_spec_parse(spec, &s, msg, sizeof msg) != GCK_OK) return -1;
     const gck_case *c = &s.c;
-    gck_format f = gck_case_type(c, GCK_D);
-    int64_t rs, cs, st = gck_case_stride(c, GCK_D), worst_e = -1;
-    gck_case_op_strides(c, GCK_D, &rs, &cs);
-    double worst = 0;
-    for (int64_t bt = 0; bt < c->batch; bt++)
-        for (int64_t j = 0; j < c->n; j++)
-            for (int64_t i = 0; i < c->m; i++) {
-                int64_t e = bt * st + i * rs + j * cs;
-                if ((size_t)(e + 1) * (size_t)gck_format_get(f)->storage_bytes > na) return -1;
-                double u = gck_load(a, f, e), v = gck_load(b, f, e);
-                if (!isfinite(u) || !isfinite(v)) continue;
-                long double d = fabsl((long double)u - v) / gck_ulp(u, f);
-                double dd = d > DBL_MAX ? DBL_MAX : (double)d;
-                if (dd > worst) worst = dd, worst_e = e;
-            }
-    return worst_e >= 0 || worst == 0 ? worst : -1;
+    size_t bytes = (size_t)gck_case_extent(c, GCK_D) *
+                   (size_t)gck_format_get(gck_case_type(c, GCK_D))->storage_bytes;
+    return bytes == na ? gck_pinned_distance(c, a, b) : -1; /* D kept whole, as the case says */
 }
 
 /* The pinned cases, index by index: how many changed bits, the largest error/bound and
