@@ -192,13 +192,22 @@ static bool order_scale(const gck_case *c, int64_t k, int *em, int *eu, char *wh
  * units below K or the rows disagree. */
 /* The layouts the order is probed in besides the plain one (column-major, no transposes, tight
  * leading dimensions): where libraries switch to other packing or kernels. */
-typedef enum layout { PLAIN = 0, ROW_MAJOR, A_TRANSPOSED, LDA_PADDED, BATCHED } layout;
+typedef enum layout {
+    PLAIN = 0,
+    ROW_MAJOR,
+    A_TRANSPOSED,
+    LDA_PADDED,
+    LDB_LDC_PADDED,
+    BATCHED,
+    SKINNY_N /* one pair column and the control column per call: N = 2 */
+} layout;
 
 static gck_case layout_case(const gck_support_row *row, int64_t m, int64_t n, int64_t k, layout l) {
     gck_case c = row_case(row, m, n, k);
     if (l == ROW_MAJOR) c.order = GCK_ROW_MAJOR, c.lda = k, c.ldb = n, c.ldc = c.ldd = n;
     if (l == A_TRANSPOSED) c.transa = GCK_OP_T, c.lda = k;
     if (l == LDA_PADDED) c.lda = m + 3;
+    if (l == LDB_LDC_PADDED) c.ldb = k + 3, c.ldc = c.ldd = m + 3;
     if (l == BATCHED) {
         c.batch = 3;
         c.stride_a = gck_case_footprint(&c, GCK_A), c.stride_b = gck_case_footprint(&c, GCK_B);
@@ -213,7 +222,7 @@ static bool order_measure(probe *pr, int64_t m, int64_t k, layout l, const int64
     int em, eu;
     if (!order_scale(&c0, k, &em, &eu, pr->why, sizeof pr->why)) return false;
     double M = ldexp(1, em), u = ldexp(1, eu);
-    int64_t per = MAX_COLS - 1;
+    int64_t per = l == SKINNY_N ? 1 : MAX_COLS - 1;
     double *av = malloc((size_t)(m * k) * sizeof *av), *bv = malloc((size_t)(k * MAX_COLS) * 8),
            *d = malloc((size_t)(m * MAX_COLS) * sizeof *d);
     bool ok = av && bv && d;
@@ -307,10 +316,11 @@ static bool probe_order(probe *pr, gck_fingerprint *fp, const char *name, const 
     return found;
 }
 
-/* The orders: K = 16 to 2048 (plain layout), then where libraries switch paths: a GEMV-shaped
- * call (M = 1), row-major storage and a strided batch of 3 (when the row supports them),
- * op(A) = A^T and a padded lda at K = 64, and K one below and above the first block the K = 2048
- * probe found (a KC) and one past two blocks. */
+/* The orders: K = 16 to 2048 (plain layout; M*N*K from 3e4 to 2e6, across OpenBLAS's
+ * small-matrix switch at 1e6), then where libraries switch paths: GEMV-shaped calls (M = 1, and
+ * N = 2 with one pair per call), padded ldb and ldc, row-major storage and a strided batch of 3
+ * (when the row supports them), op(A) = A^T and a padded lda at K = 64, and K one below and above
+ * the first block the K = 2048 probe found (a KC) and one past two blocks. */
 static void probe_orders(probe *pr, gck_fingerprint *fp, int pacc) {
     static const struct {
         int64_t m, k;
@@ -326,6 +336,8 @@ static void probe_orders(probe *pr, gck_fingerprint *fp, int pacc) {
                 {4, 64, ROW_MAJOR, ", row-major"},
                 {4, 64, A_TRANSPOSED, ", A^T"},
                 {4, 64, LDA_PADDED, ", lda = M + 3"},
+                {4, 64, LDB_LDC_PADDED, ", ldb = K + 3, ldc = M + 3"},
+                {4, 100, SKINNY_N, ", N = 2"},
                 {4, 64, BATCHED, ", batch 3"}};
     gck_fp_tree t2048 = {.nblocks = 0};
     for (size_t s = 0; s < sizeof plan / sizeof *plan; s++) {
