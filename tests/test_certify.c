@@ -289,9 +289,12 @@ static int sh(const char *cmd, char *out, size_t len) {
 }
 
 Test(certify, certify_and_compare_from_the_command_line, .timeout = 600) {
-    char cmd[2048], out[8192];
-    const char *blocked = "/tmp/gck_test_cert_blocked.json",
-               *split = "/tmp/gck_test_cert_split.json";
+    char cmd[2048], out[8192], blocked[96], split[96], segv[96], v9[96];
+    /* names of this process's own: test runs side by side (normal and sanitizer builds) */
+    snprintf(blocked, sizeof blocked, "/tmp/gck_test_cert_%d_blocked.json", (int)getpid());
+    snprintf(split, sizeof split, "/tmp/gck_test_cert_%d_split.json", (int)getpid());
+    snprintf(segv, sizeof segv, "/tmp/gck_test_cert_%d_segv.json", (int)getpid());
+    snprintf(v9, sizeof v9, "/tmp/gck_test_cert_%d_v9.json", (int)getpid());
     snprintf(cmd, sizeof cmd, "%s certify --backend plugin:%s:blocked --out %s --time 0",
              GCK_BINARY, GCK_ZOO_PLUGIN, blocked);
     cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
@@ -318,30 +321,29 @@ Test(certify, certify_and_compare_from_the_command_line, .timeout = 600) {
     /* a backend that crashes while probed: the certificate says so, compare calls it a
      * regression */
     snprintf(cmd, sizeof cmd,
-             "%s certify --backend plugin:%s:segv --out /tmp/gck_test_cert_segv.json --time 0 && "
-             "%s compare %s /tmp/gck_test_cert_segv.json",
-             GCK_BINARY, GCK_FAULTY_PLUGIN, GCK_BINARY, blocked);
+             "%s certify --backend plugin:%s:segv --out %s --time 0 && %s compare %s %s",
+             GCK_BINARY, GCK_FAULTY_PLUGIN, segv, GCK_BINARY, blocked, segv);
     cr_expect_eq(sh(cmd, out, sizeof out), 1, "%s", out);
     /* (under ASan the child reports the SEGV and exits instead of dying of the signal) */
     cr_expect(strstr(out, "[REGRESSION: crash or missing path] the new backend could not be "
                           "probed: the ") != NULL,
               "%s", out);
-    remove("/tmp/gck_test_cert_segv.json");
+    remove(segv);
     /* bad input: one line, exit 2 */
     snprintf(cmd, sizeof cmd, "%s compare %s /nonexistent.json", GCK_BINARY, blocked);
     cr_expect_eq(sh(cmd, out, sizeof out), 2, "%s", out);
     cr_expect(strstr(out, "cannot read /nonexistent.json") != NULL, "%s", out);
     snprintf(cmd, sizeof cmd,
-             "sed 's/\"certificate_version\": 2/\"certificate_version\": 9/' %s > /tmp/gck_v9.json "
-             "&& %s compare %s /tmp/gck_v9.json",
-             blocked, GCK_BINARY, blocked);
+             "sed 's/\"certificate_version\": 2/\"certificate_version\": 9/' %s > %s && %s "
+             "compare %s %s",
+             blocked, v9, GCK_BINARY, blocked, v9);
     cr_expect_eq(sh(cmd, out, sizeof out), 2, "%s", out);
     cr_expect(strstr(out, "certificate_version 2") != NULL, "%s", out);
-    snprintf(cmd, sizeof cmd, "%s certify --backend nosuch --out /tmp/x.json --time 0", GCK_BINARY);
+    snprintf(cmd, sizeof cmd, "%s certify --backend nosuch --out %s --time 0", GCK_BINARY, v9);
     cr_expect_eq(sh(cmd, out, sizeof out), 2, "%s", out);
     remove(blocked);
     remove(split);
-    remove("/tmp/gck_v9.json");
+    remove(v9);
 }
 
 /* A synthetic upgrade (tests/upgrade_pairs.c): both sides certified without a campaign, then
