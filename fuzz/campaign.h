@@ -170,6 +170,10 @@ size_t gck_result_causes(const gck_campaign_result *r, gck_cause **out);
 void gck_cause_rule(const gck_fuzz_finding *f, char *buf, size_t len);
 /** The index of the cause that finding `f` belongs to. */
 size_t gck_cause_of(const gck_campaign_result *r, const gck_cause *c, size_t nc, size_t f);
+/** A report file opened for writing (NULL, the reason in msg, when it cannot be), and closed
+ *  with any write error named. */
+FILE *gck_report_open(const char *path, char *msg, size_t len);
+bool gck_report_close(FILE *f, const char *path, char *msg, size_t len);
 /** Reports. */
 bool gck_report_write_json(const gck_campaign_result *r, const char *path, const char *command,
                            char *msg, size_t len);

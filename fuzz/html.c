@@ -2,13 +2,14 @@
  * no external reference; XHTML syntax, so that a strict XML parser reads it. */
 #include "html.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "campaign.h"
 #include "gemmcheck/checker.h"
+#include "text.h"
 
 static const char style[] =
     "body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#1b1b1b;max-width:110em}"
@@ -24,14 +25,7 @@ static const char style[] =
     "details{margin:.3em 0}summary{cursor:pointer}";
 
 void gck_html_text(FILE *f, const char *s) {
-    for (; s && *s; s++) switch (*s) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        case '\'': fputs("&#39;", f); break;
-        default: fputc(*s, f);
-        }
+    if (s) gck_text_xml(f, s);
 }
 
 void gck_html_printf(FILE *f, const char *fmt, ...) {
@@ -77,14 +71,6 @@ void gck_html_repro(FILE *f, const char *command) {
 
 const char *const gck_html_ratio_labels[GCK_RATIO_BINS] = {"0",    "1e-6", "1e-5", "1e-4", "1e-3",
                                                            "1e-2", "0.1",  "1",    ">1"};
-
-int gck_html_ratio_bin(double r) {
-    if (!(r > 0)) return 0;
-    if (r > 1) return GCK_RATIO_BINS - 1;
-    int b = 1;
-    for (double edge = 1e-6; b < GCK_RATIO_BINS - 2 && r > edge * 1.0000001; edge *= 10) b++;
-    return b;
-}
 
 void gck_html_histogram(FILE *f, const int64_t *counts, int n, const char *const *labels, int w,
                         int h, int bad_from) {
@@ -300,10 +286,8 @@ void gck_html_campaign(FILE *f, const json_t *report) {
 }
 
 bool gck_html_campaign_file(const json_t *report, const char *path, char *err, size_t len) {
-    FILE *f = fopen(path, "w");
-    if (!f) return snprintf(err, len, "cannot write %s: %s", path, strerror(errno)), false;
+    FILE *f = gck_report_open(path, err, len);
+    if (!f) return false;
     gck_html_campaign(f, report);
-    if (fclose(f) != 0)
-        return snprintf(err, len, "cannot write %s: %s", path, strerror(errno)), false;
-    return true;
+    return gck_report_close(f, path, err, len);
 }

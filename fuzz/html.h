@@ -13,7 +13,7 @@
 void gck_html_begin(FILE *f, const char *title);
 /** End the page (closes what gck_html_begin opened). */
 void gck_html_end(FILE *f);
-/** Text with &, <, >, " and ' escaped; NULL writes nothing. */
+/** Text as gck_text_xml writes it (cleaned, markup escaped); NULL writes nothing. */
 void gck_html_text(FILE *f, const char *s);
 /** printf into escaped text. */
 void gck_html_printf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -27,8 +27,6 @@ void gck_html_histogram(FILE *f, const int64_t *counts, int n, const char *const
                         int h, int bad_from);
 /** The labels of the checker's error/bound bins (GCK_RATIO_BINS of them). */
 extern const char *const gck_html_ratio_labels[];
-/** The bin of one error/bound value, as the checker bins elements. */
-int gck_html_ratio_bin(double ratio);
 /** A column of gck_html_records: its heading, the record's key, how the value is shown. */
 typedef enum gck_html_style {
     GCK_HTML_PLAIN = 0,

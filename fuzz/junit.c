@@ -6,7 +6,6 @@
  * reporters show only the first), whose body says everything: the worst element with its error
  * and bound, the reproducer, the cause it belongs to and the other kinds seen in the tuple. */
 #define _DEFAULT_SOURCE 1
-#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,38 +14,6 @@
 #include "environment.h"
 #include "gemmcheck/version.h"
 #include "text.h"
-
-/* A report file opened for writing, and closed with any write error named. */
-static FILE *out_open(const char *path, char *msg, size_t len) {
-    FILE *f = fopen(path, "w");
-    if (!f) snprintf(msg, len, "cannot write %s: %s", path, strerror(errno));
-    return f;
-}
-
-static bool out_close(FILE *f, const char *path, char *msg, size_t len) {
-    bool ok = !ferror(f);
-    ok = fclose(f) == 0 && ok;
-    if (!ok) snprintf(msg, len, "cannot write %s", path);
-    return ok;
-}
-
-/* Text as XML character data or attribute value: cleaned to printable, valid UTF-8 (any other
- * byte written as \xNN; XML 1.0 cannot carry control characters), markup escaped. */
-static void xml_text(FILE *f, const char *s) {
-    char *clean = gck_text_cleaned(s);
-    if (!clean) return;
-    for (const char *p = clean; *p; p++) {
-        switch (*p) {
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '&': fputs("&amp;", f); break;
-        case '"': fputs("&quot;", f); break;
-        case '\'': fputs("&apos;", f); break;
-        default: fputc(*p, f);
-        }
-    }
-    free(clean);
-}
 
 /* The order in which a tuple's failure picks its finding: what stops a program first. */
 static int severity(gck_kind k) {
@@ -94,7 +61,7 @@ static void body_line(FILE *f, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    xml_text(f, line);
+    gck_text_xml(f, line);
     fputc('\n', f);
 }
 
@@ -171,7 +138,7 @@ static void skip_reason(const gck_matrix_entry *e, char *buf, size_t len) {
 static void testcase(FILE *f, const gck_campaign_result *r, const gck_matrix_entry *e,
                      const gck_cause *causes, size_t nc) {
     fputs("    <testcase classname=\"", f);
-    xml_text(f, e->backend);
+    gck_text_xml(f, e->backend);
     fprintf(f, "\" name=\"%s:%s\" time=\"%.3f\">\n", e->types, e->compute, e->seconds);
     const gck_fuzz_finding *p = e->fail ? primary(r, e) : NULL;
     char msg[1200];
@@ -179,7 +146,7 @@ static void testcase(FILE *f, const gck_campaign_result *r, const gck_matrix_ent
         snprintf(msg, sizeof msg, "%s in %lld of %lld cases: %s", gck_kind_name(p->kind),
                  (long long)e->fail, (long long)(e->pass + e->fail), p->detail);
         fprintf(f, "      <failure type=\"%s\" message=\"", gck_kind_name(p->kind));
-        xml_text(f, msg);
+        gck_text_xml(f, msg);
         fputs("\">", f);
         failure_body(f, r, e, p, causes, nc);
         fputs("</failure>\n", f);
@@ -191,7 +158,7 @@ static void testcase(FILE *f, const gck_campaign_result *r, const gck_matrix_ent
     } else if (e->pass == 0) {
         skip_reason(e, msg, sizeof msg);
         fputs("      <skipped message=\"", f);
-        xml_text(f, msg);
+        gck_text_xml(f, msg);
         fputs("\"/>\n", f);
     }
     fputs("    </testcase>\n", f);
@@ -199,7 +166,7 @@ static void testcase(FILE *f, const gck_campaign_result *r, const gck_matrix_ent
 
 static void property(FILE *f, const char *name, const char *value) {
     fprintf(f, "      <property name=\"%s\" value=\"", name);
-    xml_text(f, value);
+    gck_text_xml(f, value);
     fputs("\"/>\n", f);
 }
 
@@ -237,12 +204,12 @@ static void testsuite(FILE *f, const gck_campaign_result *r, const gck_backend_i
     size_t tests, failures, skipped;
     suite_counts(r, b, &tests, &failures, &skipped);
     fputs("  <testsuite name=\"", f);
-    xml_text(f, b->spec);
+    gck_text_xml(f, b->spec);
     fprintf(f,
             "\" tests=\"%zu\" failures=\"%zu\" errors=\"0\" skipped=\"%zu\" time=\"%.3f\" "
             "timestamp=\"%s\" hostname=\"",
             tests, failures, skipped, b->seconds, sf->stamp);
-    xml_text(f, sf->host);
+    gck_text_xml(f, sf->host);
     fputs("\">\n    <properties>\n", f);
     char status[512];
     property(f, "gemmcheck", GEMMCHECK_VERSION);
@@ -263,16 +230,16 @@ static void testsuite(FILE *f, const gck_campaign_result *r, const gck_backend_i
         }
     if (!any) {
         fputs("    <testcase classname=\"", f);
-        xml_text(f, b->spec);
+        gck_text_xml(f, b->spec);
         fputs("\" name=\"(backend)\" time=\"0.000\">\n      <skipped message=\"", f);
-        xml_text(f, b->ran ? "the backend ran no case" : b->skipped_why);
+        gck_text_xml(f, b->ran ? "the backend ran no case" : b->skipped_why);
         fputs("\"/>\n    </testcase>\n", f);
     }
     fputs("    <system-out/>\n    <system-err/>\n  </testsuite>\n", f);
 }
 
 bool gck_report_write_junit(const gck_campaign_result *r, const char *path, char *msg, size_t len) {
-    FILE *f = out_open(path, msg, len);
+    FILE *f = gck_report_open(path, msg, len);
     if (!f) return false;
     gck_cause *causes;
     size_t nc = gck_result_causes(r, &causes);
@@ -294,7 +261,7 @@ bool gck_report_write_junit(const gck_campaign_result *r, const char *path, char
     for (int b = 0; b < r->nbackends; b++) testsuite(f, r, &r->backends[b], &sf, causes, nc);
     fprintf(f, "</testsuites>\n");
     free(causes);
-    return out_close(f, path, msg, len);
+    return gck_report_close(f, path, msg, len);
 }
 
 /* ---- CSV (RFC 4180: fields with a comma, quote or line break are quoted, quotes doubled) ---- */
@@ -318,7 +285,7 @@ static void csv_field(FILE *f, const char *s, bool last) {
 
 bool gck_report_write_matrix_csv(const gck_campaign_result *r, const char *path, char *msg,
                                  size_t len) {
-    FILE *f = out_open(path, msg, len);
+    FILE *f = gck_report_open(path, msg, len);
     if (!f) return false;
     fputs("backend,a,b,c,d,compute,status,cases,pass,fail,unsupported,max_tight_ratio,seconds,"
           "kinds\r\n",
@@ -356,12 +323,12 @@ bool gck_report_write_matrix_csv(const gck_campaign_result *r, const char *path,
                 }
         csv_field(f, kinds, true);
     }
-    return out_close(f, path, msg, len);
+    return gck_report_close(f, path, msg, len);
 }
 
 bool gck_report_write_backends_csv(const gck_campaign_result *r, const char *path, char *msg,
                                    size_t len) {
-    FILE *f = out_open(path, msg, len);
+    FILE *f = gck_report_open(path, msg, len);
     if (!f) return false;
     fputs("backend,version,status,cases,pass,fail,unsupported,tuples,tuples_failing,"
           "distinct_findings,seconds,cases_per_second\r\n",
@@ -388,5 +355,5 @@ bool gck_report_write_backends_csv(const gck_campaign_result *r, const char *pat
         snprintf(num, sizeof num, "%.1f", bi->seconds > 0 ? (double)bi->cases / bi->seconds : 0.0);
         csv_field(f, num, true);
     }
-    return out_close(f, path, msg, len);
+    return gck_report_close(f, path, msg, len);
 }

@@ -408,3 +408,17 @@ bool gck_report_write_html(const gck_campaign_result *r, const char *path, const
     json_decref(root);
     return ok;
 }
+
+/* A report file opened for writing, and closed with any write error named. */
+FILE *gck_report_open(const char *path, char *msg, size_t len) {
+    FILE *f = fopen(path, "w");
+    if (!f) snprintf(msg, len, "cannot write %s: %s", path, strerror(errno));
+    return f;
+}
+
+bool gck_report_close(FILE *f, const char *path, char *msg, size_t len) {
+    bool ok = !ferror(f);
+    ok = fclose(f) == 0 && ok;
+    if (!ok) snprintf(msg, len, "cannot write %s", path);
+    return ok;
+}

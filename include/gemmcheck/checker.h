@@ -104,6 +104,10 @@ typedef struct gck_check_result {
     int64_t ratio_bins[GCK_RATIO_BINS];
 } gck_check_result;
 
+/** The bin of gck_check_result.ratio_bins for an element with a finite error and its
+ *  error/bound (the bins' edges above). */
+GCK_API int gck_ratio_bin(double error, double ratio);
+
 /** Check D_got (laid out as the case's D) against the exact result of A, B and C (the values
  *  before the call) under the model and promises of the row the backend ran. */
 GCK_API gck_status gck_check_values(const gck_case *c, const gck_support_row *row,

@@ -654,12 +654,11 @@ static bool alpha0_may_nan(const gck_case *c, const gck_model *m, const void *A,
     return may;
 }
 
-/* The bin of gck_check_result.ratio_bins of an element with a finite error. */
-static int ratio_bin(const gck_element_report *e) {
+int gck_ratio_bin(double error, double ratio) {
     static const double upper[] = {1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1};
-    if (e->error == 0) return 0;
+    if (error == 0) return 0;
     for (int b = 0; b < 7; b++)
-        if (e->ratio <= upper[b]) return b + 1;
+        if (ratio <= upper[b]) return b + 1;
     return GCK_RATIO_BINS - 1;
 }
 
@@ -723,7 +722,7 @@ static void *run_chk(void *arg) {
             (r->max_ratio.ratio < e.ratio || !isfinite(r->max_ratio.error)))
             r->max_ratio = e;
         if (isfinite(e.tight) && e.tight > r->max_tight) r->max_tight = e.tight;
-        if (isfinite(e.error)) r->ratio_bins[ratio_bin(&e)]++;
+        if (isfinite(e.error)) r->ratio_bins[gck_ratio_bin(e.error, e.ratio)]++;
     }
     gck_oracle_ws_free(o.mp);
     gck_exact_ws_free(o.ex);

@@ -1,8 +1,8 @@
 /* The HTML pages of `certify --html` and `compare --html` (one self-contained file each, built
  * with fuzz/html.h's pieces). */
-#include <errno.h>
 #include <string.h>
 
+#include "campaign.h"
 #include "certify.h"
 #include "gemmcheck/checker.h"
 #include "html.h"
@@ -14,7 +14,8 @@ static void pinned_bins(const json_t *pinned, int64_t *bins) {
     json_t *p;
     json_array_foreach(pinned, i, p) {
         const json_t *r = json_object_get(p, "ratio");
-        if (json_is_number(r)) bins[gck_html_ratio_bin(json_number_value(r))]++;
+        if (json_is_number(r)) /* a case's largest error/bound: 0 only when its errors are */
+            bins[gck_ratio_bin(json_number_value(r), json_number_value(r))]++;
     }
 }
 
@@ -205,18 +206,16 @@ static void comparison_page(FILE *f, const json_t *a, const json_t *b, const jso
 }
 
 bool gck_certify_html(const json_t *cert, const char *path, char *err, size_t len) {
-    FILE *f = fopen(path, "w");
-    if (!f) return snprintf(err, len, "cannot write %s: %s", path, strerror(errno)), false;
+    FILE *f = gck_report_open(path, err, len);
+    if (!f) return false;
     certificate_page(f, cert);
-    if (fclose(f)) return snprintf(err, len, "cannot write %s: %s", path, strerror(errno)), false;
-    return true;
+    return gck_report_close(f, path, err, len);
 }
 
 bool gck_compare_html(const json_t *a, const json_t *b, const json_t *notes, const char *verdict,
                       const char *smallest, const char *path, char *err, size_t len) {
-    FILE *f = fopen(path, "w");
-    if (!f) return snprintf(err, len, "cannot write %s: %s", path, strerror(errno)), false;
+    FILE *f = gck_report_open(path, err, len);
+    if (!f) return false;
     comparison_page(f, a, b, notes, verdict, smallest);
-    if (fclose(f)) return snprintf(err, len, "cannot write %s: %s", path, strerror(errno)), false;
-    return true;
+    return gck_report_close(f, path, err, len);
 }

@@ -83,14 +83,12 @@ static void note(tally *t, bool regression, const char *cls, const char *fmt, ..
 
 /* Keep spec as the smallest reproducer of a regression if it is smaller than the one kept. */
 static void smallest(tally *t, const char *spec) {
-    long long m = 0, n = 0, k = 0, b = 1;
-    const char *p;
-    if (!spec) return;
-    if ((p = strstr(spec, " m="))) m = atoll(p + 3);
-    if ((p = strstr(spec, " n="))) n = atoll(p + 3);
-    if ((p = strstr(spec, " k="))) k = atoll(p + 3);
-    if ((p = strstr(spec, " batch="))) b = atoll(p + 7);
-    double size = (double)(m ? m : 1) * (double)(n ? n : 1) * (double)(k ? k : 1) * (double)b;
+    gck_spec s;
+    char msg[256];
+    if (!spec || gck_spec_parse(spec, &s, msg, sizeof msg) != GCK_OK) return;
+    const gck_case *c = &s.c;
+    double size = (double)(c->m ? c->m : 1) * (double)(c->n ? c->n : 1) *
+                  (double)(c->k ? c->k : 1) * (double)c->batch;
     if (!t->smallest[0] || size < t->smallest_size) {
         snprintf(t->smallest, sizeof t->smallest, "%s", spec);
         t->smallest_size = size;

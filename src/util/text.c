@@ -83,3 +83,21 @@ gck_status gck_fail(gck_status s, char *msg, size_t len, const char *fmt, ...) {
     }
     return s;
 }
+
+/* Text as XML character data or attribute value: cleaned to printable, valid UTF-8 (any other
+ * byte written as \xNN; XML 1.0 cannot carry control characters), markup escaped. */
+void gck_text_xml(FILE *f, const char *s) {
+    char *clean = gck_text_cleaned(s);
+    if (!clean) return;
+    for (const char *p = clean; *p; p++) {
+        switch (*p) {
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '&': fputs("&amp;", f); break;
+        case '"': fputs("&quot;", f); break;
+        case '\'': fputs("&apos;", f); break;
+        default: fputc(*p, f);
+        }
+    }
+    free(clean);
+}

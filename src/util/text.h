@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "gemmcheck/case.h"
 
@@ -16,6 +17,9 @@ void gck_text_clean(char *dst, size_t dlen, const char *src, size_t slen);
 /** gck_text_clean of the whole string s into a new buffer (the caller frees it); NULL when
  *  memory runs out. */
 char *gck_text_cleaned(const char *s);
+/** s as XML character data or attribute value (also what the HTML pages write, in XHTML
+ *  syntax): cleaned as gck_text_clean does, the markup characters & < > " ' escaped. */
+void gck_text_xml(FILE *f, const char *s);
 /** gck_text_clean in place on a buffer of `len` bytes that may lack its NUL. */
 void gck_text_clean_inplace(char *buf, size_t len);
 
