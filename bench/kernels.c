@@ -5,11 +5,11 @@
  *
  * Peers run in child processes of this program (`--peer`), because OpenBLAS and BLIS read their
  * kernel choice (OPENBLAS_CORETYPE, BLIS_ARCH_TYPE) and thread count once, when loaded: OpenBLAS
- * as it selects itself and with its AVX-512 kernels forced (SkylakeX), BLIS as it selects itself
- * and with its skx configuration forced. Every figure is the best of several timed calls after
- * a warm-up call. The peak is measured, not computed from a nominal clock (the best of five
- * calibrations): independent chains of 512-bit FMAs (or VDPBF16PS) on one core for about 0.2 s,
- * 2 flops per multiply-add. */
+ * and BLIS as they select themselves and with their best kernels for this CPU forced (AVX-512:
+ * SkylakeX and skx; AVX2: Haswell and haswell). Every figure is the best of several timed calls
+ * after a warm-up call. The peak is measured, not computed from a nominal clock (the best of five
+ * calibrations): independent chains of FMAs of the widest vectors the CPU has (512 or 256 bits;
+ * and VDPBF16PS where present) on one core for about 0.2 s, 2 flops per multiply-add. */
 #define _GNU_SOURCE 1
 #include <dlfcn.h>
 #include <immintrin.h>
@@ -35,7 +35,7 @@ static double now(void) {
 /* Rounds of 12 independent chains of one instruction, 100,000 deep, until 0.2 s have passed:
  * the instruction's throughput in flops per second on one core (flops: per instruction). */
 #define CHAINS 12
-#define PEAK_LOOP(OP, flops)                                                                       \
+#define PEAK_LOOP(OP, flops, REDUCE)                                                               \
     long iters = 0;                                                                                \
     double t0 = now(), t;                                                                          \
     do {                                                                                           \
@@ -44,14 +44,24 @@ static double now(void) {
         iters += 100000;                                                                           \
     } while ((t = now() - t0) < 0.2);                                                              \
     float sink = 0;                                                                                \
-    for (int c = 0; c < CHAINS; c++) sink += _mm512_reduce_add_ps(acc[c]);                         \
+    for (int c = 0; c < CHAINS; c++) sink += REDUCE(acc[c]);                                       \
     if (sink == 12345.0f) puts("");                                                                \
     return (double)iters * CHAINS * (flops) / t / 1e9
 
 __attribute__((target("avx512f"))) static double peak_fma32(void) {
     __m512 acc[CHAINS], x = _mm512_set1_ps(1.0f - 0x1p-20f), y = _mm512_set1_ps(0x1p-30f);
     for (int c = 0; c < CHAINS; c++) acc[c] = _mm512_set1_ps((float)c);
-    PEAK_LOOP(_mm512_fmadd_ps(acc[c], x, y), 16 * 2);
+    PEAK_LOOP(_mm512_fmadd_ps(acc[c], x, y), 16 * 2, _mm512_reduce_add_ps);
+}
+
+__attribute__((target("avx2,fma"))) static float first_lane(__m256 v) {
+    return _mm256_cvtss_f32(v);
+}
+
+__attribute__((target("avx2,fma"))) static double peak_fma32_avx2(void) {
+    __m256 acc[CHAINS], x = _mm256_set1_ps(1.0f - 0x1p-20f), y = _mm256_set1_ps(0x1p-30f);
+    for (int c = 0; c < CHAINS; c++) acc[c] = _mm256_set1_ps((float)c);
+    PEAK_LOOP(_mm256_fmadd_ps(acc[c], x, y), 8 * 2, first_lane);
 }
 
 __attribute__((target("avx512f,avx512bf16"))) static double peak_dpbf16(void) {
@@ -59,7 +69,7 @@ __attribute__((target("avx512f,avx512bf16"))) static double peak_dpbf16(void) {
     __m512bh x = (__m512bh)_mm512_set1_epi32(0x3f803f80),
              y = (__m512bh)_mm512_set1_epi32(0x30003000);
     for (int c = 0; c < CHAINS; c++) acc[c] = _mm512_set1_ps((float)c);
-    PEAK_LOOP(_mm512_dpbf16_ps(acc[c], x, y), 32 * 2);
+    PEAK_LOOP(_mm512_dpbf16_ps(acc[c], x, y), 32 * 2, _mm512_reduce_add_ps);
 }
 
 /* ---- timing --------------------------------------------------------------------------------- */
@@ -140,14 +150,23 @@ typedef struct peer {
     const char *name, *lib, *env; /* env: one VAR=value or NULL */
 } peer;
 
-static const peer peers[] = {
-    {"OpenBLAS", "/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0", NULL},
-    {"OpenBLAS SkylakeX", "/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0",
-     "OPENBLAS_CORETYPE=SkylakeX"},
-    {"BLIS", "/usr/lib/x86_64-linux-gnu/blis-pthread/libblis.so.4", NULL},
-    {"BLIS skx", "/usr/lib/x86_64-linux-gnu/blis-pthread/libblis.so.4", "BLIS_ARCH_TYPE=0"},
-};
+#define OPENBLAS "/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0"
+#define BLIS     "/usr/lib/x86_64-linux-gnu/blis-pthread/libblis.so.4"
+
+/* Each library as it selects itself, and with its best kernels for this CPU's widest vectors
+ * forced: AVX-512 (OpenBLAS SkylakeX; BLIS skx, id 0 of BLIS 0.9.0's arch_t) or AVX2 (OpenBLAS
+ * Haswell; BLIS haswell, id 3), chosen at run time. */
+static peer peers[] = {{"OpenBLAS", OPENBLAS, NULL},
+                       {"OpenBLAS SkylakeX", OPENBLAS, "OPENBLAS_CORETYPE=SkylakeX"},
+                       {"BLIS", BLIS, NULL},
+                       {"BLIS skx", BLIS, "BLIS_ARCH_TYPE=0"}};
 enum { NPEERS = sizeof peers / sizeof peers[0] };
+
+static void choose_peers(bool avx512) {
+    if (avx512) return;
+    peers[1] = (peer){"OpenBLAS Haswell", OPENBLAS, "OPENBLAS_CORETYPE=Haswell"};
+    peers[3] = (peer){"BLIS haswell", BLIS, "BLIS_ARCH_TYPE=3"};
+}
 
 static const char *self;
 
@@ -298,23 +317,33 @@ int main(int argc, char **argv) {
     }
     __builtin_cpu_init();
     bool avx512 = __builtin_cpu_supports("avx512f"), bf16 = __builtin_cpu_supports("avx512bf16");
+    bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    choose_peers(avx512);
     /* the best of five calibrations: a neighbour taking the core for a moment would otherwise
      * lower the peak, and every share of it, for the whole run */
     double p32 = 0, pdp = 0;
+    char dpbuf[32];
     for (int r = 0; r < 5; r++) {
-        double f = avx512 ? peak_fma32() : 0, d = bf16 ? peak_dpbf16() : 0;
+        double f = avx512 ? peak_fma32() : avx2 ? peak_fma32_avx2() : 0;
+        double d = bf16 ? peak_dpbf16() : 0;
         p32 = f > p32 ? f : p32;
         pdp = d > pdp ? d : pdp;
     }
-    printf("kernels path: %s; calibrated peak per core: f32 %.1f, f64 %.1f, VDPBF16PS %.1f "
-           "GFLOP/s (%% of peak: per thread count, peak x threads)\n\n",
-           gck_kpath_name(gck_kpath_auto()), p32, p32 / 2, pdp);
-    shape sq[8], sk[] = {{16, 2048, 1024}, {2048, 4, 1024}, {64, 64, 16384}};
+    printf("kernels path: %s; calibrated peak per core (%s FMA): f32 %.1f, f64 %.1f, VDPBF16PS "
+           "%s GFLOP/s (%% of peak: per thread count, peak x threads)\n\n",
+           gck_kpath_name(gck_kpath_auto()),
+           avx512 ? "512-bit"
+           : avx2 ? "256-bit"
+                  : "no vector",
+           p32, p32 / 2, bf16 ? (snprintf(dpbuf, sizeof dpbuf, "%.1f", pdp), dpbuf) : "absent");
+    shape sq[8], sk[] = {{1, 2048, 1024}, {4, 2048, 1024},  {16, 2048, 1024}, {2048, 1, 1024},
+                         {2048, 4, 1024}, {2048, 16, 1024}, {64, 64, 16384}};
     for (int i = 0; i < nsizes; i++) sq[i] = (shape){sizes[i], sizes[i], sizes[i]};
     for (int d = 0; d < 2; d++) {
-        printf("%s: GFLOP/s\n\n| M x N x K | threads | gemmcheck | OpenBLAS | OpenBLAS SkylakeX | "
-               "BLIS | BLIS skx | vs best | of peak |\n|---|---|---|---|---|---|---|---|---|\n",
-               d ? "f64 (dgemm)" : "f32 (sgemm)");
+        printf("%s: GFLOP/s\n\n| M x N x K | threads | gemmcheck | %s | %s | %s | %s | vs best | "
+               "of peak |\n|---|---|---|---|---|---|---|---|---|\n",
+               d ? "f64 (dgemm)" : "f32 (sgemm)", peers[0].name, peers[1].name, peers[2].name,
+               peers[3].name);
         for (int t = 0; t < nthreads; t++) {
             for (int i = 0; i < nsizes; i++) blas_line(d, sq[i], threads[t], d ? p32 / 2 : p32);
             for (size_t i = 0; skinny && i < sizeof sk / sizeof sk[0]; i++)
@@ -324,10 +353,12 @@ int main(int argc, char **argv) {
     }
     printf("bf16, f16 and mixed inputs (D and compute f32; f32 x f64 in f64): GFLOP/s, against the "
            "best sgemm of the line or the slower of the pure types\n\n| M x N x K | threads | "
-           "bf16 | of VDPBF16PS peak | vs best sgemm | f16 | vs best sgemm | bf16 x f16 | "
+           "bf16 | of %s peak | vs best sgemm | f16 | vs best sgemm | bf16 x f16 | "
            "vs slower | f16 x f32 | vs slower | f32 x f64 | vs slower |\n"
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+           bf16 ? "VDPBF16PS" : "f32 FMA");
+    /* bf16 runs on VDPBF16PS where the CPU has it, else converted to f32 for FMAs */
     for (int t = 0; t < nthreads; t++)
-        for (int i = 0; i < nsizes; i++) mixed_line(sq[i], threads[t], pdp);
+        for (int i = 0; i < nsizes; i++) mixed_line(sq[i], threads[t], bf16 ? pdp : p32);
     return 0;
 }

@@ -7,6 +7,9 @@
  *   KIN, KOUT the run converters of the epilogue (C into KT, KT into D)
  *   KUK(ops, kb, a, b, w, ldw, first)  the micro-kernel call for kb steps (a multiple of KP)
  *   KMR, KNR  the path ops' tile members
+ *   KSAME(t)  whether values of type t are stored as PT holds them (copied, not converted)
+ *   KSK, KSKT the path ops' member for the kernels on unpacked operands and their type (used
+ *             only when KP is 1)
  * and undefines them at its end.
  *
  * Loop order (GotoBLAS/BLIS), the accumulator block W holding R rows of an NC panel, so that
@@ -47,9 +50,14 @@ static void KN(pack)(PT *dst, int len, const kpanel *p, int64_t x0, int64_t xn, 
     if (p->xs == 1) /* along each stored column of the block once, sliver after sliver */
         for (int64_t k = 0; k < kb; k++) {
             const char *col = p->base + (x0 + (k0 + k) * p->ks) * p->es;
-            for (int64_t s = 0; s < xn; s += len)
-                KLINE(dst + s * kbp + k / KP * len * KP + k % KP, KP, col + s * p->es, p->t, 1,
-                      xn - s < len ? xn - s : len, p->f16c);
+            for (int64_t s = 0; s < xn; s += len) {
+                PT *out = dst + s * kbp + k / KP * len * KP + k % KP;
+                int64_t n = xn - s < len ? xn - s : len;
+                if (KSAME(p->t)) /* stored as packed: copied inline (a call per run cost more) */
+                    for (int64_t x = 0; x < n; x++) out[x * KP] = ((const PT *)col)[s + x];
+                else
+                    KLINE(out, KP, col + s * p->es, p->t, 1, n, p->f16c);
+            }
         }
     for (int64_t s = 0; s < xn; s += len, dst += len * kbp) {
         int64_t rows = xn - s < len ? xn - s : len;
@@ -108,6 +116,21 @@ static bool KN(block)(const kjob *j, const void *A, const void *B, const void *C
     const gck_case *c = j->c;
     const gck_kpath_ops *ops = j->ops;
     int mr = ops->KMR, nr = ops->KNR;
+#if KP == 1
+    /* operands read where they are stored (sup_reads); the tile is then the path's shape that
+     * fits the job best */
+    int sup = sup_reads(c, ops, j->ars, i1 - i0, j1 - j0);
+    bool ua = sup & SUP_A, ub = sup & SUP_B;
+    KSKT sk = NULL;
+    if (sup) {
+        atomic_fetch_add(&sup_jobs, 1);
+        double work;
+        int s = sup_shape(ops, sizeof(KT) == 4, i1 - i0, j1 - j0, &work);
+        mr = ops->KSK[s].mr, nr = ops->KSK[s].nr, sk = ops->KSK[s].fn;
+    }
+#else
+    bool ub = false, ua = false;
+#endif
     gck_blocking bk = gck_kernels_blocking((int)sizeof(KT), mr, nr);
     /* blocks no larger than the job's share (whole tiles), so that small products allocate and
      * touch small buffers */
@@ -139,14 +162,31 @@ static bool KN(block)(const kjob *j, const void *A, const void *B, const void *C
             int64_t rb = i1 - i2 < R ? i1 - i2 : R, ldw = (rb + mr - 1) / mr * mr;
             for (int64_t pc = 0; pc < c->k; pc += kc) {
                 int64_t kb = c->k - pc < kc ? c->k - pc : kc, kbp = (kb + KP - 1) / KP * KP;
-                KN(pack)(bp, nr, &pb, jc, nb, pc, kb);
+                /* unpacked: only the edge sliver, at the buffer's start */
+                int64_t bx = ub ? nb / nr * nr : 0, ax;
+                if (bx < nb) KN(pack)(bp, nr, &pb, jc + bx, nb - bx, pc, kb);
                 for (int64_t ic = i2; ic < i2 + rb; ic += mc) {
                     int64_t mb = i2 + rb - ic < mc ? i2 + rb - ic : mc;
-                    KN(pack)(ap, mr, &pa, ic, mb, pc, kb);
+                    ax = ua ? mb / mr * mr : 0;
+                    if (ax < mb) KN(pack)(ap, mr, &pa, ic + ax, mb - ax, pc, kb);
                     for (int64_t jr = 0; jr < nb; jr += nr)
-                        for (int64_t ir = 0; ir < mb; ir += mr)
-                            KUK(ops, kbp, ap + ir * kbp, bp + jr * kbp,
-                                w + (ic - i2) + ir + jr * ldw, ldw, pc == 0);
+                        for (int64_t ir = 0; ir < mb; ir += mr) {
+                            KT *wt = w + (ic - i2) + ir + jr * ldw;
+                            const PT *at = ap + (ir - ax) * kbp, *bt = bp + (jr - bx) * kbp;
+#if KP == 1
+                            if (sk) { /* every tile, packed slivers too, on the job's shape */
+                                int64_t as = mr, bs = nr, bj = 1;
+                                if (ir < ax)
+                                    at = (const KT *)pa.base + (ic + ir) + pc * (as = pa.ks);
+                                if (jr < bx)
+                                    bt = (const KT *)pb.base + (jc + jr) * (bj = pb.xs) +
+                                         pc * (bs = pb.ks);
+                                sk(kb, at, as, bt, bs, bj, wt, ldw, pc == 0);
+                                continue;
+                            }
+#endif
+                            KUK(ops, kbp, at, bt, wt, ldw, pc == 0);
+                        }
                 }
             }
             KN(epilogue)(j, w, ldw, C, D, i2, rb, jc, nb, tmp);
@@ -163,5 +203,8 @@ static bool KN(block)(const kjob *j, const void *A, const void *B, const void *C
 #undef KIN
 #undef KOUT
 #undef KUK
+#undef KSK
+#undef KSKT
+#undef KSAME
 #undef KMR
 #undef KNR

@@ -24,11 +24,34 @@ typedef void (*gck_ukernel_f64)(int64_t kc, const double *a, const double *b, do
 typedef void (*gck_ukernel_bf16)(int64_t kp, const uint16_t *a, const uint16_t *b, float *w,
                                  int64_t ldw, bool first);
 
+/** A micro-kernel that reads its operands where they are stored ("sup", as BLIS calls its
+ *  kernels for skinny shapes): step k of A's MR rows at a + k*as (the rows contiguous), element
+ *  (k, j) of B at b[k*bs + j*bj]; otherwise as above. Used when packing one operand costs more
+ *  than it saves: it is already in the compute type and each of its values is used by few tiles.
+ *  The same arithmetic, so the same bits. */
+typedef void (*gck_skernel_f32)(int64_t kc, const float *a, int64_t as, const float *b, int64_t bs,
+                                int64_t bj, float *w, int64_t ldw, bool first);
+typedef void (*gck_skernel_f64)(int64_t kc, const double *a, int64_t as, const double *b,
+                                int64_t bs, int64_t bj, double *w, int64_t ldw, bool first);
+
+/** Kernels on unpacked operands, with their tiles; the first is the path's default tile. */
+enum { GCK_SUP_SHAPES = 4 };
+typedef struct gck_sup_f32 {
+    int mr, nr;
+    gck_skernel_f32 fn; /**< NULL: no such shape */
+} gck_sup_f32;
+typedef struct gck_sup_f64 {
+    int mr, nr;
+    gck_skernel_f64 fn;
+} gck_sup_f64;
+
 /** A path's micro-kernels and their register tiles. */
 typedef struct gck_kpath_ops {
     int mr32, nr32, mr64, nr64, mrbf, nrbf;
     gck_ukernel_f32 f32;
     gck_ukernel_f64 f64;
+    gck_sup_f32 s32[GCK_SUP_SHAPES]; /**< none (s32[0].fn NULL): the path always packs */
+    gck_sup_f64 s64[GCK_SUP_SHAPES];
     gck_ukernel_bf16 bf16dot; /**< NULL: bf16 inputs are converted to f32 like any other */
     bool f16c;                /**< f16 runs are converted with F16C while packing */
 } gck_kpath_ops;
@@ -102,5 +125,9 @@ gck_blocking gck_kernels_blocking(int elem_bytes, int mr, int nr);
 /** For tests: at most w_bytes of accumulator block and nc columns per panel (0: the machine's
  *  blocking), so that small products cross row chunks and panels. Set it while no call runs. */
 void gck_kernels_limit(int64_t w_bytes, int64_t nc);
+
+/** For tests: how many jobs (one batch member of one thread's share) so far read an operand in
+ *  place with the kernels on unpacked operands, over all calls. */
+long gck_kernels_sup_jobs(void);
 
 #endif

@@ -290,6 +290,49 @@ Test(kernels, row_chunks_panels_and_k_blocks_keep_the_tree, .timeout = 1800) {
     gck_backend_close(&be);
 }
 
+/* Skinny shapes, where the kernels read an operand where it is stored instead of packing it (few
+ * rows: op(B) in place; few columns: op(A) in place when its rows are contiguous; transposed when
+ * that reads in place): M or N from 1 across the tiles' edges, the other up to a few hundred, K
+ * across the KC edges, in f32, f64 and the grid's own tuples (where one operand is in the compute
+ * type), every layout, 1 and 2 threads; bit for bit against the declared tree, and the in-place
+ * kernels must have run. */
+Test(kernels, skinny_shapes_read_in_place_keep_the_tree, .timeout = 1800) {
+    static const int64_t thin[] = {1,  2,  3,  4,  5,  7,  8,  9,  12, 15, 16, 17, 23,
+                                   24, 25, 31, 33, 47, 48, 49, 63, 64, 65, 95, 96, 97};
+    enum { NTHIN = sizeof thin / sizeof thin[0] };
+    gck_backend be;
+    const gck_support_row *rows;
+    size_t nrows = open_kernels(&be, &rows);
+    for (int p = GCK_KPATH_AUTO + 1; p < GCK_KPATH_COUNT; p++) {
+        if (!gck_kpath_supported((gck_kpath)p, NULL, 0)) continue;
+        long before = gck_kernels_sup_jobs();
+        int64_t elements = 0, cases = 0;
+        for (uint64_t i = 0; i < 4 * NTHIN; i++) {
+            gck_spec s;
+            grid_spec(i * 6151 + 3, rows, nrows, &s);
+            gck_case *c = &s.c;
+            if (i % 3 < 2) { /* all in f32 or all in f64 */
+                gck_format t = i % 3 ? GCK_F64 : GCK_F32;
+                c->type_a = c->type_b = c->type_c = c->type_d = c->compute = c->scale_type = t;
+            }
+            gck_blocking bk = gck_kernels_blocking(gck_format_get(c->compute)->storage_bytes, 8, 6);
+            int64_t ks[] = {1, 5, bk.kc - 1, bk.kc + 1, 2 * bk.kc + 1};
+            int64_t small = thin[i % NTHIN], large = 1 + (int64_t)(i * 89 % 389);
+            elements += compare_shape(&s, (gck_kpath)p, i, i % 2 ? small : large,
+                                      i % 2 ? large : small, ks[i / 2 % 5]);
+            cases++;
+        }
+        long sup = gck_kernels_sup_jobs() - before;
+        printf("[kernels] path %s: %lld skinny cases (%ld jobs read an operand in place), %lld "
+               "elements bit-identical to the declared tree\n",
+               gck_kpath_name((gck_kpath)p), (long long)cases, sup, (long long)elements);
+        if (p == GCK_KPATH_PORTABLE || p == GCK_KPATH_AVX2)
+            cr_expect_gt(sup, cases / 4, "path %s: only %ld jobs read in place",
+                         gck_kpath_name((gck_kpath)p), sup);
+    }
+    gck_backend_close(&be);
+}
+
 static bool same_model(const gck_model *a, const gck_model *b) {
     return a->compute == b->compute && a->inputs_rounded == b->inputs_rounded &&
            a->input_format == b->input_format && a->acc == b->acc && a->block == b->block &&
