@@ -18,13 +18,26 @@
 #define AVX512BF16 __attribute__((target("avx512f,avx512bf16")))
 #define F16C       __attribute__((target("avx,f16c")))
 
+/* Software prefetch (as BLIS's SkylakeX and OpenBLAS's kernels do): the A sliver streams from L2
+ * and is requested PF_STEPS steps ahead; the next tile of W (the same columns, MR rows on), which
+ * the next call loads first, is requested while this call computes. A prefetch never faults, so
+ * addresses past the buffers are harmless. */
+#ifndef PF_STEPS
+#define PF_STEPS 8
+#endif
+
+#define PREFETCH(p, bytes)                                                                         \
+    _mm_prefetch((const char *)((uintptr_t)(p) + (uintptr_t)(bytes)), _MM_HINT_T0)
+
 /* ---- AVX2 + FMA: 16 x 6 floats, 8 x 6 doubles (12 of 16 ymm registers accumulate) ------- */
 
 enum { A2_MR32 = 16, A2_MR64 = 8, A2_NR = 6 };
 
 /* The body of a tile of NV vectors of rows by NC columns: step k of A at a + k*as, element (k, j)
  * of B at b[k*bs + j*bj]; NV*NC accumulators (at most 12: with a broadcast and an A vector they
- * fill the 16 registers). Inlined into each kernel, so the packed kernels see constant strides. */
+ * fill the 16 registers). Inlined into each kernel, so the packed kernels see constant strides.
+ * A is requested PF_STEPS steps ahead: on a Zen 3, f32 2048^3 on two threads went from 117-160
+ * to 172-175 GFLOP/s, as the two cores stopped waiting on the A slivers. */
 #define AVX2_TILE(NAME, EL, VT, SFX, BC, NV, NC)                                                   \
     AVX2 static inline __attribute__((always_inline)) void NAME##_body(                            \
         int64_t kc, const EL *a, int64_t as, const EL *b, int64_t bs, int64_t bj, EL *w,           \
@@ -35,6 +48,7 @@ enum { A2_MR32 = 16, A2_MR64 = 8, A2_NR = 6 };
             _Pragma("GCC unroll 16") for (int v = 0; v < (NV); v++) c[j][v] =                      \
                 first ? _mm256_setzero_##SFX() : _mm256_loadu_##SFX(w + j * ldw + v * L);          \
         for (int64_t k = 0; k < kc; k++, a += as, b += bs) {                                       \
+            PREFETCH(a, PF_STEPS *as *(int64_t)sizeof(EL));                                        \
             VT av[NV];                                                                             \
             _Pragma("GCC unroll 16") for (int v = 0; v < (NV); v++) av[v] =                        \
                 _mm256_loadu_##SFX(a + v * L);                                                     \
@@ -79,17 +93,6 @@ AVX2 static void avx2_f64(int64_t kc, const double *a, const double *b, double *
 /* ---- AVX-512F: 32 x 12 floats, 16 x 12 doubles (24 of 32 zmm registers accumulate) ------ */
 
 enum { A5_MR32 = 32, A5_MR64 = 16, A5_NR = 12 };
-
-/* Software prefetch (as BLIS's SkylakeX and OpenBLAS's kernels do): the A sliver streams from L2
- * and is requested PF_STEPS steps ahead; the next tile of W (the same columns, MR rows on), which
- * the next call loads first, is requested while this call computes. A prefetch never faults, so
- * addresses past the buffers are harmless. */
-#ifndef PF_STEPS
-#define PF_STEPS 8
-#endif
-
-#define PREFETCH(p, bytes)                                                                         \
-    _mm_prefetch((const char *)((uintptr_t)(p) + (uintptr_t)(bytes)), _MM_HINT_T0)
 
 /* the tile after w's: MR rows (tile_bytes, two lines) on, in each of the NR columns */
 AVX512 static inline void prefetch_tile(const void *w, int64_t ldw_bytes, int64_t tile_bytes) {
