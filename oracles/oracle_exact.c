@@ -36,56 +36,9 @@
 #include <string.h>
 
 #include "oracle_common.h"
+#include "oracle_decode.h"
+#include "oracle_ozaki.h"
 #include "parallel.h"
-
-typedef struct dec {
-    uint64_t m;  /* significand (0 for zero; odd in the shortest form) */
-    int32_t e;   /* exponent of its last bit */
-    int32_t neg; /* 1 for negative */
-} dec;
-
-/* The storage layout of an input format: fraction bits, exponent bits, bytes. TF32 operands
- * are stored as binary32. */
-typedef struct layout {
-    int fb, eb, bytes;
-} layout;
-
-static inline uint64_t raw_at(const void *base, int bytes, int64_t index) {
-    const char *p = (const char *)base + index * bytes;
-    uint16_t h;
-    uint32_t s;
-    uint64_t d;
-    switch (bytes) {
-    case 2: memcpy(&h, p, 2); return h;
-    case 4: memcpy(&s, p, 4); return s;
-    default: memcpy(&d, p, 8); return d;
-    }
-}
-
-/* x = (-1)^neg·m·2^e from the bits of a format with `fb` fraction and `eb` exponent bits, m the
- * stored significand (with its implicit bit). *special: Inf or NaN (m = 0 then). */
-static inline dec decode_raw(uint64_t u, int fb, int eb, bool *special) {
-    uint64_t emask = (UINT64_C(1) << eb) - 1, ef = (u >> fb) & emask;
-    dec d = {u & ((UINT64_C(1) << fb) - 1), 0, (int32_t)((u >> (fb + eb)) & 1)};
-    *special = ef == emask;
-    if (*special || (!ef && !d.m)) {
-        d.m = 0;
-        return d;
-    }
-    if (ef) d.m |= UINT64_C(1) << fb;
-    d.e = (int32_t)(ef ? ef : 1) - ((1 << (eb - 1)) - 1) - fb;
-    return d;
-}
-
-/* The shortest form: the trailing zeros of m shifted out (keeps fixed-point widths small). */
-static inline dec strip(dec d) {
-    if (d.m) {
-        int tz = __builtin_ctzll(d.m);
-        d.m >>= tz;
-        d.e += tz;
-    }
-    return d;
-}
 
 static dec decode_double(double x) {
     uint64_t u;
@@ -93,8 +46,6 @@ static dec decode_double(double x) {
     memcpy(&u, &x, sizeof u);
     return strip(decode_raw(u, 52, 11, &special));
 }
-
-static int bits_of(uint64_t m) { return m ? 64 - __builtin_clzll(m) : 0; }
 
 /* How the sum S of an element's products is accumulated (chosen per GEMM from the operands'
  * exponent spread and significand widths). */
@@ -104,8 +55,10 @@ enum {
     PATH_FIX128,    /* fixed point, S fits one __int128 */
     PATH_BUCKET64,  /* products of <= 31-bit significands into int64 exponent buckets */
     PATH_BUCKET128, /* any products into __int128 exponent buckets */
+    PATH_OZAKI,     /* every element's sum from slice products (oracle_ozaki.c) */
 };
-static const char *const path_names[] = {"zero", "fix64", "fix128", "bucket64", "bucket128"};
+static const char *const path_names[] = {"zero",     "fix64",     "fix128",
+                                         "bucket64", "bucket128", "ozaki"};
 
 /* Buckets are 2^BUCKET_LOG = 4 bits of exponent apart; a value's significand is stored shifted
  * left by its exponent mod 4, so that a product needs no shift: its bucket is the sum of the
@@ -146,6 +99,8 @@ struct gck_exact_plan {
     gck_format td;
     const gck_format_info *fo;
     int64_t crs, ccs;
+    gck_ozaki *oz;    /* PATH_OZAKI: the sums */
+    char oz_why[160]; /* otherwise: why not */
 };
 
 void gck_exact_plan_free(gck_exact_plan *p) {
@@ -153,10 +108,24 @@ void gck_exact_plan_free(gck_exact_plan *p) {
     void *arrays[] = {p->afix, p->bfix, p->apk, p->bpk, p->asig, p->bsig,        p->aexp,
                       p->bexp, p->alo,  p->ahi, p->blo, p->bhi,  p->row_special, p->col_special};
     for (size_t t = 0; t < sizeof arrays / sizeof arrays[0]; t++) free(arrays[t]);
+    gck_ozaki_free(p->oz);
     free(p);
 }
 
 const char *gck_exact_plan_path(const gck_exact_plan *p) { return path_names[p->path]; }
+
+void gck_exact_plan_describe(const gck_exact_plan *p, char *buf, size_t len) {
+    int sa, sb, beta;
+    if (p->oz) {
+        gck_ozaki_shape(p->oz, &sa, &sb, &beta);
+        snprintf(buf, len,
+                 "ozaki: %d x %d slices of %d bits, %d f64 GEMMs per member, each checked by "
+                 "Freivalds' test",
+                 sa, sb, beta, sa * sb);
+    } else
+        snprintf(buf, len, "%s, products one by one (no splitting: %s)", path_names[p->path],
+                 p->oz_why[0] ? p->oz_why : "A and B not read");
+}
 
 void gck_exact_plan_limit_block(gck_exact_plan *p, int64_t products) {
     if (products >= 1 && products < p->block) p->block = products;
@@ -326,13 +295,9 @@ static bool alloc_encoded(gck_exact_plan *p, int64_t na, int64_t nb) {
  * carries, at least the 5 limbs a 128-bit sum needs) and the largest final frame (alpha·S,
  * beta·c for any c of C's format, and -D̂ for any double; each element sizes its own frame from
  * its actual terms, see finish). */
-static void size_frames(gck_exact_plan *p, const gck_case *c, const opstats *sa, const opstats *sb,
-                        int growth) {
-    bool fixed = p->path == PATH_FIX64 || p->path == PATH_FIX128;
-    p->base_s = fixed ? sa->emin + sb->emin : sa->emin_r + sb->emin_r;
-    int width = fixed ? (sa->emax - sa->emin) + (sb->emax - sb->emin)
-                      : (sa->emax - sa->emin_r) + (sb->emax - sb->emin_r);
-    p->nlimbs_s = (width + growth) / 32 + 6;
+/* The largest final frame (alpha·S, beta·c for any c of C's format, and -D̂ for any double; each
+ * element sizes its own frame from its actual terms, see finish), from S's frame. */
+static void size_final(gck_exact_plan *p, const gck_case *c) {
     const gck_format_info *fc = gck_format_get(c->type_c);
     p->alpha = decode_double(c->alpha);
     p->beta = decode_double(c->beta);
@@ -342,6 +307,18 @@ static void size_frames(gck_exact_plan *p, const gck_case *c, const opstats *sa,
     if (lo > -1074) lo = -1074;
     if (hi < 1024 + 96) hi = 1024 + 96;
     p->nlimbs_f = (int)((hi - lo) >> 5) + 4;
+}
+
+/* S's frame: bit 0 at the smallest product's last bit, room for every product and K of carries,
+ * at least the 5 limbs a 128-bit sum needs. */
+static void size_frames(gck_exact_plan *p, const gck_case *c, const opstats *sa, const opstats *sb,
+                        int growth) {
+    bool fixed = p->path == PATH_FIX64 || p->path == PATH_FIX128;
+    p->base_s = fixed ? sa->emin + sb->emin : sa->emin_r + sb->emin_r;
+    int width = fixed ? (sa->emax - sa->emin) + (sb->emax - sb->emin)
+                      : (sa->emax - sa->emin_r) + (sb->emax - sb->emin_r);
+    p->nlimbs_s = (width + growth) / 32 + 6;
+    size_final(p, c);
 }
 
 gck_exact_plan *gck_exact_plan_new(const gck_case *c, const void *A, const void *B, const void *C) {
@@ -378,16 +355,24 @@ gck_exact_plan *gck_exact_plan_new(const gck_case *c, const void *A, const void 
     bool any = rab && sa.emin != INT32_MAX && sb.emin != INT32_MAX;
     if (!any) sa = sb = (opstats){0, 0, 0, 0, 0, 0};
     int growth = 2 + bits_of((uint64_t)c->k + 1);
-    choose_path(p, c, &sa, &sb, any, growth);
-    if (!alloc_encoded(p, la * c->k, lb * c->k)) {
-        gck_exact_plan_free(p);
-        return NULL;
+    if (any && (p->oz = gck_ozaki_new(c, A, B, p->oz_why, sizeof p->oz_why))) {
+        int32_t width;
+        p->path = PATH_OZAKI;
+        gck_ozaki_range(p->oz, &p->base_s, &width);
+        p->nlimbs_s = width / 32 + 6;
+        size_final(p, c);
+    } else {
+        choose_path(p, c, &sa, &sb, any, growth);
+        if (!alloc_encoded(p, la * c->k, lb * c->k)) {
+            gck_exact_plan_free(p);
+            return NULL;
+        }
+        if (p->path != PATH_ZERO) {
+            op_fill(&va, p->path, &sa, p->alo, p->ahi, p->afix, p->apk, p->asig, p->aexp);
+            op_fill(&vb, p->path, &sb, p->blo, p->bhi, p->bfix, p->bpk, p->bsig, p->bexp);
+        }
+        size_frames(p, c, &sa, &sb, growth);
     }
-    if (p->path != PATH_ZERO) {
-        op_fill(&va, p->path, &sa, p->alo, p->ahi, p->afix, p->apk, p->asig, p->aexp);
-        op_fill(&vb, p->path, &sb, p->blo, p->bhi, p->bfix, p->bpk, p->bsig, p->bexp);
-    }
-    size_frames(p, c, &sa, &sb, growth);
     p->rab = rab;
     p->rc = gck_case_reads_c(c);
     p->td = gck_case_type(c, GCK_D);
@@ -527,7 +512,8 @@ gck_exact_ws *gck_exact_ws_new(const gck_exact_plan *p) {
     w->s = malloc((size_t)w->ns * sizeof *w->s);
     w->f = malloc((size_t)w->nf * sizeof *w->f);
     w->mag = malloc((size_t)(w->nf > w->ns ? w->nf : w->ns) * sizeof *w->mag);
-    w->buckets = p->path >= PATH_BUCKET64 ? calloc((size_t)(p->ncopy * w->nb), bsize) : malloc(1);
+    bool buckets = p->path == PATH_BUCKET64 || p->path == PATH_BUCKET128;
+    w->buckets = buckets ? calloc((size_t)(p->ncopy * w->nb), bsize) : malloc(1);
     if (!w->s || !w->f || !w->mag || !w->buckets) {
         gck_exact_ws_free(w);
         return NULL;
@@ -594,6 +580,20 @@ static void fold128(__int128 *bk, int ncopy, int nb, int lo, int hi, int64_t *l,
 
 #define BUCKET128_ADD(bk, k) (bk)[ae[k] + be[k]] += (__int128)as[k] * bs[k]
 
+/* S from the Ozaki splitting: the element's terms, each added at its weight. */
+static void sum_split(const gck_exact_plan *p, int64_t *l, int n, int64_t bi, int64_t i,
+                      int64_t j) {
+    int32_t w0;
+    int count, sa, sb, beta;
+    gck_ozaki_shape(p->oz, &sa, &sb, &beta);
+    const int64_t *t = gck_ozaki_terms(p->oz, bi, i, j, &w0, &count);
+    for (int d = 0; d < count; d++)
+        if (t[d])
+            add64(l, (int64_t)w0 - (int64_t)beta * d - p->base_s,
+                  t[d] < 0 ? (uint64_t)-t[d] : (uint64_t)t[d], t[d] < 0);
+    normalize(l, n);
+}
+
 /* S = sum_k a_ik b_kj into w->s (limbs, bit 0 at 2^base_s). */
 static void sum_products(const gck_exact_plan *p, gck_exact_ws *w, int64_t ma, int64_t mb,
                          int64_t i, int64_t j) {
@@ -603,6 +603,10 @@ static void sum_products(const gck_exact_plan *p, gck_exact_ws *w, int64_t ma, i
     int64_t K = c->k, ra = ma * c->m + i, cb = mb * c->n + j;
     memset(l, 0, (size_t)n * sizeof *l);
     if (p->path == PATH_ZERO) return;
+    if (p->path == PATH_OZAKI) {
+        sum_split(p, l, n, ma > mb ? ma : mb, i, j);
+        return;
+    }
     if (p->path == PATH_FIX64 || p->path == PATH_FIX128) {
         const int64_t *a = p->afix + ra * K, *b = p->bfix + cb * K;
         unsigned __int128 u;

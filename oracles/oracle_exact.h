@@ -15,8 +15,12 @@ void gck_exact_plan_free(gck_exact_plan *p);
 gck_exact_ws *gck_exact_ws_new(const gck_exact_plan *p);
 void gck_exact_ws_free(gck_exact_ws *w);
 
-/** Which accumulation the plan chose: "zero", "fix64", "fix128", "bucket64" or "bucket128". */
+/** Which accumulation the plan chose: "zero", "fix64", "fix128", "bucket64", "bucket128" or
+ * "ozaki". */
 const char *gck_exact_plan_path(const gck_exact_plan *p);
+/** One line on how the plan sums the products: the Ozaki splitting and its slices, or the path
+ *  and why splitting was not used. */
+void gck_exact_plan_describe(const gck_exact_plan *p, char *buf, size_t len);
 /** Fold the exponent buckets into the accumulator after at most `products` products per
  *  bucket copy (tests use it to cross many folds with small K). */
 void gck_exact_plan_limit_block(gck_exact_plan *p, int64_t products);

@@ -16,6 +16,7 @@ static gck_status exact_as_mpfr(const gck_case *c, const void *A, const void *B,
 #include "grid.h"
 #include "oracle_exact.h"
 
+/* the paths that sum the products one by one (the Ozaki splitting has its own test file) */
 static const char *const paths[] = {"zero", "fix64", "fix128", "bucket64", "bucket128"};
 
 static int path_index(const gck_case *c, const void *A, const void *B, const void *C) {

@@ -1,0 +1,357 @@
+/* Exact sums of products by error-free splitting: the Ozaki scheme (K. Ozaki, T. Ogita,
+ * S. Oishi, S. M. Rump, "Error-free transformations of matrix multiplication by using fast
+ * routines of matrix multiplication and its applications", Numer. Algorithms 59, 2012), in its
+ * integer form (H. Ootomo, K. Ozaki, R. Yokota, "DGEMM on integer matrix multiplication unit",
+ * IJHPCA 2024).
+ *
+ * Each row i of op(A) gets a scale 2^Ea_i above its largest magnitude, and each value a_ik of it,
+ * an integer multiple of its lowest set bit, is written exactly as
+ *     a_ik = sum_s  dA_s(i,k) · 2^(Ea_i - beta·(s+1)),   |dA_s| < 2^beta, s = 0 .. SA-1,
+ * where SA·beta covers the widest row (from its top bit to its lowest set bit); likewise
+ * b_kj = sum_t dB_t(k,j)·2^(Eb_j - beta·(t+1)). Then
+ *     S_ij = sum_{s,t} 2^(Ea_i + Eb_j - beta·(s+t+2)) · P_st(i,j),   P_st = dA_s · dB_t.
+ * With beta = floor((53 - ceil(log2 K)) / 2), every product of digits is below 2^(2·beta) and any
+ * partial sum of K of them below K·2^(2·beta) <= 2^53: every P_st is computed exactly by any f64
+ * GEMM, whatever its order of summation, blocking or use of FMA. The P_st of equal s + t = d have
+ * the same weight and are added in int64 (at most min(SA, SB) terms below 2^53 each), so an
+ * element keeps SA + SB - 1 integer terms, which the exact oracle adds into its integer
+ * accumulator and rounds once.
+ *
+ * The f64 GEMM is gemmcheck's own (kernels/), which is itself under test; so each term matrix Q_d
+ * is checked exactly against the digits, by Freivalds' test in the integers modulo the prime
+ * p = 2^61 - 1: Q_d·x = sum_{s+t=d} dA_s·(dB_t·x) (mod p) for a vector x of 32-bit values. A
+ * wrong Q_d passes with probability at most 2^-32; a failed check drops the splitting and the
+ * oracle sums the products one by one, as when the values cannot be split (too many slices). */
+#include "oracle_ozaki.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemmcheck/kernels.h"
+#include "oracle_common.h"
+#include "oracle_decode.h"
+
+/* Splitting is used in AUTO mode from this many products (per GEMM) and up to this many slice
+ * products, and while its arrays take at most OZ_MAX_BYTES. */
+#define OZ_MIN_PRODUCTS (INT64_C(1) << 22)
+#define OZ_MAX_PAIRS    16
+#define OZ_MAX_BYTES    (INT64_C(4) << 30)
+#define OZ_MAX_BITS     120 /* slices·beta: a value's significand shifted into an __int128 */
+
+struct gck_ozaki {
+    int64_t m, n, k, pairs;    /* pairs: members with their own sums (1 when A and B are shared) */
+    bool a_batched, b_batched; /* a member of A (B) per batch member, else one for all */
+    int sa, sb, beta, nd;
+    int32_t *ea, *eb; /* per member and row of op(A) / column of op(B): the scale exponent */
+    int64_t *q;       /* [pair][j][i][d]: the terms of each element */
+    int32_t lowest, width;
+};
+
+static gck_ozaki_mode mode = GCK_OZAKI_AUTO;
+static bool mode_set;
+
+void gck_ozaki_set_mode(gck_ozaki_mode m) {
+    mode = m;
+    mode_set = true;
+}
+
+static int64_t corrupt = -1;
+
+void gck_ozaki_test_corrupt(int64_t index) { corrupt = index; }
+
+static gck_ozaki_mode current_mode(void) {
+    if (mode_set) return mode;
+    const char *e = getenv("GEMMCHECK_OZAKI");
+    if (e && !strcmp(e, "always")) return GCK_OZAKI_ALWAYS;
+    if (e && !strcmp(e, "never")) return GCK_OZAKI_NEVER;
+    return GCK_OZAKI_AUTO;
+}
+
+void gck_ozaki_free(gck_ozaki *o) {
+    if (!o) return;
+    free(o->ea);
+    free(o->eb);
+    free(o->q);
+    free(o);
+}
+
+void gck_ozaki_shape(const gck_ozaki *o, int *slices_a, int *slices_b, int *beta) {
+    *slices_a = o->sa;
+    *slices_b = o->sb;
+    *beta = o->beta;
+}
+
+void gck_ozaki_range(const gck_ozaki *o, int32_t *lowest, int32_t *width) {
+    *lowest = o->lowest;
+    *width = o->width;
+}
+
+const int64_t *gck_ozaki_terms(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j, int32_t *w0,
+                               int *count) {
+    int64_t pair = o->pairs == 1 ? 0 : bi, ma = o->a_batched ? bi : 0, mb = o->b_batched ? bi : 0;
+    *w0 = o->ea[ma * o->m + i] + o->eb[mb * o->n + j] - 2 * o->beta;
+    *count = o->nd;
+    return o->q + ((pair * o->n + j) * o->m + i) * o->nd;
+}
+
+/* One operand as lines (rows of op(A), columns of op(B)) along k. */
+typedef struct lines {
+    const void *base;
+    gck_format type;
+    layout lay;
+    int64_t stride, members, count, k, ls, ks; /* element (line, k) at line·ls + k·ks */
+} lines;
+
+static uint64_t raw(const lines *v, int64_t member, int64_t line, int64_t k) {
+    return raw_at(gck_oracle_member(v->base, v->type, v->stride, member), v->lay.bytes,
+                  line * v->ls + k * v->ks);
+}
+
+/* Each line's scale E (the exponent just above its largest magnitude; 0 for a line without a
+ * non-zero finite value) and the widest span, in bits, from a line's E to its lowest set bit. */
+static int32_t line_scales(const lines *v, int32_t *E) {
+    int32_t widest = 0;
+    for (int64_t b = 0; b < v->members; b++)
+        for (int64_t l = 0; l < v->count; l++) {
+            int32_t top = INT32_MIN, low = INT32_MAX;
+            for (int64_t k = 0; k < v->k; k++) {
+                bool sp;
+                dec d = strip(decode_raw(raw(v, b, l, k), v->lay.fb, v->lay.eb, &sp));
+                if (!d.m) continue;
+                if (d.e + bits_of(d.m) > top) top = d.e + bits_of(d.m);
+                if (d.e < low) low = d.e;
+            }
+            E[b * v->count + l] = top == INT32_MIN ? 0 : top;
+            if (top != INT32_MIN && top - low > widest) widest = top - low;
+        }
+    return widest;
+}
+
+/* Digit s (of S slices of beta bits) of the stored value u of a line of scale E. */
+static inline double digit(uint64_t u, layout lay, int32_t E, int beta, int S, int s) {
+    bool sp;
+    dec d = strip(decode_raw(u, lay.fb, lay.eb, &sp));
+    if (!d.m) return 0.0; /* zeros, and NaN or Inf (decided by the IEEE rules instead) */
+    unsigned __int128 x = (unsigned __int128)d.m << (d.e - (E - beta * S));
+    uint64_t g = (uint64_t)(x >> (beta * (S - 1 - s))) & ((UINT64_C(1) << beta) - 1);
+    return d.neg ? -(double)g : (double)g;
+}
+
+/* Slice s of the lines of member b, as a column-major matrix with the lines as rows
+ * (`by_rows`: op(A), count x K) or as columns (op(B), K x count). */
+static void slice(const lines *v, const int32_t *E, int64_t b, int beta, int S, int s, bool by_rows,
+                  double *out) {
+    for (int64_t l = 0; l < v->count; l++) {
+        int32_t e = E[b * v->count + l];
+        for (int64_t k = 0; k < v->k; k++) {
+            double g = digit(raw(v, b, l, k), v->lay, e, beta, S, s);
+            out[by_rows ? l + k * v->count : k + l * v->k] = g;
+        }
+    }
+}
+
+/* ---- Freivalds' test modulo p = 2^61 - 1 -------------------------------------------------- */
+
+#define P61 ((UINT64_C(1) << 61) - 1)
+
+static uint64_t mod_p(unsigned __int128 x) {
+    x = (x & P61) + (x >> 61);
+    x = (x & P61) + (x >> 61);
+    return (uint64_t)(x >= P61 ? x - P61 : x);
+}
+
+static uint64_t mod_signed(__int128 v) {
+    uint64_t r = mod_p(v >= 0 ? (unsigned __int128)v : (unsigned __int128)(-v));
+    return v >= 0 || r == 0 ? r : P61 - r;
+}
+
+/* y = X·x mod p for a column-major rows x cols matrix of integer-valued doubles below 2^53 and
+ * x below 2^61 (sums kept in __int128: below 2^53·2^61·cols, cols < 2^13). */
+static void matvec_mod(const double *X, int64_t rows, int64_t cols, const uint64_t *x,
+                       __int128 *acc, uint64_t *y) {
+    memset(acc, 0, (size_t)rows * sizeof *acc);
+    for (int64_t c = 0; c < cols; c++)
+        for (int64_t r = 0; r < rows; r++) acc[r] += (__int128)(int64_t)X[r + c * rows] * x[c];
+    for (int64_t r = 0; r < rows; r++) y[r] = mod_signed(acc[r]);
+}
+
+/* ---- building the terms -------------------------------------------------------------------- */
+
+typedef struct work {
+    double *as, *bs, *p; /* a slice of op(A) (M x K), the SB slices of op(B) (K x N), a product */
+    uint64_t *x, *yb, *ra, *rq; /* Freivalds: x (N), dB_t·x (SB x K), rhs and lhs (ND x M) */
+    __int128 *acc;              /* sums of a matrix-vector product (max(M, K)) */
+    __int128 *rhs;              /* ND x M */
+} work;
+
+static void work_free(work *w) {
+    void *all[] = {w->as, w->bs, w->p, w->x, w->yb, w->ra, w->rq, w->acc, w->rhs};
+    for (size_t t = 0; t < sizeof all / sizeof all[0]; t++) free(all[t]);
+}
+
+static bool work_alloc(work *w, const gck_ozaki *o) {
+    int64_t M = o->m, N = o->n, K = o->k, mk = M > K ? M : K;
+    *w = (work){malloc((size_t)(M * K) * sizeof(double)),
+                malloc((size_t)(o->sb * K * N) * sizeof(double)),
+                malloc((size_t)(M * N) * sizeof(double)),
+                malloc((size_t)N * sizeof(uint64_t)),
+                malloc((size_t)(o->sb * K) * sizeof(uint64_t)),
+                malloc((size_t)M * sizeof(uint64_t)),
+                malloc((size_t)M * sizeof(uint64_t)),
+                malloc((size_t)mk * sizeof(__int128)),
+                malloc((size_t)(o->nd * M) * sizeof(__int128))};
+    return w->as && w->bs && w->p && w->x && w->yb && w->ra && w->rq && w->acc && w->rhs;
+}
+
+/* P = dA_s · dB_t with gemmcheck's f64 GEMM (exact: see the top of the file). */
+static bool slice_product(const gck_ozaki *o, const double *a, const double *b, double *p) {
+    gck_case g; /* f64, column-major, tight, alpha = 1, beta = 0 (C not read) */
+    gck_case_init(&g, o->m, o->n, o->k);
+    char msg[256];
+    return gck_gemm(&g, a, b, p, p, NULL, msg, sizeof msg) == GCK_GEMM_OK;
+}
+
+/* The terms of one pair of members: every slice product added into q (this pair's block), each
+ * term matrix checked by Freivalds' test. false: out of memory or a wrong product. */
+static bool build_pair(gck_ozaki *o, const lines *va, const lines *vb, int64_t ma, int64_t mb,
+                       int64_t *q, work *w, uint64_t seed) {
+    int64_t M = o->m, N = o->n, K = o->k, nd = o->nd;
+    for (int64_t j = 0; j < N; j++) { /* x: 32-bit values from splitmix64 */
+        uint64_t z = (seed += 0x9e3779b97f4a7c15u);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+        w->x[j] = (z ^ (z >> 31)) >> 32;
+    }
+    for (int t = 0; t < o->sb; t++) {
+        slice(vb, o->eb, mb, o->beta, o->sb, t, false, w->bs + t * K * N);
+        matvec_mod(w->bs + t * K * N, K, N, w->x, w->acc, w->yb + t * K);
+    }
+    memset(w->rhs, 0, (size_t)(nd * M) * sizeof *w->rhs);
+    for (int s = 0; s < o->sa; s++) {
+        slice(va, o->ea, ma, o->beta, o->sa, s, true, w->as);
+        for (int t = 0; t < o->sb; t++) {
+            if (!slice_product(o, w->as, w->bs + t * K * N, w->p)) return false;
+            if (corrupt >= 0 && s + t == 0) w->p[corrupt % (M * N)] += 1;
+            int64_t d = s + t;
+            for (int64_t j = 0; j < N; j++)
+                for (int64_t i = 0; i < M; i++) {
+                    double v = w->p[i + j * M];
+                    if (!(fabs(v) < 0x1p60)) return false; /* NaN or out of range: wrong */
+                    q[(j * M + i) * nd + d] += (int64_t)v;
+                }
+            matvec_mod(w->as, M, K, w->yb + t * K, w->acc, w->ra);
+            for (int64_t i = 0; i < M; i++) w->rhs[d * M + i] += w->ra[i];
+        }
+    }
+    for (int64_t d = 0; d < nd; d++) { /* Q_d·x against the sum of dA_s·(dB_t·x) */
+        memset(w->acc, 0, (size_t)M * sizeof *w->acc);
+        for (int64_t j = 0; j < N; j++)
+            for (int64_t i = 0; i < M; i++)
+                w->acc[i] += (__int128)q[(j * M + i) * nd + d] * (__int128)w->x[j];
+        for (int64_t i = 0; i < M; i++)
+            if (mod_signed(w->acc[i]) != mod_p((unsigned __int128)w->rhs[d * M + i])) return false;
+    }
+    return true;
+}
+
+/* The weights' range: the lowest bit of any term and the bits any sum needs above it. */
+static void weight_range(gck_ozaki *o, int64_t la, int64_t lb) {
+    int32_t lo_a = INT32_MAX, hi_a = INT32_MIN, lo_b = INT32_MAX, hi_b = INT32_MIN;
+    for (int64_t l = 0; l < la; l++) {
+        if (o->ea[l] < lo_a) lo_a = o->ea[l];
+        if (o->ea[l] > hi_a) hi_a = o->ea[l];
+    }
+    for (int64_t l = 0; l < lb; l++) {
+        if (o->eb[l] < lo_b) lo_b = o->eb[l];
+        if (o->eb[l] > hi_b) hi_b = o->eb[l];
+    }
+    o->lowest = lo_a + lo_b - o->beta * (o->sa + o->sb);
+    /* the top term: below min(SA, SB)·2^53 <= 2^56 at weight Ea + Eb - 2·beta; ND terms add at
+     * most 4 bits of carries */
+    o->width = hi_a + hi_b - 2 * o->beta + 64 - o->lowest;
+}
+
+/* Whether to split, and into how many slices; NULL with *why when not. */
+static bool decide(gck_ozaki *o, gck_ozaki_mode md, char *why, size_t len) {
+    int64_t products = o->pairs * o->m * o->n * o->k;
+    double bytes = 8.0 * ((double)o->pairs * (double)o->m * (double)o->n * o->nd +
+                          (double)o->m * (double)o->k + (double)o->sb * (double)o->k * o->n +
+                          (double)o->m * (double)o->n);
+    if (o->beta * o->sa > OZ_MAX_BITS || o->beta * o->sb > OZ_MAX_BITS)
+        snprintf(why, len, "a row or column spans more than %d bits (%d x %d slices of %d bits)",
+                 OZ_MAX_BITS, o->sa, o->sb, o->beta);
+    else if (bytes > (double)OZ_MAX_BYTES)
+        snprintf(why, len, "splitting would take %.1f GiB", bytes / (1 << 30));
+    else if (md == GCK_OZAKI_ALWAYS)
+        return true;
+    else if (products < OZ_MIN_PRODUCTS)
+        snprintf(why, len, "too few products (%lld) for splitting to pay", (long long)products);
+    else if (o->sa * o->sb > OZ_MAX_PAIRS)
+        snprintf(why, len, "splitting would need %d x %d slice products (at most %d pay)", o->sa,
+                 o->sb, OZ_MAX_PAIRS);
+    else
+        return true;
+    return false;
+}
+
+gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B, char *why,
+                         size_t why_len) {
+    gck_ozaki_mode md = current_mode();
+    snprintf(why, why_len, "splitting is off (GEMMCHECK_OZAKI=never)");
+    if (md == GCK_OZAKI_NEVER || !gck_case_reads_ab(c)) return NULL;
+    gck_ozaki *o = calloc(1, sizeof *o);
+    if (!o) return NULL;
+    o->m = c->m, o->n = c->n, o->k = c->k;
+    o->pairs = c->stride_a || c->stride_b ? c->batch : 1;
+    o->a_batched = c->stride_a != 0, o->b_batched = c->stride_b != 0;
+    int64_t ars, acs, brs, bcs, ma = c->stride_a ? c->batch : 1, mb = c->stride_b ? c->batch : 1;
+    gck_case_op_strides(c, GCK_A, &ars, &acs);
+    gck_case_op_strides(c, GCK_B, &brs, &bcs);
+    lines va = {A, c->type_a, layout_of(c->type_a), c->stride_a, ma, c->m, c->k, ars, acs};
+    lines vb = {B, c->type_b, layout_of(c->type_b), c->stride_b, mb, c->n, c->k, bcs, brs};
+    o->ea = malloc((size_t)(ma * c->m) * sizeof *o->ea);
+    o->eb = malloc((size_t)(mb * c->n) * sizeof *o->eb);
+    int log2k = 0;
+    while ((INT64_C(1) << log2k) < c->k) log2k++;
+    o->beta = (53 - log2k) / 2;
+    if (!o->ea || !o->eb || log2k > 40) {
+        snprintf(why, why_len, log2k > 40 ? "K too large" : "out of memory");
+        gck_ozaki_free(o);
+        return NULL;
+    }
+    int32_t wa = line_scales(&va, o->ea), wb = line_scales(&vb, o->eb);
+    o->sa = (wa + o->beta - 1) / o->beta;
+    o->sb = (wb + o->beta - 1) / o->beta;
+    o->nd = o->sa + o->sb - 1;
+    if (!o->sa || !o->sb) {
+        snprintf(why, why_len, "no non-zero finite product");
+        gck_ozaki_free(o);
+        return NULL;
+    }
+    work w = {0};
+    bool ok = decide(o, md, why, why_len);
+    if (ok) {
+        weight_range(o, ma * c->m, mb * c->n);
+        o->q = calloc((size_t)(o->pairs * c->m * c->n * o->nd), sizeof *o->q);
+        ok = o->q && work_alloc(&w, o);
+        if (!ok) snprintf(why, why_len, "out of memory for the slices");
+        for (int64_t p = 0; ok && p < o->pairs; p++) {
+            ok = build_pair(o, &va, &vb, c->stride_a ? p : 0, c->stride_b ? p : 0,
+                            o->q + p * c->m * c->n * o->nd, &w, 0x6f7a616b69u + (uint64_t)p);
+            if (!ok) {
+                snprintf(why, why_len, "an f64 slice product failed its check (Freivalds)");
+                fprintf(stderr, "gemmcheck: warning: the f64 GEMM of a slice product (Ozaki "
+                                "splitting) gave a wrong result; the exact oracle sums the "
+                                "products one by one instead\n");
+            }
+        }
+        if (o->q) work_free(&w);
+    }
+    if (!ok) {
+        gck_ozaki_free(o);
+        return NULL;
+    }
+    return o;
+}

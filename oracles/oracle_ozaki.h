@@ -1,0 +1,49 @@
+/* The exact sums S_ij = sum_k a_ik b_kj of a whole GEMM by error-free splitting (the Ozaki
+ * scheme), for the exact oracle (internal).
+ *
+ * Every row of op(A) and column of op(B) is scaled by a power of two and its values cut into
+ * slices of `beta` bits, small enough that each slice-by-slice product is an exact f64 GEMM; the
+ * products of equal weight are added in int64, so that each element of D gets a handful of
+ * integer terms whose weighted sum is exactly S (oracles/oracle_ozaki.c says why). */
+#ifndef GEMMCHECK_ORACLE_OZAKI_H
+#define GEMMCHECK_ORACLE_OZAKI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gemmcheck/case.h"
+
+typedef struct gck_ozaki gck_ozaki;
+
+/** When to split: GCK_OZAKI_AUTO when it is expected to be faster than summing the products one
+ *  by one (large products, few slices), ALWAYS whenever the values can be split (tests), NEVER. */
+typedef enum { GCK_OZAKI_AUTO, GCK_OZAKI_ALWAYS, GCK_OZAKI_NEVER } gck_ozaki_mode;
+
+/** The mode of later plans (default: GEMMCHECK_OZAKI=auto|always|never, else AUTO); for tests.
+ *  Set it while no plan is being built. */
+void gck_ozaki_set_mode(gck_ozaki_mode m);
+
+/** For tests: the next plans' first slice product has its element index mod M·N off by one
+ *  (index < 0: none), which the check must refuse. Set it while no plan is being built. */
+void gck_ozaki_test_corrupt(int64_t index);
+
+/** The sums of every element of the case's products, or NULL when splitting does not apply or
+ *  does not pay (the caller sums the products itself); *why then says which. A NaN or Inf input
+ *  counts as 0 here (the caller decides such elements from the IEEE rules first). */
+gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B, char *why,
+                         size_t why_len);
+void gck_ozaki_free(gck_ozaki *o);
+
+/** Slices of op(A) and op(B), and bits per slice. */
+void gck_ozaki_shape(const gck_ozaki *o, int *slices_a, int *slices_b, int *beta);
+
+/** The range of the terms' weights over every element: the lowest bit any term can have and
+ *  the number of bits above it any sum needs (carries included). */
+void gck_ozaki_range(const gck_ozaki *o, int32_t *lowest, int32_t *width);
+
+/** Element (i, j) of batch member bi: S = sum over d < *count of terms[d]·2^(w0 - beta·d). */
+const int64_t *gck_ozaki_terms(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j, int32_t *w0,
+                               int *count);
+
+#endif

@@ -1,0 +1,241 @@
+/* The exact oracle with the Ozaki splitting forced (oracles/oracle_ozaki.c): every MPFR-oracle
+ * test again (the file is included with gck_oracle_mpfr renamed to the exact oracle in that
+ * mode), a property test of over 10^6 elements whose values and exact errors are compared bit for
+ * bit with MPFR across every type tuple, value distribution, layout and batch kind, cases that
+ * need many slices or cannot be split, and a wrong slice product caught by the check. */
+#include "gemmcheck/oracle.h"
+#include "oracle_ozaki.h"
+
+static gck_status ozaki_as_mpfr(const gck_case *c, const void *A, const void *B, const void *C,
+                                void *D, int threads, char *msg, size_t msg_len) {
+    gck_ozaki_set_mode(GCK_OZAKI_ALWAYS);
+    return gck_oracle_exact(c, A, B, C, D, threads, msg, msg_len);
+}
+#define gck_oracle_mpfr ozaki_as_mpfr
+#include "test_oracle.c"
+#undef gck_oracle_mpfr
+
+#include "oracle_exact.h"
+
+static bool same_bits(double a, double b) {
+    if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
+    return a == b && signbit(a) == signbit(b);
+}
+
+/* Every element of every batch member by the exact oracle's plan (in the current mode) and by
+ * MPFR, the value and the exact error of a nearby wrong result both identical; returns the plan's
+ * path name into path (static storage of the oracle) and counts elements. */
+static const char *compare_case(const gck_spec *s, const void *A, const void *B, const void *C,
+                                long *elements) {
+    const gck_case *c = &s->c;
+    gck_exact_plan *p = gck_exact_plan_new(c, A, B, C);
+    cr_assert(p);
+    const char *path = gck_exact_plan_path(p);
+    gck_exact_ws *w = gck_exact_ws_new(p);
+    gck_oracle_ws *mw = gck_oracle_ws_new(c->k);
+    cr_assert(w && mw);
+    for (int64_t b = 0; b < c->batch; b++)
+        for (int64_t i = 0; i < c->m; i++)
+            for (int64_t j = 0; j < c->n; j++) {
+                gck_oracle_eval ex, mp;
+                gck_oracle_eval_element(mw, c, A, B, C, b, i, j, false, NULL, &mp);
+                double got = mp.value * (1 + 0x1p-30) + 0x1p-1000;
+                gck_exact_eval(p, w, b, i, j, false, &got, &ex);
+                gck_oracle_eval_element(mw, c, A, B, C, b, i, j, false, &got, &mp);
+                if (!same_bits(ex.value, mp.value) || !same_bits(ex.abs_error, mp.abs_error)) {
+                    char rs[2048];
+                    gck_spec_format(s, rs, sizeof rs);
+                    cr_assert_fail("%s, [%lld](%lld,%lld): exact %a err %a, MPFR %a err %a; %s",
+                                   path, (long long)b, (long long)i, (long long)j, ex.value,
+                                   ex.abs_error, mp.value, mp.abs_error, rs);
+                }
+                (*elements)++;
+            }
+    gck_oracle_ws_free(mw);
+    gck_exact_ws_free(w);
+    gck_exact_plan_free(p);
+    return path;
+}
+
+/* A random case of the property test: any type tuple, layout, transposes, batch kind (shared A or
+ * B, or one per member), K up to 700, every value distribution, specials in a quarter. */
+static void random_case(test_rng *r, gck_spec *s) {
+    static const gck_format st[] = {GCK_F16, GCK_BF16, GCK_F32, GCK_F64};
+    static const double sc[] = {1, -1, 0.5, 2, 0.75, -3, 0x1p-60, 0x1p70};
+    gck_case c;
+    gck_case_init(&c, rng_range(r, 1, 20), rng_range(r, 1, 20), rng_range(r, 1, 700));
+    c.type_a = st[rng_range(r, 0, 3)];
+    c.type_b = st[rng_range(r, 0, 3)];
+    c.type_c = st[rng_range(r, 0, 3)];
+    c.type_d = st[rng_range(r, 0, 3)];
+    c.d_is_c = false;
+    c.alpha = sc[rng_range(r, 0, 7)];
+    c.beta = rng_next(r) & 1 ? sc[rng_range(r, 0, 7)] : 0;
+    c.order = (rng_next(r) & 1) ? GCK_ROW_MAJOR : GCK_COL_MAJOR;
+    c.transa = (rng_next(r) & 1) ? GCK_OP_T : GCK_OP_N;
+    c.transb = (rng_next(r) & 1) ? GCK_OP_T : GCK_OP_N;
+    int64_t *lds[] = {&c.lda, &c.ldb, &c.ldc, &c.ldd};
+    for (int x = 0; x < 4; x++) {
+        int64_t rows, cols;
+        gck_case_stored_shape(&c, (gck_operand)x, &rows, &cols);
+        int64_t need = c.order == GCK_COL_MAJOR ? rows : cols;
+        *lds[x] = (need > 1 ? need : 1) + rng_range(r, 0, 2);
+    }
+    if (rng_next(r) % 3 == 0) { /* a batch: A or B shared by the members, or neither */
+        c.batch = rng_range(r, 2, 3);
+        int kind = (int)rng_range(r, 0, 2);
+        c.stride_a = kind == 0 ? 0 : gck_case_footprint(&c, GCK_A);
+        c.stride_b = kind == 1 ? 0 : gck_case_footprint(&c, GCK_B);
+        c.stride_c = gck_case_footprint(&c, GCK_C);
+        c.stride_d = gck_case_footprint(&c, GCK_D);
+    }
+    gck_spec_init(s, &c);
+    s->dist_ab = (gck_dist)rng_range(r, 0, GCK_DIST_COUNT - 1);
+    s->dist_c = (gck_dist)rng_range(r, 0, GCK_DIST_COUNT - 1);
+    s->special_pm = (rng_next(r) % 4 == 0) ? 20 : 0;
+    s->seed = rng_next(r);
+}
+
+#ifdef GCK_TEST_SANITIZED
+#define PROPERTY_ELEMENTS 150000 /* the sanitizers look for memory errors: CI stays short */
+#else
+#define PROPERTY_ELEMENTS 1000000
+#endif
+
+/* A, B and C of a spec, allocated and filled. */
+static void filled_operands(const gck_spec *s, void *X[3]) {
+    for (int x = 0; x < 3; x++) {
+        X[x] = alloc_elems(gck_case_type(&s->c, (gck_operand)x),
+                           gck_case_extent(&s->c, (gck_operand)x));
+        gck_spec_fill(s, (gck_operand)x, X[x]);
+    }
+}
+
+Test(ozaki, splitting_equals_mpfr_bit_for_bit_on_a_million_elements, .timeout = 900) {
+    gck_ozaki_set_mode(GCK_OZAKI_ALWAYS);
+    test_rng r = {test_seed("oracle_ozaki.property", 2026)};
+    long elements = 0, split = 0, not_split = 0, cases = 0;
+    while (elements < PROPERTY_ELEMENTS) {
+        gck_spec s;
+        random_case(&r, &s);
+        void *X[3];
+        filled_operands(&s, X);
+        long before = elements;
+        const char *path = compare_case(&s, X[0], X[1], X[2], &elements);
+        if (!strcmp(path, "ozaki"))
+            split += elements - before;
+        else
+            not_split += elements - before;
+        cases++;
+        for (int x = 0; x < 3; x++) free(X[x]);
+    }
+    fprintf(stderr,
+            "[ozaki vs MPFR] %ld cases, %ld elements identical in value and exact error: %ld by "
+            "splitting, %ld summed one by one (not splittable or no product)\n",
+            cases, elements, split, not_split);
+    cr_expect_geq(split, PROPERTY_ELEMENTS * 8 / 10, "only %ld elements were split", split);
+}
+
+/* A 1 x 1 x K dot product whose A values span `span` bits (a big value, a tiny one and values of
+ * two bits between), against normally distributed B values: the plan
+ * splits it into enough slices, or falls back when over the limit, and equals MPFR either way. */
+static void span_case(gck_format t, int span, int64_t K, const char *want, int *slices) {
+    gck_case c;
+    gck_case_init(&c, 1, 1, K);
+    c.type_a = c.type_b = c.type_c = c.type_d = c.compute = t;
+    c.d_is_c = false;
+    gck_spec s;
+    gck_spec_init(&s, &c);
+    s.dist_ab = GCK_DIST_NORMAL;
+    void *A = alloc_elems(t, K), *B = alloc_elems(t, K), *C = alloc_elems(t, 1);
+    gck_spec_fill(&s, GCK_B, B);
+    gck_spec_fill(&s, GCK_C, C);
+    int p = gck_format_get(t)->precision;
+    for (int64_t k = 0; k < K; k++) gck_store(A, t, k, k % 3 ? 1.5 : -0.75);
+    gck_store(A, t, 0, ldexp(1, span - p - 1)); /* its top bit 2^(span - p - 1) ... */
+    gck_store(A, t, K - 1, -ldexp(1, -p));      /* ... over a lowest set bit 2^-p */
+    long n = 0;
+    cr_assert_str_eq(compare_case(&s, A, B, C, &n), want, "%s, span %d", gck_format_get(t)->name,
+                     span);
+    gck_exact_plan *pl = gck_exact_plan_new(&c, A, B, C);
+    char d[256];
+    gck_exact_plan_describe(pl, d, sizeof d);
+    fprintf(stderr, "[ozaki] %s, K = %lld, A spans %d bits: %s\n", gck_format_get(t)->name,
+            (long long)K, span, d);
+    if (slices) *slices = atoi(strchr(d, ':') ? strchr(d, ':') + 1 : "0");
+    gck_exact_plan_free(pl);
+    free(A);
+    free(B);
+    free(C);
+}
+
+Test(ozaki, wide_rows_take_more_slices_and_then_the_fallback) {
+    gck_ozaki_set_mode(GCK_OZAKI_ALWAYS);
+    int few = 0, many = 0;
+    span_case(GCK_F32, 30, 64, "ozaki", &few);   /* beta = 23 at K = 64 */
+    span_case(GCK_F32, 110, 64, "ozaki", &many); /* five slices */
+    cr_expect_lt(few, many, "%d slices for 30 bits, %d for 110", few, many);
+    cr_expect_eq(many, 5);
+    span_case(GCK_F64, 118, 4096, "ozaki", NULL);     /* 6 slices of 20 bits: 120 */
+    span_case(GCK_F64, 400, 4096, "bucket128", NULL); /* more than 120 bits: one by one */
+    span_case(GCK_F32, 150, 4096, "bucket64", NULL);
+    span_case(GCK_F16, 27, 5000, "ozaki", NULL); /* f16 from 2^15 down to 2^-11: two slices */
+}
+
+Test(ozaki, auto_mode_splits_large_products_only) {
+    gck_ozaki_set_mode(GCK_OZAKI_AUTO);
+    gck_case c;
+    gck_case_init(&c, 16, 16, 16);
+    c.type_a = c.type_b = c.type_c = c.type_d = c.compute = GCK_F32;
+    void *A = alloc_elems(GCK_F32, 256 * 256), *B = alloc_elems(GCK_F32, 256 * 256),
+         *C = alloc_elems(GCK_F32, 256 * 256);
+    gck_spec s;
+    gck_spec_init(&s, &c);
+    gck_spec_fill(&s, GCK_A, A);
+    gck_spec_fill(&s, GCK_B, B);
+    gck_exact_plan *p = gck_exact_plan_new(&c, A, B, C);
+    cr_expect_str_neq(gck_exact_plan_path(p), "ozaki");
+    char d[256];
+    gck_exact_plan_describe(p, d, sizeof d);
+    cr_expect(strstr(d, "too few products") != NULL, "%s", d);
+    gck_exact_plan_free(p);
+    gck_case_init(&c, 256, 256, 256);
+    c.type_a = c.type_b = c.type_c = c.type_d = c.compute = GCK_F32;
+    gck_spec_init(&s, &c);
+    gck_spec_fill(&s, GCK_A, A);
+    gck_spec_fill(&s, GCK_B, B);
+    p = gck_exact_plan_new(&c, A, B, C);
+    cr_expect_str_eq(gck_exact_plan_path(p), "ozaki");
+    gck_exact_plan_free(p);
+    gck_ozaki_set_mode(GCK_OZAKI_NEVER);
+    p = gck_exact_plan_new(&c, A, B, C);
+    cr_expect_str_neq(gck_exact_plan_path(p), "ozaki");
+    gck_exact_plan_free(p);
+    free(A);
+    free(B);
+    free(C);
+}
+
+Test(ozaki, a_wrong_slice_product_is_caught_and_the_products_summed_one_by_one) {
+    gck_ozaki_set_mode(GCK_OZAKI_ALWAYS);
+    test_rng r = {test_seed("oracle_ozaki.corrupt", 5)};
+    long elements = 0;
+    for (int n = 0; n < 20; n++) {
+        gck_spec s;
+        random_case(&r, &s);
+        s.special_pm = 0;
+        const gck_case *c = &s.c;
+        void *X[3];
+        filled_operands(&s, X);
+        gck_exact_plan *p = gck_exact_plan_new(c, X[0], X[1], X[2]);
+        bool splits = !strcmp(gck_exact_plan_path(p), "ozaki");
+        gck_exact_plan_free(p);
+        /* one element of one slice product off by one unit: the check must refuse it */
+        gck_ozaki_test_corrupt(n * 7919);
+        const char *path = compare_case(&s, X[0], X[1], X[2], &elements);
+        gck_ozaki_test_corrupt(-1);
+        if (splits) cr_expect_str_neq(path, "ozaki", "a corrupted product was accepted");
+        for (int x = 0; x < 3; x++) free(X[x]);
+    }
+    cr_expect_gt(elements, 0);
+}
