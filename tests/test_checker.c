@@ -1,11 +1,13 @@
 /* Every finding kind is caught, with the right kind, on a purpose-built faulty backend, and the
  * same cases pass on ref. Crash and hang go through the isolated runner and the CLI. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 
+#include "absprod.h"
 #include "gemmcheck/runner.h"
 #include "grid.h"
 #include "testutil.h"
@@ -35,18 +37,27 @@ static void run_cases(const char *spec, long count[GCK_KIND_COUNT], long *exact)
     gck_backend_close(&be);
 }
 
+/* ref and two faulty backends, for the tests that compare two ways of checking. */
+static const char *const compare_specs[] = {"ref", "plugin:" GCK_FAULTY_PLUGIN ":tolerance",
+                                            "plugin:" GCK_FAULTY_PLUGIN ":nan"};
+
+/* A backend opened, and its table. */
+static size_t open_table(gck_backend *be, const char *spec, const gck_support_row **rows) {
+    char msg[1024];
+    cr_assert_eq(gck_backend_open(be, spec, msg, sizeof msg), GCK_OK, "%s", msg);
+    return be->ops->table(be->state, rows);
+}
+
 /* The bounds from the operands read in place (no copy allowed) are those from the copy: same
  * findings, worst elements, ratios, on ref and on faulty backends, specials included. */
 Test(checker, bounds_from_the_copy_and_from_the_operands_in_place_agree) {
-    const char *specs[] = {"ref", "plugin:" GCK_FAULTY_PLUGIN ":tolerance",
-                           "plugin:" GCK_FAULTY_PLUGIN ":nan"};
+    const char *const *specs = compare_specs;
     long compared = 0, findings = 0;
     for (int b = 0; b < 3; b++) {
         gck_backend be;
         char msg[1024];
-        cr_assert_eq(gck_backend_open(&be, specs[b], msg, sizeof msg), GCK_OK, "%s", msg);
         const gck_support_row *rows;
-        size_t nrows = be.ops->table(be.state, &rows);
+        size_t nrows = open_table(&be, specs[b], &rows);
         gck_run_result *r1 = malloc(sizeof *r1), *r2 = malloc(sizeof *r2);
         for (uint64_t i = 0; i < 150; i++) {
             gck_spec s;
@@ -81,6 +92,74 @@ Test(checker, bounds_from_the_copy_and_from_the_operands_in_place_agree) {
     fprintf(stderr, "[bounds] %ld elements, %ld findings: copy and in-place reads agree\n",
             compared, findings);
     cr_expect_gt(findings, 0);
+}
+
+/* Eight large products on one backend, checked with the sums of |a||b| from a GEMM and with
+ * every element summing its own terms: the same verdicts (see the test below). */
+static void large_products_agree(const char *spec, long *compared, long *findings) {
+    static const gck_dist dists[] = {GCK_DIST_UNIFORM, GCK_DIST_BIG, GCK_DIST_LOGU, GCK_DIST_INT};
+    gck_run_result *r1 = malloc(sizeof *r1), *r2 = malloc(sizeof *r2);
+    gck_backend be;
+    const gck_support_row *rows;
+    size_t nrows = open_table(&be, spec, &rows);
+    char msg[1024], rs[2048];
+    for (uint64_t i = 0; i < 8; i++) {
+        gck_spec s;
+        grid_spec(i * 131 + 17, rows, nrows, &s);
+        gck_case *c = &s.c;
+        c->m = 130 + (int64_t)i * 7;
+        c->n = 150 - (int64_t)i * 5;
+        c->k = 260;
+        c->batch = 1;
+        c->lda = gck_case_min_ld(c, GCK_A);
+        c->ldb = gck_case_min_ld(c, GCK_B);
+        c->ldc = gck_case_min_ld(c, GCK_C);
+        c->ldd = c->d_is_c ? c->ldc : gck_case_min_ld(c, GCK_D);
+        s.offset[0] = s.offset[1] = s.offset[2] = s.offset[3] = 0;
+        s.dist_ab = dists[i % 4];
+        s.special_pm = i % 3 == 2 ? 1 : 0;
+        gck_spec_format(&s, rs, sizeof rs);
+        gck_run_options o = {.check = {.threads = 2}};
+        cr_assert_eq(gck_run_spec(&be, &s, &o, r1, msg, sizeof msg), GCK_OK, "%s", msg);
+        o.check.copy_limit = 1; /* no copy, no GEMM: every element sums its own terms */
+        cr_assert_eq(gck_run_spec(&be, &s, &o, r2, msg, sizeof msg), GCK_OK, "%s", msg);
+        const gck_check_result *x = &r1->check, *y = &r2->check;
+        cr_assert_eq(r1->nfindings, r2->nfindings, "%s", rs);
+        cr_assert(x->elements == y->elements && x->exact_elements == y->exact_elements &&
+                      x->degenerate == y->degenerate && x->lenient == y->lenient,
+                  "%s", rs);
+        for (int k = 0; k < GCK_KIND_COUNT; k++)
+            cr_assert(x->count[k] == y->count[k] &&
+                          (!x->count[k] ||
+                           (x->worst[k].i == y->worst[k].i && x->worst[k].j == y->worst[k].j)),
+                      "kind %d: %s", k, rs);
+        double dr = fabs(x->max_ratio.ratio - y->max_ratio.ratio),
+               dt = fabs(x->max_tight - y->max_tight);
+        cr_assert(dr <= 1e-9 * fabs(y->max_ratio.ratio) && dt <= 1e-9 * fabs(y->max_tight),
+                  "ratio %.17g vs %.17g, tight %.17g vs %.17g: %s", x->max_ratio.ratio,
+                  y->max_ratio.ratio, x->max_tight, y->max_tight, rs);
+        *compared += x->elements;
+        *findings += r1->nfindings;
+    }
+    gck_backend_close(&be);
+    free(r1);
+    free(r2);
+}
+
+/* Large products, whose sums of |a||b| come from one f64 GEMM (rounded up), judged as when every
+ * element sums its own terms: the same findings, counts, worst elements and exact cases, ratios
+ * within 1e-9, on ref and on faulty backends, with values near overflow (summed per element
+ * again where an overflow rule could fire) and specials (their lines summed per element). */
+Test(checker, bounds_from_a_gemm_agree_with_per_element_sums_on_large_products, .timeout = 600) {
+    long compared = 0, findings = 0, before = gck_absprod_built();
+    for (int b = 0; b < 3; b++) large_products_agree(compare_specs[b], &compared, &findings);
+    long built = gck_absprod_built() - before;
+    fprintf(stderr,
+            "[bounds] large products: %ld elements, %ld findings, %ld bounds from a GEMM: "
+            "the same verdicts as per-element sums\n",
+            compared, findings, built);
+    cr_expect_gt(findings, 0);
+    cr_expect_geq(built, 12, "only %ld GEMM bounds were built", built);
 }
 
 static void expect_only(const char *fault, gck_kind want) {

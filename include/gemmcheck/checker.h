@@ -102,6 +102,10 @@ typedef struct gck_check_result {
      *  error/bound at most 1e-6; [2] .. [7] in (1e-6, 1e-5], ..., (0.1, 1]; [8] above 1 (outside
      *  the bound, failing unless a declared leniency passed them). */
     int64_t ratio_bins[GCK_RATIO_BINS];
+    /** How the exact values were summed: e.g. "ozaki: 2 x 2 slices of 20 bits, ..." or
+     *  "fix64, products one by one (no splitting: too few products ...)"; "MPFR" for that
+     *  oracle alone. A product summed by splitting is checked in full, never sampled. */
+    char oracle_path[192];
 } gck_check_result;
 
 /** The bin of gck_check_result.ratio_bins for an element with a finite error and its

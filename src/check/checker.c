@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "absprod.h"
 #include "mix.h"
 #include "oracle_exact.h"
 #include "oracle_internal.h"
@@ -120,6 +121,7 @@ typedef struct line_facts {
     bool repr;     /* every value finite and kept by rounding to the input and compute formats */
     bool over;     /* a finite value above what the inputs are converted to */
     bool has_inf;  /* an infinity (then the pairs are looked at: Inf times a flushed partner) */
+    bool special;  /* a NaN or an infinity */
 } line_facts;
 
 /* The operands prepared for gather: line facts, and op(A) and op(B) as doubles laid out along k
@@ -128,6 +130,10 @@ typedef struct line_facts {
 typedef struct gather_plan {
     line_facts *fa, *fb;
     double *a, *b;
+    /* large products: sum_k |a||b| of every element by a GEMM, and each line's sum_k |x| (both
+     * rounded up, over finite values); NULL: summed per element */
+    gck_absprod *abs;
+    double *suma, *sumb;
 } gather_plan;
 
 static void gather_plan_free(gather_plan *g) {
@@ -136,7 +142,25 @@ static void gather_plan_free(gather_plan *g) {
     free(g->fb);
     free(g->a);
     free(g->b);
+    gck_absprod_free(g->abs);
+    free(g->suma);
+    free(g->sumb);
     free(g);
+}
+
+/* sum_k |x| of each of n lines of K doubles, over finite values, rounded up. */
+static double *line_sums(const double *x, int64_t n, int64_t K) {
+    double *s = malloc((size_t)(n > 0 ? n : 1) * sizeof *s);
+    if (!s) return NULL;
+    int old = fegetround();
+    fesetround(FE_UPWARD);
+    for (int64_t l = 0; l < n; l++) {
+        double t = 0;
+        for (int64_t k = 0; k < K; k++) t += isfinite(x[l * K + k]) ? fabs(x[l * K + k]) : 0.0;
+        s[l] = t;
+    }
+    fesetround(old);
+    return s;
 }
 
 /* The lines of operand x (GCK_A or GCK_B) of every stored batch member: facts, and the values
@@ -155,13 +179,14 @@ static void line_facts_of(const gck_case *c, const gck_model *m, gck_operand x, 
     for (int64_t b = 0; b < members; b++) {
         const char *base = (const char *)X + b * stride;
         for (int64_t l = 0; l < lines; l++) {
-            line_facts f = {0, INT32_MAX, true, false, false};
+            line_facts f = {0, INT32_MAX, true, false, false, false};
             double *d = dense ? dense + (b * lines + l) * c->k : NULL;
             for (int64_t k = 0; k < c->k; k++) {
                 double v = gck_load(base, t, l * ls + k * ks), av = fabs(v);
                 if (d) d[k] = v;
                 if (isfinite(av) && av > in_max) f.over = true;
                 if (isinf(av)) f.has_inf = true;
+                if (!isfinite(av)) f.special = true;
                 if (av > f.maxabs) f.maxabs = av;
                 if (!f.repr) continue;
                 if (!isfinite(v) || gck_round_to(v, infmt) != v || gck_round_to(v, m->compute) != v)
@@ -198,6 +223,11 @@ static gather_plan *gather_plan_new(const gck_case *c, const gck_model *m, const
     }
     line_facts_of(c, m, GCK_A, A, ma, g->fa, g->a);
     line_facts_of(c, m, GCK_B, B, mb, g->fb, g->b);
+    if ((g->abs = gck_absprod_new(c, g->a, g->b)) &&
+        (!(g->suma = line_sums(g->a, la, c->k)) || !(g->sumb = line_sums(g->b, lb, c->k)))) {
+        gck_absprod_free(g->abs); /* out of memory: summed per element */
+        g->abs = NULL;
+    }
     return g;
 }
 
@@ -369,6 +399,59 @@ static void result_grid(const gck_case *c, const gck_model *m, int *p, int *qmin
     *lim = fmin(fc->max, fmin(fo->max, fe->max));
 }
 
+/* Whether a correct implementation could overflow, or form Inf - Inf, in some evaluation
+ * order: the growth of a partial sum through its roundings ((1 + eps)^n <= e^(n eps)) against
+ * the largest finite value of the compute and output formats. */
+typedef struct overflow_facts {
+    double growth, thr;
+    bool unscaled; /* A*B summed before alpha is applied (|alpha| < 1 then hides an overflow) */
+    bool possible; /* some order overflows */
+    bool nan;      /* some order forms Inf - Inf or Inf * 0 */
+} overflow_facts;
+
+static overflow_facts overflow_of(const gck_case *c, const gck_model *m, const elem_facts *f) {
+    const gck_format_info *fc = gck_format_get(m->compute);
+    const gck_format_info *fo = gck_format_get(gck_case_type(c, GCK_D));
+    overflow_facts x;
+    x.thr = fmin(fc->max, fo->max);
+    x.growth = exp((2 * (double)c->k + 4) * fc->epsilon) * MARGIN * MARGIN;
+    double g = x.growth, thr = x.thr;
+    x.unscaled = (f->pos_u + f->neg_u) * g >= thr;
+    x.possible =
+        f->input_overflow || f->max_term >= thr || x.unscaled || (f->pos + f->neg) * g >= thr;
+    x.nan = f->input_overflow || f->max_term >= thr || (f->pos * g >= thr && f->neg * g >= thr) ||
+            (f->pos_u * g >= thr && f->neg_u * g >= thr) ||
+            (x.unscaled && (f->pos + f->neg) * g >= thr);
+    return x;
+}
+
+/* The sums from the plan's GEMM, for an element of a large product whose lines hold no NaN or
+ * Inf (call in upward rounding): T and sum_ab rounded up, and for the overflow rules values no
+ * smaller than the true ones: every rule compares them with the overflow threshold, and when
+ * one could reach it (near_overflow) the element is summed term by term instead. False when
+ * the element is not covered. */
+static bool fast_terms(const gck_case *c, const gather_plan *g, const exact_in *x, int64_t ra,
+                       int64_t cb, int64_t bi, int64_t i, int64_t j, unsigned ord, elem_facts *f) {
+    if (!g->abs || g->fa[ra].special || g->fb[cb].special) return false;
+    double T = gck_absprod_bound(g->abs, bi, i, j), aa = fabs(c->alpha);
+    if (!isfinite(T)) return false;
+    f->t.T = T;
+    f->t.sum_ab = g->suma[ra] + g->sumb[cb];
+    f->pos = f->neg = aa * T;
+    f->pos_u = f->neg_u = T;
+    double q = aa * x->maxa * x->maxb; /* no term exceeds these */
+    if (ord & GCK_ORDER_ALPHA_ON_OPERAND) q = fmax(q, aa * fmax(x->maxa, x->maxb));
+    if (ord & (GCK_ORDER_ALPHA_ON_SUM | GCK_ORDER_ALPHA_ON_PRODUCT)) q = fmax(q, x->maxa * x->maxb);
+    f->max_term = q;
+    return true;
+}
+
+/* Whether an overflow rule could fire on these sums: then bounds from above do not settle it. */
+static bool near_overflow(const gck_case *c, const gck_model *m, const elem_facts *f) {
+    overflow_facts x = overflow_of(c, m, f);
+    return x.possible || x.nan;
+}
+
 /* The facts of element (bi, i, j) whose oracle value is `oracle`; with skip_zero, of the sum
  * without the terms that have an exactly-zero factor (what a zero-skipping BLAS computes). */
 static void gather(const gck_case *c, const gck_support_row *row, const gather_plan *g,
@@ -387,13 +470,14 @@ static void gather(const gck_case *c, const gck_support_row *row, const gather_p
                  gck_round_to(c->beta, m->epilogue) == c->beta;
 
     elem_lines e = {.c = c, .i = i, .j = j};
+    int64_t ra = 0, cb = 0;
     if (rab) {
         gck_case_op_strides(c, GCK_A, &e.ars, &e.acs);
         gck_case_op_strides(c, GCK_B, &e.brs, &e.bcs);
         e.Ab = (const char *)A + bi * c->stride_a * gck_format_get(c->type_a)->storage_bytes;
         e.Bb = (const char *)B + bi * c->stride_b * gck_format_get(c->type_b)->storage_bytes;
-        int64_t ra = (c->stride_a == 0 ? 0 : bi) * c->m + i,
-                cb = (c->stride_b == 0 ? 0 : bi) * c->n + j;
+        ra = (c->stride_a == 0 ? 0 : bi) * c->m + i;
+        cb = (c->stride_b == 0 ? 0 : bi) * c->n + j;
         if (g->a) {
             e.da = g->a + ra * c->k;
             e.db = g->b + cb * c->k;
@@ -423,8 +507,13 @@ static void gather(const gck_case *c, const gck_support_row *row, const gather_p
     /* Pass 2, rounding upward: the sums the bound and the overflow rules use. */
     int old = fegetround();
     fesetround(FE_UPWARD);
-    if (rab) sum_terms(&e, ord, skip_zero, f);
+    bool fast = rab && !skip_zero && fast_terms(c, g, &x, ra, cb, bi, i, j, ord, f);
+    if (rab && !fast) sum_terms(&e, ord, skip_zero, f);
     if (rc) add_c_term(c, &x, f);
+    if (fast && near_overflow(c, m, f)) { /* sums that settle the overflow rules */
+        sum_terms(&e, ord, skip_zero, f);
+        if (rc) add_c_term(c, &x, f);
+    }
     /* a backend that never sums unscaled products cannot overflow there */
     if (!((ord & GCK_ORDER_ALPHA_ON_SUM) || x.over_alpha)) f->pos_u = f->neg_u = 0.0;
     if (exact) {
@@ -513,32 +602,6 @@ static bool fails_as(gck_kind *out, gck_kind k) {
 
 /* Decide one element against one oracle evaluation: true when it passes, else false with the
  * kind of finding in *kind. */
-/* Whether a correct implementation could overflow, or form Inf - Inf, in some evaluation
- * order: the growth of a partial sum through its roundings ((1 + eps)^n <= e^(n eps)) against
- * the largest finite value of the compute and output formats. */
-typedef struct overflow_facts {
-    double growth, thr;
-    bool unscaled; /* A*B summed before alpha is applied (|alpha| < 1 then hides an overflow) */
-    bool possible; /* some order overflows */
-    bool nan;      /* some order forms Inf - Inf or Inf * 0 */
-} overflow_facts;
-
-static overflow_facts overflow_of(const gck_case *c, const gck_model *m, const elem_facts *f) {
-    const gck_format_info *fc = gck_format_get(m->compute);
-    const gck_format_info *fo = gck_format_get(gck_case_type(c, GCK_D));
-    overflow_facts x;
-    x.thr = fmin(fc->max, fo->max);
-    x.growth = exp((2 * (double)c->k + 4) * fc->epsilon) * MARGIN * MARGIN;
-    double g = x.growth, thr = x.thr;
-    x.unscaled = (f->pos_u + f->neg_u) * g >= thr;
-    x.possible =
-        f->input_overflow || f->max_term >= thr || x.unscaled || (f->pos + f->neg) * g >= thr;
-    x.nan = f->input_overflow || f->max_term >= thr || (f->pos * g >= thr && f->neg * g >= thr) ||
-            (f->pos_u * g >= thr && f->neg_u * g >= thr) ||
-            (x.unscaled && (f->pos + f->neg) * g >= thr);
-    return x;
-}
-
 /* A failing verdict with its rule. */
 static bool fails_by(gck_element_report *e, gck_kind *kind, gck_kind k, const char *rule) {
     snprintf(e->rule, sizeof e->rule, "%s", rule);
@@ -807,17 +870,26 @@ gck_status gck_check_values(const gck_case *c, const gck_support_row *row,
     if (total == 0) return GCK_OK;
     r->total_elements = total;
     uint8_t *rows = NULL, *cols = NULL;
-    double cost = (double)c->m * (double)c->n * (double)c->k * (double)c->batch;
-    double above = opt->sample_above > 0 ? opt->sample_above : 2147483648.0;
-    if (cost > above && c->m > 2 && c->n > 2) {
-        if (!sample_lines(c, opt->sample_lines > 0 ? opt->sample_lines : 16, &rows, &cols))
-            return gck_fail(GCK_ENOMEM, msg, len, "out of memory");
-        r->sampled = true;
-    }
     gck_exact_plan *plan = NULL;
     gather_plan *gp = gather_plan_new(c, &row->model, A, B, opt->copy_limit);
-    if (!gp || (opt->oracle != GCK_ORACLE_MPFR && !(plan = gck_exact_plan_new(c, A, B, C))))
-        s = gck_fail(GCK_ENOMEM, msg, len, "out of memory decoding the operands");
+    if (!gp || (opt->oracle != GCK_ORACLE_MPFR && !(plan = gck_exact_plan_new(c, A, B, C)))) {
+        gather_plan_free(gp);
+        return gck_fail(GCK_ENOMEM, msg, len, "out of memory decoding the operands");
+    }
+    if (plan)
+        gck_exact_plan_describe(plan, r->oracle_path, sizeof r->oracle_path);
+    else
+        snprintf(r->oracle_path, sizeof r->oracle_path, "MPFR");
+    /* a large product is checked on a sample of rows and columns, unless its sums came from
+     * splitting (then every element costs little more than the GEMMs already run) */
+    double cost = (double)c->m * (double)c->n * (double)c->k * (double)c->batch;
+    double above = opt->sample_above > 0 ? opt->sample_above : 2147483648.0;
+    bool split = plan && !strcmp(gck_exact_plan_path(plan), "ozaki");
+    if (cost > above && c->m > 2 && c->n > 2 && !split) {
+        if (!sample_lines(c, opt->sample_lines > 0 ? opt->sample_lines : 16, &rows, &cols))
+            s = gck_fail(GCK_ENOMEM, msg, len, "out of memory");
+        r->sampled = true;
+    }
     chk_job proto = {.c = c,
                      .row = row,
                      .opt = opt,

@@ -102,6 +102,7 @@ static int report(const char *backend, const char *flags, const char *repro, con
                    100.0 * (double)c->elements /
                        (double)(c->total_elements ? c->total_elements : 1));
         if (isfinite(c->max_ratio.error)) print_element("max error/bound", &c->max_ratio);
+        if (c->oracle_path[0]) printf("sums:     %s\n", c->oracle_path);
     }
     printf("call:     %.6f s\n", r->call_seconds);
     if (r->outcome == GCK_OUTCOME_FINDINGS) print_repro(backend, flags, repro);

@@ -252,6 +252,7 @@ bool gck_wire_check_result(gck_run_result *r, char *why, size_t wlen) {
     for (int k = 0; k < GCK_KIND_COUNT; k++) CLEAN(r->check.worst[k].rule);
     CLEAN(r->check.max_ratio.rule);
     CLEAN(r->check.disagreement.rule);
+    CLEAN(r->check.oracle_path);
     CLEAN(r->row);
     CLEAN(r->note);
     if (r->attempts < 0) r->attempts = 0;

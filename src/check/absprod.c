@@ -1,0 +1,146 @@
+/* Sum_k |a_ik|·|b_kj| by one f64 GEMM (gemmcheck's kernels) on the absolute values.
+ *
+ * The GEMM's model (docs/KERNELS.md) is one accumulator per element, k ascending, a fused
+ * multiply-add each, rounded to nearest: with non-negative terms every step multiplies the
+ * partial sum by at most (1 + u)^-1 ... (1 + u), u = 2^-53, and adds at most 2^-1075 where the
+ * result is subnormal. So the exact sum T and the computed T^ satisfy
+ *     T <= T^ / (1 - u)^K + K·2^-1075 <= T^·(1 + K·2^-52) + K·2^-1074    (K·u <= 1/2),
+ * which is what gck_absprod_bound returns, evaluated rounding upward (the same relative slack
+ * bounds any summation order of depth K: the bound does not depend on the kernel's blocking).
+ * As the kernels are under test themselves, every row of T^ is compared with bounds of its
+ * exact row sum, sum_k |a_ik|·(sum_j |b_kj|), computed in directed rounding; a GEMM that
+ * contradicts them is not used. */
+#include "absprod.h"
+
+#include <fenv.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "gemmcheck/kernels.h"
+
+#define ABS_MIN_PRODUCTS (INT64_C(1) << 22)
+#define ABS_MAX_BYTES    (2.0 * 1073741824.0)
+
+struct gck_absprod {
+    int64_t m, n, k, pairs;
+    bool a_batched, b_batched;
+    double *t; /* [pair][j][i] */
+};
+
+static atomic_long built;
+
+long gck_absprod_built(void) { return atomic_load(&built); }
+
+void gck_absprod_free(gck_absprod *p) {
+    if (!p) return;
+    free(p->t);
+    free(p);
+}
+
+double gck_absprod_bound(const gck_absprod *p, int64_t bi, int64_t i, int64_t j) {
+    return p->t[((p->pairs == 1 ? 0 : bi) * p->n + j) * p->m + i];
+}
+
+/* |x| along k of `lines` lines, a NaN or Inf as 0. */
+static void abs_copy(double *dst, const double *src, int64_t n) {
+    for (int64_t x = 0; x < n; x++) dst[x] = isfinite(src[x]) ? fabs(src[x]) : 0.0;
+}
+
+/* Sums of the rows of T^ (M x N, column-major) rounding `mode`-wise into s. */
+static void row_sums(const double *t, int64_t M, int64_t N, int mode, double *s) {
+    fesetround(mode);
+    for (int64_t i = 0; i < M; i++) s[i] = 0;
+    for (int64_t j = 0; j < N; j++)
+        for (int64_t i = 0; i < M; i++) s[i] += t[i + j * M];
+}
+
+/* Bounds of the exact row sums, sum_k |a_ik| (sum_j |b_kj|), rounding `mode`-wise into s. */
+static void exact_row_sums(const double *xa, const double *xb, int64_t M, int64_t N, int64_t K,
+                           int mode, double *u, double *s) {
+    fesetround(mode);
+    for (int64_t k = 0; k < K; k++) u[k] = 0;
+    for (int64_t j = 0; j < N; j++)
+        for (int64_t k = 0; k < K; k++) u[k] += xb[j * K + k];
+    for (int64_t i = 0; i < M; i++) {
+        double r = 0;
+        for (int64_t k = 0; k < K; k++) r += xa[i * K + k] * u[k];
+        s[i] = r;
+    }
+}
+
+/* Whether every row sum of T^ lies within what its rounding allows around the exact one. */
+static bool rows_agree(const double *xa, const double *xb, const double *t, int64_t M, int64_t N,
+                       int64_t K) {
+    double *w = malloc((size_t)(4 * M + K) * sizeof *w);
+    if (!w) return false;
+    double *th = w, *tl = w + M, *eh = w + 2 * M, *el = w + 3 * M, *u = w + 4 * M;
+    int old = fegetround();
+    row_sums(t, M, N, FE_UPWARD, th);
+    row_sums(t, M, N, FE_DOWNWARD, tl);
+    exact_row_sums(xa, xb, M, N, K, FE_UPWARD, u, eh);
+    exact_row_sums(xa, xb, M, N, K, FE_DOWNWARD, u, el);
+    double slack = (double)K * 0x1p-52, tiny = (double)N * (double)K * 0x1p-1074;
+    bool ok = true;
+    for (int64_t i = 0; ok && i < M; i++) {
+        fesetround(FE_DOWNWARD);
+        double lo = el[i] * (1 - slack) - tiny;
+        fesetround(FE_UPWARD);
+        double hi = eh[i] * (1 + slack) + tiny;
+        ok = !(th[i] < lo) && !(tl[i] > hi); /* an overflow to Inf passes: it is not used */
+    }
+    fesetround(old);
+    free(w);
+    return ok;
+}
+
+/* T^ of one pair of members into t, checked and rounded up. */
+static bool one_pair(const gck_absprod *p, const double *a, const double *b, double *xa, double *xb,
+                     double *t) {
+    int64_t M = p->m, N = p->n, K = p->k;
+    abs_copy(xa, a, M * K);
+    abs_copy(xb, b, N * K);
+    gck_case g; /* f64, |op(A)| stored along k: transposed, column-major K x M */
+    gck_case_init(&g, M, N, K);
+    g.transa = GCK_OP_T;
+    g.lda = K;
+    char msg[256];
+    if (gck_gemm(&g, xa, xb, t, t, NULL, msg, sizeof msg) != GCK_GEMM_OK) return false;
+    if (!rows_agree(xa, xb, t, M, N, K)) {
+        fprintf(stderr, "gemmcheck: warning: the f64 GEMM of |A|·|B| for the bound contradicts "
+                        "its row sums; the checker sums every element itself\n");
+        return false;
+    }
+    int old = fegetround();
+    fesetround(FE_UPWARD);
+    double up = 1 + (double)K * 0x1p-52, tiny = (double)K * 0x1p-1074;
+    for (int64_t x = 0; x < M * N; x++) t[x] = t[x] * up + tiny;
+    fesetround(old);
+    return true;
+}
+
+gck_absprod *gck_absprod_new(const gck_case *c, const double *a, const double *b) {
+    if (!a || !b || !gck_case_reads_ab(c)) return NULL;
+    int64_t M = c->m, N = c->n, K = c->k, pairs = c->stride_a || c->stride_b ? c->batch : 1;
+    double bytes = 8.0 * ((double)pairs * (double)M * (double)N + (double)(M + N) * (double)K);
+    if (pairs * M * N * K < ABS_MIN_PRODUCTS || bytes > ABS_MAX_BYTES || K > (INT64_C(1) << 40))
+        return NULL;
+    gck_absprod *p = calloc(1, sizeof *p);
+    double *xa = malloc((size_t)(M * K) * sizeof *xa), *xb = malloc((size_t)(N * K) * sizeof *xb);
+    bool ok = p && xa && xb && (p->t = malloc((size_t)(pairs * M * N) * sizeof *p->t));
+    if (ok) {
+        *p = (gck_absprod){M, N, K, pairs, c->stride_a != 0, c->stride_b != 0, p->t};
+        for (int64_t q = 0; ok && q < pairs; q++)
+            ok = one_pair(p, a + (p->a_batched ? q : 0) * M * K, b + (p->b_batched ? q : 0) * N * K,
+                          xa, xb, p->t + q * M * N);
+    }
+    free(xa);
+    free(xb);
+    if (!ok) {
+        gck_absprod_free(p);
+        return NULL;
+    }
+    atomic_fetch_add(&built, 1);
+    return p;
+}

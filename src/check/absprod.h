@@ -1,0 +1,26 @@
+/* Sum_k |a_ik|·|b_kj| of every element of a large GEMM by one f64 GEMM on |op(A)| and |op(B)|,
+ * rounded up rigorously, for the checker's bound (internal). */
+#ifndef GEMMCHECK_ABSPROD_H
+#define GEMMCHECK_ABSPROD_H
+
+#include <stdint.h>
+
+#include "gemmcheck/case.h"
+
+typedef struct gck_absprod gck_absprod;
+
+/** From op(A) and op(B) as doubles along k (a: [member][i][k], b: [member][j][k]; a NaN or Inf
+ *  counts as 0: the checker sums such lines itself). NULL when the product is too small for a
+ *  GEMM to pay, out of memory, or when the GEMM's row sums contradict the exact ones (then a
+ *  warning is printed and the checker sums every element itself). */
+gck_absprod *gck_absprod_new(const gck_case *c, const double *a, const double *b);
+void gck_absprod_free(gck_absprod *p);
+
+/** An upper bound of sum_k |a_ik||b_kj| for element (i, j) of batch member bi; Inf when the
+ *  GEMM overflowed (the caller sums the element itself). */
+double gck_absprod_bound(const gck_absprod *p, int64_t bi, int64_t i, int64_t j);
+
+/** For tests: how many have been built, over the process. */
+long gck_absprod_built(void);
+
+#endif
