@@ -79,7 +79,8 @@ class _Result(ctypes.Structure):
                 ("lenient", _i64), ("count", _i64 * len(_KINDS)),
                 ("worst", _Element * len(_KINDS)), ("max_ratio", _Element), ("max_tight", _dbl),
                 ("total_elements", _i64), ("sampled", _bool), ("oracle_disagreements", _i64),
-                ("disagreement", _Element), ("ratio_bins", _i64 * 9)]
+                ("disagreement", _Element), ("ratio_bins", _i64 * 9),
+                ("oracle_path", ctypes.c_char * 192)]
 
 # gck_check_result.ratio_bins: the elements by error/bound
 RATIO_BINS = ("0", "<=1e-6", "<=1e-5", "<=1e-4", "<=1e-3", "<=1e-2", "<=0.1", "<=1", ">1")
@@ -410,6 +411,8 @@ class Verdict:
     elements  elements compared; sampled: only a sample of rows and columns was
     distribution  elements by error/bound, {"0": n, "<=1e-6": n, ..., "<=1": n, ">1": n}
                   (elements with a finite error; RATIO_BINS names the bins)
+    sums      how the exact values were summed (error-free splitting into f64 GEMMs for large
+              products, or the path that summed the products one by one, and why)
     """
 
     def __init__(self, r, batched, model):
@@ -422,6 +425,7 @@ class Verdict:
         self.max_ratio = Element("max_ratio", r.max_ratio, batched)
         self.max_tight = r.max_tight
         self.distribution = dict(zip(RATIO_BINS, r.ratio_bins))
+        self.sums = r.oracle_path.decode("utf-8", "replace")
         self.ok = not self.counts
 
     def __bool__(self):

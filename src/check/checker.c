@@ -414,7 +414,17 @@ static overflow_facts overflow_of(const gck_case *c, const gck_model *m, const e
     const gck_format_info *fo = gck_format_get(gck_case_type(c, GCK_D));
     overflow_facts x;
     x.thr = fmin(fc->max, fo->max);
-    x.growth = exp((2 * (double)c->k + 4) * fc->epsilon) * MARGIN * MARGIN;
+    /* the same K, format and rounding mode element after element: exp once per thread */
+    static _Thread_local double last_arg = -1, last_growth;
+    static _Thread_local int last_mode = -1;
+    double arg = (2 * (double)c->k + 4) * fc->epsilon;
+    int mode = fegetround();
+    if (arg != last_arg || mode != last_mode) {
+        last_growth = exp(arg) * MARGIN * MARGIN;
+        last_arg = arg;
+        last_mode = mode;
+    }
+    x.growth = last_growth;
     double g = x.growth, thr = x.thr;
     x.unscaled = (f->pos_u + f->neg_u) * g >= thr;
     x.possible =

@@ -124,6 +124,20 @@ def test_check_passes_correct_results_and_numpy():
     assert 0 < v.max_ratio.ratio < 1
 
 
+def test_large_products_are_checked_in_full_from_split_sums():
+    a = RNG.standard_normal((256, 256)).astype(np.float32)
+    b = RNG.standard_normal((256, 96)).astype(np.float32)
+    small = gc.check(a[:8, :16], b[:16, :8], a[:8, :16] @ b[:16, :8])
+    assert small.ok and "one by one" in small.sums, small.sums
+    d = a @ b
+    v = gc.check(a, b, d)
+    assert v.ok and not v.sampled and v.elements == 256 * 96, v.explain()
+    assert v.sums.startswith("ozaki:") and "Freivalds" in v.sums, v.sums
+    d[200, 50] = np.nextafter(d[200, 50], np.float32(np.inf), dtype=np.float32) * np.float32(1.01)
+    bad = gc.check(a, b, d)
+    assert bad.counts == {"out_of_tolerance": 1} and bad.worst[0].index == (200, 50)
+
+
 def test_check_finds_a_wrong_element_and_names_it():
     a = RNG.standard_normal((20, 50)).astype(np.float32)
     b = RNG.standard_normal((50, 10)).astype(np.float32)
