@@ -76,27 +76,28 @@ static void prepare(operands *o, gck_backend *be, gck_format t, int n) {
     }
 }
 
-/* OpenBLAS on the same shape: sgemm (double = false) or dgemm, on operands converted once. */
+/* OpenBLAS on the same shape: sgemm or dgemm (T, fn), on operands filled once, timed after a
+ * warm-up call. */
+#define BLAS_SECONDS(T, fn)                                                                        \
+    do {                                                                                           \
+        T *a = alloc_or_die(nn * sizeof(T)), *b = alloc_or_die(nn * sizeof(T)),                    \
+          *d = alloc_or_die(nn * sizeof(T));                                                       \
+        for (size_t x = 0; x < nn; x++) a[x] = b[x] = (T)(x % 7) - 3;                              \
+        for (int r = 0; r < 2; r++) {                                                              \
+            t = now();                                                                             \
+            fn(CblasColMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, d, n);        \
+            t = now() - t;                                                                         \
+        }                                                                                          \
+        free(a), free(b), free(d);                                                                 \
+    } while (0)
+
 static double blas_seconds(int n, bool dbl) {
     size_t nn = (size_t)n * (size_t)n;
-    double t;
-    if (dbl) {
-        double *a = alloc_or_die(nn * 8), *b = alloc_or_die(nn * 8), *d = alloc_or_die(nn * 8);
-        for (size_t x = 0; x < nn; x++) a[x] = b[x] = (double)(x % 7) - 3;
-        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, d, n);
-        t = now();
-        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, d, n);
-        t = now() - t;
-        free(a), free(b), free(d);
-    } else {
-        float *a = alloc_or_die(nn * 4), *b = alloc_or_die(nn * 4), *d = alloc_or_die(nn * 4);
-        for (size_t x = 0; x < nn; x++) a[x] = b[x] = (float)(x % 7) - 3;
-        cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, d, n);
-        t = now();
-        cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, d, n);
-        t = now() - t;
-        free(a), free(b), free(d);
-    }
+    double t = 0;
+    if (dbl)
+        BLAS_SECONDS(double, cblas_dgemm);
+    else
+        BLAS_SECONDS(float, cblas_sgemm);
     return t;
 }
 
@@ -115,7 +116,7 @@ static double check_seconds(const operands *o, const gck_check_options *opt, gck
         exit(2);
     }
     return r->elements < r->total_elements ? t * (double)r->total_elements / (double)r->elements
-                                            : t;
+                                           : t;
 }
 
 static double oracle_seconds(const operands *o, const char *ozaki) {
@@ -194,8 +195,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--sample-lines") && i + 1 < argc)
             sample_lines = atoi(argv[++i]);
         else {
-            fprintf(stderr, "bench_check: unknown argument '%s' (--sizes L, --types L, "
-                            "--sample-lines N)\n",
+            fprintf(stderr,
+                    "bench_check: unknown argument '%s' (--sizes L, --types L, "
+                    "--sample-lines N)\n",
                     argv[i]);
             return 2;
         }
