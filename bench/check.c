@@ -55,6 +55,7 @@ static void prepare(operands *o, gck_backend *be, gck_format t, int n) {
     gck_format out = t == GCK_F64 ? GCK_F64 : GCK_F32;
     c->type_a = c->type_b = t;
     c->type_c = c->type_d = c->compute = c->scale_type = out;
+    c->d_is_c = false; /* beta = 0: C is not read */
     gck_spec s;
     gck_spec_init(&s, c);
     size_t es = (size_t)gck_format_get(t)->storage_bytes, eo = out == GCK_F64 ? 8 : 4;
@@ -64,7 +65,7 @@ static void prepare(operands *o, gck_backend *be, gck_format t, int n) {
     gck_spec_fill(&s, GCK_A, o->a);
     gck_spec_fill(&s, GCK_B, o->b);
     char msg[256];
-    if (gck_gemm(c, o->a, o->b, o->d, o->d, NULL, msg, sizeof msg) != GCK_GEMM_OK) {
+    if (gck_gemm(c, o->a, o->b, NULL, o->d, NULL, msg, sizeof msg) != GCK_GEMM_OK) {
         fprintf(stderr, "bench_check: gck_gemm: %s\n", msg);
         exit(2);
     }
@@ -105,7 +106,7 @@ static double blas_seconds(int n, bool dbl) {
 static double check_seconds(const operands *o, const gck_check_options *opt, gck_check_result *r) {
     char msg[512];
     double t = now();
-    if (gck_check_values(&o->c, o->row, opt, o->a, o->b, o->d, o->d, r, msg, sizeof msg) !=
+    if (gck_check_values(&o->c, o->row, opt, o->a, o->b, NULL, o->d, r, msg, sizeof msg) !=
         GCK_OK) {
         fprintf(stderr, "bench_check: %s\n", msg);
         exit(2);
@@ -125,7 +126,7 @@ static double oracle_seconds(const operands *o, const char *ozaki) {
     void *d = alloc_or_die(bytes);
     char msg[256];
     double t = now();
-    gck_status s = gck_oracle_exact(&o->c, o->a, o->b, o->d, d, 0, msg, sizeof msg);
+    gck_status s = gck_oracle_exact(&o->c, o->a, o->b, NULL, d, 0, msg, sizeof msg);
     t = now() - t;
     free(d);
     unsetenv("GEMMCHECK_OZAKI");

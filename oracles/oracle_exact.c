@@ -118,10 +118,12 @@ void gck_exact_plan_describe(const gck_exact_plan *p, char *buf, size_t len) {
     int sa, sb, beta;
     if (p->oz) {
         gck_ozaki_shape(p->oz, &sa, &sb, &beta);
+        int64_t ta, tb;
+        gck_ozaki_tails(p->oz, &ta, &tb);
         snprintf(buf, len,
                  "ozaki: %d x %d slices of %d bits, %d f64 GEMMs per member, each checked by "
-                 "Freivalds' test",
-                 sa, sb, beta, sa * sb);
+                 "Freivalds' test; %lld + %lld values with a tail",
+                 sa, sb, beta, sa * sb, (long long)ta, (long long)tb);
     } else
         snprintf(buf, len, "%s, products one by one (no splitting: %s)", path_names[p->path],
                  p->oz_why[0] ? p->oz_why : "A and B not read");
@@ -580,7 +582,19 @@ static void fold128(__int128 *bk, int ncopy, int nb, int lo, int hi, int64_t *l,
 
 #define BUCKET128_ADD(bk, k) (bk)[ae[k] + be[k]] += (__int128)as[k] * bs[k]
 
-/* S from the Ozaki splitting: the element's terms, each added at its weight. */
+/* A tail product into the limbs (bit 0 at 2^base). */
+typedef struct tail_sink {
+    int64_t *l;
+    int32_t base;
+} tail_sink;
+
+static void add_tail(void *ctx, unsigned __int128 m, int32_t e, bool neg) {
+    tail_sink *t = ctx;
+    add128(t->l, (int64_t)e - t->base, m, neg);
+}
+
+/* S from the Ozaki splitting: the element's terms, each added at its weight, and its tails'
+ * products. */
 static void sum_split(const gck_exact_plan *p, int64_t *l, int n, int64_t bi, int64_t i,
                       int64_t j) {
     int32_t w0;
@@ -591,6 +605,8 @@ static void sum_split(const gck_exact_plan *p, int64_t *l, int n, int64_t bi, in
         if (t[d])
             add64(l, (int64_t)w0 - (int64_t)beta * d - p->base_s,
                   t[d] < 0 ? (uint64_t)-t[d] : (uint64_t)t[d], t[d] < 0);
+    tail_sink sink = {l, p->base_s};
+    gck_ozaki_tail_terms(p->oz, bi, i, j, add_tail, &sink);
     normalize(l, n);
 }
 

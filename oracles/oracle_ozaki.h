@@ -4,7 +4,8 @@
  * Every row of op(A) and column of op(B) is scaled by a power of two and its values cut into
  * slices of `beta` bits, small enough that each slice-by-slice product is an exact f64 GEMM; the
  * products of equal weight are added in int64, so that each element of D gets a handful of
- * integer terms whose weighted sum is exactly S (oracles/oracle_ozaki.c says why). */
+ * integer terms whose weighted sum, with the products of the few values' bits below the slices
+ * (tails), is exactly S (oracles/oracle_ozaki.c says why). */
 #ifndef GEMMCHECK_ORACLE_OZAKI_H
 #define GEMMCHECK_ORACLE_OZAKI_H
 
@@ -38,6 +39,10 @@ void gck_ozaki_free(gck_ozaki *o);
 /** Slices of op(A) and op(B), and bits per slice. */
 void gck_ozaki_shape(const gck_ozaki *o, int *slices_a, int *slices_b, int *beta);
 
+/** How many values of op(A) and of op(B) have a tail: bits below their line's slices, whose
+ *  products are added one by one (gck_ozaki_tail_terms). */
+void gck_ozaki_tails(const gck_ozaki *o, int64_t *tails_a, int64_t *tails_b);
+
 /** The range of the terms' weights over every element: the lowest bit any term can have and
  *  the number of bits above it any sum needs (carries included). */
 void gck_ozaki_range(const gck_ozaki *o, int32_t *lowest, int32_t *width);
@@ -45,5 +50,11 @@ void gck_ozaki_range(const gck_ozaki *o, int32_t *lowest, int32_t *width);
 /** Element (i, j) of batch member bi: S = sum over d < *count of terms[d]·2^(w0 - beta·d). */
 const int64_t *gck_ozaki_terms(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j, int32_t *w0,
                                int *count);
+
+/** Element (i, j) of batch member bi beyond its terms: the products of the tails, each exact,
+ *  passed to add as (-1)^neg·m·2^e. */
+void gck_ozaki_tail_terms(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j,
+                          void (*add)(void *ctx, unsigned __int128 m, int32_t e, bool neg),
+                          void *ctx);
 
 #endif
