@@ -111,6 +111,7 @@ typedef struct elem_facts {
     bool input_overflow; /* an input exceeds the range it is converted to */
     bool inf_times_flushed; /* an Inf meets a partner that input rounding or DAZ makes 0 */
     bool exact_case;
+    double tden; /* the tight ratio's denominator, rounded up */
 } elem_facts;
 
 /* What pass 1 of gather needs from one line (a row of op(A), a column of op(B)), computed once
@@ -134,6 +135,7 @@ typedef struct gather_plan {
      * rounded up, over finite values); NULL: summed per element */
     gck_absprod *abs;
     double *suma, *sumb;
+    bool ab_exact; /* alpha and beta are exact in the epilogue format */
 } gather_plan;
 
 static void gather_plan_free(gather_plan *g) {
@@ -176,6 +178,12 @@ static void line_facts_of(const gck_case *c, const gck_model *m, gck_operand x, 
     gck_format infmt = m->inputs_rounded ? m->input_format : m->compute;
     const gck_format_info *fin = gck_format_get(infmt);
     double in_max = fin->max < fc->max ? fin->max : fc->max;
+    /* every finite value of t is kept by a format at least as precise with at least its range:
+     * then no value needs rounding to be tried */
+    const gck_format_info *ft = gck_format_get(t);
+    bool kept = fin->precision >= ft->precision && fc->precision >= ft->precision &&
+                fin->emax >= ft->emax && fc->emax >= ft->emax &&
+                fin->min_subnormal <= ft->min_subnormal && fc->min_subnormal <= ft->min_subnormal;
     for (int64_t b = 0; b < members; b++) {
         const char *base = (const char *)X + b * stride;
         for (int64_t l = 0; l < lines; l++) {
@@ -189,7 +197,8 @@ static void line_facts_of(const gck_case *c, const gck_model *m, gck_operand x, 
                 if (!isfinite(av)) f.special = true;
                 if (av > f.maxabs) f.maxabs = av;
                 if (!f.repr) continue;
-                if (!isfinite(v) || gck_round_to(v, infmt) != v || gck_round_to(v, m->compute) != v)
+                if (!isfinite(v) ||
+                    (!kept && (gck_round_to(v, infmt) != v || gck_round_to(v, m->compute) != v)))
                     f.repr = false;
                 else if (v != 0 && lsb_exp(v) < f.qmin)
                     f.qmin = lsb_exp(v);
@@ -202,6 +211,9 @@ static void line_facts_of(const gck_case *c, const gck_model *m, gck_operand x, 
 static gather_plan *gather_plan_new(const gck_case *c, const gck_model *m, const void *A,
                                     const void *B, double copy_limit) {
     gather_plan *g = calloc(1, sizeof *g);
+    if (g)
+        g->ab_exact = gck_round_to(c->alpha, m->epilogue) == c->alpha &&
+                      gck_round_to(c->beta, m->epilogue) == c->beta;
     if (!g || !gck_case_reads_ab(c)) return g;
     int64_t ma = c->stride_a == 0 ? 1 : c->batch, mb = c->stride_b == 0 ? 1 : c->batch;
     int64_t la = ma * c->m, lb = mb * c->n;
@@ -414,15 +426,16 @@ static overflow_facts overflow_of(const gck_case *c, const gck_model *m, const e
     const gck_format_info *fo = gck_format_get(gck_case_type(c, GCK_D));
     overflow_facts x;
     x.thr = fmin(fc->max, fo->max);
-    /* the same K, format and rounding mode element after element: exp once per thread */
+    /* the same K and format element after element: exp once per thread, rounded to nearest
+     * whatever the caller's mode (the growth is a model quantity, not a bound to round up) */
     static _Thread_local double last_arg = -1, last_growth;
-    static _Thread_local int last_mode = -1;
     double arg = (2 * (double)c->k + 4) * fc->epsilon;
-    int mode = fegetround();
-    if (arg != last_arg || mode != last_mode) {
+    if (arg != last_arg) {
+        int mode = fegetround();
+        fesetround(FE_TONEAREST);
         last_growth = exp(arg) * MARGIN * MARGIN;
+        fesetround(mode);
         last_arg = arg;
-        last_mode = mode;
     }
     x.growth = last_growth;
     double g = x.growth, thr = x.thr;
@@ -476,8 +489,7 @@ static void gather(const gck_case *c, const gck_support_row *row, const gather_p
     unsigned ord = gck_model_orders(m);
     exact_in x = {INT32_MAX, INT32_MAX, 0, 0, 0, 0, 0, 0, false, rc};
     x.over_alpha = (ord & GCK_ORDER_BETA_OVER_ALPHA) && rc && c->alpha != 0;
-    bool exact = gck_round_to(c->alpha, m->epilogue) == c->alpha &&
-                 gck_round_to(c->beta, m->epilogue) == c->beta;
+    bool exact = g->ab_exact;
 
     elem_lines e = {.c = c, .i = i, .j = j};
     int64_t ra = 0, cb = 0;
@@ -532,6 +544,9 @@ static void gather(const gck_case *c, const gck_support_row *row, const gather_p
         result_grid(c, m, &p, &qmin, &lim);
         f->exact_case = exact_certificate(c, m, &x, f, p, qmin, lim);
     }
+    const gck_format_info *fo = gck_format_get(gck_case_type(c, GCK_D));
+    f->tden = sqrt((double)c->k) * ldexp(fc->epsilon, -1) * fabs(c->alpha) * f->t.T +
+              ldexp(fo->epsilon, -1) * fabs(isinf(oracle) ? fo->max : oracle);
     fesetround(old);
 }
 
@@ -663,8 +678,6 @@ static bool decide(const gck_case *c, const gck_support_row *row, const gck_orac
                    const elem_facts *f, double got, gck_element_report *e, gck_kind *kind) {
     const gck_model *m = &row->model;
     double o = ev->value;
-    const gck_format_info *fc = gck_format_get(m->compute);
-    const gck_format_info *fo = gck_format_get(gck_case_type(c, GCK_D));
     bool degenerate;
     double bound = gck_bound(c, m, &f->t, &degenerate);
     overflow_facts x = overflow_of(c, m, f);
@@ -679,12 +692,7 @@ static bool decide(const gck_case *c, const gck_support_row *row, const gck_orac
     bool pass;
     if (decide_nonfinite(ev, f, &x, got, e, kind, &pass)) return pass;
     /* finite result: oracle finite, or overflowed (then the bound of the exact value applies) */
-    double err = ev->abs_error;
-    int old = fegetround();
-    fesetround(FE_UPWARD);
-    double tden = sqrt((double)c->k) * ldexp(fc->epsilon, -1) * fabs(c->alpha) * f->t.T +
-                  ldexp(fo->epsilon, -1) * fabs(isinf(o) ? fo->max : o);
-    fesetround(old);
+    double err = ev->abs_error, tden = f->tden;
     e->tight = tden > 0 ? err / tden : (err > 0 ? INFINITY : 0.0);
     if (degenerate && !f->exact_case) {
         e->ratio = bound > 0 ? fabs(got) / bound : (got != 0 ? INFINITY : 0.0);
