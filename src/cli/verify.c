@@ -208,6 +208,7 @@ static void print_report(const gck_case *gc, const gck_support_row *row, const g
     printf("  error/bound:");
     for (int b = 0; b < GCK_RATIO_BINS; b++)
         printf(" %s %" PRId64 "%s", bins[b], r->ratio_bins[b], b + 1 < GCK_RATIO_BINS ? "," : "\n");
+    if (r->oracle_path[0]) printf("  sums: %s\n", r->oracle_path);
 }
 
 static int run(const char **o, bool strict) {

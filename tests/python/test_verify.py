@@ -134,3 +134,23 @@ def test_the_distribution_bins_exact_and_failing_elements(tmp_path, gemmcheck_bi
     np.save(tmp_path / "d.npy", d)
     rc, out, _ = verify(gemmcheck_binary, tmp_path, "--a", "a.npy", "--b", "b.npy", "--d", "d.npy")
     assert rc == 1 and distribution(out) == dict({k: 0 for k in BINS}, **{"0": 159, ">1": 1}), out
+
+
+def test_a_large_result_is_checked_in_full_and_says_how(tmp_path, gemmcheck_binary):
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((300, 256)).astype(np.float16)
+    b = rng.standard_normal((256, 200)).astype(np.float16)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    np.save(tmp_path / "d.npy", (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16))
+    code, out, err = verify(gemmcheck_binary, tmp_path, "--a", "a.npy", "--b", "b.npy", "--d",
+                            "d.npy", "--model", "compute=f32 in=f16")
+    assert code == 0 and "pass: 60000 of 60000 elements checked" in out, out + err
+    sums = next(x for x in out.splitlines() if x.strip().startswith("sums:"))
+    assert "ozaki:" in sums and "Freivalds" in sums, sums
+    np.save(tmp_path / "s.npy", a[:10, :20])
+    np.save(tmp_path / "t.npy", b[:20, :10])
+    np.save(tmp_path / "u.npy", (a[:10, :20].astype(np.float32) @ b[:20, :10]).astype(np.float16))
+    code, out, err = verify(gemmcheck_binary, tmp_path, "--a", "s.npy", "--b", "t.npy", "--d",
+                            "u.npy", "--model", "compute=f32 in=f16")
+    assert code == 0 and "products one by one" in out, out + err
