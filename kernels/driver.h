@@ -172,7 +172,8 @@ static bool KN(block)(const kjob *j, const void *A, const void *B, const void *C
                     for (int64_t jr = 0; jr < nb; jr += nr)
                         for (int64_t ir = 0; ir < mb; ir += mr) {
                             KT *wt = w + (ic - i2) + ir + jr * ldw;
-                            const PT *at = ap + (ir - ax) * kbp, *bt = bp + (jr - bx) * kbp;
+                            const PT *at = ap + (ir < ax ? 0 : ir - ax) * kbp,
+                                     *bt = bp + (jr < bx ? 0 : jr - bx) * kbp;
 #if KP == 1
                             if (sk) { /* every tile, packed slivers too, on the job's shape */
                                 int64_t as = mr, bs = nr, bj = 1;
