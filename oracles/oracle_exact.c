@@ -153,10 +153,10 @@ typedef struct opstats {
  * inlines to a few shifts and masks). */
 #define FOR_EACH_LAYOUT(call)                                                                      \
     switch (v->type) {                                                                             \
-    case GCK_F16: call(10, 5, 2); break;                                                           \
-    case GCK_BF16: call(7, 8, 2); break;                                                           \
-    case GCK_F64: call(52, 11, 8); break;                                                          \
-    default: call(23, 8, 4); break;                                                                \
+    case GCK_F16: call(layout_of(GCK_F16)); break;                                                 \
+    case GCK_BF16: call(layout_of(GCK_BF16)); break;                                               \
+    case GCK_F64: call(layout_of(GCK_F64)); break;                                                 \
+    default: call(layout_of(GCK_F32)); break;                                                      \
     }
 
 /* Pass 1: specials per line; exponent ranges over the operand in the shortest form (for fixed
@@ -189,7 +189,7 @@ static inline __attribute__((always_inline)) void op_stats_as(const opview *v, l
 }
 
 static void op_stats(const opview *v, uint8_t *special, opstats *st) {
-#define STATS(fb, eb, by) op_stats_as(v, (layout){fb, eb, by}, special, st)
+#define STATS(lay) op_stats_as(v, lay, special, st)
     FOR_EACH_LAYOUT(STATS)
 #undef STATS
 }
@@ -240,7 +240,7 @@ static inline __attribute__((always_inline)) void op_fill_as(const opview *v, la
 
 static void op_fill(const opview *v, int path, const opstats *st, int32_t *lo, int32_t *hi,
                     int64_t *fix, sigexp *pk, int64_t *sig, int32_t *ex) {
-#define FILL(fb, eb, by) op_fill_as(v, (layout){fb, eb, by}, path, st, lo, hi, fix, pk, sig, ex)
+#define FILL(lay) op_fill_as(v, lay, path, st, lo, hi, fix, pk, sig, ex)
     FOR_EACH_LAYOUT(FILL)
 #undef FILL
 }

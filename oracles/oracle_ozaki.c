@@ -21,7 +21,11 @@
  * is checked exactly against the digits, by Freivalds' test in the integers modulo the prime
  * p = 2^61 - 1: Q_d·x = sum_{s+t=d} dA_s·(dB_t·x) (mod p) for a vector x of 32-bit values. A
  * wrong Q_d passes with probability at most 2^-32; a failed check drops the splitting and the
- * oracle sums the products one by one, as when the values cannot be split (too many slices). */
+ * oracle sums the products one by one, as when splitting would not pay or not fit in memory.
+ *
+ * The bits of a value below its line's slices (its tail: zero for most values) are kept exactly
+ * and their products added one by one (a·b = slices' product + tail_a·b + a·tail_b -
+ * tail_a·tail_b), so that a few small values do not set the slice count of a whole line. */
 #include "oracle_ozaki.h"
 
 #include <math.h>
@@ -117,8 +121,15 @@ void gck_ozaki_range(const gck_ozaki *o, int32_t *lowest, int32_t *width) {
     *width = o->width;
 }
 
-/* The value of a line at step k, decoded. */
-static dec value_at(const lines *v, int64_t member, int64_t line, int64_t k);
+/* The value of a line at step k, decoded in the shortest form, whose last bit is at or above the
+ * operand's lowest set bit (the frame of the tails' products starts there). A NaN or Inf gives
+ * m = 0 (such elements are decided by the IEEE rules first). */
+static dec value_at(const lines *v, int64_t member, int64_t line, int64_t k) {
+    bool sp;
+    return strip(decode_raw(raw_at(gck_oracle_member(v->base, v->type, v->stride, member),
+                                   v->lay.bytes, line * v->ls + k * v->ks),
+                            v->lay.fb, v->lay.eb, &sp));
+}
 
 void gck_ozaki_tail_terms(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j,
                           void (*add)(void *ctx, unsigned __int128 m, int32_t e, bool neg),
@@ -151,53 +162,35 @@ const int64_t *gck_ozaki_terms(const gck_ozaki *o, int64_t bi, int64_t i, int64_
     return o->q + ((pair * o->n + j) * o->m + i) * o->nd;
 }
 
-static uint64_t raw(const lines *v, int64_t member, int64_t line, int64_t k) {
-    return raw_at(gck_oracle_member(v->base, v->type, v->stride, member), v->lay.bytes,
-                  line * v->ls + k * v->ks);
-}
-
-/* In the shortest form, whose last bit is at or above the operand's lowest set bit (the frame
- * of the tails' products starts there). A NaN or Inf gives m = 0. */
-static dec value_at(const lines *v, int64_t member, int64_t line, int64_t k) {
-    bool sp;
-    return strip(decode_raw(raw(v, member, line, k), v->lay.fb, v->lay.eb, &sp));
-}
-
 /* Each line's scale E (the exponent just above its largest magnitude; 0 for a line without a
- * non-zero finite value) and the widest span, in bits, from a line's E to its lowest set bit. */
-static int32_t line_scales(const lines *v, int32_t *E) {
-    int32_t widest = 0;
+ * non-zero finite value), and how many slices of beta bits each value needs below its line's
+ * scale: hist[n] values need n (the last bin, OZ_NEED_BINS - 1, those needing more); *low: the
+ * lowest set bit of any value. */
+#define OZ_NEED_BINS 64
+static void line_scales(const lines *v, int beta, int32_t *E, int64_t *hist, int32_t *low) {
     for (int64_t b = 0; b < v->members; b++)
         for (int64_t l = 0; l < v->count; l++) {
-            int32_t top = INT32_MIN, low = INT32_MAX;
+            int32_t top = INT32_MIN;
             for (int64_t k = 0; k < v->k; k++) {
-                bool sp;
-                dec d = strip(decode_raw(raw(v, b, l, k), v->lay.fb, v->lay.eb, &sp));
-                if (!d.m) continue;
-                if (d.e + bits_of(d.m) > top) top = d.e + bits_of(d.m);
-                if (d.e < low) low = d.e;
+                dec d = value_at(v, b, l, k);
+                if (d.m && d.e + bits_of(d.m) > top) top = d.e + bits_of(d.m);
             }
-            E[b * v->count + l] = top == INT32_MIN ? 0 : top;
-            if (top != INT32_MIN && top - low > widest) widest = top - low;
-        }
-    return widest;
-}
-
-/* How many slices each value of an operand needs below its line's scale: hist[n] values need n
- * (the last bin, OZ_NEED_BINS - 1, those needing more); *low: the lowest set bit of any value. */
-#define OZ_NEED_BINS 64
-static void need_histogram(const lines *v, const int32_t *E, int beta, int64_t *hist,
-                           int32_t *low) {
-    for (int64_t b = 0; b < v->members; b++)
-        for (int64_t l = 0; l < v->count; l++)
-            for (int64_t k = 0; k < v->k; k++) {
-                bool sp;
-                dec d = strip(decode_raw(raw(v, b, l, k), v->lay.fb, v->lay.eb, &sp));
+            int32_t e = E[b * v->count + l] = top == INT32_MIN ? 0 : top;
+            for (int64_t k = 0; top != INT32_MIN && k < v->k; k++) { /* the line is cache-hot */
+                dec d = value_at(v, b, l, k);
                 if (!d.m) continue;
-                int64_t need = ((int64_t)E[b * v->count + l] - d.e + beta - 1) / beta;
+                int64_t need = ((int64_t)e - d.e + beta - 1) / beta;
                 hist[need < OZ_NEED_BINS ? need : OZ_NEED_BINS - 1]++;
                 if (d.e < *low) *low = d.e;
             }
+        }
+}
+
+/* The most slices any value needs (0: no non-zero finite value). */
+static int most_needed(const int64_t *hist) {
+    int n = OZ_NEED_BINS - 1;
+    while (n > 0 && !hist[n]) n--;
+    return n;
 }
 
 /* Values that need more than S slices (those with a tail). */
@@ -219,9 +212,7 @@ static bool collect_tails(const lines *v, const int32_t *E, int beta, int S, int
         (*start)[t] = x;
         int32_t cut = E[t] - beta * S; /* the slices keep the bits from cut up */
         for (int64_t k = 0; k < v->k; k++) {
-            bool sp;
-            dec d =
-                strip(decode_raw(raw(v, t / v->count, t % v->count, k), v->lay.fb, v->lay.eb, &sp));
+            dec d = value_at(v, t / v->count, t % v->count, k);
             if (!d.m || d.e >= cut) continue;
             int n = cut - d.e; /* the tail's bits: below the cut (d.e is set: never 0) */
             uint64_t m = n >= 64 ? d.m : d.m & ((UINT64_C(1) << n) - 1);
@@ -233,10 +224,8 @@ static bool collect_tails(const lines *v, const int32_t *E, int beta, int S, int
     return x == count;
 }
 
-/* Digit s (of S slices of beta bits) of the stored value u of a line of scale E. */
-static inline double digit(uint64_t u, layout lay, int32_t E, int beta, int S, int s) {
-    bool sp;
-    dec d = strip(decode_raw(u, lay.fb, lay.eb, &sp));
+/* Digit s (of S slices of beta bits) of the value d of a line of scale E. */
+static inline double digit(dec d, int32_t E, int beta, int S, int s) {
     if (!d.m) return 0.0;          /* zeros, and NaN or Inf (decided by the IEEE rules instead) */
     int sh = d.e - (E - beta * S); /* below 0: the value has a tail, which is dropped here */
     if (sh <= -64) return 0.0;
@@ -252,7 +241,7 @@ static void slice(const lines *v, const int32_t *E, int64_t b, int beta, int S, 
     for (int64_t l = 0; l < v->count; l++) {
         int32_t e = E[b * v->count + l];
         for (int64_t k = 0; k < v->k; k++) {
-            double g = digit(raw(v, b, l, k), v->lay, e, beta, S, s);
+            double g = digit(value_at(v, b, l, k), e, beta, S, s);
             out[by_rows ? l + k * v->count : k + l * v->k] = g;
         }
     }
@@ -286,14 +275,14 @@ static void matvec_mod(const double *X, int64_t rows, int64_t cols, const uint64
 /* ---- building the terms -------------------------------------------------------------------- */
 
 typedef struct work {
-    double *as, *bs, *p; /* a slice of op(A) (M x K), the SB slices of op(B) (K x N), a product */
-    uint64_t *x, *yb, *ra, *rq; /* Freivalds: x (N), dB_t·x (SB x K), rhs and lhs (ND x M) */
-    __int128 *acc;              /* sums of a matrix-vector product (max(M, K)) */
-    __int128 *rhs;              /* ND x M */
+    double *as, *bs, *p;   /* a slice of op(A) (M x K), the SB slices of op(B) (K x N), a product */
+    uint64_t *x, *yb, *ra; /* Freivalds: x (N), dB_t·x (SB x K), dA_s·(dB_t·x) (M) */
+    __int128 *acc;         /* sums of a matrix-vector product (max(M, K)) */
+    __int128 *rhs;         /* ND x M */
 } work;
 
 static void work_free(work *w) {
-    void *all[] = {w->as, w->bs, w->p, w->x, w->yb, w->ra, w->rq, w->acc, w->rhs};
+    void *all[] = {w->as, w->bs, w->p, w->x, w->yb, w->ra, w->acc, w->rhs};
     for (size_t t = 0; t < sizeof all / sizeof all[0]; t++) free(all[t]);
 }
 
@@ -305,10 +294,9 @@ static bool work_alloc(work *w, const gck_ozaki *o) {
                 malloc((size_t)N * sizeof(uint64_t)),
                 malloc((size_t)(o->sb * K) * sizeof(uint64_t)),
                 malloc((size_t)M * sizeof(uint64_t)),
-                malloc((size_t)M * sizeof(uint64_t)),
                 malloc((size_t)mk * sizeof(__int128)),
                 malloc((size_t)(o->nd * M) * sizeof(__int128))};
-    return w->as && w->bs && w->p && w->x && w->yb && w->ra && w->rq && w->acc && w->rhs;
+    return w->as && w->bs && w->p && w->x && w->yb && w->ra && w->acc && w->rhs;
 }
 
 /* P = dA_s · dB_t with gemmcheck's f64 GEMM (exact: see the top of the file). */
@@ -379,14 +367,12 @@ static void weight_range(gck_ozaki *o, int64_t la, int64_t lb) {
     o->width = hi_a + hi_b - 2 * o->beta + 64 - o->lowest;
 }
 
-/* Whether to split, and into how many slices; NULL with *why when not. */
 /* The slice counts of least estimated cost, in f64 multiply-adds: SA·SB slice products of M·N·K
  * each, and every tail value TAIL_COST times for each element it meets (a decoded product added
  * to the element's accumulator); *cost: that cost. */
 #define TAIL_COST 200.0
-static void choose_slices(gck_ozaki *o, const int64_t *ha, const int64_t *hb, int32_t wa,
-                          int32_t wb, double *cost) {
-    int maxa = (wa + o->beta - 1) / o->beta, maxb = (wb + o->beta - 1) / o->beta;
+static void choose_slices(gck_ozaki *o, const int64_t *ha, const int64_t *hb, double *cost) {
+    int maxa = most_needed(ha), maxb = most_needed(hb);
     if (maxa > OZ_MAX_BITS / o->beta) maxa = OZ_MAX_BITS / o->beta;
     if (maxb > OZ_MAX_BITS / o->beta) maxb = OZ_MAX_BITS / o->beta;
     double mnk = (double)o->m * (double)o->n * (double)o->k * (double)o->pairs;
@@ -451,18 +437,17 @@ gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B, char *
         gck_ozaki_free(o);
         return NULL;
     }
-    int32_t wa = line_scales(&va, o->ea), wb = line_scales(&vb, o->eb);
-    if (!wa || !wb) {
+    int64_t ha[OZ_NEED_BINS] = {0}, hb[OZ_NEED_BINS] = {0};
+    int32_t lowa = INT32_MAX, lowb = INT32_MAX, tmina = INT32_MAX, tminb = INT32_MAX;
+    line_scales(&va, o->beta, o->ea, ha, &lowa);
+    line_scales(&vb, o->beta, o->eb, hb, &lowb);
+    if (!most_needed(ha) || !most_needed(hb)) {
         snprintf(why, why_len, "no non-zero finite product");
         gck_ozaki_free(o);
         return NULL;
     }
-    int64_t ha[OZ_NEED_BINS] = {0}, hb[OZ_NEED_BINS] = {0};
-    int32_t lowa = INT32_MAX, lowb = INT32_MAX, tmina = INT32_MAX, tminb = INT32_MAX;
-    need_histogram(&va, o->ea, o->beta, ha, &lowa);
-    need_histogram(&vb, o->eb, o->beta, hb, &lowb);
     double cost;
-    choose_slices(o, ha, hb, wa, wb, &cost);
+    choose_slices(o, ha, hb, &cost);
     o->nd = o->sa + o->sb - 1;
     o->ntail_a = tails_beyond(ha, o->sa);
     o->ntail_b = tails_beyond(hb, o->sb);
