@@ -405,8 +405,6 @@ static int sup_shape(const gck_kpath_ops *ops, bool f32, int64_t rows, int64_t c
 #define KOUT            gck_kline_from_f32
 #define KUK(o, kb, ...) (o)->bf16dot((kb) / 2, __VA_ARGS__)
 #define KMR             mrbf
-#define KSK             s32
-#define KSKT            gck_skernel_f32
 #define KSAME(t)        ((t) == GCK_BF16)
 #define KNR             nrbf
 #include "driver.h"
