@@ -100,6 +100,7 @@ struct gck_exact_plan {
     const gck_format_info *fo;
     int64_t crs, ccs;
     gck_ozaki *oz;    /* PATH_OZAKI: the sums */
+    int oz_beta;      /* ... and the bits of its slices */
     char oz_why[160]; /* otherwise: why not */
 };
 
@@ -359,8 +360,10 @@ gck_exact_plan *gck_exact_plan_new(const gck_case *c, const void *A, const void 
     int growth = 2 + bits_of((uint64_t)c->k + 1);
     if (any && (p->oz = gck_ozaki_new(c, A, B, p->oz_why, sizeof p->oz_why))) {
         int32_t width;
+        int slices_a, slices_b;
         p->path = PATH_OZAKI;
         gck_ozaki_range(p->oz, &p->base_s, &width);
+        gck_ozaki_shape(p->oz, &slices_a, &slices_b, &p->oz_beta);
         p->nlimbs_s = width / 32 + 6;
         size_final(p, c);
     } else {
@@ -502,7 +505,10 @@ struct gck_exact_ws {
     uint32_t *mag;
     int ns, nf, nb;
     int s_lo, s_top; /* S's limbs that matter: s_lo..s_top-1 digits, s_top 0 or -1 (sign) */
+    long lane;       /* elements by the 128-bit lane */
 };
+
+long gck_exact_ws_lane(const gck_exact_ws *w) { return w->lane; }
 
 gck_exact_ws *gck_exact_ws_new(const gck_exact_plan *p) {
     gck_exact_ws *w = calloc(1, sizeof *w);
@@ -761,6 +767,107 @@ static void finish(const gck_exact_plan *p, gck_exact_ws *w, bool with_s, dec cd
     normalize(f, *n);
 }
 
+/* ---- the 128-bit lane ---------------------------------------------------------------------
+ * An element of a split product whose value alpha·S + beta·c, and its difference from the
+ * result, fit one __int128 at S's frame: the same sums, rounding and error as the limbs below,
+ * in a few integer operations. Any term that would not fit sends the element down the limbs. */
+
+typedef struct sum128 {
+    __int128 s;
+    int32_t base; /* the exponent of bit 0 */
+    bool overflow;
+} sum128;
+
+static int top128(unsigned __int128 u) {
+    uint64_t hi = (uint64_t)(u >> 64), lo = (uint64_t)u;
+    return hi ? 127 - __builtin_clzll(hi) : lo ? 63 - __builtin_clzll(lo) : -1;
+}
+
+/* s += (-1)^neg·m·2^sh, unless a term or the sum would reach 2^126. */
+static inline void add_term128(sum128 *x, unsigned __int128 m, int64_t sh, bool neg) {
+    if (!m) return;
+    if (sh < 0 || top128(m) + sh > 124) {
+        x->overflow = true;
+        return;
+    }
+    __int128 v = (__int128)(m << sh);
+    if (__builtin_add_overflow(x->s, neg ? -v : v, &x->s)) x->overflow = true;
+}
+
+static void add_tail128(void *ctx, unsigned __int128 m, int32_t e, bool neg) {
+    sum128 *x = ctx;
+    add_term128(x, m, (int64_t)e - x->base, neg);
+}
+
+/* u·2^base (u != 0) rounded to nearest, ties to even, once to format f (as round_to). */
+static double round128(unsigned __int128 u, int64_t base, const gck_format_info *f) {
+    int t = top128(u);
+    int64_t E = base + t, q = (E > f->emin ? E : f->emin) - f->precision + 1, lo = q - base;
+    uint64_t N;
+    if (lo <= 0) {
+        N = (uint64_t)(u << -lo); /* exact: t - lo < precision */
+    } else {
+        N = lo >= 128 ? 0 : (uint64_t)(u >> lo);
+        unsigned round = lo - 1 >= 128 ? 0 : (unsigned)(u >> (lo - 1)) & 1;
+        bool sticky = lo - 1 >= 128 ? true : (u & (((unsigned __int128)1 << (lo - 1)) - 1)) != 0;
+        if (round && (sticky || (N & 1))) N++;
+    }
+    double v = scale2(N, q);
+    return v > f->max ? INFINITY : v;
+}
+
+/* u·2^base rounded up to a double (as magnitude_up). */
+static double up128(unsigned __int128 u, int64_t base) {
+    int t = top128(u);
+    if (t < 0) return 0.0;
+    int64_t lo = t - 52;
+    if (base + lo < -1074) lo = -1074 - base;
+    if (lo <= 0) return scale2((uint64_t)(u << -lo), base + lo);
+    uint64_t N = lo >= 128 ? 0 : (uint64_t)(u >> lo);
+    if (lo >= 128 || (u & (((unsigned __int128)1 << lo) - 1))) N++;
+    return scale2(N, base + lo);
+}
+
+/* The element by the lane: false (nothing written) when a term does not fit or the value is
+ * exactly 0 (its sign follows the IEEE rules: the limbs' path decides it). */
+static bool eval128(const gck_exact_plan *p, int64_t bi, int64_t i, int64_t j, double cv,
+                    const double *got, gck_oracle_eval *out) {
+    int32_t w0;
+    int count;
+    const int64_t *t = gck_ozaki_terms(p->oz, bi, i, j, &w0, &count);
+    sum128 x = {0, p->base_s, false};
+    for (int d = 0; d < count; d++)
+        add_term128(&x, t[d] < 0 ? -(unsigned __int128)t[d] : (unsigned __int128)t[d],
+                    (int64_t)w0 - (int64_t)p->oz_beta * d - p->base_s, t[d] < 0);
+    gck_ozaki_tail_terms(p->oz, bi, i, j, add_tail128, &x);
+    if (x.overflow || x.s == 0) return false;
+    /* alpha·S at base_s + alpha.e */
+    unsigned __int128 u = x.s < 0 ? -(unsigned __int128)x.s : (unsigned __int128)x.s;
+    if (top128(u) + bits_of(p->alpha.m) > 124) return false;
+    bool neg = (x.s < 0) != (bool)p->alpha.neg;
+    sum128 v = {neg ? -(__int128)(u * p->alpha.m) : (__int128)(u * p->alpha.m),
+                p->base_s + p->alpha.e, false};
+    if (p->rc && p->beta.m) { /* + beta·c (c is finite here) */
+        dec cd = decode_double(cv);
+        add_term128(&v, (unsigned __int128)cd.m * p->beta.m, (int64_t)cd.e + p->beta.e - v.base,
+                    cd.neg != p->beta.neg);
+    }
+    if (v.overflow || v.s == 0) return false;
+    double err = NAN;
+    if (got && isfinite(*got)) { /* |value - result| */
+        dec gd = decode_double(*got);
+        sum128 diff = v;
+        add_term128(&diff, gd.m, (int64_t)gd.e - v.base, !gd.neg);
+        if (diff.overflow) return false;
+        err = up128(diff.s < 0 ? -(unsigned __int128)diff.s : (unsigned __int128)diff.s, v.base);
+    }
+    u = v.s < 0 ? -(unsigned __int128)v.s : (unsigned __int128)v.s;
+    double r = round128(u, v.base, p->fo);
+    out->value = v.s < 0 ? -r : r;
+    out->abs_error = err;
+    return true;
+}
+
 void gck_exact_eval(const gck_exact_plan *p, gck_exact_ws *w, int64_t bi, int64_t i, int64_t j,
                     bool skip_zero, const double *got, gck_oracle_eval *out) {
     const gck_case *c = p->c;
@@ -784,6 +891,10 @@ void gck_exact_eval(const gck_exact_plan *p, gck_exact_ws *w, int64_t bi, int64_
         }
     }
     /* finite inputs: terms with a zero factor contribute 0 whether skipped or not */
+    if (rab && p->path == PATH_OZAKI && eval128(p, ma > mb ? ma : mb, i, j, cv, got, out)) {
+        w->lane++;
+        return;
+    }
     if (rab) accumulate(p, w, ma, mb, i, j);
     dec cd = decode_double(cv), gd = {0, 0, 0};
     bool err = got && isfinite(*got);

@@ -28,5 +28,8 @@ void gck_exact_plan_limit_block(gck_exact_plan *p, int64_t products);
 /** The same contract as gck_oracle_eval_element, computed with integers. */
 void gck_exact_eval(const gck_exact_plan *p, gck_exact_ws *w, int64_t bi, int64_t i, int64_t j,
                     bool skip_zero, const double *got, gck_oracle_eval *out);
+/** How many of this workspace's elements took the 128-bit lane (a split product's element whose
+ *  value and error fit one __int128: no limbs); for tests. */
+long gck_exact_ws_lane(const gck_exact_ws *w);
 
 #endif

@@ -36,6 +36,7 @@
 #include "gemmcheck/kernels.h"
 #include "oracle_common.h"
 #include "oracle_decode.h"
+#include "parallel.h"
 
 /* Splitting is used in AUTO mode from this many products (per GEMM), and in any mode while its
  * arrays take at most OZ_MAX_BYTES. */
@@ -49,6 +50,7 @@ typedef struct lines {
     gck_format type;
     layout lay;
     int64_t stride, members, count, k, ls, ks; /* element (line, k) at line·ls + k·ks */
+    int64_t member_bytes;                      /* from one member to the next */
 } lines;
 
 /* A value's bits below its line's slices: m·2^e with the value's sign, at step k. */
@@ -126,8 +128,8 @@ void gck_ozaki_range(const gck_ozaki *o, int32_t *lowest, int32_t *width) {
  * m = 0 (such elements are decided by the IEEE rules first). */
 static dec value_at(const lines *v, int64_t member, int64_t line, int64_t k) {
     bool sp;
-    return strip(decode_raw(raw_at(gck_oracle_member(v->base, v->type, v->stride, member),
-                                   v->lay.bytes, line * v->ls + k * v->ks),
+    return strip(decode_raw(raw_at((const char *)v->base + member * v->member_bytes, v->lay.bytes,
+                                   line * v->ls + k * v->ks),
                             v->lay.fb, v->lay.eb, &sp));
 }
 
@@ -165,25 +167,60 @@ const int64_t *gck_ozaki_terms(const gck_ozaki *o, int64_t bi, int64_t i, int64_
 /* Each line's scale E (the exponent just above its largest magnitude; 0 for a line without a
  * non-zero finite value), and how many slices of beta bits each value needs below its line's
  * scale: hist[n] values need n (the last bin, OZ_NEED_BINS - 1, those needing more); *low: the
- * lowest set bit of any value. */
+ * lowest set bit of any value. The lines are cut among the cores, each with its own histogram. */
 #define OZ_NEED_BINS 64
-static void line_scales(const lines *v, int beta, int32_t *E, int64_t *hist, int32_t *low) {
-    for (int64_t b = 0; b < v->members; b++)
-        for (int64_t l = 0; l < v->count; l++) {
-            int32_t top = INT32_MIN;
-            for (int64_t k = 0; k < v->k; k++) {
-                dec d = value_at(v, b, l, k);
-                if (d.m && d.e + bits_of(d.m) > top) top = d.e + bits_of(d.m);
-            }
-            int32_t e = E[b * v->count + l] = top == INT32_MIN ? 0 : top;
-            for (int64_t k = 0; top != INT32_MIN && k < v->k; k++) { /* the line is cache-hot */
-                dec d = value_at(v, b, l, k);
-                if (!d.m) continue;
-                int64_t need = ((int64_t)e - d.e + beta - 1) / beta;
-                hist[need < OZ_NEED_BINS ? need : OZ_NEED_BINS - 1]++;
-                if (d.e < *low) *low = d.e;
-            }
+#define OZ_MAX_PARTS 64
+typedef struct scales_job {
+    const lines *v;
+    int beta;
+    int32_t *E;
+    int64_t hist[OZ_MAX_PARTS][OZ_NEED_BINS];
+    int32_t low[OZ_MAX_PARTS];
+} scales_job;
+
+static void scales_part(void *arg, int part, int64_t lo, int64_t hi) {
+    scales_job *x = arg;
+    const lines *v = x->v;
+    int64_t *hist = x->hist[part];
+    int32_t low = INT32_MAX;
+    for (int64_t t = lo; t < hi; t++) {
+        int64_t b = t / v->count, l = t % v->count;
+        int32_t top = INT32_MIN;
+        for (int64_t k = 0; k < v->k; k++) {
+            dec d = value_at(v, b, l, k);
+            if (d.m && d.e + bits_of(d.m) > top) top = d.e + bits_of(d.m);
         }
+        int32_t e = x->E[t] = top == INT32_MIN ? 0 : top;
+        for (int64_t k = 0; top != INT32_MIN && k < v->k; k++) { /* the line is cache-hot */
+            dec d = value_at(v, b, l, k);
+            if (!d.m) continue;
+            int64_t need = ((int64_t)e - d.e + x->beta - 1) / x->beta;
+            hist[need < OZ_NEED_BINS ? need : OZ_NEED_BINS - 1]++;
+            if (d.e < low) low = d.e;
+        }
+    }
+    x->low[part] = low;
+}
+
+/* Parts for a pass over the lines of v: at least 2^16 values each. */
+static int line_parts(const lines *v) {
+    int64_t grain = v->k > 0 ? (INT64_C(1) << 16) / v->k + 1 : 1;
+    int parts = gck_parallel_parts(v->members * v->count, grain);
+    return parts < OZ_MAX_PARTS ? parts : OZ_MAX_PARTS;
+}
+
+static bool line_scales(const lines *v, int beta, int32_t *E, int64_t *hist, int32_t *low) {
+    scales_job *x = calloc(1, sizeof *x);
+    if (!x) return false;
+    x->v = v, x->beta = beta, x->E = E;
+    int parts = line_parts(v);
+    gck_parallel_for(parts, v->members * v->count, x, scales_part);
+    for (int p = 0; p < parts; p++) {
+        for (int n = 0; n < OZ_NEED_BINS; n++) hist[n] += x->hist[p][n];
+        if (x->low[p] < *low) *low = x->low[p];
+    }
+    free(x);
+    return true;
 }
 
 /* The most slices any value needs (0: no non-zero finite value). */
@@ -201,27 +238,61 @@ static int64_t tails_beyond(const int64_t *hist, int S) {
 }
 
 /* The tails of the values that need more than S slices, line by line in order of k (CSR: line
- * t's at out[start[t] .. start[t+1]]); *tmin: the lowest bit of any tail. */
-static bool collect_tails(const lines *v, const int32_t *E, int beta, int S, int64_t count,
-                          int64_t **start, tailv **out, int32_t *tmin) {
-    int64_t nl = v->members * v->count, x = 0;
-    *start = malloc((size_t)(nl + 1) * sizeof **start);
-    *out = malloc((size_t)(count > 0 ? count : 1) * sizeof **out);
-    if (!*start || !*out) return false;
-    for (int64_t t = 0; t < nl; t++) {
-        (*start)[t] = x;
-        int32_t cut = E[t] - beta * S; /* the slices keep the bits from cut up */
+ * t's at out[start[t] .. start[t+1]]); *tmin: the lowest bit of any tail. Two passes over the
+ * lines, cut among the cores: each line's count, then (from their prefix sums) its tails. */
+typedef struct tails_job {
+    const lines *v;
+    const int32_t *E;
+    int beta, S;
+    int64_t *start; /* first pass: start[t + 1] = line t's count */
+    tailv *out;     /* NULL in the first pass */
+    int32_t tmin[OZ_MAX_PARTS];
+} tails_job;
+
+static void tails_part(void *arg, int part, int64_t lo, int64_t hi) {
+    tails_job *x = arg;
+    const lines *v = x->v;
+    int32_t tmin = INT32_MAX;
+    for (int64_t t = lo; t < hi; t++) {
+        int32_t cut = x->E[t] - x->beta * x->S; /* the slices keep the bits from cut up */
+        int64_t n = x->out ? x->start[t] : 0;
         for (int64_t k = 0; k < v->k; k++) {
             dec d = value_at(v, t / v->count, t % v->count, k);
             if (!d.m || d.e >= cut) continue;
-            int n = cut - d.e; /* the tail's bits: below the cut (d.e is set: never 0) */
-            uint64_t m = n >= 64 ? d.m : d.m & ((UINT64_C(1) << n) - 1);
-            (*out)[x++] = (tailv){k, m, d.e, d.neg};
-            if (d.e < *tmin) *tmin = d.e;
+            if (x->out) {
+                int w = cut - d.e; /* the tail's bits: below the cut (d.e is set: never 0) */
+                uint64_t m = w >= 64 ? d.m : d.m & ((UINT64_C(1) << w) - 1);
+                x->out[n] = (tailv){k, m, d.e, d.neg};
+                if (d.e < tmin) tmin = d.e;
+            }
+            n++;
         }
+        if (!x->out) x->start[t + 1] = n;
     }
-    (*start)[nl] = x;
-    return x == count;
+    x->tmin[part] = tmin;
+}
+
+static bool collect_tails(const lines *v, const int32_t *E, int beta, int S, int64_t count,
+                          int64_t **start, tailv **out, int32_t *tmin) {
+    int64_t nl = v->members * v->count;
+    *start = malloc((size_t)(nl + 1) * sizeof **start);
+    *out = malloc((size_t)(count > 0 ? count : 1) * sizeof **out);
+    tails_job *x = calloc(1, sizeof *x);
+    bool ok = *start && *out && x;
+    if (ok) {
+        *x = (tails_job){.v = v, .E = E, .beta = beta, .S = S, .start = *start};
+        int parts = line_parts(v);
+        gck_parallel_for(parts, nl, x, tails_part);
+        (*start)[0] = 0;
+        for (int64_t t = 0; t < nl; t++) (*start)[t + 1] += (*start)[t];
+        ok = (*start)[nl] == count;
+        x->out = *out;
+        if (ok) gck_parallel_for(parts, nl, x, tails_part);
+        for (int p = 0; ok && p < parts; p++)
+            if (x->tmin[p] < *tmin) *tmin = x->tmin[p];
+    }
+    free(x);
+    return ok;
 }
 
 /* Digit s (of S slices of beta bits) of the value d of a line of scale E. */
@@ -235,16 +306,36 @@ static inline double digit(dec d, int32_t E, int beta, int S, int s) {
 }
 
 /* Slice s of the lines of member b, as a column-major matrix with the lines as rows
- * (`by_rows`: op(A), count x K) or as columns (op(B), K x count). */
-static void slice(const lines *v, const int32_t *E, int64_t b, int beta, int S, int s, bool by_rows,
-                  double *out) {
-    for (int64_t l = 0; l < v->count; l++) {
-        int32_t e = E[b * v->count + l];
+ * (`by_rows`: op(A), count x K) or as columns (op(B), K x count); the lines cut among the
+ * cores. */
+typedef struct slice_job {
+    const lines *v;
+    const int32_t *E;
+    int64_t b;
+    int beta, S, s;
+    bool by_rows;
+    double *out;
+} slice_job;
+
+static void slice_part(void *arg, int part, int64_t lo, int64_t hi) {
+    (void)part;
+    const slice_job *x = arg;
+    const lines *v = x->v;
+    for (int64_t l = lo; l < hi; l++) {
+        int32_t e = x->E[x->b * v->count + l];
         for (int64_t k = 0; k < v->k; k++) {
-            double g = digit(value_at(v, b, l, k), e, beta, S, s);
-            out[by_rows ? l + k * v->count : k + l * v->k] = g;
+            double g = digit(value_at(v, x->b, l, k), e, x->beta, x->S, x->s);
+            x->out[x->by_rows ? l + k * v->count : k + l * v->k] = g;
         }
     }
+}
+
+static void slice(const lines *v, const int32_t *E, int64_t b, int beta, int S, int s, bool by_rows,
+                  double *out) {
+    slice_job x = {v, E, b, beta, S, s, by_rows, out};
+    lines one = *v;
+    one.members = 1; /* the parts cut this member's lines */
+    gck_parallel_for(line_parts(&one), v->count, &x, slice_part);
 }
 
 /* ---- Freivalds' test modulo p = 2^61 - 1 -------------------------------------------------- */
@@ -263,13 +354,33 @@ static uint64_t mod_signed(__int128 v) {
 }
 
 /* y = X·x mod p for a column-major rows x cols matrix of integer-valued doubles below 2^53 and
- * x below 2^61 (sums kept in __int128: below 2^53·2^61·cols, cols < 2^13). */
+ * x below 2^61 (sums kept in __int128: below 2^53·2^61·cols, cols < 2^13); the rows cut among
+ * the cores. */
+typedef struct matvec_job {
+    const double *X;
+    int64_t rows, cols;
+    const uint64_t *x;
+    __int128 *acc;
+    uint64_t *y;
+} matvec_job;
+
+static void matvec_part(void *arg, int part, int64_t lo, int64_t hi) {
+    (void)part;
+    const matvec_job *m = arg;
+    __int128 *acc = m->acc;
+    memset(acc + lo, 0, (size_t)(hi - lo) * sizeof *acc);
+    for (int64_t c = 0; c < m->cols; c++) {
+        const double *col = m->X + c * m->rows;
+        for (int64_t r = lo; r < hi; r++) acc[r] += (__int128)(int64_t)col[r] * m->x[c];
+    }
+    for (int64_t r = lo; r < hi; r++) m->y[r] = mod_signed(acc[r]);
+}
+
 static void matvec_mod(const double *X, int64_t rows, int64_t cols, const uint64_t *x,
                        __int128 *acc, uint64_t *y) {
-    memset(acc, 0, (size_t)rows * sizeof *acc);
-    for (int64_t c = 0; c < cols; c++)
-        for (int64_t r = 0; r < rows; r++) acc[r] += (__int128)(int64_t)X[r + c * rows] * x[c];
-    for (int64_t r = 0; r < rows; r++) y[r] = mod_signed(acc[r]);
+    matvec_job m = {X, rows, cols, x, acc, y};
+    int64_t grain = cols > 0 ? (INT64_C(1) << 16) / cols + 1 : 1;
+    gck_parallel_for(gck_parallel_parts(rows, grain), rows, &m, matvec_part);
 }
 
 /* ---- building the terms -------------------------------------------------------------------- */
@@ -307,6 +418,58 @@ static bool slice_product(const gck_ozaki *o, const double *a, const double *b, 
     return gck_gemm(&g, a, b, p, p, NULL, msg, sizeof msg) == GCK_GEMM_OK;
 }
 
+/* Q_d += P for the slice product P (M x N), the columns cut among the cores; a part that meets
+ * a NaN or a value out of range (a wrong product: exact ones are integers below 2^53) says so. */
+typedef struct accum_job {
+    const double *p;
+    int64_t *q;
+    const __int128 *rhs;
+    const uint64_t *x;
+    __int128 *acc;
+    int64_t m, n, nd, d;
+    bool bad[OZ_MAX_PARTS];
+} accum_job;
+
+static void accum_part(void *arg, int part, int64_t lo, int64_t hi) {
+    accum_job *x = arg;
+    bool bad = false;
+    for (int64_t j = lo; j < hi; j++)
+        for (int64_t i = 0; i < x->m; i++) {
+            double v = x->p[i + j * x->m];
+            if (!(fabs(v) < 0x1p60))
+                bad = true;
+            else
+                x->q[(j * x->m + i) * x->nd + x->d] += (int64_t)v;
+        }
+    x->bad[part] = bad;
+}
+
+/* Freivalds' test of every Q_d on rows [lo, hi): Q_d·x against the sum of dA_s·(dB_t·x). */
+static void verify_part(void *arg, int part, int64_t lo, int64_t hi) {
+    accum_job *x = arg;
+    bool bad = false;
+    for (int64_t d = 0; d < x->nd; d++) {
+        memset(x->acc + lo, 0, (size_t)(hi - lo) * sizeof *x->acc);
+        for (int64_t j = 0; j < x->n; j++)
+            for (int64_t i = lo; i < hi; i++)
+                x->acc[i] += (__int128)x->q[(j * x->m + i) * x->nd + d] * (__int128)x->x[j];
+        for (int64_t i = lo; i < hi; i++)
+            if (mod_signed(x->acc[i]) != mod_p((unsigned __int128)x->rhs[d * x->m + i])) bad = true;
+    }
+    x->bad[part] = bad;
+}
+
+/* Runs one of the passes above over `count` columns or rows; false when a part failed. */
+static bool accum_pass(accum_job *x, int64_t count, void (*body)(void *, int, int64_t, int64_t)) {
+    int64_t other = count == x->n ? x->m : x->n;
+    int parts = gck_parallel_parts(count, (INT64_C(1) << 16) / (other > 0 ? other : 1) + 1);
+    if (parts > OZ_MAX_PARTS) parts = OZ_MAX_PARTS;
+    gck_parallel_for(parts, count, x, body);
+    for (int p = 0; p < parts; p++)
+        if (x->bad[p]) return false;
+    return true;
+}
+
 /* The terms of one pair of members: every slice product added into q (this pair's block), each
  * term matrix checked by Freivalds' test. false: out of memory or a wrong product. */
 static bool build_pair(gck_ozaki *o, const lines *va, const lines *vb, int64_t ma, int64_t mb,
@@ -323,31 +486,20 @@ static bool build_pair(gck_ozaki *o, const lines *va, const lines *vb, int64_t m
         matvec_mod(w->bs + t * K * N, K, N, w->x, w->acc, w->yb + t * K);
     }
     memset(w->rhs, 0, (size_t)(nd * M) * sizeof *w->rhs);
+    accum_job x = {
+        .p = w->p, .q = q, .rhs = w->rhs, .x = w->x, .acc = w->acc, .m = M, .n = N, .nd = nd};
     for (int s = 0; s < o->sa; s++) {
         slice(va, o->ea, ma, o->beta, o->sa, s, true, w->as);
         for (int t = 0; t < o->sb; t++) {
             if (!slice_product(o, w->as, w->bs + t * K * N, w->p)) return false;
             if (corrupt >= 0 && s + t == 0) w->p[corrupt % (M * N)] += 1;
-            int64_t d = s + t;
-            for (int64_t j = 0; j < N; j++)
-                for (int64_t i = 0; i < M; i++) {
-                    double v = w->p[i + j * M];
-                    if (!(fabs(v) < 0x1p60)) return false; /* NaN or out of range: wrong */
-                    q[(j * M + i) * nd + d] += (int64_t)v;
-                }
+            x.d = s + t;
+            if (!accum_pass(&x, N, accum_part)) return false;
             matvec_mod(w->as, M, K, w->yb + t * K, w->acc, w->ra);
-            for (int64_t i = 0; i < M; i++) w->rhs[d * M + i] += w->ra[i];
+            for (int64_t i = 0; i < M; i++) w->rhs[x.d * M + i] += w->ra[i];
         }
     }
-    for (int64_t d = 0; d < nd; d++) { /* Q_d·x against the sum of dA_s·(dB_t·x) */
-        memset(w->acc, 0, (size_t)M * sizeof *w->acc);
-        for (int64_t j = 0; j < N; j++)
-            for (int64_t i = 0; i < M; i++)
-                w->acc[i] += (__int128)q[(j * M + i) * nd + d] * (__int128)w->x[j];
-        for (int64_t i = 0; i < M; i++)
-            if (mod_signed(w->acc[i]) != mod_p((unsigned __int128)w->rhs[d * M + i])) return false;
-    }
-    return true;
+    return accum_pass(&x, M, verify_part);
 }
 
 /* The weights' range: the lowest bit of any term and the bits any sum needs above it. */
@@ -412,6 +564,24 @@ static bool decide(gck_ozaki *o, gck_ozaki_mode md, double cost, char *why, size
     return false;
 }
 
+/* Operand x (GCK_A or GCK_B) of the case as lines: the rows of op(A) or the columns of op(B). */
+static lines lines_of(const gck_case *c, gck_operand x, const void *X) {
+    bool a = x == GCK_A;
+    gck_format t = a ? c->type_a : c->type_b;
+    int64_t rs, cs, stride = a ? c->stride_a : c->stride_b;
+    gck_case_op_strides(c, x, &rs, &cs);
+    return (lines){.base = X,
+                   .type = t,
+                   .lay = layout_of(t),
+                   .stride = stride,
+                   .members = stride ? c->batch : 1,
+                   .count = a ? c->m : c->n,
+                   .k = c->k,
+                   .ls = a ? rs : cs,
+                   .ks = a ? cs : rs,
+                   .member_bytes = stride * gck_format_get(t)->storage_bytes};
+}
+
 gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B, char *why,
                          size_t why_len) {
     gck_ozaki_mode md = current_mode();
@@ -422,11 +592,8 @@ gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B, char *
     o->m = c->m, o->n = c->n, o->k = c->k;
     o->pairs = c->stride_a || c->stride_b ? c->batch : 1;
     o->a_batched = c->stride_a != 0, o->b_batched = c->stride_b != 0;
-    int64_t ars, acs, brs, bcs, ma = c->stride_a ? c->batch : 1, mb = c->stride_b ? c->batch : 1;
-    gck_case_op_strides(c, GCK_A, &ars, &acs);
-    gck_case_op_strides(c, GCK_B, &brs, &bcs);
-    lines va = {A, c->type_a, layout_of(c->type_a), c->stride_a, ma, c->m, c->k, ars, acs};
-    lines vb = {B, c->type_b, layout_of(c->type_b), c->stride_b, mb, c->n, c->k, bcs, brs};
+    int64_t ma = c->stride_a ? c->batch : 1, mb = c->stride_b ? c->batch : 1;
+    lines va = lines_of(c, GCK_A, A), vb = lines_of(c, GCK_B, B);
     o->ea = malloc((size_t)(ma * c->m) * sizeof *o->ea);
     o->eb = malloc((size_t)(mb * c->n) * sizeof *o->eb);
     int log2k = 0;
@@ -439,10 +606,10 @@ gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B, char *
     }
     int64_t ha[OZ_NEED_BINS] = {0}, hb[OZ_NEED_BINS] = {0};
     int32_t lowa = INT32_MAX, lowb = INT32_MAX, tmina = INT32_MAX, tminb = INT32_MAX;
-    line_scales(&va, o->beta, o->ea, ha, &lowa);
-    line_scales(&vb, o->beta, o->eb, hb, &lowb);
-    if (!most_needed(ha) || !most_needed(hb)) {
-        snprintf(why, why_len, "no non-zero finite product");
+    bool scaled =
+        line_scales(&va, o->beta, o->ea, ha, &lowa) && line_scales(&vb, o->beta, o->eb, hb, &lowb);
+    if (!scaled || !most_needed(ha) || !most_needed(hb)) {
+        snprintf(why, why_len, !scaled ? "out of memory" : "no non-zero finite product");
         gck_ozaki_free(o);
         return NULL;
     }

@@ -57,14 +57,22 @@ static double input_eps(const gck_case *c, const gck_model *m) {
     return pin < (pa > pb ? pa : pb) ? gck_format_get(m->input_format)->epsilon : 0.0;
 }
 
-double gck_bound(const gck_case *c, const gck_model *m, const gck_bound_terms *t,
-                 bool *degenerate) {
+/* What gck_bound computes once per case (in upward rounding), so that an element costs only
+ * its own terms: the same operations in the same order, hence the same bits. */
+typedef struct bound_ctx {
+    double eo, aa, ab, K, one_eo_eta, one_aa, one_ab, over, zero_late, fo_min_normal;
+    double growth, in;                /* degenerate (gamma = Inf) */
+    double g, t_coef, c_coef, e_coef; /* otherwise; e_coef: the narrower epilogue (0: none) */
+    bool degenerate, narrow_epilogue;
+} bound_ctx;
+
+static void bound_ctx_init(bound_ctx *b, const gck_case *c, const gck_model *m) {
     int old = fegetround();
     fesetround(FE_UPWARD);
     const gck_format_info *fo = gck_format_get(gck_case_type(c, GCK_D));
     const gck_format_info *fc = gck_format_get(m->compute);
     double eo = fo->epsilon, ec = fc->epsilon, ein = input_eps(c, m);
-    double K = (double)t->k, aa = fabs(c->alpha), ab = fabs(c->beta);
+    double K = (double)c->k, aa = fabs(c->alpha), ab = fabs(c->beta);
     double eta = (m->ftz || m->daz) ? fc->min_normal : 0.5 * fc->min_subnormal;
     double g = gamma_up(2 * K + 4, ec);
     /* Orders that apply alpha after partial sums were rounded (alpha on the sum, or
@@ -72,25 +80,56 @@ double gck_bound(const gck_case *c, const gck_model *m, const gck_bound_terms *t
      * also the rounding of (beta/alpha)*c. */
     unsigned ord = gck_model_orders(m);
     double late = (ord & (GCK_ORDER_ALPHA_ON_SUM | GCK_ORDER_BETA_OVER_ALPHA)) ? 1 + aa : 1;
-    double over = (ord & GCK_ORDER_BETA_OVER_ALPHA) ? 1 + aa : 1;
-    double near_zero =
-        (1 + eo) * eta * ((1 + aa) * t->sum_ab + (1 + ab) * t->abs_c * over + (2 * K + 8) * late);
-    double bound;
-    *degenerate = isinf(g);
-    if (*degenerate) {
+    *b = (bound_ctx){.eo = eo, .aa = aa, .ab = ab, .K = K, .g = g};
+    b->over = (ord & GCK_ORDER_BETA_OVER_ALPHA) ? 1 + aa : 1;
+    b->one_eo_eta = (1 + eo) * eta;
+    b->one_aa = 1 + aa;
+    b->one_ab = 1 + ab;
+    b->zero_late = (2 * K + 8) * late;
+    b->fo_min_normal = fo->min_normal;
+    b->degenerate = isinf(g);
+    if (b->degenerate) {
         /* Only a magnitude limit: every partial sum grows by at most (1+ec) per rounding. */
-        double growth = exp((2 * K + 4) * ec);
-        double in = (1 + ein) * (1 + ein);
-        bound = growth * (aa * t->T * in + ab * t->abs_c) * (1 + eo) + near_zero + fo->min_normal;
+        b->growth = exp((2 * K + 4) * ec);
+        b->in = (1 + ein) * (1 + ein);
     } else {
         double gin = ein > 0 ? gamma_up(2, ein) : 0.0;
-        bound = eo * t->abs_d * (1 + eo) + (1 + eo) * (g + gin * (1 + g)) * aa * t->T +
-                (1 + eo) * g * ab * t->abs_c + near_zero + fo->min_normal;
+        b->t_coef = (1 + eo) * (g + gin * (1 + g)) * aa;
+        b->c_coef = (1 + eo) * g * ab;
         const gck_format_info *fe = gck_format_get(m->epilogue);
-        if (fe->precision < fc->precision) /* alpha*AB rounded to a narrower format first */
-            bound += (1 + eo) * gamma_up(3, fe->epsilon) * (aa * t->T * (1 + g) + ab * t->abs_c);
+        b->narrow_epilogue = fe->precision < fc->precision; /* alpha*AB rounded to it first */
+        if (b->narrow_epilogue) b->e_coef = (1 + eo) * gamma_up(3, fe->epsilon);
     }
-    bound *= MARGIN;
+    fesetround(old);
+}
+
+/* The bound of one element's terms (call in upward rounding). */
+static double bound_of(const bound_ctx *b, const gck_bound_terms *t, bool *degenerate) {
+    double aa = b->aa, ab = b->ab;
+    double near_zero =
+        b->one_eo_eta * (b->one_aa * t->sum_ab + b->one_ab * t->abs_c * b->over + b->zero_late);
+    double bound;
+    *degenerate = b->degenerate;
+    if (b->degenerate) {
+        bound = b->growth * (aa * t->T * b->in + ab * t->abs_c) * (1 + b->eo) + near_zero +
+                b->fo_min_normal;
+    } else {
+        bound = b->eo * t->abs_d * (1 + b->eo) + b->t_coef * t->T + b->c_coef * t->abs_c +
+                near_zero + b->fo_min_normal;
+        if (b->narrow_epilogue) bound += b->e_coef * (aa * t->T * (1 + b->g) + ab * t->abs_c);
+    }
+    return bound * MARGIN;
+}
+
+double gck_bound(const gck_case *c, const gck_model *m, const gck_bound_terms *t,
+                 bool *degenerate) {
+    gck_case k = *c;
+    k.k = t->k; /* the terms' own K */
+    bound_ctx b;
+    bound_ctx_init(&b, &k, m);
+    int old = fegetround();
+    fesetround(FE_UPWARD);
+    double bound = bound_of(&b, t, degenerate);
     fesetround(old);
     return bound;
 }
@@ -136,6 +175,18 @@ typedef struct gather_plan {
     gck_absprod *abs;
     double *suma, *sumb;
     bool ab_exact; /* alpha and beta are exact in the epilogue format */
+    /* per-case constants of gather: the result grid of the exact-case certificate (see
+     * result_grid), the tight ratio's denominator per unit of T and of |oracle| (rounded up) */
+    int grid_p, grid_qmin;
+    double grid_lim, tden_t, tden_o;
+    int qal;                    /* alpha's lowest set bit (INT32_MAX: alpha = 0) */
+    bound_ctx bc;               /* the bound's per-case part */
+    double ovf_thr, ovf_growth; /* the overflow rules' threshold and growth (see overflow_of) */
+    double fc_max, fo_max;      /* the compute and output formats' largest finite values */
+    unsigned ord;               /* the model's evaluation orders */
+    bool rab, rc;               /* the case reads A and B, C */
+    int64_t ars, acs, brs, bcs, crs, ccs; /* op(A), op(B) and C element strides */
+    int64_t a_member, b_member, c_member; /* bytes from one batch member to the next */
 } gather_plan;
 
 static void gather_plan_free(gather_plan *g) {
@@ -150,71 +201,161 @@ static void gather_plan_free(gather_plan *g) {
     free(g);
 }
 
-/* sum_k |x| of each of n lines of K doubles, over finite values, rounded up. */
+/* sum_k |x| of each of n lines of K doubles, over finite values, rounded up; the lines cut
+ * among the cores. */
+typedef struct sums_job {
+    const double *x;
+    int64_t k;
+    double *s;
+} sums_job;
+
+static void sums_part(void *arg, int part, int64_t lo, int64_t hi) {
+    (void)part;
+    const sums_job *j = arg;
+    int old = fegetround();
+    fesetround(FE_UPWARD);
+    for (int64_t l = lo; l < hi; l++) {
+        const double *x = j->x + l * j->k;
+        double t = 0;
+        for (int64_t k = 0; k < j->k; k++) t += isfinite(x[k]) ? fabs(x[k]) : 0.0;
+        j->s[l] = t;
+    }
+    fesetround(old);
+}
+
+/* Parts for a pass over n lines of K values: at least 2^16 values each. */
+static int line_parts(int64_t n, int64_t K) {
+    return gck_parallel_parts(n, (1 << 16) / (K + 1) + 1);
+}
+
 static double *line_sums(const double *x, int64_t n, int64_t K) {
     double *s = malloc((size_t)(n > 0 ? n : 1) * sizeof *s);
     if (!s) return NULL;
-    int old = fegetround();
-    fesetround(FE_UPWARD);
-    for (int64_t l = 0; l < n; l++) {
-        double t = 0;
-        for (int64_t k = 0; k < K; k++) t += isfinite(x[l * K + k]) ? fabs(x[l * K + k]) : 0.0;
-        s[l] = t;
-    }
-    fesetround(old);
+    sums_job j = {x, K, s};
+    gck_parallel_for(line_parts(n, K), n, &j, sums_part);
     return s;
 }
 
 /* The lines of operand x (GCK_A or GCK_B) of every stored batch member: facts, and the values
- * into `dense` when given. Runs in the default rounding mode. */
+ * into `dense` when given; the lines cut among the cores. Runs in the default rounding mode. */
+typedef struct facts_job {
+    const gck_case *c;
+    const gck_model *m;
+    gck_format t, infmt;
+    const char *X;
+    int64_t lines, ls, ks, stride;
+    double in_max;
+    bool kept; /* every finite value of t is kept by the input and compute formats */
+    line_facts *facts;
+    double *dense;
+} facts_job;
+
+static void facts_part(void *arg, int part, int64_t lo, int64_t hi) {
+    (void)part;
+    const facts_job *j = arg;
+    const gck_model *m = j->m;
+    for (int64_t t = lo; t < hi; t++) {
+        int64_t b = t / j->lines, l = t % j->lines;
+        const char *base = j->X + b * j->stride;
+        line_facts f = {0, INT32_MAX, true, false, false, false};
+        double *d = j->dense ? j->dense + t * j->c->k : NULL;
+        for (int64_t k = 0; k < j->c->k; k++) {
+            double v = gck_load(base, j->t, l * j->ls + k * j->ks), av = fabs(v);
+            if (d) d[k] = v;
+            if (isfinite(av) && av > j->in_max) f.over = true;
+            if (isinf(av)) f.has_inf = true;
+            if (!isfinite(av)) f.special = true;
+            if (av > f.maxabs) f.maxabs = av;
+            if (!f.repr) continue;
+            if (!isfinite(v) ||
+                (!j->kept && (gck_round_to(v, j->infmt) != v || gck_round_to(v, m->compute) != v)))
+                f.repr = false;
+            else if (v != 0 && lsb_exp(v) < f.qmin)
+                f.qmin = lsb_exp(v);
+        }
+        j->facts[t] = f;
+    }
+}
+
 static void line_facts_of(const gck_case *c, const gck_model *m, gck_operand x, const void *X,
                           int64_t members, line_facts *facts, double *dense) {
-    gck_format t = x == GCK_A ? c->type_a : c->type_b;
-    int64_t lines = x == GCK_A ? c->m : c->n, rs, cs;
+    facts_job j = {.c = c, .m = m, .X = X, .facts = facts, .dense = dense};
+    j.t = x == GCK_A ? c->type_a : c->type_b;
+    j.lines = x == GCK_A ? c->m : c->n;
+    int64_t rs, cs;
     gck_case_op_strides(c, x, &rs, &cs);
-    int64_t ls = x == GCK_A ? rs : cs, ks = x == GCK_A ? cs : rs; /* (line, k) at line·ls+k·ks */
-    int64_t stride = (x == GCK_A ? c->stride_a : c->stride_b) * gck_format_get(t)->storage_bytes;
+    j.ls = x == GCK_A ? rs : cs, j.ks = x == GCK_A ? cs : rs; /* (line, k) at line·ls+k·ks */
+    j.stride = (x == GCK_A ? c->stride_a : c->stride_b) * gck_format_get(j.t)->storage_bytes;
     const gck_format_info *fc = gck_format_get(m->compute);
-    gck_format infmt = m->inputs_rounded ? m->input_format : m->compute;
-    const gck_format_info *fin = gck_format_get(infmt);
-    double in_max = fin->max < fc->max ? fin->max : fc->max;
+    j.infmt = m->inputs_rounded ? m->input_format : m->compute;
+    const gck_format_info *fin = gck_format_get(j.infmt);
+    j.in_max = fin->max < fc->max ? fin->max : fc->max;
     /* every finite value of t is kept by a format at least as precise with at least its range:
      * then no value needs rounding to be tried */
-    const gck_format_info *ft = gck_format_get(t);
-    bool kept = fin->precision >= ft->precision && fc->precision >= ft->precision &&
-                fin->emax >= ft->emax && fc->emax >= ft->emax &&
-                fin->min_subnormal <= ft->min_subnormal && fc->min_subnormal <= ft->min_subnormal;
-    for (int64_t b = 0; b < members; b++) {
-        const char *base = (const char *)X + b * stride;
-        for (int64_t l = 0; l < lines; l++) {
-            line_facts f = {0, INT32_MAX, true, false, false, false};
-            double *d = dense ? dense + (b * lines + l) * c->k : NULL;
-            for (int64_t k = 0; k < c->k; k++) {
-                double v = gck_load(base, t, l * ls + k * ks), av = fabs(v);
-                if (d) d[k] = v;
-                if (isfinite(av) && av > in_max) f.over = true;
-                if (isinf(av)) f.has_inf = true;
-                if (!isfinite(av)) f.special = true;
-                if (av > f.maxabs) f.maxabs = av;
-                if (!f.repr) continue;
-                if (!isfinite(v) ||
-                    (!kept && (gck_round_to(v, infmt) != v || gck_round_to(v, m->compute) != v)))
-                    f.repr = false;
-                else if (v != 0 && lsb_exp(v) < f.qmin)
-                    f.qmin = lsb_exp(v);
-            }
-            facts[b * lines + l] = f;
-        }
-    }
+    const gck_format_info *ft = gck_format_get(j.t);
+    j.kept = fin->precision >= ft->precision && fc->precision >= ft->precision &&
+             fin->emax >= ft->emax && fc->emax >= ft->emax &&
+             fin->min_subnormal <= ft->min_subnormal && fc->min_subnormal <= ft->min_subnormal;
+    gck_parallel_for(line_parts(members * j.lines, c->k), members * j.lines, &j, facts_part);
+}
+
+/* The smallest precision of the formats a result passes through, the lowest exponent of the
+ * grid they all keep, and the largest finite value they all hold. */
+static void result_grid(const gck_case *c, const gck_model *m, int *p, int *qmin, double *lim) {
+    const gck_format_info *fc = gck_format_get(m->compute);
+    const gck_format_info *fin = gck_format_get(m->inputs_rounded ? m->input_format : m->compute);
+    const gck_format_info *fo = gck_format_get(gck_case_type(c, GCK_D));
+    const gck_format_info *fe = gck_format_get(m->epilogue);
+    *p = fc->precision < fo->precision ? fc->precision : fo->precision;
+    if (fe->precision < *p) *p = fe->precision;
+    if (m->inputs_rounded && fin->precision < *p) *p = fin->precision;
+    *qmin = fc->emin - fc->precision + 1;
+    int qo = fo->emin - fo->precision + 1;
+    if (qo > *qmin) *qmin = qo;
+    if (m->ftz || m->daz) *qmin = fc->emin > fo->emin ? fc->emin : fo->emin;
+    *lim = fmin(fc->max, fmin(fo->max, fe->max));
+}
+
+/* The per-case facts each element's gather and decide use, looked up once. */
+static void case_consts(gather_plan *g, const gck_case *c, const gck_model *m) {
+    g->qal = c->alpha != 0 ? lsb_exp(c->alpha) : INT32_MAX;
+    bound_ctx_init(&g->bc, c, m);
+    const gck_format_info *fc = gck_format_get(m->compute);
+    const gck_format_info *fo = gck_format_get(gck_case_type(c, GCK_D));
+    g->fc_max = fc->max;
+    g->fo_max = fo->max;
+    /* overflow_of's growth is a model quantity, not a bound to round up: to nearest */
+    g->ovf_thr = fmin(fc->max, fo->max);
+    int old = fegetround();
+    fesetround(FE_TONEAREST);
+    g->ovf_growth = exp((2 * (double)c->k + 4) * fc->epsilon) * MARGIN * MARGIN;
+    fesetround(old);
+    g->ord = gck_model_orders(m);
+    g->rab = gck_case_reads_ab(c);
+    g->rc = gck_case_reads_c(c);
+    gck_case_op_strides(c, GCK_A, &g->ars, &g->acs);
+    gck_case_op_strides(c, GCK_B, &g->brs, &g->bcs);
+    gck_case_op_strides(c, GCK_C, &g->crs, &g->ccs);
+    g->a_member = c->stride_a * gck_format_get(c->type_a)->storage_bytes;
+    g->b_member = c->stride_b * gck_format_get(c->type_b)->storage_bytes;
+    g->c_member = c->stride_c * gck_format_get(c->type_c)->storage_bytes;
 }
 
 static gather_plan *gather_plan_new(const gck_case *c, const gck_model *m, const void *A,
                                     const void *B, double copy_limit) {
     gather_plan *g = calloc(1, sizeof *g);
-    if (g)
-        g->ab_exact = gck_round_to(c->alpha, m->epilogue) == c->alpha &&
-                      gck_round_to(c->beta, m->epilogue) == c->beta;
-    if (!g || !gck_case_reads_ab(c)) return g;
+    if (!g) return NULL;
+    g->ab_exact = gck_round_to(c->alpha, m->epilogue) == c->alpha &&
+                  gck_round_to(c->beta, m->epilogue) == c->beta;
+    result_grid(c, m, &g->grid_p, &g->grid_qmin, &g->grid_lim);
+    case_consts(g, c, m);
+    int old = fegetround();
+    fesetround(FE_UPWARD);
+    g->tden_t =
+        sqrt((double)c->k) * ldexp(gck_format_get(m->compute)->epsilon, -1) * fabs(c->alpha);
+    g->tden_o = ldexp(gck_format_get(gck_case_type(c, GCK_D))->epsilon, -1);
+    fesetround(old);
+    if (!gck_case_reads_ab(c)) return g;
     int64_t ma = c->stride_a == 0 ? 1 : c->batch, mb = c->stride_b == 0 ? 1 : c->batch;
     int64_t la = ma * c->m, lb = mb * c->n;
     g->fa = malloc((size_t)la * sizeof *g->fa);
@@ -323,27 +464,39 @@ typedef struct exact_in {
     bool over_alpha, rc;
 } exact_in;
 
+/* Whether 0 <= M < 2^E, 2^E formed from its bits (no libm call per element). */
+static bool below_pow2(double M, int64_t E) {
+    if (E > 1023) return !isnan(M) && M < INFINITY;
+    if (E < -1074) return false;
+    uint64_t bits = E >= -1022 ? (uint64_t)(E + 1023) << 52 : UINT64_C(1) << (E + 1074);
+    double p;
+    memcpy(&p, &bits, sizeof p);
+    return M < p;
+}
+
 /* The exact-case certificate (call in upward rounding; p: the smallest precision, qmin: the
  * lowest grid exponent any format involved keeps): every quantity any evaluation order forms
  * (inputs, products of subsets of {alpha, a, b} and of {beta, c}, partial sums) is a multiple of
  * 2^q and at most M in magnitude; with M < 2^(q+p) and 2^q on both grids, all are
  * representable. */
-static bool exact_certificate(const gck_case *c, const gck_model *m, const exact_in *x,
-                              const elem_facts *f, int p, int qmin, double lim) {
-    double aa = fabs(c->alpha);
-    int qal = c->alpha != 0 ? lsb_exp(c->alpha) : INT32_MAX;
+static bool exact_certificate(const gck_case *c, const gck_model *m, const gather_plan *g,
+                              const exact_in *x, const elem_facts *f) {
+    int p = g->grid_p, qmin = g->grid_qmin;
+    double lim = g->grid_lim, aa = fabs(c->alpha);
+    /* the smallest sum over the non-empty subsets of {a, b, alpha} whose exponents are set: the
+     * negative ones together, or the smallest when none is negative */
+    const int cand[] = {x->qa, x->qb, g->qal};
     int q = INT32_MAX;
-    const int cand[] = {x->qa, x->qb, qal};
-    for (int s = 1; s < 8; s++) { /* every non-empty subset of {a, b, alpha} */
-        long sum = 0;
-        bool ok = true;
-        for (int y = 0; y < 3; y++)
-            if (s >> y & 1) {
-                if (cand[y] == INT32_MAX) ok = false;
-                sum += cand[y];
-            }
-        if (ok && sum < q) q = (int)sum;
+    long neg = 0;
+    bool any_neg = false;
+    for (int y = 0; y < 3; y++) {
+        if (cand[y] == INT32_MAX) continue;
+        if (cand[y] < 0)
+            neg += cand[y], any_neg = true;
+        else if (cand[y] < q)
+            q = cand[y];
     }
+    if (any_neg) q = (int)neg;
     if (x->rc && x->cv != 0) {
         int qc = lsb_exp(x->cv), qbe = lsb_exp(c->beta);
         if (qc < q) q = qc;
@@ -371,7 +524,7 @@ static bool exact_certificate(const gck_case *c, const gck_model *m, const exact
     M = fmax(M, fmax(fmax(x->maxa, x->maxb), aa));
     if (x->rc) M = fmax(M, fmax(fmax(fabs(c->beta), f->t.abs_c), x->bc));
     if (q == INT32_MAX) q = qmin; /* everything is zero */
-    return q >= qmin && M < ldexp(1.0, q + p) && M <= lim;
+    return q >= qmin && M <= lim && below_pow2(M, (int64_t)q + p);
 }
 
 /* The term beta*c (call in upward rounding) into the sums by sign and the largest quantity;
@@ -394,23 +547,6 @@ static void add_c_term(const gck_case *c, exact_in *x, elem_facts *f) {
     }
 }
 
-/* The smallest precision of the formats a result passes through, the lowest exponent of the
- * grid they all keep, and the largest finite value they all hold. */
-static void result_grid(const gck_case *c, const gck_model *m, int *p, int *qmin, double *lim) {
-    const gck_format_info *fc = gck_format_get(m->compute);
-    const gck_format_info *fin = gck_format_get(m->inputs_rounded ? m->input_format : m->compute);
-    const gck_format_info *fo = gck_format_get(gck_case_type(c, GCK_D));
-    const gck_format_info *fe = gck_format_get(m->epilogue);
-    *p = fc->precision < fo->precision ? fc->precision : fo->precision;
-    if (fe->precision < *p) *p = fe->precision;
-    if (m->inputs_rounded && fin->precision < *p) *p = fin->precision;
-    *qmin = fc->emin - fc->precision + 1;
-    int qo = fo->emin - fo->precision + 1;
-    if (qo > *qmin) *qmin = qo;
-    if (m->ftz || m->daz) *qmin = fc->emin > fo->emin ? fc->emin : fo->emin;
-    *lim = fmin(fc->max, fmin(fo->max, fe->max));
-}
-
 /* Whether a correct implementation could overflow, or form Inf - Inf, in some evaluation
  * order: the growth of a partial sum through its roundings ((1 + eps)^n <= e^(n eps)) against
  * the largest finite value of the compute and output formats. */
@@ -421,23 +557,10 @@ typedef struct overflow_facts {
     bool nan;      /* some order forms Inf - Inf or Inf * 0 */
 } overflow_facts;
 
-static overflow_facts overflow_of(const gck_case *c, const gck_model *m, const elem_facts *f) {
-    const gck_format_info *fc = gck_format_get(m->compute);
-    const gck_format_info *fo = gck_format_get(gck_case_type(c, GCK_D));
+static overflow_facts overflow_of(const gather_plan *gp, const elem_facts *f) {
     overflow_facts x;
-    x.thr = fmin(fc->max, fo->max);
-    /* the same K and format element after element: exp once per thread, rounded to nearest
-     * whatever the caller's mode (the growth is a model quantity, not a bound to round up) */
-    static _Thread_local double last_arg = -1, last_growth;
-    double arg = (2 * (double)c->k + 4) * fc->epsilon;
-    if (arg != last_arg) {
-        int mode = fegetround();
-        fesetround(FE_TONEAREST);
-        last_growth = exp(arg) * MARGIN * MARGIN;
-        fesetround(mode);
-        last_arg = arg;
-    }
-    x.growth = last_growth;
+    x.thr = gp->ovf_thr;
+    x.growth = gp->ovf_growth;
     double g = x.growth, thr = x.thr;
     x.unscaled = (f->pos_u + f->neg_u) * g >= thr;
     x.possible =
@@ -470,8 +593,8 @@ static bool fast_terms(const gck_case *c, const gather_plan *g, const exact_in *
 }
 
 /* Whether an overflow rule could fire on these sums: then bounds from above do not settle it. */
-static bool near_overflow(const gck_case *c, const gck_model *m, const elem_facts *f) {
-    overflow_facts x = overflow_of(c, m, f);
+static bool near_overflow(const gather_plan *g, const elem_facts *f) {
+    overflow_facts x = overflow_of(g, f);
     return x.possible || x.nan;
 }
 
@@ -484,9 +607,8 @@ static void gather(const gck_case *c, const gck_support_row *row, const gather_p
     memset(f, 0, sizeof *f);
     f->t.k = c->k;
     f->t.abs_d = fabs(oracle);
-    bool rab = gck_case_reads_ab(c), rc = gck_case_reads_c(c);
-    const gck_format_info *fc = gck_format_get(m->compute);
-    unsigned ord = gck_model_orders(m);
+    bool rab = g->rab, rc = g->rc;
+    unsigned ord = g->ord;
     exact_in x = {INT32_MAX, INT32_MAX, 0, 0, 0, 0, 0, 0, false, rc};
     x.over_alpha = (ord & GCK_ORDER_BETA_OVER_ALPHA) && rc && c->alpha != 0;
     bool exact = g->ab_exact;
@@ -494,10 +616,9 @@ static void gather(const gck_case *c, const gck_support_row *row, const gather_p
     elem_lines e = {.c = c, .i = i, .j = j};
     int64_t ra = 0, cb = 0;
     if (rab) {
-        gck_case_op_strides(c, GCK_A, &e.ars, &e.acs);
-        gck_case_op_strides(c, GCK_B, &e.brs, &e.bcs);
-        e.Ab = (const char *)A + bi * c->stride_a * gck_format_get(c->type_a)->storage_bytes;
-        e.Bb = (const char *)B + bi * c->stride_b * gck_format_get(c->type_b)->storage_bytes;
+        e.ars = g->ars, e.acs = g->acs, e.brs = g->brs, e.bcs = g->bcs;
+        e.Ab = (const char *)A + bi * g->a_member;
+        e.Bb = (const char *)B + bi * g->b_member;
         ra = (c->stride_a == 0 ? 0 : bi) * c->m + i;
         cb = (c->stride_b == 0 ? 0 : bi) * c->n + j;
         if (g->a) {
@@ -517,13 +638,10 @@ static void gather(const gck_case *c, const gck_support_row *row, const gather_p
         if (la->has_inf || lb->has_inf) f->inf_times_flushed = inf_meets_flushed(&e, m);
     }
     if (rc) {
-        int64_t crs, ccs;
-        gck_case_op_strides(c, GCK_C, &crs, &ccs);
-        const char *Cb =
-            (const char *)C + bi * c->stride_c * gck_format_get(c->type_c)->storage_bytes;
-        x.cv = gck_load(Cb, c->type_c, i * crs + j * ccs);
+        const char *Cb = (const char *)C + bi * g->c_member;
+        x.cv = gck_load(Cb, c->type_c, i * g->crs + j * g->ccs);
         f->t.abs_c = fabs(x.cv);
-        if (isfinite(x.cv) && f->t.abs_c > fc->max) f->input_overflow = true;
+        if (isfinite(x.cv) && f->t.abs_c > g->fc_max) f->input_overflow = true;
         if (!isfinite(x.cv) || gck_round_to(x.cv, m->epilogue) != x.cv) exact = false;
     }
     /* Pass 2, rounding upward: the sums the bound and the overflow rules use. */
@@ -532,21 +650,14 @@ static void gather(const gck_case *c, const gck_support_row *row, const gather_p
     bool fast = rab && !skip_zero && fast_terms(c, g, &x, ra, cb, bi, i, j, ord, f);
     if (rab && !fast) sum_terms(&e, ord, skip_zero, f);
     if (rc) add_c_term(c, &x, f);
-    if (fast && near_overflow(c, m, f)) { /* sums that settle the overflow rules */
+    if (fast && near_overflow(g, f)) { /* sums that settle the overflow rules */
         sum_terms(&e, ord, skip_zero, f);
         if (rc) add_c_term(c, &x, f);
     }
     /* a backend that never sums unscaled products cannot overflow there */
     if (!((ord & GCK_ORDER_ALPHA_ON_SUM) || x.over_alpha)) f->pos_u = f->neg_u = 0.0;
-    if (exact) {
-        int p, qmin;
-        double lim;
-        result_grid(c, m, &p, &qmin, &lim);
-        f->exact_case = exact_certificate(c, m, &x, f, p, qmin, lim);
-    }
-    const gck_format_info *fo = gck_format_get(gck_case_type(c, GCK_D));
-    f->tden = sqrt((double)c->k) * ldexp(fc->epsilon, -1) * fabs(c->alpha) * f->t.T +
-              ldexp(fo->epsilon, -1) * fabs(isinf(oracle) ? fo->max : oracle);
+    if (exact) f->exact_case = exact_certificate(c, m, g, &x, f);
+    f->tden = g->tden_t * f->t.T + g->tden_o * fabs(isinf(oracle) ? g->fo_max : oracle);
     fesetround(old);
 }
 
@@ -674,13 +785,15 @@ static bool decide_nonfinite(const gck_oracle_eval *ev, const elem_facts *f,
 
 /* Decide one element against one oracle evaluation: true when it passes, else false with the
  * kind of finding in *kind. */
-static bool decide(const gck_case *c, const gck_support_row *row, const gck_oracle_eval *ev,
-                   const elem_facts *f, double got, gck_element_report *e, gck_kind *kind) {
-    const gck_model *m = &row->model;
+static bool decide(const gather_plan *g, const gck_oracle_eval *ev, const elem_facts *f, double got,
+                   gck_element_report *e, gck_kind *kind) {
     double o = ev->value;
     bool degenerate;
-    double bound = gck_bound(c, m, &f->t, &degenerate);
-    overflow_facts x = overflow_of(c, m, f);
+    int old = fegetround();
+    fesetround(FE_UPWARD);
+    double bound = bound_of(&g->bc, &f->t, &degenerate);
+    fesetround(old);
+    overflow_facts x = overflow_of(g, f);
     e->expected = o;
     e->got = got;
     e->error = ev->abs_error;
@@ -771,7 +884,7 @@ static void *run_chk(void *arg) {
         gather(c, job->row, job->gp, job->A, job->B, job->C, bi, i, j, false, ev.value, &f);
         gck_element_report e = {.batch = bi, .i = i, .j = j};
         gck_kind kind = GCK_KIND_COUNT, alt_kind;
-        bool pass = decide(c, job->row, &ev, &f, got, &e, &kind);
+        bool pass = decide(job->gp, &ev, &f, got, &e, &kind);
         if (!pass && isnan(got) && c->alpha == 0 &&
             !(job->row->promises & GCK_PROMISE_ALPHA0_NO_READ_AB) &&
             alpha0_may_nan(c, &job->row->model, job->A, job->B, bi, i, j)) {
@@ -790,7 +903,7 @@ static void *run_chk(void *arg) {
             elem_facts f2;
             gather(c, job->row, job->gp, job->A, job->B, job->C, bi, i, j, true, alt.value, &f2);
             f2.exact_case = false;
-            if (decide(c, job->row, &alt, &f2, got, &e2, &alt_kind)) {
+            if (decide(job->gp, &alt, &f2, got, &e2, &alt_kind)) {
                 pass = true;
                 r->lenient++;
             }

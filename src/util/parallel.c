@@ -37,3 +37,35 @@ bool gck_parallel(void *jobs, size_t n, size_t job_size, void *(*fn)(void *)) {
     free(running);
     return ok;
 }
+
+int gck_parallel_parts(int64_t n, int64_t grain) {
+    return gck_thread_count(0, grain > 0 ? n / grain : n);
+}
+
+typedef struct range_job {
+    void *ctx;
+    void (*body)(void *ctx, int part, int64_t lo, int64_t hi);
+    int part;
+    int64_t lo, hi;
+} range_job;
+
+static void *run_range(void *arg) {
+    range_job *r = arg;
+    r->body(r->ctx, r->part, r->lo, r->hi);
+    return NULL;
+}
+
+void gck_parallel_for(int parts, int64_t n, void *ctx,
+                      void (*body)(void *ctx, int part, int64_t lo, int64_t hi)) {
+    if (parts < 1) parts = 1;
+    range_job one, *jobs = parts == 1 ? &one : calloc((size_t)parts, sizeof *jobs);
+    if (!jobs) { /* no bookkeeping: the whole range on this thread, as part 0 */
+        body(ctx, 0, 0, n);
+        for (int p = 1; p < parts; p++) body(ctx, p, n, n);
+        return;
+    }
+    for (int p = 0; p < parts; p++)
+        jobs[p] = (range_job){ctx, body, p, n * p / parts, n * (p + 1) / parts};
+    gck_parallel(jobs, (size_t)parts, sizeof *jobs, run_range);
+    if (jobs != &one) free(jobs);
+}

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /** This machine's online cores and physical memory in bytes (0 when unknown). */
 int gck_online_cores(void);
@@ -18,5 +19,15 @@ int gck_thread_count(int requested, long long work);
  *  on the calling thread. Returns when all have finished; false only when the bookkeeping
  *  could not be allocated (then every job still ran, one after the other). */
 bool gck_parallel(void *jobs, size_t n, size_t job_size, void *(*fn)(void *));
+
+/** How many parts gck_parallel_for cuts n items into: one per online core, at most one per
+ *  `grain` items, at least 1. */
+int gck_parallel_parts(int64_t n, int64_t grain);
+
+/** body(ctx, part, lo, hi) over [0, n) cut into `parts` contiguous ranges of nearly equal size,
+ *  each on its own thread (as gck_parallel; part 0 on the calling thread). A body that needs a
+ *  rounding mode sets it itself and puts it back. */
+void gck_parallel_for(int parts, int64_t n, void *ctx,
+                      void (*body)(void *ctx, int part, int64_t lo, int64_t hi));
 
 #endif
