@@ -935,7 +935,7 @@ typedef struct ex_job {
     bool ok;
 } ex_job;
 
-static int64_t tile_size(const gck_exact_plan *p) {
+int64_t gck_exact_plan_tile(const gck_exact_plan *p) {
     const int64_t budget = 1 << 20;                                /* bytes of L2 for one tile */
     int64_t line = p->c->k * (p->path == PATH_BUCKET128 ? 12 : 8); /* one decoded row/column */
     int64_t t = line ? budget / (2 * line) : 64;
@@ -979,7 +979,7 @@ gck_status gck_oracle_exact(const gck_case *c, const void *A, const void *B, con
         snprintf(msg, msg_len, "out of memory decoding the operands");
         return GCK_ENOMEM;
     }
-    ex_tiles tl = {p, D, tile_size(p), 0, 0, 0, 0};
+    ex_tiles tl = {p, D, gck_exact_plan_tile(p), 0, 0, 0, 0};
     tl.tiles_i = (c->m + tl.tile - 1) / tl.tile;
     tl.tiles_j = (c->n + tl.tile - 1) / tl.tile;
     tl.count = c->batch * tl.tiles_i * tl.tiles_j;

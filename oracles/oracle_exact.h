@@ -21,6 +21,9 @@ const char *gck_exact_plan_path(const gck_exact_plan *p);
 /** One line on how the plan sums the products: the Ozaki splitting and its slices, or the path
  *  and why splitting was not used. */
 void gck_exact_plan_describe(const gck_exact_plan *p, char *buf, size_t len);
+/** The side T of the T x T tiles of D whose elements are best evaluated together: their rows of
+ *  op(A) and columns of op(B), as the plan decoded them, stay in a core's L2. */
+int64_t gck_exact_plan_tile(const gck_exact_plan *p);
 /** Fold the exponent buckets into the accumulator after at most `products` products per
  *  bucket copy (tests use it to cross many folds with small K). */
 void gck_exact_plan_limit_block(gck_exact_plan *p, int64_t products);

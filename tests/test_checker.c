@@ -162,6 +162,75 @@ Test(checker, bounds_from_a_gemm_agree_with_per_element_sums_on_large_products, 
     cr_expect_geq(built, 12, "only %ld GEMM bounds were built", built);
 }
 
+/* Two check results are the same: counts, the worst element of each kind, the largest ratio
+ * and its element, the ratio histogram. */
+static bool same_elem(const gck_element_report *x, const gck_element_report *y) {
+    return x->batch == y->batch && x->i == y->i && x->j == y->j &&
+           memcmp(&x->ratio, &y->ratio, sizeof x->ratio) == 0;
+}
+
+static void expect_same_result(const gck_check_result *x, const gck_check_result *y,
+                               const char *what) {
+    cr_assert(x->elements == y->elements && x->exact_elements == y->exact_elements &&
+                  x->lenient == y->lenient && x->degenerate == y->degenerate,
+              "%s", what);
+    for (int k = 0; k < GCK_KIND_COUNT; k++)
+        cr_assert(x->count[k] == y->count[k] &&
+                      (!x->count[k] || same_elem(&x->worst[k], &y->worst[k])),
+                  "kind %d: %s", k, what);
+    cr_assert(same_elem(&x->max_ratio, &y->max_ratio) && x->max_tight == y->max_tight, "%s", what);
+    cr_assert(!memcmp(x->ratio_bins, y->ratio_bins, sizeof x->ratio_bins), "%s", what);
+}
+
+/* D is checked in tiles, shared out among the threads in order: products larger than a tile,
+ * on backends with findings, give the same result on 1, 2 and 3 threads (the first finding of
+ * a kind is the first in tile order, whatever the thread count). */
+Test(checker, the_result_does_not_depend_on_the_thread_count, .timeout = 300) {
+    long compared = 0, findings = 0;
+    for (int b = 1; b < 3; b++) {
+        gck_backend be;
+        const gck_support_row *rows;
+        size_t nrows = open_table(&be, compare_specs[b], &rows);
+        gck_run_result *r[3];
+        char msg[1024], rs[2048];
+        for (int t = 0; t < 3; t++) r[t] = malloc(sizeof *r[t]);
+        for (uint64_t i = 0; i < 6; i++) {
+            gck_spec s;
+            grid_spec(i * 97 + 5, rows, nrows, &s);
+            gck_case *c = &s.c;
+            c->m = 150 + (int64_t)i * 11; /* tiles of 64 at this K: 3 x 3 and more */
+            c->n = 140 - (int64_t)i * 3;
+            c->k = 300;
+            c->batch = 1 + (int64_t)(i % 2);
+            c->lda = gck_case_min_ld(c, GCK_A);
+            c->ldb = gck_case_min_ld(c, GCK_B);
+            c->ldc = gck_case_min_ld(c, GCK_C);
+            c->ldd = c->d_is_c ? c->ldc : gck_case_min_ld(c, GCK_D);
+            c->stride_a = c->batch > 1 ? gck_case_footprint(c, GCK_A) : 0;
+            c->stride_b = c->batch > 1 ? gck_case_footprint(c, GCK_B) : 0;
+            c->stride_c = c->batch > 1 ? gck_case_footprint(c, GCK_C) : 0;
+            c->stride_d = c->batch > 1 ? gck_case_footprint(c, GCK_D) : 0;
+            s.offset[0] = s.offset[1] = s.offset[2] = s.offset[3] = 0;
+            s.special_pm = i % 2 ? 2 : 0;
+            gck_spec_format(&s, rs, sizeof rs);
+            for (int t = 0; t < 3; t++) {
+                gck_run_options o = {.check = {.threads = t + 1}};
+                cr_assert_eq(gck_run_spec(&be, &s, &o, r[t], msg, sizeof msg), GCK_OK, "%s", msg);
+            }
+            cr_assert_eq(r[0]->check.elements, c->m * c->n * c->batch, "%s", rs);
+            expect_same_result(&r[0]->check, &r[1]->check, rs);
+            expect_same_result(&r[0]->check, &r[2]->check, rs);
+            compared += r[0]->check.elements;
+            findings += r[0]->nfindings;
+        }
+        for (int t = 0; t < 3; t++) free(r[t]);
+        gck_backend_close(&be);
+    }
+    fprintf(stderr, "[threads] %ld elements, %ld findings: the same on 1, 2 and 3 threads\n",
+            compared, findings);
+    cr_expect_gt(findings, 0);
+}
+
 static void expect_only(const char *fault, gck_kind want) {
     char spec[1024];
     snprintf(spec, sizeof spec, "plugin:%s:%s", GCK_FAULTY_PLUGIN, fault);

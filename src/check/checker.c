@@ -683,8 +683,11 @@ typedef struct chk_job {
     const void *A, *B, *C, *D;
     const gck_exact_plan *plan;
     const gather_plan *gp;
-    const uint8_t *rows, *cols; /* sampling masks (NULL: every element) */
-    int64_t first, last;
+    const uint8_t *rows, *cols;     /* sampling masks (NULL: every element) */
+    int64_t tile, tiles_i, tiles_j; /* D in T x T tiles, column-major, member by member */
+    int64_t first, last;            /* this job's tiles */
+    int64_t drs, dcs, sd;           /* D's element and member strides */
+    gck_format td;
     gck_check_result r;
     bool ok;
 } chk_job;
@@ -856,6 +859,55 @@ int gck_ratio_bin(double error, double ratio) {
     return GCK_RATIO_BINS - 1;
 }
 
+/* One element of a job: oracle, facts, verdict, into the job's result. */
+static void check_element(chk_job *job, oracle_h *o, int64_t bi, int64_t i, int64_t j,
+                          bool may_skip) {
+    const gck_case *c = job->c;
+    gck_check_result *r = &job->r;
+    double got = gck_load(job->D, job->td, bi * job->sd + i * job->drs + j * job->dcs);
+    gck_oracle_eval ev;
+    evaluate(o, c, job->A, job->B, job->C, bi, i, j, false, &got, &ev);
+    elem_facts f;
+    gather(c, job->row, job->gp, job->A, job->B, job->C, bi, i, j, false, ev.value, &f);
+    gck_element_report e = {.batch = bi, .i = i, .j = j};
+    gck_kind kind = GCK_KIND_COUNT, alt_kind;
+    bool pass = decide(job->gp, &ev, &f, got, &e, &kind);
+    if (!pass && isnan(got) && c->alpha == 0 &&
+        !(job->row->promises & GCK_PROMISE_ALPHA0_NO_READ_AB) &&
+        alpha0_may_nan(c, &job->row->model, job->A, job->B, bi, i, j)) {
+        /* The backend does not promise that alpha = 0 leaves A and B unread: it may form
+         * 0 * (A*B), which is NaN when A*B holds or overflows to NaN or Inf. */
+        pass = true;
+        r->lenient++;
+    }
+    if (!pass && may_skip && isnan(ev.value)) {
+        /* The backend may skip terms with a zero factor: the value without them passes,
+         * judged by the facts of the terms that remain (the dropped Inf*0 or NaN*0 leaves
+         * the bound as well). */
+        gck_oracle_eval alt;
+        evaluate(o, c, job->A, job->B, job->C, bi, i, j, true, &got, &alt);
+        gck_element_report e2 = e;
+        elem_facts f2;
+        gather(c, job->row, job->gp, job->A, job->B, job->C, bi, i, j, true, alt.value, &f2);
+        f2.exact_case = false;
+        if (decide(job->gp, &alt, &f2, got, &e2, &alt_kind)) {
+            pass = true;
+            r->lenient++;
+        }
+    }
+    r->elements++;
+    if (f.exact_case) r->exact_elements++;
+    if (e.degenerate) r->degenerate++;
+    if (!pass) note_failure(r, kind, &e);
+    if (isfinite(e.error) && isfinite(e.ratio) &&
+        (r->max_ratio.ratio < e.ratio || !isfinite(r->max_ratio.error)))
+        r->max_ratio = e;
+    if (isfinite(e.tight) && e.tight > r->max_tight) r->max_tight = e.tight;
+    if (isfinite(e.error)) r->ratio_bins[gck_ratio_bin(e.error, e.ratio)]++;
+}
+
+/* A job's tiles, each column by column: the rows of op(A) and columns of op(B) a tile reads
+ * stay in cache while its elements are checked. */
 static void *run_chk(void *arg) {
     chk_job *job = arg;
     const gck_case *c = job->c;
@@ -863,60 +915,17 @@ static void *run_chk(void *arg) {
     if (o.kind != GCK_ORACLE_EXACT) o.mp = gck_oracle_ws_new(c->k);
     if (o.kind != GCK_ORACLE_MPFR) o.ex = gck_exact_ws_new(job->plan);
     job->ok = (o.kind == GCK_ORACLE_EXACT || o.mp) && (o.kind == GCK_ORACLE_MPFR || o.ex);
-    if (!job->ok) {
-        gck_oracle_ws_free(o.mp);
-        gck_exact_ws_free(o.ex);
-        return NULL;
-    }
-    int64_t drs, dcs;
-    gck_case_op_strides(c, GCK_D, &drs, &dcs);
-    gck_format td = gck_case_type(c, GCK_D);
-    int64_t sd = gck_case_stride(c, GCK_D);
     bool may_skip = (job->row->promises & GCK_PROMISE_MAY_SKIP_ZERO) && !job->opt->strict_ieee;
-    gck_check_result *r = &job->r;
-    for (int64_t t = job->first; t < job->last; t++) {
-        int64_t i = t % c->m, j = (t / c->m) % c->n, bi = t / (c->m * c->n);
-        if (job->rows && !job->rows[i] && !job->cols[j]) continue;
-        double got = gck_load(job->D, td, bi * sd + i * drs + j * dcs);
-        gck_oracle_eval ev;
-        evaluate(&o, c, job->A, job->B, job->C, bi, i, j, false, &got, &ev);
-        elem_facts f;
-        gather(c, job->row, job->gp, job->A, job->B, job->C, bi, i, j, false, ev.value, &f);
-        gck_element_report e = {.batch = bi, .i = i, .j = j};
-        gck_kind kind = GCK_KIND_COUNT, alt_kind;
-        bool pass = decide(job->gp, &ev, &f, got, &e, &kind);
-        if (!pass && isnan(got) && c->alpha == 0 &&
-            !(job->row->promises & GCK_PROMISE_ALPHA0_NO_READ_AB) &&
-            alpha0_may_nan(c, &job->row->model, job->A, job->B, bi, i, j)) {
-            /* The backend does not promise that alpha = 0 leaves A and B unread: it may form
-             * 0 * (A*B), which is NaN when A*B holds or overflows to NaN or Inf. */
-            pass = true;
-            r->lenient++;
-        }
-        if (!pass && may_skip && isnan(ev.value)) {
-            /* The backend may skip terms with a zero factor: the value without them passes,
-             * judged by the facts of the terms that remain (the dropped Inf*0 or NaN*0 leaves
-             * the bound as well). */
-            gck_oracle_eval alt;
-            evaluate(&o, c, job->A, job->B, job->C, bi, i, j, true, &got, &alt);
-            gck_element_report e2 = e;
-            elem_facts f2;
-            gather(c, job->row, job->gp, job->A, job->B, job->C, bi, i, j, true, alt.value, &f2);
-            f2.exact_case = false;
-            if (decide(job->gp, &alt, &f2, got, &e2, &alt_kind)) {
-                pass = true;
-                r->lenient++;
-            }
-        }
-        r->elements++;
-        if (f.exact_case) r->exact_elements++;
-        if (e.degenerate) r->degenerate++;
-        if (!pass) note_failure(r, kind, &e);
-        if (isfinite(e.error) && isfinite(e.ratio) &&
-            (r->max_ratio.ratio < e.ratio || !isfinite(r->max_ratio.error)))
-            r->max_ratio = e;
-        if (isfinite(e.tight) && e.tight > r->max_tight) r->max_tight = e.tight;
-        if (isfinite(e.error)) r->ratio_bins[gck_ratio_bin(e.error, e.ratio)]++;
+    int64_t T = job->tile;
+    for (int64_t t = job->first; job->ok && t < job->last; t++) {
+        int64_t ti = t % job->tiles_i, tj = (t / job->tiles_i) % job->tiles_j;
+        int64_t bi = t / (job->tiles_i * job->tiles_j);
+        int64_t i1 = (ti + 1) * T < c->m ? (ti + 1) * T : c->m;
+        int64_t j1 = (tj + 1) * T < c->n ? (tj + 1) * T : c->n;
+        for (int64_t j = tj * T; j < j1; j++)
+            for (int64_t i = ti * T; i < i1; i++)
+                if (!job->rows || job->rows[i] || job->cols[j])
+                    check_element(job, &o, bi, i, j, may_skip);
     }
     gck_oracle_ws_free(o.mp);
     gck_exact_ws_free(o.ex);
@@ -968,10 +977,12 @@ static bool sample_lines(const gck_case *c, int lines, uint8_t **rows, uint8_t *
     return true;
 }
 
-/* The elements split into `threads` equal ranges, checked in parallel and merged into r. False
- * when a worker ran out of memory. */
-static bool check_in_parallel(const chk_job *proto, int64_t total, int threads,
-                              gck_check_result *r) {
+/* The tiles of D split into `threads` equal ranges, checked in parallel and merged into r in
+ * their order (the first finding of a kind is the first in tile order, whatever the thread
+ * count). False when a worker ran out of memory. */
+static bool check_in_parallel(const chk_job *proto, int threads, gck_check_result *r) {
+    int64_t total = proto->tiles_i * proto->tiles_j * proto->c->batch;
+    if (threads > total) threads = (int)total;
     chk_job *jobs = calloc((size_t)threads, sizeof *jobs);
     if (!jobs) return false;
     for (int t = 0; t < threads; t++) {
@@ -1031,8 +1042,14 @@ gck_status gck_check_values(const gck_case *c, const gck_support_row *row,
                      .plan = plan,
                      .gp = gp,
                      .rows = rows,
-                     .cols = cols};
-    if (s == GCK_OK && !check_in_parallel(&proto, total, gck_thread_count(opt->threads, total), r))
+                     .cols = cols,
+                     .tile = plan ? gck_exact_plan_tile(plan) : 64};
+    gck_case_op_strides(c, GCK_D, &proto.drs, &proto.dcs);
+    proto.sd = gck_case_stride(c, GCK_D);
+    proto.td = gck_case_type(c, GCK_D);
+    proto.tiles_i = (c->m + proto.tile - 1) / proto.tile;
+    proto.tiles_j = (c->n + proto.tile - 1) / proto.tile;
+    if (s == GCK_OK && !check_in_parallel(&proto, gck_thread_count(opt->threads, total), r))
         s = gck_fail(GCK_ENOMEM, msg, len, "out of memory for the oracle (K = %lld)",
                      (long long)c->k);
     gck_exact_plan_free(plan);
