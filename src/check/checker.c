@@ -60,7 +60,7 @@ static double input_eps(const gck_case *c, const gck_model *m) {
 /* What gck_bound computes once per case (in upward rounding), so that an element costs only
  * its own terms: the same operations in the same order, hence the same bits. */
 typedef struct bound_ctx {
-    double eo, aa, ab, K, one_eo_eta, one_aa, one_ab, over, zero_late, fo_min_normal;
+    double eo, aa, ab, one_eo_eta, one_aa, one_ab, over, zero_late, fo_min_normal;
     double growth, in;                /* degenerate (gamma = Inf) */
     double g, t_coef, c_coef, e_coef; /* otherwise; e_coef: the narrower epilogue (0: none) */
     bool degenerate, narrow_epilogue;
@@ -80,7 +80,7 @@ static void bound_ctx_init(bound_ctx *b, const gck_case *c, const gck_model *m) 
      * also the rounding of (beta/alpha)*c. */
     unsigned ord = gck_model_orders(m);
     double late = (ord & (GCK_ORDER_ALPHA_ON_SUM | GCK_ORDER_BETA_OVER_ALPHA)) ? 1 + aa : 1;
-    *b = (bound_ctx){.eo = eo, .aa = aa, .ab = ab, .K = K, .g = g};
+    *b = (bound_ctx){.eo = eo, .aa = aa, .ab = ab, .g = g};
     b->over = (ord & GCK_ORDER_BETA_OVER_ALPHA) ? 1 + aa : 1;
     b->one_eo_eta = (1 + eo) * eta;
     b->one_aa = 1 + aa;
