@@ -39,15 +39,15 @@ static const char *compare_case(const gck_spec *s, const void *A, const void *B,
     char d[256];
     gck_exact_plan_describe(p, d, sizeof d);
     last_had_tails = strstr(d, "; 0 + 0 values") == NULL && !strcmp(path, "ozaki");
-    gck_exact_ws *w = gck_exact_ws_new(p);
+    gck_exact_ws *w = gck_exact_ws_new(p), *wv = gck_exact_ws_new(p);
     gck_oracle_ws *mw = gck_oracle_ws_new(c->k);
-    cr_assert(w && mw);
+    cr_assert(w && wv && mw);
     for (int64_t b = 0; b < c->batch; b++)
         for (int64_t i = 0; i < c->m; i++)
             for (int64_t j = 0; j < c->n; j++) {
                 gck_oracle_eval ex, mp;
-                gck_oracle_eval_element(mw, c, A, B, C, b, i, j, false, NULL, &mp);
-                double wrong[2] = {mp.value * (1 + 0x1p-30) + 0x1p-1000, mp.value * (1 + 0x1p-20)};
+                gck_exact_eval(p, wv, b, i, j, false, NULL, &ex); /* the value, to be wrong by */
+                double wrong[2] = {ex.value * (1 + 0x1p-30) + 0x1p-1000, ex.value * (1 + 0x1p-20)};
                 for (int g = 0; g < 2; g++) {
                     gck_exact_eval(p, w, b, i, j, false, &wrong[g], &ex);
                     gck_oracle_eval_element(mw, c, A, B, C, b, i, j, false, &wrong[g], &mp);
@@ -65,6 +65,7 @@ static const char *compare_case(const gck_spec *s, const void *A, const void *B,
     lane_elements += gck_exact_ws_lane(w);
     gck_oracle_ws_free(mw);
     gck_exact_ws_free(w);
+    gck_exact_ws_free(wv);
     gck_exact_plan_free(p);
     return path;
 }
