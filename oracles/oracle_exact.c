@@ -604,12 +604,11 @@ static void add_tail(void *ctx, unsigned __int128 m, int32_t e, bool neg) {
 static void sum_split(const gck_exact_plan *p, int64_t *l, int n, int64_t bi, int64_t i,
                       int64_t j) {
     int32_t w0;
-    int count, sa, sb, beta;
-    gck_ozaki_shape(p->oz, &sa, &sb, &beta);
+    int count;
     const int64_t *t = gck_ozaki_terms(p->oz, bi, i, j, &w0, &count);
     for (int d = 0; d < count; d++)
         if (t[d])
-            add64(l, (int64_t)w0 - (int64_t)beta * d - p->base_s,
+            add64(l, (int64_t)w0 - (int64_t)p->oz_beta * d - p->base_s,
                   t[d] < 0 ? (uint64_t)-t[d] : (uint64_t)t[d], t[d] < 0);
     tail_sink sink = {l, p->base_s};
     gck_ozaki_tail_terms(p->oz, bi, i, j, add_tail, &sink);
@@ -926,7 +925,7 @@ void gck_exact_eval(const gck_exact_plan *p, gck_exact_ws *w, int64_t bi, int64_
 typedef struct ex_tiles {
     const gck_exact_plan *p;
     void *D;
-    int64_t tile, tiles_i, tiles_j, count;
+    gck_tiles g;
     atomic_llong next;
 } ex_tiles;
 
@@ -942,6 +941,20 @@ int64_t gck_exact_plan_tile(const gck_exact_plan *p) {
     return t < 4 ? 4 : t > 64 ? 64 : t;
 }
 
+gck_tiles gck_tiles_of(const gck_case *c, int64_t tile) {
+    gck_tiles g = {tile, (c->m + tile - 1) / tile, (c->n + tile - 1) / tile, 0};
+    g.count = c->batch * g.tiles_i * g.tiles_j;
+    return g;
+}
+
+void gck_tile_range(const gck_tiles *g, const gck_case *c, int64_t t, int64_t *bi, int64_t *i0,
+                    int64_t *i1, int64_t *j0, int64_t *j1) {
+    int64_t ti = t % g->tiles_i, tj = (t / g->tiles_i) % g->tiles_j, T = g->tile;
+    *bi = t / (g->tiles_i * g->tiles_j);
+    *i0 = ti * T, *i1 = (ti + 1) * T < c->m ? (ti + 1) * T : c->m;
+    *j0 = tj * T, *j1 = (tj + 1) * T < c->n ? (tj + 1) * T : c->n;
+}
+
 static void *run_ex(void *arg) {
     ex_job *job = arg;
     ex_tiles *tl = job->tiles;
@@ -952,14 +965,12 @@ static void *run_ex(void *arg) {
     int64_t drs, dcs;
     gck_case_op_strides(c, GCK_D, &drs, &dcs);
     gck_format td = gck_case_type(c, GCK_D);
-    int64_t sd = gck_case_stride(c, GCK_D), T = tl->tile;
-    for (int64_t t; (t = atomic_fetch_add(&tl->next, 1)) < tl->count;) {
-        int64_t ti = t % tl->tiles_i, tj = (t / tl->tiles_i) % tl->tiles_j;
-        int64_t bi = t / (tl->tiles_i * tl->tiles_j);
-        int64_t i1 = (ti + 1) * T < c->m ? (ti + 1) * T : c->m;
-        int64_t j1 = (tj + 1) * T < c->n ? (tj + 1) * T : c->n;
-        for (int64_t j = tj * T; j < j1; j++)
-            for (int64_t i = ti * T; i < i1; i++) {
+    int64_t sd = gck_case_stride(c, GCK_D);
+    for (int64_t t; (t = atomic_fetch_add(&tl->next, 1)) < tl->g.count;) {
+        int64_t bi, i0, i1, j0, j1;
+        gck_tile_range(&tl->g, c, t, &bi, &i0, &i1, &j0, &j1);
+        for (int64_t j = j0; j < j1; j++)
+            for (int64_t i = i0; i < i1; i++) {
                 gck_oracle_eval ev;
                 gck_exact_eval(tl->p, w, bi, i, j, false, NULL, &ev);
                 gck_store(tl->D, td, bi * sd + i * drs + j * dcs, ev.value);
@@ -979,12 +990,9 @@ gck_status gck_oracle_exact(const gck_case *c, const void *A, const void *B, con
         snprintf(msg, msg_len, "out of memory decoding the operands");
         return GCK_ENOMEM;
     }
-    ex_tiles tl = {p, D, gck_exact_plan_tile(p), 0, 0, 0, 0};
-    tl.tiles_i = (c->m + tl.tile - 1) / tl.tile;
-    tl.tiles_j = (c->n + tl.tile - 1) / tl.tile;
-    tl.count = c->batch * tl.tiles_i * tl.tiles_j;
+    ex_tiles tl = {p, D, gck_tiles_of(c, gck_exact_plan_tile(p)), 0};
     atomic_init(&tl.next, 0);
-    threads = gck_thread_count(threads, tl.count);
+    threads = gck_thread_count(threads, tl.g.count);
     ex_job *jobs = calloc((size_t)threads, sizeof *jobs);
     bool ok = jobs != NULL;
     for (int t = 0; ok && t < threads; t++) jobs[t] = (ex_job){&tl, false};

@@ -202,10 +202,9 @@ static void scales_part(void *arg, int part, int64_t lo, int64_t hi) {
     x->low[part] = low;
 }
 
-/* Parts for a pass over the lines of v: at least 2^16 values each. */
-static int line_parts(const lines *v) {
-    int64_t grain = v->k > 0 ? (INT64_C(1) << 16) / v->k + 1 : 1;
-    int parts = gck_parallel_parts(v->members * v->count, grain);
+/* Parts for a pass over `count` lines of v, at most OZ_MAX_PARTS (the per-part results). */
+static int line_parts(const lines *v, int64_t count) {
+    int parts = gck_parallel_parts(count, v->k);
     return parts < OZ_MAX_PARTS ? parts : OZ_MAX_PARTS;
 }
 
@@ -213,7 +212,7 @@ static bool line_scales(const lines *v, int beta, int32_t *E, int64_t *hist, int
     scales_job *x = calloc(1, sizeof *x);
     if (!x) return false;
     x->v = v, x->beta = beta, x->E = E;
-    int parts = line_parts(v);
+    int parts = line_parts(v, v->members * v->count);
     gck_parallel_for(parts, v->members * v->count, x, scales_part);
     for (int p = 0; p < parts; p++) {
         for (int n = 0; n < OZ_NEED_BINS; n++) hist[n] += x->hist[p][n];
@@ -281,7 +280,7 @@ static bool collect_tails(const lines *v, const int32_t *E, int beta, int S, int
     bool ok = *start && *out && x;
     if (ok) {
         *x = (tails_job){.v = v, .E = E, .beta = beta, .S = S, .start = *start};
-        int parts = line_parts(v);
+        int parts = line_parts(v, nl);
         gck_parallel_for(parts, nl, x, tails_part);
         (*start)[0] = 0;
         for (int64_t t = 0; t < nl; t++) (*start)[t + 1] += (*start)[t];
@@ -333,9 +332,7 @@ static void slice_part(void *arg, int part, int64_t lo, int64_t hi) {
 static void slice(const lines *v, const int32_t *E, int64_t b, int beta, int S, int s, bool by_rows,
                   double *out) {
     slice_job x = {v, E, b, beta, S, s, by_rows, out};
-    lines one = *v;
-    one.members = 1; /* the parts cut this member's lines */
-    gck_parallel_for(line_parts(&one), v->count, &x, slice_part);
+    gck_parallel_for(line_parts(v, v->count), v->count, &x, slice_part);
 }
 
 /* ---- Freivalds' test modulo p = 2^61 - 1 -------------------------------------------------- */
@@ -379,8 +376,7 @@ static void matvec_part(void *arg, int part, int64_t lo, int64_t hi) {
 static void matvec_mod(const double *X, int64_t rows, int64_t cols, const uint64_t *x,
                        __int128 *acc, uint64_t *y) {
     matvec_job m = {X, rows, cols, x, acc, y};
-    int64_t grain = cols > 0 ? (INT64_C(1) << 16) / cols + 1 : 1;
-    gck_parallel_for(gck_parallel_parts(rows, grain), rows, &m, matvec_part);
+    gck_parallel_for(gck_parallel_parts(rows, cols), rows, &m, matvec_part);
 }
 
 /* ---- building the terms -------------------------------------------------------------------- */
@@ -461,8 +457,7 @@ static void verify_part(void *arg, int part, int64_t lo, int64_t hi) {
 
 /* Runs one of the passes above over `count` columns or rows; false when a part failed. */
 static bool accum_pass(accum_job *x, int64_t count, void (*body)(void *, int, int64_t, int64_t)) {
-    int64_t other = count == x->n ? x->m : x->n;
-    int parts = gck_parallel_parts(count, (INT64_C(1) << 16) / (other > 0 ? other : 1) + 1);
+    int parts = gck_parallel_parts(count, count == x->n ? x->m : x->n);
     if (parts > OZ_MAX_PARTS) parts = OZ_MAX_PARTS;
     gck_parallel_for(parts, count, x, body);
     for (int p = 0; p < parts; p++)

@@ -223,16 +223,11 @@ static void sums_part(void *arg, int part, int64_t lo, int64_t hi) {
     fesetround(old);
 }
 
-/* Parts for a pass over n lines of K values: at least 2^16 values each. */
-static int line_parts(int64_t n, int64_t K) {
-    return gck_parallel_parts(n, (1 << 16) / (K + 1) + 1);
-}
-
 static double *line_sums(const double *x, int64_t n, int64_t K) {
     double *s = malloc((size_t)(n > 0 ? n : 1) * sizeof *s);
     if (!s) return NULL;
     sums_job j = {x, K, s};
-    gck_parallel_for(line_parts(n, K), n, &j, sums_part);
+    gck_parallel_for(gck_parallel_parts(n, K), n, &j, sums_part);
     return s;
 }
 
@@ -296,7 +291,8 @@ static void line_facts_of(const gck_case *c, const gck_model *m, gck_operand x, 
     j.kept = fin->precision >= ft->precision && fc->precision >= ft->precision &&
              fin->emax >= ft->emax && fc->emax >= ft->emax &&
              fin->min_subnormal <= ft->min_subnormal && fc->min_subnormal <= ft->min_subnormal;
-    gck_parallel_for(line_parts(members * j.lines, c->k), members * j.lines, &j, facts_part);
+    gck_parallel_for(gck_parallel_parts(members * j.lines, c->k), members * j.lines, &j,
+                     facts_part);
 }
 
 /* The smallest precision of the formats a result passes through, the lowest exponent of the
@@ -318,6 +314,9 @@ static void result_grid(const gck_case *c, const gck_model *m, int *p, int *qmin
 
 /* The per-case facts each element's gather and decide use, looked up once. */
 static void case_consts(gather_plan *g, const gck_case *c, const gck_model *m) {
+    g->ab_exact = gck_round_to(c->alpha, m->epilogue) == c->alpha &&
+                  gck_round_to(c->beta, m->epilogue) == c->beta;
+    result_grid(c, m, &g->grid_p, &g->grid_qmin, &g->grid_lim);
     g->qal = c->alpha != 0 ? lsb_exp(c->alpha) : INT32_MAX;
     bound_ctx_init(&g->bc, c, m);
     const gck_format_info *fc = gck_format_get(m->compute);
@@ -329,6 +328,9 @@ static void case_consts(gather_plan *g, const gck_case *c, const gck_model *m) {
     int old = fegetround();
     fesetround(FE_TONEAREST);
     g->ovf_growth = exp((2 * (double)c->k + 4) * fc->epsilon) * MARGIN * MARGIN;
+    fesetround(FE_UPWARD);
+    g->tden_t = sqrt((double)c->k) * ldexp(fc->epsilon, -1) * fabs(c->alpha);
+    g->tden_o = ldexp(fo->epsilon, -1);
     fesetround(old);
     g->ord = gck_model_orders(m);
     g->rab = gck_case_reads_ab(c);
@@ -345,17 +347,8 @@ static gather_plan *gather_plan_new(const gck_case *c, const gck_model *m, const
                                     const void *B, double copy_limit) {
     gather_plan *g = calloc(1, sizeof *g);
     if (!g) return NULL;
-    g->ab_exact = gck_round_to(c->alpha, m->epilogue) == c->alpha &&
-                  gck_round_to(c->beta, m->epilogue) == c->beta;
-    result_grid(c, m, &g->grid_p, &g->grid_qmin, &g->grid_lim);
     case_consts(g, c, m);
-    int old = fegetround();
-    fesetround(FE_UPWARD);
-    g->tden_t =
-        sqrt((double)c->k) * ldexp(gck_format_get(m->compute)->epsilon, -1) * fabs(c->alpha);
-    g->tden_o = ldexp(gck_format_get(gck_case_type(c, GCK_D))->epsilon, -1);
-    fesetround(old);
-    if (!gck_case_reads_ab(c)) return g;
+    if (!g->rab) return g;
     int64_t ma = c->stride_a == 0 ? 1 : c->batch, mb = c->stride_b == 0 ? 1 : c->batch;
     int64_t la = ma * c->m, lb = mb * c->n;
     g->fa = malloc((size_t)la * sizeof *g->fa);
@@ -683,10 +676,10 @@ typedef struct chk_job {
     const void *A, *B, *C, *D;
     const gck_exact_plan *plan;
     const gather_plan *gp;
-    const uint8_t *rows, *cols;     /* sampling masks (NULL: every element) */
-    int64_t tile, tiles_i, tiles_j; /* D in T x T tiles, column-major, member by member */
-    int64_t first, last;            /* this job's tiles */
-    int64_t drs, dcs, sd;           /* D's element and member strides */
+    const uint8_t *rows, *cols; /* sampling masks (NULL: every element) */
+    gck_tiles tiles;            /* D's tiles ... */
+    int64_t first, last;        /* ... and this job's */
+    int64_t drs, dcs, sd;       /* D's element and member strides */
     gck_format td;
     gck_check_result r;
     bool ok;
@@ -916,14 +909,11 @@ static void *run_chk(void *arg) {
     if (o.kind != GCK_ORACLE_MPFR) o.ex = gck_exact_ws_new(job->plan);
     job->ok = (o.kind == GCK_ORACLE_EXACT || o.mp) && (o.kind == GCK_ORACLE_MPFR || o.ex);
     bool may_skip = (job->row->promises & GCK_PROMISE_MAY_SKIP_ZERO) && !job->opt->strict_ieee;
-    int64_t T = job->tile;
     for (int64_t t = job->first; job->ok && t < job->last; t++) {
-        int64_t ti = t % job->tiles_i, tj = (t / job->tiles_i) % job->tiles_j;
-        int64_t bi = t / (job->tiles_i * job->tiles_j);
-        int64_t i1 = (ti + 1) * T < c->m ? (ti + 1) * T : c->m;
-        int64_t j1 = (tj + 1) * T < c->n ? (tj + 1) * T : c->n;
-        for (int64_t j = tj * T; j < j1; j++)
-            for (int64_t i = ti * T; i < i1; i++)
+        int64_t bi, i0, i1, j0, j1;
+        gck_tile_range(&job->tiles, c, t, &bi, &i0, &i1, &j0, &j1);
+        for (int64_t j = j0; j < j1; j++)
+            for (int64_t i = i0; i < i1; i++)
                 if (!job->rows || job->rows[i] || job->cols[j])
                     check_element(job, &o, bi, i, j, may_skip);
     }
@@ -981,7 +971,7 @@ static bool sample_lines(const gck_case *c, int lines, uint8_t **rows, uint8_t *
  * their order (the first finding of a kind is the first in tile order, whatever the thread
  * count). False when a worker ran out of memory. */
 static bool check_in_parallel(const chk_job *proto, int threads, gck_check_result *r) {
-    int64_t total = proto->tiles_i * proto->tiles_j * proto->c->batch;
+    int64_t total = proto->tiles.count;
     if (threads > total) threads = (int)total;
     chk_job *jobs = calloc((size_t)threads, sizeof *jobs);
     if (!jobs) return false;
@@ -1043,12 +1033,10 @@ gck_status gck_check_values(const gck_case *c, const gck_support_row *row,
                      .gp = gp,
                      .rows = rows,
                      .cols = cols,
-                     .tile = plan ? gck_exact_plan_tile(plan) : 64};
+                     .tiles = gck_tiles_of(c, plan ? gck_exact_plan_tile(plan) : 64)};
     gck_case_op_strides(c, GCK_D, &proto.drs, &proto.dcs);
     proto.sd = gck_case_stride(c, GCK_D);
     proto.td = gck_case_type(c, GCK_D);
-    proto.tiles_i = (c->m + proto.tile - 1) / proto.tile;
-    proto.tiles_j = (c->n + proto.tile - 1) / proto.tile;
     if (s == GCK_OK && !check_in_parallel(&proto, gck_thread_count(opt->threads, total), r))
         s = gck_fail(GCK_ENOMEM, msg, len, "out of memory for the oracle (K = %lld)",
                      (long long)c->k);

@@ -38,8 +38,9 @@ bool gck_parallel(void *jobs, size_t n, size_t job_size, void *(*fn)(void *)) {
     return ok;
 }
 
-int gck_parallel_parts(int64_t n, int64_t grain) {
-    return gck_thread_count(0, grain > 0 ? n / grain : n);
+int gck_parallel_parts(int64_t n, int64_t cost) {
+    int64_t grain = (INT64_C(1) << 16) / (cost > 0 ? cost : 1) + 1; /* items per part */
+    return gck_thread_count(0, n / grain);
 }
 
 typedef struct range_job {

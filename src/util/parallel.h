@@ -20,9 +20,10 @@ int gck_thread_count(int requested, long long work);
  *  could not be allocated (then every job still ran, one after the other). */
 bool gck_parallel(void *jobs, size_t n, size_t job_size, void *(*fn)(void *));
 
-/** How many parts gck_parallel_for cuts n items into: one per online core, at most one per
- *  `grain` items, at least 1. */
-int gck_parallel_parts(int64_t n, int64_t grain);
+/** How many parts gck_parallel_for should cut n items of `cost` units of work each into: one per
+ *  online core, while each part keeps at least 2^16 units (fewer would not pay for a thread);
+ *  at least 1. */
+int gck_parallel_parts(int64_t n, int64_t cost);
 
 /** body(ctx, part, lo, hi) over [0, n) cut into `parts` contiguous ranges of nearly equal size,
  *  each on its own thread (as gck_parallel; part 0 on the calling thread). A body that needs a
