@@ -793,11 +793,6 @@ static inline void add_term128(sum128 *x, unsigned __int128 m, int64_t sh, bool 
     if (__builtin_add_overflow(x->s, neg ? -v : v, &x->s)) x->overflow = true;
 }
 
-static void add_tail128(void *ctx, unsigned __int128 m, int32_t e, bool neg) {
-    sum128 *x = ctx;
-    add_term128(x, m, (int64_t)e - x->base, neg);
-}
-
 /* u·2^base (u != 0) rounded to nearest, ties to even, once to format f (as round_to). */
 static double round128(unsigned __int128 u, int64_t base, const gck_format_info *f) {
     int t = top128(u);
@@ -838,8 +833,8 @@ static bool eval128(const gck_exact_plan *p, int64_t bi, int64_t i, int64_t j, d
     for (int d = 0; d < count; d++)
         add_term128(&x, t[d] < 0 ? -(unsigned __int128)t[d] : (unsigned __int128)t[d],
                     (int64_t)w0 - (int64_t)p->oz_beta * d - p->base_s, t[d] < 0);
-    gck_ozaki_tail_terms(p->oz, bi, i, j, add_tail128, &x);
-    if (x.overflow || x.s == 0) return false;
+    if (x.overflow || !gck_ozaki_tail_sum128(p->oz, bi, i, j, x.base, &x.s) || x.s == 0)
+        return false;
     /* alpha·S at base_s + alpha.e */
     unsigned __int128 u = x.s < 0 ? -(unsigned __int128)x.s : (unsigned __int128)x.s;
     if (top128(u) + bits_of(p->alpha.m) > 124) return false;

@@ -156,6 +156,60 @@ void gck_ozaki_tail_terms(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j,
     }
 }
 
+/* One side's tail products into *s (see gck_ozaki_tail_sum128): each tail tv[x] times the value
+ * of the partner line at the tail's k (element x·ks from p), for a partner format of fb fraction
+ * and eb exponent bits in `bytes` bytes; the call sites pass constants, so that the decoding is
+ * specialised per format. */
+static inline __attribute__((always_inline)) bool tail_side128(const tailv *tv, int64_t n,
+                                                               const char *p, int64_t ks, int fb,
+                                                               int eb, int bytes, int32_t base,
+                                                               __int128 *s) {
+    for (int64_t x = 0; x < n; x++) {
+        bool sp;
+        dec d = strip(decode_raw(raw_at(p, bytes, tv[x].k * ks), fb, eb, &sp));
+        if (!d.m) continue;
+        int64_t sh = (int64_t)tv[x].e + d.e - base;
+        if (sh < 0 || bits_of(tv[x].m) + bits_of(d.m) + sh > 125) return false;
+        __int128 v = (__int128)(((unsigned __int128)tv[x].m * d.m) << sh);
+        if (__builtin_add_overflow(*s, tv[x].neg != d.neg ? -v : v, s)) return false;
+    }
+    return true;
+}
+
+static bool tail_side(const tailv *tv, int64_t n, const lines *v, int64_t member, int64_t line,
+                      int32_t base, __int128 *s) {
+    if (!n) return true;
+    const char *p = (const char *)v->base + member * v->member_bytes + line * v->ls * v->lay.bytes;
+    switch (v->type) {
+    case GCK_F16: return tail_side128(tv, n, p, v->ks, 10, 5, 2, base, s);
+    case GCK_BF16: return tail_side128(tv, n, p, v->ks, 7, 8, 2, base, s);
+    case GCK_F64: return tail_side128(tv, n, p, v->ks, 52, 11, 8, base, s);
+    default: return tail_side128(tv, n, p, v->ks, 23, 8, 4, base, s); /* f32, TF32 */
+    }
+}
+
+bool gck_ozaki_tail_sum128(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j, int32_t base,
+                           __int128 *s) {
+    int64_t ma = o->a_batched ? bi : 0, mb = o->b_batched ? bi : 0;
+    const tailv *ta = o->ta ? o->ta + o->ta_start[ma * o->m + i] : NULL,
+                *tb = o->tb ? o->tb + o->tb_start[mb * o->n + j] : NULL;
+    int64_t na = ta ? o->ta_start[ma * o->m + i + 1] - o->ta_start[ma * o->m + i] : 0,
+            nb = tb ? o->tb_start[mb * o->n + j + 1] - o->tb_start[mb * o->n + j] : 0;
+    /* as gck_ozaki_tail_terms: tail_a·b + a·tail_b - tail_a·tail_b */
+    if (!tail_side(ta, na, &o->vb, mb, j, base, s) || !tail_side(tb, nb, &o->va, ma, i, base, s))
+        return false;
+    for (int64_t x = 0, y = 0; na && x < nb; x++) {
+        while (y < na && ta[y].k < tb[x].k) y++;
+        if (y == na) break;
+        if (ta[y].k != tb[x].k) continue;
+        int64_t sh = (int64_t)ta[y].e + tb[x].e - base;
+        if (sh < 0 || bits_of(ta[y].m) + bits_of(tb[x].m) + sh > 125) return false;
+        __int128 v = (__int128)(((unsigned __int128)ta[y].m * tb[x].m) << sh);
+        if (__builtin_add_overflow(*s, ta[y].neg == tb[x].neg ? -v : v, s)) return false;
+    }
+    return true;
+}
+
 const int64_t *gck_ozaki_terms(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j, int32_t *w0,
                                int *count) {
     int64_t pair = o->pairs == 1 ? 0 : bi, ma = o->a_batched ? bi : 0, mb = o->b_batched ? bi : 0;

@@ -57,4 +57,10 @@ void gck_ozaki_tail_terms(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j,
                           void (*add)(void *ctx, unsigned __int128 m, int32_t e, bool neg),
                           void *ctx);
 
+/** The same tail products summed into *s, whose bit 0 is 2^base: false (with *s unspecified)
+ *  when a product lies below 2^base or a product or the sum would reach 2^125 — the caller
+ *  then adds them as gck_ozaki_tail_terms gives them. */
+bool gck_ozaki_tail_sum128(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j, int32_t base,
+                           __int128 *s);
+
 #endif

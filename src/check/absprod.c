@@ -19,6 +19,7 @@
 #include <stdlib.h>
 
 #include "gemmcheck/kernels.h"
+#include "parallel.h"
 
 #define ABS_MIN_PRODUCTS (INT64_C(1) << 22)
 #define ABS_MAX_BYTES    (2.0 * 1073741824.0)
@@ -43,31 +44,80 @@ double gck_absprod_bound(const gck_absprod *p, int64_t bi, int64_t i, int64_t j)
     return p->t[((p->pairs == 1 ? 0 : bi) * p->n + j) * p->m + i];
 }
 
-/* |x| along k of `lines` lines, a NaN or Inf as 0. */
+/* The passes below are cut among the cores (parallel.h); each part sets the rounding mode its
+ * sums need in its own thread, and every sum keeps its order, so the bits do not depend on the
+ * number of parts. */
+typedef struct abs_job {
+    const double *src, *xa, *xb, *u;
+    double *dst, *s;
+    int64_t m, n, k;
+    int mode;
+} abs_job;
+
+/* dst = |src|, a NaN or Inf as 0. */
+static void abs_part(void *arg, int part, int64_t lo, int64_t hi) {
+    (void)part;
+    const abs_job *x = arg;
+    for (int64_t i = lo; i < hi; i++) x->dst[i] = isfinite(x->src[i]) ? fabs(x->src[i]) : 0.0;
+}
+
 static void abs_copy(double *dst, const double *src, int64_t n) {
-    for (int64_t x = 0; x < n; x++) dst[x] = isfinite(src[x]) ? fabs(src[x]) : 0.0;
+    abs_job x = {.src = src, .dst = dst};
+    gck_parallel_for(gck_parallel_parts(n, 1), n, &x, abs_part);
+}
+
+/* Rows [lo, hi) of the sums of the rows of T^ (M x N, column-major), j ascending. */
+static void row_sums_part(void *arg, int part, int64_t lo, int64_t hi) {
+    (void)part;
+    const abs_job *x = arg;
+    int old = fegetround();
+    fesetround(x->mode);
+    for (int64_t i = lo; i < hi; i++) x->s[i] = 0;
+    for (int64_t j = 0; j < x->n; j++)
+        for (int64_t i = lo; i < hi; i++) x->s[i] += x->src[i + j * x->m];
+    fesetround(old);
+}
+
+/* u[k] = sum_j |b_kj|, j ascending, for k in [lo, hi). */
+static void col_sums_part(void *arg, int part, int64_t lo, int64_t hi) {
+    (void)part;
+    const abs_job *x = arg;
+    int old = fegetround();
+    fesetround(x->mode);
+    double *u = x->s;
+    for (int64_t k = lo; k < hi; k++) u[k] = 0;
+    for (int64_t j = 0; j < x->n; j++)
+        for (int64_t k = lo; k < hi; k++) u[k] += x->xb[j * x->k + k];
+    fesetround(old);
+}
+
+/* s[i] = sum_k |a_ik|·u[k], k ascending, for i in [lo, hi). */
+static void dot_part(void *arg, int part, int64_t lo, int64_t hi) {
+    (void)part;
+    const abs_job *x = arg;
+    int old = fegetround();
+    fesetround(x->mode);
+    for (int64_t i = lo; i < hi; i++) {
+        double r = 0;
+        for (int64_t k = 0; k < x->k; k++) r += x->xa[i * x->k + k] * x->u[k];
+        x->s[i] = r;
+    }
+    fesetround(old);
 }
 
 /* Sums of the rows of T^ (M x N, column-major) rounding `mode`-wise into s. */
 static void row_sums(const double *t, int64_t M, int64_t N, int mode, double *s) {
-    fesetround(mode);
-    for (int64_t i = 0; i < M; i++) s[i] = 0;
-    for (int64_t j = 0; j < N; j++)
-        for (int64_t i = 0; i < M; i++) s[i] += t[i + j * M];
+    abs_job x = {.src = t, .s = s, .m = M, .n = N, .mode = mode};
+    gck_parallel_for(gck_parallel_parts(M, N), M, &x, row_sums_part);
 }
 
 /* Bounds of the exact row sums, sum_k |a_ik| (sum_j |b_kj|), rounding `mode`-wise into s. */
 static void exact_row_sums(const double *xa, const double *xb, int64_t M, int64_t N, int64_t K,
                            int mode, double *u, double *s) {
-    fesetround(mode);
-    for (int64_t k = 0; k < K; k++) u[k] = 0;
-    for (int64_t j = 0; j < N; j++)
-        for (int64_t k = 0; k < K; k++) u[k] += xb[j * K + k];
-    for (int64_t i = 0; i < M; i++) {
-        double r = 0;
-        for (int64_t k = 0; k < K; k++) r += xa[i * K + k] * u[k];
-        s[i] = r;
-    }
+    abs_job x = {.xa = xa, .xb = xb, .s = u, .m = M, .n = N, .k = K, .mode = mode};
+    gck_parallel_for(gck_parallel_parts(K, N), K, &x, col_sums_part);
+    x.u = u, x.s = s;
+    gck_parallel_for(gck_parallel_parts(M, K), M, &x, dot_part);
 }
 
 /* Whether every row sum of T^ lies within what its rounding allows around the exact one. */
@@ -76,13 +126,13 @@ static bool rows_agree(const double *xa, const double *xb, const double *t, int6
     double *w = malloc((size_t)(4 * M + K) * sizeof *w);
     if (!w) return false;
     double *th = w, *tl = w + M, *eh = w + 2 * M, *el = w + 3 * M, *u = w + 4 * M;
-    int old = fegetround();
     row_sums(t, M, N, FE_UPWARD, th);
     row_sums(t, M, N, FE_DOWNWARD, tl);
     exact_row_sums(xa, xb, M, N, K, FE_UPWARD, u, eh);
     exact_row_sums(xa, xb, M, N, K, FE_DOWNWARD, u, el);
     double slack = (double)K * 0x1p-52, tiny = (double)N * (double)K * 0x1p-1074;
     bool ok = true;
+    int old = fegetround();
     for (int64_t i = 0; ok && i < M; i++) {
         fesetround(FE_DOWNWARD);
         double lo = el[i] * (1 - slack) - tiny;
@@ -93,6 +143,17 @@ static bool rows_agree(const double *xa, const double *xb, const double *t, int6
     fesetround(old);
     free(w);
     return ok;
+}
+
+/* T^ rounded up to a bound of T (see the top of the file), elements [lo, hi). */
+static void round_up_part(void *arg, int part, int64_t lo, int64_t hi) {
+    (void)part;
+    const abs_job *x = arg;
+    int old = fegetround();
+    fesetround(FE_UPWARD);
+    double up = 1 + (double)x->k * 0x1p-52, tiny = (double)x->k * 0x1p-1074;
+    for (int64_t i = lo; i < hi; i++) x->dst[i] = x->dst[i] * up + tiny;
+    fesetround(old);
 }
 
 /* T^ of one pair of members into t, checked and rounded up. */
@@ -112,11 +173,8 @@ static bool one_pair(const gck_absprod *p, const double *a, const double *b, dou
                         "its row sums; the checker sums every element itself\n");
         return false;
     }
-    int old = fegetround();
-    fesetround(FE_UPWARD);
-    double up = 1 + (double)K * 0x1p-52, tiny = (double)K * 0x1p-1074;
-    for (int64_t x = 0; x < M * N; x++) t[x] = t[x] * up + tiny;
-    fesetround(old);
+    abs_job x = {.dst = t, .k = K};
+    gck_parallel_for(gck_parallel_parts(M * N, 1), M * N, &x, round_up_part);
     return true;
 }
 

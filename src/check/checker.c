@@ -150,7 +150,9 @@ typedef struct elem_facts {
     bool input_overflow; /* an input exceeds the range it is converted to */
     bool inf_times_flushed; /* an Inf meets a partner that input rounding or DAZ makes 0 */
     bool exact_case;
-    double tden; /* the tight ratio's denominator, rounded up */
+    double tden;     /* the tight ratio's denominator, rounded up */
+    double bound;    /* the bound of the terms t (bound_of), rounded up */
+    bool degenerate; /* ... which is only a magnitude limit (gamma = Inf) */
 } elem_facts;
 
 /* What pass 1 of gather needs from one line (a row of op(A), a column of op(B)), computed once
@@ -591,11 +593,21 @@ static bool near_overflow(const gather_plan *g, const elem_facts *f) {
     return x.possible || x.nan;
 }
 
+/* What gather's first pass leaves for its second. */
+typedef struct gather_in {
+    exact_in x;
+    elem_lines e;
+    int64_t ra, cb; /* the element's row of op(A) and column of op(B) among all members' */
+    bool exact;     /* the exact-case certificate is still possible */
+} gather_in;
+
 /* The facts of element (bi, i, j) whose oracle value is `oracle`; with skip_zero, of the sum
- * without the terms that have an exactly-zero factor (what a zero-skipping BLAS computes). */
-static void gather(const gck_case *c, const gck_support_row *row, const gather_plan *g,
-                   const void *A, const void *B, const void *C, int64_t bi, int64_t i, int64_t j,
-                   bool skip_zero, double oracle, elem_facts *f) {
+ * without the terms that have an exactly-zero factor (what a zero-skipping BLAS computes). In
+ * two passes: gather_lines in the default rounding mode, gather_sums in upward rounding (so
+ * that a column of elements changes the mode twice, not each element). */
+static void gather_lines(const gck_case *c, const gck_support_row *row, const gather_plan *g,
+                         const void *A, const void *B, const void *C, int64_t bi, int64_t i,
+                         int64_t j, double oracle, elem_facts *f, gather_in *w) {
     const gck_model *m = &row->model;
     memset(f, 0, sizeof *f);
     f->t.k = c->k;
@@ -637,20 +649,40 @@ static void gather(const gck_case *c, const gck_support_row *row, const gather_p
         if (isfinite(x.cv) && f->t.abs_c > g->fc_max) f->input_overflow = true;
         if (!isfinite(x.cv) || gck_round_to(x.cv, m->epilogue) != x.cv) exact = false;
     }
-    /* Pass 2, rounding upward: the sums the bound and the overflow rules use. */
-    int old = fegetround();
-    fesetround(FE_UPWARD);
-    bool fast = rab && !skip_zero && fast_terms(c, g, &x, ra, cb, bi, i, j, ord, f);
-    if (rab && !fast) sum_terms(&e, ord, skip_zero, f);
-    if (rc) add_c_term(c, &x, f);
+    *w = (gather_in){x, e, ra, cb, exact};
+}
+
+/* Pass 2 (call in upward rounding): the sums the bound and the overflow rules use, the
+ * certificate and the bound. */
+static void gather_sums(const gck_case *c, const gck_support_row *row, const gather_plan *g,
+                        int64_t bi, bool skip_zero, double oracle, elem_facts *f, gather_in *w) {
+    const gck_model *m = &row->model;
+    unsigned ord = g->ord;
+    bool rab = g->rab, rc = g->rc;
+    exact_in *x = &w->x;
+    bool fast = rab && !skip_zero && fast_terms(c, g, x, w->ra, w->cb, bi, w->e.i, w->e.j, ord, f);
+    if (rab && !fast) sum_terms(&w->e, ord, skip_zero, f);
+    if (rc) add_c_term(c, x, f);
     if (fast && near_overflow(g, f)) { /* sums that settle the overflow rules */
-        sum_terms(&e, ord, skip_zero, f);
-        if (rc) add_c_term(c, &x, f);
+        sum_terms(&w->e, ord, skip_zero, f);
+        if (rc) add_c_term(c, x, f);
     }
     /* a backend that never sums unscaled products cannot overflow there */
-    if (!((ord & GCK_ORDER_ALPHA_ON_SUM) || x.over_alpha)) f->pos_u = f->neg_u = 0.0;
-    if (exact) f->exact_case = exact_certificate(c, m, g, &x, f);
+    if (!((ord & GCK_ORDER_ALPHA_ON_SUM) || x->over_alpha)) f->pos_u = f->neg_u = 0.0;
+    if (w->exact) f->exact_case = exact_certificate(c, m, g, x, f);
     f->tden = g->tden_t * f->t.T + g->tden_o * fabs(isinf(oracle) ? g->fo_max : oracle);
+    f->bound = bound_of(&g->bc, &f->t, &f->degenerate);
+}
+
+/* Both passes for one element. */
+static void gather(const gck_case *c, const gck_support_row *row, const gather_plan *g,
+                   const void *A, const void *B, const void *C, int64_t bi, int64_t i, int64_t j,
+                   bool skip_zero, double oracle, elem_facts *f) {
+    gather_in w;
+    gather_lines(c, row, g, A, B, C, bi, i, j, oracle, f, &w);
+    int old = fegetround();
+    fesetround(FE_UPWARD);
+    gather_sums(c, row, g, bi, skip_zero, oracle, f, &w);
     fesetround(old);
 }
 
@@ -783,12 +815,8 @@ static bool decide_nonfinite(const gck_oracle_eval *ev, const elem_facts *f,
  * kind of finding in *kind. */
 static bool decide(const gather_plan *g, const gck_oracle_eval *ev, const elem_facts *f, double got,
                    gck_element_report *e, gck_kind *kind) {
-    double o = ev->value;
-    bool degenerate;
-    int old = fegetround();
-    fesetround(FE_UPWARD);
-    double bound = bound_of(&g->bc, &f->t, &degenerate);
-    fesetround(old);
+    double o = ev->value, bound = f->bound;
+    bool degenerate = f->degenerate;
     overflow_facts x = overflow_of(g, f);
     e->expected = o;
     e->got = got;
@@ -852,19 +880,15 @@ int gck_ratio_bin(double error, double ratio) {
     return GCK_RATIO_BINS - 1;
 }
 
-/* One element of a job: oracle, facts, verdict, into the job's result. */
-static void check_element(chk_job *job, oracle_h *o, int64_t bi, int64_t i, int64_t j,
-                          bool may_skip) {
+/* One element of a job, from its result, oracle value and facts: the verdict (with the
+ * leniencies a row declares), into the job's result. */
+static void conclude(chk_job *job, oracle_h *o, int64_t bi, int64_t i, int64_t j, bool may_skip,
+                     double got, const gck_oracle_eval *ev, const elem_facts *f) {
     const gck_case *c = job->c;
     gck_check_result *r = &job->r;
-    double got = gck_load(job->D, job->td, bi * job->sd + i * job->drs + j * job->dcs);
-    gck_oracle_eval ev;
-    evaluate(o, c, job->A, job->B, job->C, bi, i, j, false, &got, &ev);
-    elem_facts f;
-    gather(c, job->row, job->gp, job->A, job->B, job->C, bi, i, j, false, ev.value, &f);
     gck_element_report e = {.batch = bi, .i = i, .j = j};
     gck_kind kind = GCK_KIND_COUNT, alt_kind;
-    bool pass = decide(job->gp, &ev, &f, got, &e, &kind);
+    bool pass = decide(job->gp, ev, f, got, &e, &kind);
     if (!pass && isnan(got) && c->alpha == 0 &&
         !(job->row->promises & GCK_PROMISE_ALPHA0_NO_READ_AB) &&
         alpha0_may_nan(c, &job->row->model, job->A, job->B, bi, i, j)) {
@@ -873,7 +897,7 @@ static void check_element(chk_job *job, oracle_h *o, int64_t bi, int64_t i, int6
         pass = true;
         r->lenient++;
     }
-    if (!pass && may_skip && isnan(ev.value)) {
+    if (!pass && may_skip && isnan(ev->value)) {
         /* The backend may skip terms with a zero factor: the value without them passes,
          * judged by the facts of the terms that remain (the dropped Inf*0 or NaN*0 leaves
          * the bound as well). */
@@ -889,7 +913,7 @@ static void check_element(chk_job *job, oracle_h *o, int64_t bi, int64_t i, int6
         }
     }
     r->elements++;
-    if (f.exact_case) r->exact_elements++;
+    if (f->exact_case) r->exact_elements++;
     if (e.degenerate) r->degenerate++;
     if (!pass) note_failure(r, kind, &e);
     if (isfinite(e.error) && isfinite(e.ratio) &&
@@ -897,6 +921,40 @@ static void check_element(chk_job *job, oracle_h *o, int64_t bi, int64_t i, int6
         r->max_ratio = e;
     if (isfinite(e.tight) && e.tight > r->max_tight) r->max_tight = e.tight;
     if (isfinite(e.error)) r->ratio_bins[gck_ratio_bin(e.error, e.ratio)]++;
+}
+
+/* The elements i0 <= i < i1 of column j that the job checks (at most CHK_RUN): each one's oracle
+ * value and first facts, then (in one stretch of upward rounding) their sums and bounds, then
+ * their verdicts, in order of i. */
+#define CHK_RUN 64
+typedef struct chk_elem {
+    int64_t i;
+    double got;
+    gck_oracle_eval ev;
+    elem_facts f;
+    gather_in w;
+} chk_elem;
+
+static void check_run(chk_job *job, oracle_h *o, int64_t bi, int64_t i0, int64_t i1, int64_t j,
+                      bool may_skip, chk_elem *el) {
+    const gck_case *c = job->c;
+    int n = 0;
+    for (int64_t i = i0; i < i1; i++) {
+        if (job->rows && !job->rows[i] && !job->cols[j]) continue;
+        chk_elem *x = &el[n++];
+        x->i = i;
+        x->got = gck_load(job->D, job->td, bi * job->sd + i * job->drs + j * job->dcs);
+        evaluate(o, c, job->A, job->B, job->C, bi, i, j, false, &x->got, &x->ev);
+        gather_lines(c, job->row, job->gp, job->A, job->B, job->C, bi, i, j, x->ev.value, &x->f,
+                     &x->w);
+    }
+    int old = fegetround();
+    fesetround(FE_UPWARD);
+    for (int y = 0; y < n; y++)
+        gather_sums(c, job->row, job->gp, bi, false, el[y].ev.value, &el[y].f, &el[y].w);
+    fesetround(old);
+    for (int y = 0; y < n; y++)
+        conclude(job, o, bi, el[y].i, j, may_skip, el[y].got, &el[y].ev, &el[y].f);
 }
 
 /* A job's tiles, each column by column: the rows of op(A) and columns of op(B) a tile reads
@@ -909,14 +967,16 @@ static void *run_chk(void *arg) {
     if (o.kind != GCK_ORACLE_MPFR) o.ex = gck_exact_ws_new(job->plan);
     job->ok = (o.kind == GCK_ORACLE_EXACT || o.mp) && (o.kind == GCK_ORACLE_MPFR || o.ex);
     bool may_skip = (job->row->promises & GCK_PROMISE_MAY_SKIP_ZERO) && !job->opt->strict_ieee;
+    chk_elem *el = malloc(CHK_RUN * sizeof *el);
+    job->ok = job->ok && el;
     for (int64_t t = job->first; job->ok && t < job->last; t++) {
         int64_t bi, i0, i1, j0, j1;
         gck_tile_range(&job->tiles, c, t, &bi, &i0, &i1, &j0, &j1);
         for (int64_t j = j0; j < j1; j++)
-            for (int64_t i = i0; i < i1; i++)
-                if (!job->rows || job->rows[i] || job->cols[j])
-                    check_element(job, &o, bi, i, j, may_skip);
+            for (int64_t i = i0; i < i1; i += CHK_RUN)
+                check_run(job, &o, bi, i, i1 - i < CHK_RUN ? i1 : i + CHK_RUN, j, may_skip, el);
     }
+    free(el);
     gck_oracle_ws_free(o.mp);
     gck_exact_ws_free(o.ex);
     return NULL;
