@@ -126,7 +126,8 @@ void gck_ozaki_range(const gck_ozaki *o, int32_t *lowest, int32_t *width) {
 /* The value of a line at step k, decoded in the shortest form, whose last bit is at or above the
  * operand's lowest set bit (the frame of the tails' products starts there). A NaN or Inf gives
  * m = 0 (such elements are decided by the IEEE rules first). */
-static dec value_at(const lines *v, int64_t member, int64_t line, int64_t k) {
+static inline __attribute__((always_inline)) dec value_at(const lines *v, int64_t member,
+                                                          int64_t line, int64_t k) {
     bool sp;
     return strip(decode_raw(raw_at((const char *)v->base + member * v->member_bytes, v->lay.bytes,
                                    line * v->ls + k * v->ks),
