@@ -134,14 +134,23 @@ static inline __attribute__((always_inline)) dec value_at(const lines *v, int64_
                             v->lay.fb, v->lay.eb, &sp));
 }
 
+/* The tails of row i of op(A) and column j of op(B) for batch member bi: *na from *ta, *nb from
+ * *tb, each in order of k; *ma and *mb the members they belong to. */
+static void tails_at(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j, int64_t *ma, int64_t *mb,
+                     const tailv **ta, int64_t *na, const tailv **tb, int64_t *nb) {
+    *ma = o->a_batched ? bi : 0, *mb = o->b_batched ? bi : 0;
+    const int64_t *sa = o->ta ? o->ta_start + *ma * o->m + i : NULL,
+                  *sb = o->tb ? o->tb_start + *mb * o->n + j : NULL;
+    *ta = sa ? o->ta + sa[0] : NULL, *na = sa ? sa[1] - sa[0] : 0;
+    *tb = sb ? o->tb + sb[0] : NULL, *nb = sb ? sb[1] - sb[0] : 0;
+}
+
 void gck_ozaki_tail_terms(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j,
                           void (*add)(void *ctx, unsigned __int128 m, int32_t e, bool neg),
                           void *ctx) {
-    int64_t ma = o->a_batched ? bi : 0, mb = o->b_batched ? bi : 0;
-    const tailv *ta = o->ta ? o->ta + o->ta_start[ma * o->m + i] : NULL,
-                *tb = o->tb ? o->tb + o->tb_start[mb * o->n + j] : NULL;
-    int64_t na = ta ? o->ta_start[ma * o->m + i + 1] - o->ta_start[ma * o->m + i] : 0,
-            nb = tb ? o->tb_start[mb * o->n + j + 1] - o->tb_start[mb * o->n + j] : 0;
+    int64_t ma, mb, na, nb;
+    const tailv *ta, *tb;
+    tails_at(o, bi, i, j, &ma, &mb, &ta, &na, &tb, &nb);
     /* a·b = main_a·main_b (the slice products) + tail_a·b + a·tail_b - tail_a·tail_b */
     for (int64_t x = 0; x < na; x++) {
         dec d = value_at(&o->vb, mb, j, ta[x].k);
@@ -191,11 +200,9 @@ static bool tail_side(const tailv *tv, int64_t n, const lines *v, int64_t member
 
 bool gck_ozaki_tail_sum128(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j, int32_t base,
                            __int128 *s) {
-    int64_t ma = o->a_batched ? bi : 0, mb = o->b_batched ? bi : 0;
-    const tailv *ta = o->ta ? o->ta + o->ta_start[ma * o->m + i] : NULL,
-                *tb = o->tb ? o->tb + o->tb_start[mb * o->n + j] : NULL;
-    int64_t na = ta ? o->ta_start[ma * o->m + i + 1] - o->ta_start[ma * o->m + i] : 0,
-            nb = tb ? o->tb_start[mb * o->n + j + 1] - o->tb_start[mb * o->n + j] : 0;
+    int64_t ma, mb, na, nb;
+    const tailv *ta, *tb;
+    tails_at(o, bi, i, j, &ma, &mb, &ta, &na, &tb, &nb);
     /* as gck_ozaki_tail_terms: tail_a·b + a·tail_b - tail_a·tail_b */
     if (!tail_side(ta, na, &o->vb, mb, j, base, s) || !tail_side(tb, nb, &o->va, ma, i, base, s))
         return false;
