@@ -166,6 +166,16 @@ void gck_ozaki_tail_terms(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j,
     }
 }
 
+/* *s += (-1)^neg·ma·mb·2^(e - base), false (nothing added) when the product lies below 2^base or
+ * it or the sum would reach 2^125. */
+static inline bool add_prod128(__int128 *s, uint64_t ma, uint64_t mb, int64_t e, int32_t base,
+                               bool neg) {
+    int64_t sh = e - base;
+    if (sh < 0 || bits_of(ma) + bits_of(mb) + sh > 125) return false;
+    __int128 v = (__int128)(((unsigned __int128)ma * mb) << sh);
+    return !__builtin_add_overflow(*s, neg ? -v : v, s);
+}
+
 /* One side's tail products into *s (see gck_ozaki_tail_sum128): each tail tv[x] times the value
  * of the partner line at the tail's k (element x·ks from p), for a partner format of fb fraction
  * and eb exponent bits in `bytes` bytes; the call sites pass constants, so that the decoding is
@@ -177,11 +187,8 @@ static inline __attribute__((always_inline)) bool tail_side128(const tailv *tv, 
     for (int64_t x = 0; x < n; x++) {
         bool sp;
         dec d = strip(decode_raw(raw_at(p, bytes, tv[x].k * ks), fb, eb, &sp));
-        if (!d.m) continue;
-        int64_t sh = (int64_t)tv[x].e + d.e - base;
-        if (sh < 0 || bits_of(tv[x].m) + bits_of(d.m) + sh > 125) return false;
-        __int128 v = (__int128)(((unsigned __int128)tv[x].m * d.m) << sh);
-        if (__builtin_add_overflow(*s, tv[x].neg != d.neg ? -v : v, s)) return false;
+        if (d.m && !add_prod128(s, tv[x].m, d.m, (int64_t)tv[x].e + d.e, base, tv[x].neg != d.neg))
+            return false;
     }
     return true;
 }
@@ -209,11 +216,9 @@ bool gck_ozaki_tail_sum128(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j,
     for (int64_t x = 0, y = 0; na && x < nb; x++) {
         while (y < na && ta[y].k < tb[x].k) y++;
         if (y == na) break;
-        if (ta[y].k != tb[x].k) continue;
-        int64_t sh = (int64_t)ta[y].e + tb[x].e - base;
-        if (sh < 0 || bits_of(ta[y].m) + bits_of(tb[x].m) + sh > 125) return false;
-        __int128 v = (__int128)(((unsigned __int128)ta[y].m * tb[x].m) << sh);
-        if (__builtin_add_overflow(*s, ta[y].neg == tb[x].neg ? -v : v, s)) return false;
+        if (ta[y].k == tb[x].k && !add_prod128(s, ta[y].m, tb[x].m, (int64_t)ta[y].e + tb[x].e,
+                                               base, ta[y].neg == tb[x].neg))
+            return false;
     }
     return true;
 }

@@ -48,7 +48,7 @@ double gck_absprod_bound(const gck_absprod *p, int64_t bi, int64_t i, int64_t j)
  * sums need in its own thread, and every sum keeps its order, so the bits do not depend on the
  * number of parts. */
 typedef struct abs_job {
-    const double *src, *xa, *xb, *u;
+    const double *src, *xa, *u;
     double *dst, *s;
     int64_t m, n, k;
     int mode;
@@ -66,7 +66,7 @@ static void abs_copy(double *dst, const double *src, int64_t n) {
     gck_parallel_for(gck_parallel_parts(n, 1), n, &x, abs_part);
 }
 
-/* Rows [lo, hi) of the sums of the rows of T^ (M x N, column-major), j ascending. */
+/* Rows [lo, hi) of the sums of the rows of an M x N column-major matrix, j ascending. */
 static void row_sums_part(void *arg, int part, int64_t lo, int64_t hi) {
     (void)part;
     const abs_job *x = arg;
@@ -75,19 +75,6 @@ static void row_sums_part(void *arg, int part, int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; i++) x->s[i] = 0;
     for (int64_t j = 0; j < x->n; j++)
         for (int64_t i = lo; i < hi; i++) x->s[i] += x->src[i + j * x->m];
-    fesetround(old);
-}
-
-/* u[k] = sum_j |b_kj|, j ascending, for k in [lo, hi). */
-static void col_sums_part(void *arg, int part, int64_t lo, int64_t hi) {
-    (void)part;
-    const abs_job *x = arg;
-    int old = fegetround();
-    fesetround(x->mode);
-    double *u = x->s;
-    for (int64_t k = lo; k < hi; k++) u[k] = 0;
-    for (int64_t j = 0; j < x->n; j++)
-        for (int64_t k = lo; k < hi; k++) u[k] += x->xb[j * x->k + k];
     fesetround(old);
 }
 
@@ -105,7 +92,7 @@ static void dot_part(void *arg, int part, int64_t lo, int64_t hi) {
     fesetround(old);
 }
 
-/* Sums of the rows of T^ (M x N, column-major) rounding `mode`-wise into s. */
+/* Sums of the rows of an M x N column-major matrix (T^, or |op(B)|) rounding `mode`-wise into s. */
 static void row_sums(const double *t, int64_t M, int64_t N, int mode, double *s) {
     abs_job x = {.src = t, .s = s, .m = M, .n = N, .mode = mode};
     gck_parallel_for(gck_parallel_parts(M, N), M, &x, row_sums_part);
@@ -114,9 +101,8 @@ static void row_sums(const double *t, int64_t M, int64_t N, int mode, double *s)
 /* Bounds of the exact row sums, sum_k |a_ik| (sum_j |b_kj|), rounding `mode`-wise into s. */
 static void exact_row_sums(const double *xa, const double *xb, int64_t M, int64_t N, int64_t K,
                            int mode, double *u, double *s) {
-    abs_job x = {.xa = xa, .xb = xb, .s = u, .m = M, .n = N, .k = K, .mode = mode};
-    gck_parallel_for(gck_parallel_parts(K, N), K, &x, col_sums_part);
-    x.u = u, x.s = s;
+    row_sums(xb, K, N, mode, u); /* u[k] = sum_j |b_kj|: |op(B)| is K x N, column-major */
+    abs_job x = {.xa = xa, .u = u, .s = s, .k = K, .mode = mode};
     gck_parallel_for(gck_parallel_parts(M, K), M, &x, dot_part);
 }
 
