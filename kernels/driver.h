@@ -136,9 +136,21 @@ static bool KN(block)(const kjob *j, const void *A, const void *B, const void *C
      * touch small buffers */
     int64_t mc = bk.mc, kc = bk.kc / KP * KP, kp = (c->k + KP - 1) / KP * KP;
     int64_t rows = (i1 - i0 + mr - 1) / mr * mr, cols = (j1 - j0 + nr - 1) / nr * nr;
+    int64_t nc = bk.nc > cols ? cols : bk.nc; /* both whole tiles */
+    /* op(A) read in place is streamed down its columns: every row of the job in one block (as
+     * many as W holds); each tile requests the tile two below it, step by step, and a block has
+     * as many steps as keep those requests within half of L1 */
+#if KP == 1
+    int64_t pf = 0;
+    if (ua) {
+        mc = bk.w_bytes / ((int64_t)sizeof(KT) * nc) / mr * mr;
+        if (mc < mr) mc = mr;
+        pf = 2 * mr * (int64_t)sizeof(KT);
+        kc = clamp_to(bk.l1 / 2 / pf, 16, 256, 8);
+    }
+#endif
     if (mc > rows) mc = rows;
     if (kc > kp) kc = kp;
-    int64_t nc = bk.nc > cols ? cols : bk.nc; /* both whole tiles */
     /* R: whole MC blocks of rows whose W fits in bk.w_bytes (at least one block) */
     int64_t R = bk.w_bytes / ((int64_t)sizeof(KT) * nc) / mc * mc;
     if (R < mc) R = mc;
@@ -169,8 +181,11 @@ static bool KN(block)(const kjob *j, const void *A, const void *B, const void *C
                     int64_t mb = i2 + rb - ic < mc ? i2 + rb - ic : mc;
                     ax = ua ? mb / mr * mr : 0;
                     if (ax < mb) KN(pack)(ap, mr, &pa, ic + ax, mb - ax, pc, kb);
-                    for (int64_t jr = 0; jr < nb; jr += nr)
-                        for (int64_t ir = 0; ir < mb; ir += mr) {
+                    /* the tiles column by column; row by row when A is read in place, so that
+                     * the next column's tile reads A's lines from cache */
+                    int64_t nt = (nb + nr - 1) / nr, mt = (mb + mr - 1) / mr;
+                    for (int64_t q = 0; q < nt * mt; q++) {
+                        int64_t jr = (ua ? q % nt : q / mt) * nr, ir = (ua ? q / nt : q % mt) * mr;
                             KT *wt = w + (ic - i2) + ir + jr * ldw;
                             const PT *at = ap + (ir < ax ? 0 : ir - ax) * kbp,
                                      *bt = bp + (jr < bx ? 0 : jr - bx) * kbp;
@@ -182,7 +197,7 @@ static bool KN(block)(const kjob *j, const void *A, const void *B, const void *C
                                 if (jr < bx)
                                     bt = (const KT *)pb.base + (jc + jr) * (bj = pb.xs) +
                                          pc * (bs = pb.ks);
-                                sk(kb, at, as, bt, bs, bj, wt, ldw, pc == 0);
+                                sk(kb, at, as, ir < ax ? pf : 0, bt, bs, bj, wt, ldw, pc == 0);
                                 continue;
                             }
 #endif

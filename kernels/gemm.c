@@ -146,7 +146,7 @@ gck_blocking gck_kernels_blocking(int es, int mr, int nr) {
     int64_t mc = clamp_to(l2 / 2 / (kc * es), mr, 4096, mr);
     int64_t nc = clamp_to(limit_nc > 0 ? limit_nc : 4096, nr, 4096, nr);
     int64_t w = limit_w > 0 ? limit_w : (int64_t)32 << 20;
-    return (gck_blocking){mc < mr ? mr : mc, kc, nc < nr ? nr : nc, w};
+    return (gck_blocking){mc < mr ? mr : mc, kc, nc < nr ? nr : nc, w, l1};
 }
 
 /* ---- arguments ---------------------------------------------------------------------------- */
@@ -499,18 +499,18 @@ static void transpose_job(const gck_case *c, gck_case *ct, kjob *j) {
 }
 
 /* What a case costs on its tile, in padded rows x cols: on the shape that fits it when it reads
- * an operand in place, else on the path's tile; reading only op(A) in place (its rows strided by
- * the leading dimension at every step of k) counts half again, as measured on a Zen 3: 2048 x 16
- * x 1024 f32 ran 42 GFLOP/s reading A in place and 59 transposed, reading the same values as B
- * (*sup: whether it reads any operand in place). */
+ * an operand in place, else on the path's tile (*sup: whether it reads any operand in place).
+ * Reading op(A) in place costs no more than reading the same values as op(B) since A is streamed
+ * down its columns (driver.h): on a Zen 3, 2048 x N x 1024 as it is (A in place) and transposed
+ * (the same values as B in place), GFLOP/s for N = 6, 8, 12, 16, 24: f32 48/22, 47/29, 55/29,
+ * 47/54, 53/25; f64 18/12, 19/15, 24/16, 21/24, 25/18; this cost picks the faster of each. */
 static double case_cost(const gck_case *c, const gck_kpath_ops *ops, int64_t ars, bool *sup) {
     int reads = sup_reads(c, ops, ars, c->m, c->n);
     double w = 0;
     *sup = reads != 0;
-    if (*sup) {
-        sup_shape(ops, c->compute == GCK_F32, c->m, c->n, &w);
-        return reads == SUP_A ? 1.5 * w : w;
-    }
+    if (*sup) /* a shape other than the path's own tile loses ties (f64 2048 x 16 x 1024: 21
+               * GFLOP/s on 12 x 4 as it is, 24 on 8 x 6 transposed) */
+        return sup_shape(ops, c->compute == GCK_F32, c->m, c->n, &w) ? w + 0.5 : w;
     int64_t mr, nr;
     tile_of(c, ops, &mr, &nr);
     return padded(c->m, c->n, mr, nr);
@@ -553,7 +553,7 @@ gck_gemm_arg gck_gemm(const gck_case *c, const void *A, const void *B, const voi
     gck_case_op_strides(c, GCK_C, &proto.crs, &proto.ccs);
     gck_case_op_strides(c, GCK_D, &proto.drs, &proto.dcs);
     gck_case ct;
-    if (transposed_pays(c, &proto)) {
+    if (getenv("GCK_ORIENT") ? getenv("GCK_ORIENT")[0] == 't' : transposed_pays(c, &proto)) {
         transpose_job(c, &ct, &proto);
         c = &ct;
     }

@@ -28,11 +28,14 @@ typedef void (*gck_ukernel_bf16)(int64_t kp, const uint16_t *a, const uint16_t *
  *  kernels for skinny shapes): step k of A's MR rows at a + k*as (the rows contiguous), element
  *  (k, j) of B at b[k*bs + j*bj]; otherwise as above. Used when packing one operand costs more
  *  than it saves: it is already in the compute type and each of its values is used by few tiles.
- *  The same arithmetic, so the same bits. */
-typedef void (*gck_skernel_f32)(int64_t kc, const float *a, int64_t as, const float *b, int64_t bs,
-                                int64_t bj, float *w, int64_t ldw, bool first);
-typedef void (*gck_skernel_f64)(int64_t kc, const double *a, int64_t as, const double *b,
-                                int64_t bs, int64_t bj, double *w, int64_t ldw, bool first);
+ *  The same arithmetic, so the same bits. At each step the kernel requests from memory the MR
+ *  rows' bytes pf bytes past that step's A values (0: a few steps ahead along k, as for a
+ *  packed sliver; A read in place asks for the tiles below, which the next calls read). */
+typedef void (*gck_skernel_f32)(int64_t kc, const float *a, int64_t as, int64_t pf, const float *b,
+                                int64_t bs, int64_t bj, float *w, int64_t ldw, bool first);
+typedef void (*gck_skernel_f64)(int64_t kc, const double *a, int64_t as, int64_t pf,
+                                const double *b, int64_t bs, int64_t bj, double *w, int64_t ldw,
+                                bool first);
 
 /** Kernels on unpacked operands, with their tiles; the first is the path's default tile. */
 enum { GCK_SUP_SHAPES = 4 };
@@ -114,10 +117,10 @@ bool gck_kprobe_cvtneps2bf16(gck_kcvt_bf16_fn f, char *why, size_t len);
 bool gck_kprobe_f16c(gck_kf16_to_f32_fn to32, gck_kf16_from_f32_fn to16, char *why, size_t len);
 
 /** Cache blocking: rows of A per packed block (MC), steps of k per block (KC), columns of B per
- *  packed panel (NC), from the cache sizes the machine reports, and the bytes of the
- *  accumulator block (W: whole MC blocks of rows of a panel). */
+ *  packed panel (NC), from the cache sizes the machine reports, the bytes of the accumulator
+ *  block (W: whole MC blocks of rows of a panel) and of the L1 data cache. */
 typedef struct gck_blocking {
-    int64_t mc, kc, nc, w_bytes;
+    int64_t mc, kc, nc, w_bytes, l1;
 } gck_blocking;
 
 gck_blocking gck_kernels_blocking(int elem_bytes, int mr, int nr);

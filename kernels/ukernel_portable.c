@@ -7,8 +7,9 @@
 
 enum { MR = 4, NR = 4 };
 
-static void skernel_f32(int64_t kc, const float *a, int64_t as, const float *b, int64_t bs,
-                        int64_t bj, float *w, int64_t ldw, bool first) {
+static void skernel_f32(int64_t kc, const float *a, int64_t as, int64_t pf, const float *b,
+                        int64_t bs, int64_t bj, float *w, int64_t ldw, bool first) {
+    (void)pf; /* no prefetch in C */
     float acc[NR][MR];
     for (int j = 0; j < NR; j++)
         for (int i = 0; i < MR; i++) acc[j][i] = first ? 0.0f : w[i + j * ldw];
@@ -19,8 +20,9 @@ static void skernel_f32(int64_t kc, const float *a, int64_t as, const float *b, 
         for (int i = 0; i < MR; i++) w[i + j * ldw] = acc[j][i];
 }
 
-static void skernel_f64(int64_t kc, const double *a, int64_t as, const double *b, int64_t bs,
-                        int64_t bj, double *w, int64_t ldw, bool first) {
+static void skernel_f64(int64_t kc, const double *a, int64_t as, int64_t pf, const double *b,
+                        int64_t bs, int64_t bj, double *w, int64_t ldw, bool first) {
+    (void)pf;
     double acc[NR][MR];
     for (int j = 0; j < NR; j++)
         for (int i = 0; i < MR; i++) acc[j][i] = first ? 0.0 : w[i + j * ldw];
@@ -33,12 +35,12 @@ static void skernel_f64(int64_t kc, const double *a, int64_t as, const double *b
 
 static void ukernel_f32(int64_t kc, const float *a, const float *b, float *w, int64_t ldw,
                         bool first) {
-    skernel_f32(kc, a, MR, b, NR, 1, w, ldw, first);
+    skernel_f32(kc, a, MR, 0, b, NR, 1, w, ldw, first);
 }
 
 static void ukernel_f64(int64_t kc, const double *a, const double *b, double *w, int64_t ldw,
                         bool first) {
-    skernel_f64(kc, a, MR, b, NR, 1, w, ldw, first);
+    skernel_f64(kc, a, MR, 0, b, NR, 1, w, ldw, first);
 }
 
 // clang-format off
