@@ -326,11 +326,17 @@ static inline void kline_bits16(uint16_t *dst, int64_t ds, const void *src, gck_
 enum { PACK_CHUNK = 64, PACK_MAX_LEN = 32 };
 
 /* Operands read where they are stored, not packed (BLIS's "sup" case): op(B) when a job has
- * at most SUP_TILES row tiles to reuse its packed slivers, op(A) (rows contiguous, ars = 1) when
- * it has at most SUP_TILES column slivers; only operands already in the compute type, on paths
- * with kernels for it, and only whole tiles (edges are packed). */
-#ifndef SUP_TILES
-#define SUP_TILES 4
+ * at most SUP_TILES_B row tiles to reuse its packed slivers, op(A) (rows contiguous, ars = 1)
+ * when it has at most SUP_TILES_A column slivers; only operands already in the compute type, on
+ * paths with kernels for it, and only whole tiles (edges are packed). op(B) read in place by up
+ * to 16 row tiles still beats packing it (a Zen 3 core, GFLOP/s at 4, 8 and 16 tiles: f32
+ * 128x2048x1024 69, 84, -; 256x2048x1024 64, 56, 82; f64 64x2048x1024 27, 38, -;
+ * 128x2048x1024 31, 32, 37; 64x64x16384 20, 34, 33). */
+#ifndef SUP_TILES_A
+#define SUP_TILES_A 4
+#endif
+#ifndef SUP_TILES_B
+#define SUP_TILES_B 16
 #endif
 enum { SUP_A = 1, SUP_B = 2 };
 
@@ -347,8 +353,8 @@ static int sup_reads(const gck_case *c, const gck_kpath_ops *ops, int64_t ars, i
     bool f32 = c->compute == GCK_F32;
     if (uses_bf16dot(ops, c->type_a, c->type_b, c->compute) || !has_shape(ops, f32, 0)) return 0;
     int64_t mr = f32 ? ops->mr32 : ops->mr64, nr = f32 ? ops->nr32 : ops->nr64;
-    return (c->type_a == c->compute && ars == 1 && cols <= SUP_TILES * nr ? SUP_A : 0) |
-           (c->type_b == c->compute && rows <= SUP_TILES * mr ? SUP_B : 0);
+    return (c->type_a == c->compute && ars == 1 && cols <= SUP_TILES_A * nr ? SUP_A : 0) |
+           (c->type_b == c->compute && rows <= SUP_TILES_B * mr ? SUP_B : 0);
 }
 
 /* rows x cols padded to whole tiles */
@@ -447,6 +453,14 @@ static int split(const gck_case *c, const kjob *proto, int threads, kjob *jobs) 
     int64_t mr, nr;
     tile_of(c, proto->ops, &mr, &nr);
     bool by_batch = c->batch >= threads, by_rows = !by_batch && c->m > c->n;
+    if (!by_batch) { /* split the operand that is packed: the one read in place is shared */
+        int rows_split = sup_reads(c, proto->ops, proto->ars, (c->m + threads - 1) / threads, c->n);
+        int cols_split = sup_reads(c, proto->ops, proto->ars, c->m, (c->n + threads - 1) / threads);
+        if (rows_split == SUP_B)
+            by_rows = true;
+        else if (cols_split == SUP_A)
+            by_rows = false;
+    }
     int64_t len = by_batch  ? c->batch
                   : by_rows ? c->m
                             : c->n,
