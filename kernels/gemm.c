@@ -453,12 +453,13 @@ static int split(const gck_case *c, const kjob *proto, int threads, kjob *jobs) 
     int64_t mr, nr;
     tile_of(c, proto->ops, &mr, &nr);
     bool by_batch = c->batch >= threads, by_rows = !by_batch && c->m > c->n;
-    if (!by_batch) { /* split the operand that is packed: the one read in place is shared */
+    if (!by_batch) { /* split the operand that is packed, where it has a tile for each thread:
+                      * the one read in place is shared */
         int rows_split = sup_reads(c, proto->ops, proto->ars, (c->m + threads - 1) / threads, c->n);
         int cols_split = sup_reads(c, proto->ops, proto->ars, c->m, (c->n + threads - 1) / threads);
-        if (rows_split == SUP_B)
+        if (rows_split == SUP_B && c->m >= threads * mr)
             by_rows = true;
-        else if (cols_split == SUP_A)
+        else if (cols_split == SUP_A && c->n >= threads * nr)
             by_rows = false;
     }
     int64_t len = by_batch  ? c->batch
