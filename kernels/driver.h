@@ -186,23 +186,22 @@ static bool KN(block)(const kjob *j, const void *A, const void *B, const void *C
                     int64_t nt = (nb + nr - 1) / nr, mt = (mb + mr - 1) / mr;
                     for (int64_t q = 0; q < nt * mt; q++) {
                         int64_t jr = (ua ? q % nt : q / mt) * nr, ir = (ua ? q / nt : q % mt) * mr;
-                            KT *wt = w + (ic - i2) + ir + jr * ldw;
-                            const PT *at = ap + (ir < ax ? 0 : ir - ax) * kbp,
-                                     *bt = bp + (jr < bx ? 0 : jr - bx) * kbp;
+                        KT *wt = w + (ic - i2) + ir + jr * ldw;
+                        const PT *at = ap + (ir < ax ? 0 : ir - ax) * kbp,
+                                 *bt = bp + (jr < bx ? 0 : jr - bx) * kbp;
 #if KP == 1
-                            if (sk) { /* every tile, packed slivers too, on the job's shape */
-                                int64_t as = mr, bs = nr, bj = 1;
-                                if (ir < ax)
-                                    at = (const KT *)pa.base + (ic + ir) + pc * (as = pa.ks);
-                                if (jr < bx)
-                                    bt = (const KT *)pb.base + (jc + jr) * (bj = pb.xs) +
-                                         pc * (bs = pb.ks);
-                                sk(kb, at, as, ir < ax ? pf : 0, bt, bs, bj, wt, ldw, pc == 0);
-                                continue;
-                            }
-#endif
-                            KUK(ops, kbp, at, bt, wt, ldw, pc == 0);
+                        if (sk) { /* every tile, packed slivers too, on the job's shape */
+                            int64_t as = mr, bs = nr, bj = 1;
+                            if (ir < ax) at = (const KT *)pa.base + (ic + ir) + pc * (as = pa.ks);
+                            if (jr < bx)
+                                bt = (const KT *)pb.base + (jc + jr) * (bj = pb.xs) +
+                                     pc * (bs = pb.ks);
+                            sk(kb, at, as, ir < ax ? pf : 0, bt, bs, bj, wt, ldw, pc == 0);
+                            continue;
                         }
+#endif
+                        KUK(ops, kbp, at, bt, wt, ldw, pc == 0);
+                    }
                 }
             }
             KN(epilogue)(j, w, ldw, C, D, i2, rb, jc, nb, tmp);

@@ -363,12 +363,14 @@ static double padded(int64_t rows, int64_t cols, int64_t mr, int64_t nr) {
 }
 
 /* The tile for a job whose operands are read in place: the path's shape that pads rows x cols
- * least (the default, first, on a tie); *work: the padded rows x cols. */
+ * least (the default, first, on a tie; a shape with columns in its lanes only for a job of at
+ * most its rows); *work: the padded rows x cols. */
 static int sup_shape(const gck_kpath_ops *ops, bool f32, int64_t rows, int64_t cols, double *work) {
     int best = 0;
     for (int s = 0; has_shape(ops, f32, s); s++) {
-        double p = f32 ? padded(rows, cols, ops->s32[s].mr, ops->s32[s].nr)
-                       : padded(rows, cols, ops->s64[s].mr, ops->s64[s].nr);
+        int mr = f32 ? ops->s32[s].mr : ops->s64[s].mr, nr = f32 ? ops->s32[s].nr : ops->s64[s].nr;
+        if ((f32 ? ops->s32[s].lanes : ops->s64[s].lanes) && rows > mr) continue;
+        double p = padded(rows, cols, mr, nr);
         if (s == 0 || p < *work) best = s, *work = p;
     }
     return best;

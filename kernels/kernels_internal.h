@@ -37,15 +37,19 @@ typedef void (*gck_skernel_f64)(int64_t kc, const double *a, int64_t as, int64_t
                                 const double *b, int64_t bs, int64_t bj, double *w, int64_t ldw,
                                 bool first);
 
-/** Kernels on unpacked operands, with their tiles; the first is the path's default tile. */
-enum { GCK_SUP_SHAPES = 4 };
+/** Kernels on unpacked operands, with their tiles; the first is the path's default tile. A
+ *  kernel with `lanes` holds columns in its vector lanes (rows in scalars): it serves jobs of at
+ *  most MR rows only. */
+enum { GCK_SUP_SHAPES = 6 };
 typedef struct gck_sup_f32 {
     int mr, nr;
     gck_skernel_f32 fn; /**< NULL: no such shape */
+    bool lanes;
 } gck_sup_f32;
 typedef struct gck_sup_f64 {
     int mr, nr;
     gck_skernel_f64 fn;
+    bool lanes;
 } gck_sup_f64;
 
 /** A path's micro-kernels and their register tiles. */

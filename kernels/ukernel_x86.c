@@ -84,6 +84,74 @@ AVX2_TILE(avx2_s64_3x4, double, __m256d, pd, sd, 3, 4)
 AVX2_TILE(avx2_s64_6x2, double, __m256d, pd, sd, 6, 2)
 AVX2_TILE(avx2_s64_12x1, double, __m256d, pd, sd, 12, 1)
 
+/* Tiles for jobs of one to four rows that read op(B) in place: eight columns in the lanes, R
+ * accumulators (one per row), a[k*as + r] broadcast. Stored along k (bs = 1, as column-major B
+ * is), eight steps of eight columns are loaded as they lie and transposed in registers (unpack,
+ * shuffle, permute: BLIS's and OpenBLAS's usual 8 x 8 transposition), so that no FMA computes a
+ * padding row: a 16 x 6 tile spends 15 of its 16 lanes on padding at M = 1. Stored along the
+ * columns (bj = 1: packed edge slivers, row-major B) the eight values are one load; otherwise
+ * they are gathered one by one. Each element still takes one FMA per step, k ascending, into its
+ * one accumulator: the same tree. W's tile (column-major) goes through a buffer to and from the
+ * lanes, once per call. */
+AVX2 static inline __attribute__((always_inline)) void transpose8(__m256 *c) {
+    __m256 t[8], u[8];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_ps(c[2 * i], c[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(c[2 * i], c[2 * i + 1]);
+    }
+#pragma GCC unroll 2
+    for (int i = 0; i < 2; i++) {
+        u[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+        u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+        c[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+        c[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+    }
+}
+
+#define LANE_TILE(NAME, R)                                                                         \
+    AVX2 static void NAME(int64_t kc, const float *a, int64_t as, int64_t pf, const float *b,      \
+                          int64_t bs, int64_t bj, float *w, int64_t ldw, bool first) {             \
+        float buf[R][8] __attribute__((aligned(32)));                                              \
+        __m256 acc[R];                                                                             \
+        _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++)                                        \
+            _Pragma("GCC unroll 4") for (int r = 0; r < (R); r++) buf[r][j] =                      \
+                first ? 0.0f : w[r + j * ldw];                                                     \
+        _Pragma("GCC unroll 4") for (int r = 0; r < (R); r++) acc[r] = _mm256_load_ps(buf[r]);     \
+        int64_t k = 0;                                                                             \
+        if (bs == 1)                                                                               \
+            for (; k + 8 <= kc; k += 8) {                                                          \
+                __m256 c[8];                                                                       \
+                _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) c[j] =                         \
+                    _mm256_loadu_ps(b + k + j * bj);                                               \
+                transpose8(c);                                                                     \
+                _Pragma("GCC unroll 8") for (int q = 0; q < 8; q++) {                              \
+                    PREFETCH(a + (k + q) * as, pf ? pf : PF_STEPS * as * (int64_t)sizeof(float));  \
+                    _Pragma("GCC unroll 4") for (int r = 0; r < (R); r++) acc[r] =                 \
+                        _mm256_fmadd_ps(_mm256_broadcast_ss(a + (k + q) * as + r), c[q], acc[r]);  \
+                }                                                                                  \
+            }                                                                                      \
+        for (; k < kc; k++) {                                                                      \
+            const float *bk = b + k * bs;                                                          \
+            __m256 v = bj == 1 ? _mm256_loadu_ps(bk)                                               \
+                               : _mm256_setr_ps(bk[0], bk[bj], bk[2 * bj], bk[3 * bj], bk[4 * bj], \
+                                                bk[5 * bj], bk[6 * bj], bk[7 * bj]);               \
+            _Pragma("GCC unroll 4") for (int r = 0; r < (R); r++) acc[r] =                         \
+                _mm256_fmadd_ps(_mm256_broadcast_ss(a + k * as + r), v, acc[r]);                   \
+        }                                                                                          \
+        _Pragma("GCC unroll 4") for (int r = 0; r < (R); r++) _mm256_store_ps(buf[r], acc[r]);     \
+        _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++)                                        \
+            _Pragma("GCC unroll 4") for (int r = 0; r < (R); r++) w[r + j * ldw] = buf[r][j];      \
+    }
+
+LANE_TILE(avx2_l32_4x8, 4)
+LANE_TILE(avx2_l32_1x8, 1)
+
 AVX2 static void avx2_f32(int64_t kc, const float *a, const float *b, float *w, int64_t ldw,
                           bool first) {
     avx2_s32_2x6_body(kc, a, A2_MR32, 0, b, A2_NR, 1, w, ldw, first);
@@ -239,7 +307,7 @@ const gck_kpath_ops gck_kpath_avx2_ops = {
     .mr32 = A2_MR32, .nr32 = A2_NR, .mr64 = A2_MR64, .nr64 = A2_NR, .f16c = true,
     .f32 = avx2_f32, .f64 = avx2_f64,
     .s32 = {{16, 6, avx2_s32_2x6}, {24, 4, avx2_s32_3x4}, {48, 2, avx2_s32_6x2},
-            {96, 1, avx2_s32_12x1}},
+            {96, 1, avx2_s32_12x1}, {4, 8, avx2_l32_4x8, true}, {1, 8, avx2_l32_1x8, true}},
     .s64 = {{8, 6, avx2_s64_2x6}, {12, 4, avx2_s64_3x4}, {24, 2, avx2_s64_6x2},
             {48, 1, avx2_s64_12x1}}};
 #define A5_OPS .mr32 = A5_MR32, .nr32 = A5_NR, .mr64 = A5_MR64, .nr64 = A5_NR, .f16c = true, \
