@@ -352,7 +352,8 @@ static int sup_reads(const gck_case *c, const gck_kpath_ops *ops, int64_t ars, i
                      int64_t cols) {
     bool f32 = c->compute == GCK_F32;
     if (uses_bf16dot(ops, c->type_a, c->type_b, c->compute) || !has_shape(ops, f32, 0)) return 0;
-    int64_t mr = f32 ? ops->mr32 : ops->mr64, nr = f32 ? ops->nr32 : ops->nr64;
+    /* in tiles of the in-place kernels' first shape */
+    int64_t mr = f32 ? ops->s32[0].mr : ops->s64[0].mr, nr = f32 ? ops->s32[0].nr : ops->s64[0].nr;
     return (c->type_a == c->compute && ars == 1 && cols <= SUP_TILES_A * nr ? SUP_A : 0) |
            (c->type_b == c->compute && rows <= SUP_TILES_B * mr ? SUP_B : 0);
 }
@@ -363,13 +364,17 @@ static double padded(int64_t rows, int64_t cols, int64_t mr, int64_t nr) {
 }
 
 /* The tile for a job whose operands are read in place: the path's shape that pads rows x cols
- * least (the default, first, on a tie; a shape with columns in its lanes only for a job of at
- * most its rows); *work: the padded rows x cols. */
-static int sup_shape(const gck_kpath_ops *ops, bool f32, int64_t rows, int64_t cols, double *work) {
+ * least (the default, first, on a tie); a shape with columns in its lanes only for a job of at
+ * most its rows that reads op(B) in place stored along k (`lanes`: reads = SUP_B, k stride 1;
+ * with B's columns contiguous the lane tile would read a few values per step a leading dimension
+ * apart: 2048 x 1 x 1024 f32 transposed onto it ran 3 GFLOP/s, against 17-19 streaming A as it
+ * is); *work: the padded rows x cols. */
+static int sup_shape(const gck_kpath_ops *ops, bool f32, int64_t rows, int64_t cols, bool lanes,
+                     double *work) {
     int best = 0;
     for (int s = 0; has_shape(ops, f32, s); s++) {
         int mr = f32 ? ops->s32[s].mr : ops->s64[s].mr, nr = f32 ? ops->s32[s].nr : ops->s64[s].nr;
-        if ((f32 ? ops->s32[s].lanes : ops->s64[s].lanes) && rows > mr) continue;
+        if ((f32 ? ops->s32[s].lanes : ops->s64[s].lanes) && (!lanes || rows > mr)) continue;
         double p = padded(rows, cols, mr, nr);
         if (s == 0 || p < *work) best = s, *work = p;
     }
@@ -521,13 +526,16 @@ static void transpose_job(const gck_case *c, gck_case *ct, kjob *j) {
  * down its columns (driver.h): on a Zen 3, 2048 x N x 1024 as it is (A in place) and transposed
  * (the same values as B in place), GFLOP/s for N = 6, 8, 12, 16, 24: f32 48/22, 47/29, 55/29,
  * 47/54, 53/25; f64 18/12, 19/15, 24/16, 21/24, 25/18; this cost picks the faster of each. */
-static double case_cost(const gck_case *c, const gck_kpath_ops *ops, int64_t ars, bool *sup) {
+static double case_cost(const gck_case *c, const gck_kpath_ops *ops, int64_t ars, int64_t brs,
+                        bool *sup) {
     int reads = sup_reads(c, ops, ars, c->m, c->n);
     double w = 0;
     *sup = reads != 0;
     if (*sup) /* a shape other than the path's own tile loses ties (f64 2048 x 16 x 1024: 21
                * GFLOP/s on 12 x 4 as it is, 24 on 8 x 6 transposed) */
-        return sup_shape(ops, c->compute == GCK_F32, c->m, c->n, &w) ? w + 0.5 : w;
+        return sup_shape(ops, c->compute == GCK_F32, c->m, c->n, reads == SUP_B && brs == 1, &w)
+                   ? w + 0.5
+                   : w;
     int64_t mr, nr;
     tile_of(c, ops, &mr, &nr);
     return padded(c->m, c->n, mr, nr);
@@ -543,8 +551,8 @@ static bool transposed_pays(const gck_case *c, const kjob *proto) {
     kjob t = *proto;
     transpose_job(c, &ct, &t);
     bool sup, sup_t;
-    double as_is = case_cost(c, proto->ops, proto->ars, &sup);
-    double swapped = case_cost(&ct, t.ops, t.ars, &sup_t);
+    double as_is = case_cost(c, proto->ops, proto->ars, proto->brs, &sup);
+    double swapped = case_cost(&ct, t.ops, t.ars, t.brs, &sup_t);
     return sup != sup_t ? sup_t : swapped < as_is;
 }
 
