@@ -460,8 +460,8 @@ static int split(const gck_case *c, const kjob *proto, int threads, kjob *jobs) 
     int64_t mr, nr;
     tile_of(c, proto->ops, &mr, &nr);
     bool by_batch = c->batch >= threads, by_rows = !by_batch && c->m > c->n;
-    if (!by_batch) { /* split the operand that is packed, where it has a tile for each thread:
-                      * the one read in place is shared */
+    if (!by_batch && c->m == c->n) { /* each thread reads all of the other operand: the smaller
+                                      * one, or on a tie the one read in place (not packed) */
         int rows_split = sup_reads(c, proto->ops, proto->ars, (c->m + threads - 1) / threads, c->n);
         int cols_split = sup_reads(c, proto->ops, proto->ars, c->m, (c->n + threads - 1) / threads);
         if (rows_split == SUP_B && c->m >= threads * mr)
