@@ -578,7 +578,7 @@ gck_gemm_arg gck_gemm(const gck_case *c, const void *A, const void *B, const voi
     gck_case_op_strides(c, GCK_C, &proto.crs, &proto.ccs);
     gck_case_op_strides(c, GCK_D, &proto.drs, &proto.dcs);
     gck_case ct;
-    if (getenv("GCK_ORIENT") ? getenv("GCK_ORIENT")[0] == 't' : transposed_pays(c, &proto)) {
+    if (transposed_pays(c, &proto)) {
         transpose_job(c, &ct, &proto);
         c = &ct;
     }
