@@ -164,7 +164,8 @@ static bool KN(block)(const kjob *j, const void *A, const void *B, const void *C
         return true;
     }
     PT *bp = kbuf(j->bufs, KBUF_B, (size_t)(kc * nc) * sizeof(PT));
-    PT *ap = kbuf(j->bufs, KBUF_A, (size_t)(mc * kc) * sizeof(PT));
+    /* op(A) read in place packs only its edge: one sliver */
+    PT *ap = kbuf(j->bufs, KBUF_A, (size_t)((ua ? mr : mc) * kc) * sizeof(PT));
     KT *w = kbuf(j->bufs, KBUF_W, (size_t)(R * nc) * sizeof(KT));
     bool ok = bp && ap && w;
     kpanel pa = {A, c->type_a, gck_format_get(c->type_a)->storage_bytes, j->ars, j->acs, ops->f16c};
