@@ -125,8 +125,7 @@ static bool KN(block)(const kjob *j, const void *A, const void *B, const void *C
     if (sup) {
         atomic_fetch_add(&sup_jobs, 1);
         double work;
-        int s =
-            sup_shape(ops, sizeof(KT) == 4, i1 - i0, j1 - j0, sup == SUP_B && j->brs == 1, &work);
+        int s = sup_shape(ops, sizeof(KT) == 4, i1 - i0, j1 - j0, sup, j->brs, &work);
         mr = ops->KSK[s].mr, nr = ops->KSK[s].nr, sk = ops->KSK[s].fn;
     }
 #else

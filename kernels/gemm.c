@@ -363,14 +363,15 @@ static double padded(int64_t rows, int64_t cols, int64_t mr, int64_t nr) {
     return (double)((rows + mr - 1) / mr * mr) * (double)((cols + nr - 1) / nr * nr);
 }
 
-/* The tile for a job whose operands are read in place: the path's shape that pads rows x cols
- * least (the default, first, on a tie); a shape with columns in its lanes only for a job of at
- * most its rows that reads op(B) in place stored along k (`lanes`: reads = SUP_B, k stride 1;
- * with B's columns contiguous the lane tile would read a few values per step a leading dimension
- * apart: 2048 x 1 x 1024 f32 transposed onto it ran 3 GFLOP/s, against 17-19 streaming A as it
- * is); *work: the padded rows x cols. */
-static int sup_shape(const gck_kpath_ops *ops, bool f32, int64_t rows, int64_t cols, bool lanes,
-                     double *work) {
+/* The tile for a job whose operands are read in place (`reads`, as sup_reads says; brs: op(B)'s
+ * stride along k): the path's shape that pads rows x cols least (the default, first, on a tie);
+ * a shape with columns in its lanes only for a job of at most its rows that reads only op(B) in
+ * place, stored along k (with B's columns contiguous the lane tile would read a few values per
+ * step a leading dimension apart: 2048 x 1 x 1024 f32 transposed onto it ran 3 GFLOP/s, against
+ * 17-19 streaming A as it is); *work: the padded rows x cols. */
+static int sup_shape(const gck_kpath_ops *ops, bool f32, int64_t rows, int64_t cols, int reads,
+                     int64_t brs, double *work) {
+    bool lanes = reads == SUP_B && brs == 1;
     int best = 0;
     for (int s = 0; has_shape(ops, f32, s); s++) {
         int mr = f32 ? ops->s32[s].mr : ops->s64[s].mr, nr = f32 ? ops->s32[s].nr : ops->s64[s].nr;
@@ -533,9 +534,7 @@ static double case_cost(const gck_case *c, const gck_kpath_ops *ops, int64_t ars
     *sup = reads != 0;
     if (*sup) /* a shape other than the path's own tile loses ties (f64 2048 x 16 x 1024: 21
                * GFLOP/s on 12 x 4 as it is, 24 on 8 x 6 transposed) */
-        return sup_shape(ops, c->compute == GCK_F32, c->m, c->n, reads == SUP_B && brs == 1, &w)
-                   ? w + 0.5
-                   : w;
+        return sup_shape(ops, c->compute == GCK_F32, c->m, c->n, reads, brs, &w) ? w + 0.5 : w;
     int64_t mr, nr;
     tile_of(c, ops, &mr, &nr);
     return padded(c->m, c->n, mr, nr);
