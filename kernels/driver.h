@@ -127,6 +127,7 @@ static bool KN(block)(const kjob *j, const void *A, const void *B, const void *C
         double work;
         int s = sup_shape(ops, sizeof(KT) == 4, i1 - i0, j1 - j0, sup, j->brs, &work);
         mr = ops->KSK[s].mr, nr = ops->KSK[s].nr, sk = ops->KSK[s].fn;
+        if (ops->KSK[s].lanes) atomic_fetch_add(&lane_jobs, 1);
     }
 #else
     bool ub = false, ua = false;

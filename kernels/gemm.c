@@ -344,6 +344,10 @@ static atomic_long sup_jobs;
 
 long gck_kernels_sup_jobs(void) { return atomic_load(&sup_jobs); }
 
+static atomic_long lane_jobs;
+
+long gck_kernels_lane_jobs(void) { return atomic_load(&lane_jobs); }
+
 static bool has_shape(const gck_kpath_ops *ops, bool f32, int s) {
     return s < GCK_SUP_SHAPES && (f32 ? ops->s32[s].fn != NULL : ops->s64[s].fn != NULL);
 }

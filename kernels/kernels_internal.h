@@ -137,4 +137,8 @@ void gck_kernels_limit(int64_t w_bytes, int64_t nc);
  *  place with the kernels on unpacked operands, over all calls. */
 long gck_kernels_sup_jobs(void);
 
+/** For tests: how many of those jobs ran on a shape with the columns in its vector lanes (the
+ *  tiles for jobs of a few rows), over all calls. */
+long gck_kernels_lane_jobs(void);
+
 #endif

@@ -305,7 +305,7 @@ Test(kernels, skinny_shapes_read_in_place_keep_the_tree, .timeout = 1800) {
     size_t nrows = open_kernels(&be, &rows);
     for (int p = GCK_KPATH_AUTO + 1; p < GCK_KPATH_COUNT; p++) {
         if (!gck_kpath_supported((gck_kpath)p, NULL, 0)) continue;
-        long before = gck_kernels_sup_jobs();
+        long before = gck_kernels_sup_jobs(), lanes_before = gck_kernels_lane_jobs();
         int64_t elements = 0, cases = 0;
         for (uint64_t i = 0; i < 4 * NTHIN; i++) {
             gck_spec s;
@@ -322,12 +322,45 @@ Test(kernels, skinny_shapes_read_in_place_keep_the_tree, .timeout = 1800) {
                                       i % 2 ? large : small, ks[i / 2 % 5]);
             cases++;
         }
-        long sup = gck_kernels_sup_jobs() - before;
-        printf("[kernels] path %s: %lld skinny cases (%ld jobs read an operand in place), %lld "
-               "elements bit-identical to the declared tree\n",
-               gck_kpath_name((gck_kpath)p), (long long)cases, sup, (long long)elements);
+        /* jobs of 1 to 4 rows with op(B) stored along k (column-major and N, or row-major and
+         * T) and in the compute type: the lane tiles' cases, across their 8 columns and 8-step
+         * transpositions, the gathered steps and KC */
+        static const int64_t lane_cols[] = {1, 7, 8, 9, 15, 16, 17, 40, 97, 200};
+        for (uint64_t i = 0; i < 40; i++) {
+            gck_spec s;
+            grid_spec(i * 3571 + 11, rows, nrows, &s);
+            gck_case *c = &s.c;
+            gck_format t = i % 4 == 3 ? GCK_F64 : GCK_F32;
+            c->type_b = c->compute = c->scale_type = t;
+            if (i % 2) c->type_a = c->type_c = c->type_d = t;
+            c->order = i % 3 ? GCK_COL_MAJOR : GCK_ROW_MAJOR;
+            c->transb = c->order == GCK_COL_MAJOR ? GCK_OP_N : GCK_OP_T;
+            gck_blocking bk = gck_kernels_blocking(gck_format_get(t)->storage_bytes, 8, 6);
+            int64_t ks[] = {1, 7, 8, 9, 17, 64, 301, bk.kc + 9};
+            elements += compare_shape(&s, (gck_kpath)p, i, 1 + (int64_t)(i % 4), lane_cols[i % 10],
+                                      ks[i * 7 % 8]);
+            cases++;
+        }
+        long sup = gck_kernels_sup_jobs() - before, lane = gck_kernels_lane_jobs() - lanes_before;
+        printf("[kernels] path %s: %lld skinny cases (%ld jobs read an operand in place, %ld of "
+               "them on tiles with the columns in the lanes), %lld elements bit-identical to the "
+               "declared tree\n",
+               gck_kpath_name((gck_kpath)p), (long long)cases, sup, lane, (long long)elements);
         cr_expect_gt(sup, cases / 4, "path %s: only %ld jobs read in place",
                      gck_kpath_name((gck_kpath)p), sup);
+        /* a path with lane tiles must have run them (jobs of 1 to 4 rows reading op(B) in place
+         * along k are among the cases), or the bits above say nothing about them */
+        const gck_kpath_ops *ops = gck_kpath_ops_of((gck_kpath)p);
+        bool has_lanes = false;
+        for (int t = 0; t < GCK_SUP_SHAPES; t++)
+            has_lanes |=
+                (ops->s32[t].fn && ops->s32[t].lanes) || (ops->s64[t].fn && ops->s64[t].lanes);
+        if (has_lanes)
+            cr_expect_gt(lane, 0, "path %s: no job ran on its lane tiles",
+                         gck_kpath_name((gck_kpath)p));
+        else
+            cr_expect_eq(lane, 0, "path %s has no lane tiles but %ld jobs ran on them",
+                         gck_kpath_name((gck_kpath)p), lane);
     }
     gck_backend_close(&be);
 }
