@@ -1,6 +1,7 @@
 /* The case generator. Every draw comes from a hash of (seed, index, draw number), so case i of
  * a stream is the same on every machine and in every shard. */
 #include "generator.h"
+#include "format_internal.h"
 #include "mix.h"
 
 #include <math.h>
@@ -49,7 +50,7 @@ static double pick_scale(draw *d, gck_format scale) {
     size_t i = PICK(d, w);
     if (i < 5) return fixed[i];
     double v = (double)uniform(d, 1, 4000) / 1000.0 * ((next(d) & 1) ? -1 : 1);
-    return gck_round_to(v, scale);
+    return gck_fmt_round_to(v, scale);
 }
 
 static double footprint_bytes(const gck_case *c) {

@@ -4,6 +4,7 @@
  * elements, and a run with both strides 1 is a plain loop the compiler vectorises. */
 #include <string.h>
 
+#include "format_internal.h"
 #include "kernels_internal.h"
 
 /* bf16 bits into f32 (exact): inlined here, the run loops call it per element */
@@ -46,7 +47,7 @@ void gck_kline_to_f32(float *dst, int64_t ds, const void *src, gck_format t, int
         if (f16c)
             gck_kf16c_to_f32(dst, ds, src, ss, n);
         else
-            RUN(float, uint16_t, gck_f16_to_float);
+            RUN(float, uint16_t, gck_fmt_f16_to_float);
         break;
     default: break; /* refused by gck_gemm's argument checks */
     }
@@ -59,7 +60,7 @@ void gck_kline_to_f64(double *dst, int64_t ds, const void *src, gck_format t, in
     case GCK_F32: RUN(double, float, (double)); break;
     case GCK_F64: COPY_OR_RUN(double); break;
     case GCK_BF16: RUN(double, uint16_t, (double)bf16_to_f32); break;
-    case GCK_F16: RUN(double, uint16_t, gck_f16_to_double); break;
+    case GCK_F16: RUN(double, uint16_t, gck_fmt_f16_to_double); break;
     default: break;
     }
 }
@@ -85,8 +86,8 @@ void gck_kline_from_f32(void *dst, gck_format t, int64_t ds, const float *src, i
     switch (t) {
     case GCK_F32: OUT(float, AS_IS); break;
     case GCK_F64: OUT(double, (double)); break;
-    case GCK_BF16: OUT(uint16_t, gck_bf16_from_float); break;
-    case GCK_F16: OUT(uint16_t, gck_f16_from_float); break;
+    case GCK_BF16: OUT(uint16_t, gck_fmt_bf16_from_float); break;
+    case GCK_F16: OUT(uint16_t, gck_fmt_f16_from_float); break;
     default: break;
     }
 }
@@ -95,8 +96,8 @@ void gck_kline_from_f64(void *dst, gck_format t, int64_t ds, const double *src, 
     switch (t) {
     case GCK_F32: OUT(float, (float)); break;
     case GCK_F64: OUT(double, AS_IS); break;
-    case GCK_BF16: OUT(uint16_t, gck_bf16_from_double); break;
-    case GCK_F16: OUT(uint16_t, gck_f16_from_double); break;
+    case GCK_BF16: OUT(uint16_t, gck_fmt_bf16_from_double); break;
+    case GCK_F16: OUT(uint16_t, gck_fmt_f16_from_double); break;
     default: break;
     }
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fpenv.h"
 #include "gemmcheck/refgemm.h"
 #include "kernels_internal.h"
 #include "parallel.h"
@@ -559,8 +560,8 @@ static bool transposed_pays(const gck_case *c, const kjob *proto) {
     return sup != sup_t ? sup_t : swapped < as_is;
 }
 
-gck_gemm_arg gck_gemm(const gck_case *c, const void *A, const void *B, const void *C, void *D,
-                      const gck_gemm_config *cfg, char *msg, size_t len) {
+static gck_gemm_arg gemm_call(const gck_case *c, const void *A, const void *B, const void *C,
+                              void *D, const gck_gemm_config *cfg, char *msg, size_t len) {
     gck_gemm_arg bad = check_args(c, A, B, C, D, cfg, msg, len);
     if (bad != GCK_GEMM_OK || c->m == 0 || c->n == 0) return bad;
     gck_kpath path = cfg && cfg->path != GCK_KPATH_AUTO ? cfg->path : gck_kpath_auto();
@@ -597,3 +598,10 @@ gck_gemm_arg gck_gemm(const gck_case *c, const void *A, const void *B, const voi
                           "out of memory for the packing buffers (K = %" PRId64 ")", c->k);
     return GCK_GEMM_OK;
 }
+
+/* ---- the public functions, in gemmcheck's floating-point environment (fpenv.h) ------------ */
+
+GCK_FPENV_GUARDED(gck_gemm_arg, gck_gemm, gemm_call,
+                  (const gck_case *c, const void *A, const void *B, const void *C, void *D,
+                   const gck_gemm_config *cfg, char *msg, size_t len),
+                  (c, A, B, C, D, cfg, msg, len))

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "format_internal.h"
 #include "kernels_internal.h"
 #include "text.h"
 
@@ -151,7 +152,7 @@ static uint16_t cvtbf16_sdm(float x) {
     uint32_t u = bits_of_f32(x);
     if (isnan(x)) return (uint16_t)(u >> 16 | 0x0040);
     if ((u & 0x7f800000) == 0) return (uint16_t)(u >> 16 & 0x8000);
-    return gck_bf16_from_float(x);
+    return gck_fmt_bf16_from_float(x);
 }
 
 bool gck_kprobe_cvtneps2bf16(gck_kcvt_bf16_fn f, char *why, size_t len) {
@@ -178,7 +179,7 @@ static bool same_f16_result(uint16_t got, uint16_t want) {
 
 bool gck_kprobe_f16c(gck_kf16_to_f32_fn to32, gck_kf16_from_f32_fn to16, char *why, size_t len) {
     for (uint32_t h = 0; h < 0x10000; h++) { /* VCVTPH2PS: exact, NaN quieted with its sign */
-        float got = to32((uint16_t)h), want = gck_f16_to_float((uint16_t)h);
+        float got = to32((uint16_t)h), want = gck_fmt_f16_to_float((uint16_t)h);
         bool ok = isnan(want) ? isnan(got) && signbit(got) == signbit(want) &&
                                     (bits_of_f32(got) & 0x00400000)
                               : bits_of_f32(got) == bits_of_f32(want);
@@ -191,7 +192,7 @@ bool gck_kprobe_f16c(gck_kf16_to_f32_fn to32, gck_kf16_from_f32_fn to16, char *w
     for (uint32_t hi = 0; hi < 0x10000; hi++) /* VCVTPS2PH, imm8 = nearest even */
         for (int v = 0; v < CONV_VARIANTS; v++) {
             float x = f32_of_bits(conv_input(hi, v, &s));
-            uint16_t got = to16(x), want = gck_f16_from_float(x);
+            uint16_t got = to16(x), want = gck_fmt_f16_from_float(x);
             if (!same_f16_result(got, want))
                 return PROBE_FAIL("VCVTPS2PH: %08x gave %04x, documented "
                                   "%04x",

@@ -1,5 +1,6 @@
 /* The special-value pass and exact-zero signs shared by the MPFR and the exact oracle. */
 #include "oracle_common.h"
+#include "format_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -38,8 +39,8 @@ void gck_oracle_pass1(const gck_case *c, const void *A, const void *B, const voi
     p->any_nonzero = false;
     int64_t used = 0;
     for (int64_t k = 0; p->rab && k < c->k; k++) {
-        double a = gck_load(p->Ab, c->type_a, i * p->ars + k * p->acs);
-        double b = gck_load(p->Bb, c->type_b, k * p->brs + j * p->bcs);
+        double a = gck_fmt_load(p->Ab, c->type_a, i * p->ars + k * p->acs);
+        double b = gck_fmt_load(p->Bb, c->type_b, k * p->brs + j * p->bcs);
         if (skip_zero && (a == 0.0 || b == 0.0)) continue;
         used++;
         bool neg = signbit(a) != signbit(b);
@@ -64,8 +65,8 @@ void gck_oracle_pass1(const gck_case *c, const void *A, const void *B, const voi
     if (p->rc) {
         int64_t crs, ccs;
         gck_case_op_strides(c, GCK_C, &crs, &ccs);
-        p->cv = gck_load(gck_oracle_member(C, c->type_c, c->stride_c, bi), c->type_c,
-                         i * crs + j * ccs);
+        p->cv = gck_fmt_load(gck_oracle_member(C, c->type_c, c->stride_c, bi), c->type_c,
+                             i * crs + j * ccs);
         if (isnan(p->cv))
             nan = true;
         else if (isinf(p->cv)) {

@@ -26,6 +26,8 @@
  * small and large superaccumulators", arXiv:1505.05571, 2015) applied to exact integer
  * products; the fixed-point path is the classic exact fp16 dot product in a wide integer. */
 #include "oracle_exact.h"
+#include "format_internal.h"
+#include "fpenv.h"
 
 #include <float.h>
 #include <limits.h>
@@ -869,8 +871,8 @@ void gck_exact_eval(const gck_exact_plan *p, gck_exact_ws *w, int64_t bi, int64_
     int64_t ma = c->stride_a == 0 ? 0 : bi, mb = c->stride_b == 0 ? 0 : bi;
     double cv = 0.0;
     if (p->rc)
-        cv = gck_load(gck_oracle_member(p->C, c->type_c, c->stride_c, bi), c->type_c,
-                      i * p->crs + j * p->ccs);
+        cv = gck_fmt_load(gck_oracle_member(p->C, c->type_c, c->stride_c, bi), c->type_c,
+                          i * p->crs + j * p->ccs);
     out->special_input = false;
     out->abs_error = NAN;
     bool special =
@@ -968,15 +970,15 @@ static void *run_ex(void *arg) {
             for (int64_t i = i0; i < i1; i++) {
                 gck_oracle_eval ev;
                 gck_exact_eval(tl->p, w, bi, i, j, false, NULL, &ev);
-                gck_store(tl->D, td, bi * sd + i * drs + j * dcs, ev.value);
+                gck_fmt_store(tl->D, td, bi * sd + i * drs + j * dcs, ev.value);
             }
     }
     gck_exact_ws_free(w);
     return NULL;
 }
 
-gck_status gck_oracle_exact(const gck_case *c, const void *A, const void *B, const void *C, void *D,
-                            int threads, char *msg, size_t msg_len) {
+static gck_status exact_oracle(const gck_case *c, const void *A, const void *B, const void *C,
+                               void *D, int threads, char *msg, size_t msg_len) {
     int64_t total;
     gck_status s = gck_oracle_check_args(c, A, B, C, D, &total, msg, msg_len);
     if (s != GCK_OK || total == 0) return s;
@@ -1001,3 +1003,10 @@ gck_status gck_oracle_exact(const gck_case *c, const void *A, const void *B, con
     }
     return GCK_OK;
 }
+
+/* ---- the public functions, in gemmcheck's floating-point environment (fpenv.h) ------------ */
+
+GCK_FPENV_GUARDED(gck_status, gck_oracle_exact, exact_oracle,
+                  (const gck_case *c, const void *A, const void *B, const void *C, void *D,
+                   int threads, char *msg, size_t msg_len),
+                  (c, A, B, C, D, threads, msg, msg_len))

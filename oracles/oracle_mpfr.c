@@ -16,6 +16,8 @@
 
 #include <mpfr.h>
 
+#include "format_internal.h"
+#include "fpenv.h"
 #include "gemmcheck/oracle.h"
 #include "oracle_common.h"
 #include "oracle_internal.h"
@@ -108,8 +110,8 @@ static double element(oracle_ws *w, const gck_case *c, const void *A, const void
     if (rab && any_nonzero) {
         mpfr_set_d(w->alpha, c->alpha, MPFR_RNDN);
         for (int64_t k = 0; k < c->k; k++) {
-            double a = gck_load(Ab, c->type_a, i * ars + k * acs);
-            double b = gck_load(Bb, c->type_b, k * brs + j * bcs);
+            double a = gck_fmt_load(Ab, c->type_a, i * ars + k * acs);
+            double b = gck_fmt_load(Bb, c->type_b, k * brs + j * bcs);
             if (a == 0.0 || b == 0.0) continue;
             mpfr_set_d(w->a, a, MPFR_RNDN);
             mpfr_set_d(w->b, b, MPFR_RNDN);
@@ -164,8 +166,8 @@ void gck_oracle_eval_element(gck_oracle_ws *w, const gck_case *c, const void *A,
     if (got && isfinite(*got) && !w->special_input) out->abs_error = element_error(w, *got);
 }
 
-double gck_oracle_mpfr_element(const gck_case *c, const void *A, const void *B, const void *C,
-                               int64_t b, int64_t i, int64_t j) {
+static double mpfr_element(const gck_case *c, const void *A, const void *B, const void *C,
+                           int64_t b, int64_t i, int64_t j) {
     oracle_ws w;
     if (!ws_init(&w, c->k)) return NAN;
     double d = element(&w, c, A, B, C, b, i, j, false);
@@ -195,15 +197,15 @@ static void *run_job(void *arg) {
     for (int64_t t = job->first; t < job->last; t++) {
         int64_t i = t % c->m, j = (t / c->m) % c->n, bi = t / (c->m * c->n);
         double d = element(&w, c, job->A, job->B, job->C, bi, i, j, false);
-        gck_store(job->D, out, bi * sd + i * drs + j * dcs, d);
+        gck_fmt_store(job->D, out, bi * sd + i * drs + j * dcs, d);
     }
     ws_free(&w);
     mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
     return NULL;
 }
 
-gck_status gck_oracle_mpfr(const gck_case *c, const void *A, const void *B, const void *C, void *D,
-                           int threads, char *msg, size_t msg_len) {
+static gck_status mpfr_oracle(const gck_case *c, const void *A, const void *B, const void *C,
+                              void *D, int threads, char *msg, size_t msg_len) {
     int64_t total;
     gck_status s = gck_oracle_check_args(c, A, B, C, D, &total, msg, msg_len);
     if (s != GCK_OK || total == 0) return s;
@@ -228,3 +230,14 @@ gck_status gck_oracle_mpfr(const gck_case *c, const void *A, const void *B, cons
     }
     return GCK_OK;
 }
+
+/* ---- the public functions, in gemmcheck's floating-point environment (fpenv.h) ------------ */
+
+GCK_FPENV_GUARDED(double, gck_oracle_mpfr_element, mpfr_element,
+                  (const gck_case *c, const void *A, const void *B, const void *C, int64_t b,
+                   int64_t i, int64_t j),
+                  (c, A, B, C, b, i, j))
+GCK_FPENV_GUARDED(gck_status, gck_oracle_mpfr, mpfr_oracle,
+                  (const gck_case *c, const void *A, const void *B, const void *C, void *D,
+                   int threads, char *msg, size_t msg_len),
+                  (c, A, B, C, D, threads, msg, msg_len))

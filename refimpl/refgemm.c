@@ -10,6 +10,9 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "format_internal.h"
+#include "fpenv.h"
+
 gck_ref_model gck_ref_model_default(gck_format compute) {
     return (gck_ref_model){
         .compute = compute,
@@ -39,7 +42,7 @@ gck_model gck_ref_model_declared(const gck_ref_model *m) {
 
 static bool default_order(const gck_ref_model *m);
 
-void gck_ref_model_describe(const gck_ref_model *m, char *buf, size_t len) {
+static void model_describe(const gck_ref_model *m, char *buf, size_t len) {
     static const char *const alpha_at[] = {"sum", "product", "b"};
     static const char *const beta_at[] = {"last", "first", "over-alpha"};
     static const char *const sums[] = {"sequential", "blocked", "pairwise", "split"};
@@ -58,16 +61,16 @@ void gck_ref_model_describe(const gck_ref_model *m, char *buf, size_t len) {
 /* round_c(a * b); a and b are values of at most 24 bits unless fmt is f64. */
 static double mul_c(double a, double b, gck_format fmt) {
     if (fmt == GCK_F64) return a * b;
-    return gck_round_to(a * b, fmt); /* the double product is exact */
+    return gck_fmt_round_to(a * b, fmt); /* the double product is exact */
 }
 
 /* Exact x + y as hi + lo (Knuth's TwoSum), then one rounding. */
 static double add_exact_round(double x, double y, gck_format fmt) {
     double s = x + y;
-    if (!isfinite(s)) return gck_round_to(s, fmt);
+    if (!isfinite(s)) return gck_fmt_round_to(s, fmt);
     double yy = s - x;
     double e = (x - (s - yy)) + (y - yy);
-    return gck_round2_to(s, e, fmt);
+    return gck_fmt_round2_to(s, e, fmt);
 }
 
 static double add_c(double x, double y, gck_format fmt) {
@@ -98,7 +101,7 @@ static double scale_add(double x, double y, gck_format s) {
 static double div_c(double x, double y, gck_format fmt) {
     if (fmt == GCK_F64) return x / y;
     if (fmt == GCK_F32) return (double)((float)x / (float)y);
-    return gck_round_to(x / y, fmt); /* 53 >= 2p + 2: rounding twice is rounding once */
+    return gck_fmt_round_to(x / y, fmt); /* 53 >= 2p + 2: rounding twice is rounding once */
 }
 
 static const void *member(const void *base, gck_format f, int64_t stride, int64_t bi) {
@@ -123,13 +126,13 @@ typedef struct elem {
 static bool factors(const elem *e, int64_t k, double *x, double *y) {
     const gck_case *c = e->c;
     const gck_ref_model *m = e->m;
-    double a = gck_load(e->Ab, c->type_a, e->i * e->ars + k * e->acs);
-    double b = gck_load(e->Bb, c->type_b, k * e->brs + e->j * e->bcs);
+    double a = gck_fmt_load(e->Ab, c->type_a, e->i * e->ars + k * e->acs);
+    double b = gck_fmt_load(e->Bb, c->type_b, k * e->brs + e->j * e->bcs);
     if ((m->skip == GCK_REF_SKIP_ZERO_A && a == 0) || (m->skip == GCK_REF_SKIP_ZERO_B && b == 0))
         return false;
     if (m->round_inputs) {
-        a = gck_round_to(a, m->compute);
-        b = gck_round_to(b, m->compute);
+        a = gck_fmt_round_to(a, m->compute);
+        b = gck_fmt_round_to(b, m->compute);
     }
     switch (m->alpha_at) {
     case GCK_REF_ALPHA_ON_PRODUCT:
@@ -199,8 +202,8 @@ static double product_term(const elem *e, double cv, bool rc) {
     return acc;
 }
 
-gck_status gck_ref_gemm(const gck_case *c, const gck_ref_model *model, const void *A, const void *B,
-                        const void *C, void *D, char *msg, size_t msg_len) {
+static gck_status ref_gemm(const gck_case *c, const gck_ref_model *model, const void *A,
+                           const void *B, const void *C, void *D, char *msg, size_t msg_len) {
     gck_status s = gck_case_validate(c, msg, msg_len);
     if (s != GCK_OK) return s;
     gck_format cf = model->compute, sf = model->scale_compute;
@@ -220,8 +223,8 @@ gck_status gck_ref_gemm(const gck_case *c, const gck_ref_model *model, const voi
         snprintf(msg, msg_len, "model order fields out of range");
         return GCK_EINVAL;
     }
-    if (!default_order(model) && (sf != cf || gck_round_to(c->alpha, cf) != c->alpha ||
-                                  gck_round_to(c->beta, cf) != c->beta)) {
+    if (!default_order(model) && (sf != cf || gck_fmt_round_to(c->alpha, cf) != c->alpha ||
+                                  gck_fmt_round_to(c->beta, cf) != c->beta)) {
         snprintf(msg, msg_len,
                  "a model with a non-default evaluation order computes alpha and beta in its "
                  "compute format: scale_compute must be %s and alpha, beta values of it",
@@ -258,7 +261,7 @@ gck_status gck_ref_gemm(const gck_case *c, const gck_ref_model *model, const voi
         void *Db = (char *)D + (size_t)(bi * sd) * (size_t)gck_format_get(td)->storage_bytes;
         for (int64_t j = 0; j < c->n; j++) {
             for (int64_t i = 0; i < c->m; i++) {
-                double cv = rc ? gck_load(Cb, c->type_c, i * crs + j * ccs) : 0.0, t;
+                double cv = rc ? gck_fmt_load(Cb, c->type_c, i * crs + j * ccs) : 0.0, t;
                 if (!rab) { /* no product term: D = beta*c */
                     t = rc ? scale_mul(beta, cv, sf) : 0.0;
                 } else {
@@ -267,9 +270,18 @@ gck_status gck_ref_gemm(const gck_case *c, const gck_ref_model *model, const voi
                     if (rc && model->beta_at == GCK_REF_BETA_LAST)
                         t = scale_add(t, scale_mul(beta, cv, sf), sf);
                 }
-                gck_store(Db, td, i * drs + j * dcs, t);
+                gck_fmt_store(Db, td, i * drs + j * dcs, t);
             }
         }
     }
     return GCK_OK;
 }
+
+/* ---- the public functions, in gemmcheck's floating-point environment (fpenv.h) ------------ */
+
+GCK_FPENV_GUARDED_VOID(gck_ref_model_describe, model_describe,
+                       (const gck_ref_model *m, char *buf, size_t len), (m, buf, len))
+GCK_FPENV_GUARDED(gck_status, gck_ref_gemm, ref_gemm,
+                  (const gck_case *c, const gck_ref_model *model, const void *A, const void *B,
+                   const void *C, void *D, char *msg, size_t msg_len),
+                  (c, model, A, B, C, D, msg, msg_len))

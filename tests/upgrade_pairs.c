@@ -161,6 +161,27 @@ static void block_fma8(const gck_case *c, const gck_operands *o) {
         }
 }
 
+/* The base evaluation in the hardware's float arithmetic, under the rounding and MXCSR modes in
+ * force (gck_ref_gemm computes in gemmcheck's environment whatever its caller's): the first
+ * product rounded alone, then one FMA per term, D = round(alpha*S) + round(beta*C) in f32
+ * (column-major, batch 1). */
+static void float_loop(const gck_case *c, const gck_operands *o) {
+    const float *A = o->a, *B = o->b, *C = o->c;
+    float *D = o->d, alpha = (float)c->alpha, beta = (float)c->beta;
+    for (int64_t j = 0; j < c->n; j++)
+        for (int64_t i = 0; i < c->m; i++) {
+            float acc = 0;
+            for (int64_t k = 0; alpha != 0 && k < c->k; k++) {
+                float a = c->transa == GCK_OP_T ? A[k + i * c->lda] : A[i + k * c->lda];
+                float b = c->transb == GCK_OP_T ? B[j + k * c->ldb] : B[k + j * c->ldb];
+                acc = k == 0 ? a * b : fmaf(a, b, acc);
+            }
+            float t = c->k && alpha != 0 ? alpha * acc : 0;
+            if (beta != 0) t += beta * C[i + j * c->ldc];
+            D[i + j * c->ldd] = t;
+        }
+}
+
 static gck_call_status u_call(void *state, const gck_case *c, const gck_support_row *row,
                               const gck_operands *o, char *msg, size_t len) {
     (void)state, (void)row;
@@ -192,8 +213,13 @@ static gck_call_status u_call(void *state, const gck_case *c, const gck_support_
     if (kind == TRUNCATING) fesetround(FE_TOWARDZERO);
     unsigned csr = _mm_getcsr();
     if (kind == FTZ) _mm_setcsr(csr | 0x8040); /* FTZ (bit 15) and DAZ (bit 6) */
-    if (kind == BLOCK_FMA8) {
-        block_fma8(c, o);
+    if (kind == BLOCK_FMA8 || kind == TRUNCATING || kind == FTZ) {
+        if (kind == BLOCK_FMA8)
+            block_fma8(c, o);
+        else
+            float_loop(c, o);
+        fesetround(FE_TONEAREST);
+        _mm_setcsr(csr);
         free(ra), free(rb), free(rc);
         return GCK_CALL_OK;
     }

@@ -113,7 +113,8 @@ typedef struct gck_check_result {
 GCK_API int gck_ratio_bin(double error, double ratio);
 
 /** Check D_got (laid out as the case's D) against the exact result of A, B and C (the values
- *  before the call) under the model and promises of the row the backend ran. */
+ *  before the call) under the model and promises of the row the backend ran. `opt` may be NULL
+ *  (every option at its default). */
 GCK_API gck_status gck_check_values(const gck_case *c, const gck_support_row *row,
                                     const gck_check_options *opt, const void *A, const void *B,
                                     const void *C, const void *D_got, gck_check_result *r,

@@ -1,6 +1,10 @@
 /* gemmcheck — public interface: number formats, the GEMM case model, the MPFR oracle, the
  * reference GEMMs, backends, the checker, specs and the runner. Include this one header; link
- * gemmcheck::gemmcheck (CMake) or `pkg-config --libs gemmcheck`. */
+ * gemmcheck::gemmcheck (CMake) or `pkg-config --libs gemmcheck`.
+ *
+ * Every function that computes with floating point does so in the default environment (round to
+ * nearest, no flush-to-zero or denormals-are-zero, exceptions masked), whatever the calling
+ * thread's, and returns with the caller's controls unchanged (docs/SEMANTICS.md). */
 #ifndef GEMMCHECK_GEMMCHECK_H
 #define GEMMCHECK_GEMMCHECK_H
 

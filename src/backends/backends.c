@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "backends.h"
+#include "format_internal.h"
+#include "fpenv.h"
 #include "text.h"
 
 /* Every built-in backend: its name, how a spec names it, and its operations. The one list. */
@@ -205,10 +207,10 @@ static const char *missing_promise(const gck_support_row *row, const gck_case *c
     if (c->batch > 1 && !(p & GCK_PROMISE_BATCHED)) return "batched calls";
     if (c->d_is_c && !(p & GCK_PROMISE_D_IN_PLACE)) return "D in place of C";
     if (!c->d_is_c && !(p & GCK_PROMISE_D_SEPARATE)) return "D separate from C";
-    bool f32 =
-        gck_round_to(c->alpha, GCK_F32) == c->alpha && gck_round_to(c->beta, GCK_F32) == c->beta;
-    bool f16 =
-        gck_round_to(c->alpha, GCK_F16) == c->alpha && gck_round_to(c->beta, GCK_F16) == c->beta;
+    bool f32 = gck_fmt_round_to(c->alpha, GCK_F32) == c->alpha &&
+               gck_fmt_round_to(c->beta, GCK_F32) == c->beta;
+    bool f16 = gck_fmt_round_to(c->alpha, GCK_F16) == c->alpha &&
+               gck_fmt_round_to(c->beta, GCK_F16) == c->beta;
     if (!(p & GCK_PROMISE_SCALE_F64) && !((p & GCK_PROMISE_SCALE_F32) && f32) &&
         !((p & GCK_PROMISE_SCALE_F16) && f16))
         return "alpha/beta not representable in the backend's scale type";
@@ -256,7 +258,7 @@ static void describe_orders(unsigned o, char *buf, size_t len) {
     }
 }
 
-void gck_row_describe(const gck_support_row *row, char *buf, size_t len) {
+static void row_describe(const gck_support_row *row, char *buf, size_t len) {
     const gck_model *m = &row->model;
     unsigned p = row->promises;
     char acc[32], ord[96];
@@ -278,3 +280,8 @@ void gck_row_describe(const gck_support_row *row, char *buf, size_t len) {
              p & GCK_PROMISE_BATCHED ? "batch " : "", p & GCK_PROMISE_D_SEPARATE ? "Dsep " : "",
              p & GCK_PROMISE_D_IN_PLACE ? "Dinpl" : "", row->entry);
 }
+
+/* ---- the public functions, in gemmcheck's floating-point environment (fpenv.h) ------------ */
+
+GCK_FPENV_GUARDED_VOID(gck_row_describe, row_describe,
+                       (const gck_support_row *row, char *buf, size_t len), (row, buf, len))

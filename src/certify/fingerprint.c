@@ -2,6 +2,7 @@
  * from crafted values, calls the backend with the row, and reads D; what it decides and the
  * evidence go into one property. */
 #include "fingerprint.h"
+#include "format_internal.h"
 
 #include <limits.h>
 #include <math.h>
@@ -65,10 +66,10 @@ static bool place(const gck_case *c, gck_operand x, void *buf, double *v, int64_
         for (int64_t q = 0; q < ns; q++)
             for (int64_t r = 0; r < nr; r++) {
                 int64_t e = b * st + r * rs + q * cs;
-                double got = load ? gck_load(buf, t, e) : 0;
+                double got = load ? gck_fmt_load(buf, t, e) : 0;
                 if (load && b == 0) v[r + q * nr] = got;
                 if (load && b > 0) same &= !memcmp(&got, &v[r + q * nr], sizeof got);
-                if (!load) gck_store(buf, t, e, v ? v[r + q * nr] : 0.0);
+                if (!load) gck_fmt_store(buf, t, e, v ? v[r + q * nr] : 0.0);
             }
     return same;
 }
@@ -126,7 +127,7 @@ static bool run(probe *pr, const gck_case *c, const double *av, const double *bv
 
 static const gck_format_info *fmt(gck_format f) { return gck_format_get(f); }
 
-static bool holds(gck_format f, double x) { return isfinite(x) && gck_round_to(x, f) == x; }
+static bool holds(gck_format f, double x) { return isfinite(x) && gck_fmt_round_to(x, f) == x; }
 
 /* ---- summation order --------------------------------------------------------------------- */
 
@@ -385,7 +386,7 @@ static void probe_fma(probe *pr, gck_fingerprint *fp, int pin) {
         return;
     }
     double fused = ldexp(1, 1 - e) + ldexp(1, -2 * e), rounded = ldexp(1, 1 - e);
-    if (gck_round_to(fused, pr->row->d) != fused) {
+    if (gck_fmt_round_to(fused, pr->row->d) != fused) {
         gck_fp_add(fp, "products", "the probe's results against D's format",
                    "undecided: D (%s) cannot hold 2^%d + 2^%d exactly", fmt(pr->row->d)->name,
                    1 - e, -2 * e);
@@ -881,9 +882,9 @@ bool gck_fp_threads_run(gck_backend *be, const gck_support_row *row, double *d, 
     bool ok = a && b;
     uint64_t z = 0x7e4d5ull;
     for (int64_t e = 0; ok && e < (int64_t)M * K; e++)
-        a[e] = gck_round_to((double)((z = gck_splitmix64(z)) >> 11) * 0x1p-52 - 1, row->a);
+        a[e] = gck_fmt_round_to((double)((z = gck_splitmix64(z)) >> 11) * 0x1p-52 - 1, row->a);
     for (int64_t e = 0; ok && e < (int64_t)K * N; e++)
-        b[e] = gck_round_to((double)((z = gck_splitmix64(z)) >> 11) * 0x1p-52 - 1, row->b);
+        b[e] = gck_fmt_round_to((double)((z = gck_splitmix64(z)) >> 11) * 0x1p-52 - 1, row->b);
     ok = ok && run(&pr, &c, a, b, NULL, d);
     snprintf(why, len, "%s", a && b ? pr.why : "out of memory");
     free(a);

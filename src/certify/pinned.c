@@ -2,6 +2,7 @@
  * every run of a given certificate version), each with a digest of D's bits and its largest
  * error/bound, so that two certificates can be compared case by case. */
 #include "pinned.h"
+#include "format_internal.h"
 
 #include <float.h>
 #include <math.h>
@@ -85,11 +86,11 @@ double gck_pinned_distance(const gck_case *c, const void *ref, const void *other
         for (int64_t j = 0; j < c->n; j++)
             for (int64_t i = 0; i < c->m; i++) {
                 int64_t e = b * st + i * rs + j * cs;
-                double want = gck_load(ref, f, e), got = gck_load(other, f, e);
+                double want = gck_fmt_load(ref, f, e), got = gck_fmt_load(other, f, e);
                 /* in long double, whose range holds any f64 difference over any f64 ulp; a
                  * distance beyond the largest double is kept as that */
                 long double u = isfinite(got) && isfinite(want)
-                                    ? fabsl((long double)got - want) / gck_ulp(want, f)
+                                    ? fabsl((long double)got - want) / gck_fmt_ulp(want, f)
                                     : 0;
                 double du = u > DBL_MAX ? DBL_MAX : (double)u;
                 worst = du > worst ? du : worst;

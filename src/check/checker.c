@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "absprod.h"
+#include "format_internal.h"
+#include "fpenv.h"
 #include "mix.h"
 #include "oracle_exact.h"
 #include "oracle_internal.h"
@@ -121,8 +123,8 @@ static double bound_of(const bound_ctx *b, const gck_bound_terms *t, bool *degen
     return bound * MARGIN;
 }
 
-double gck_bound(const gck_case *c, const gck_model *m, const gck_bound_terms *t,
-                 bool *degenerate) {
+static double element_bound(const gck_case *c, const gck_model *m, const gck_bound_terms *t,
+                            bool *degenerate) {
     gck_case k = *c;
     k.k = t->k; /* the terms' own K */
     bound_ctx b;
@@ -257,15 +259,15 @@ static void facts_part(void *arg, int part, int64_t lo, int64_t hi) {
         line_facts f = {0, INT32_MAX, true, false, false, false};
         double *d = j->dense ? j->dense + t * j->c->k : NULL;
         for (int64_t k = 0; k < j->c->k; k++) {
-            double v = gck_load(base, j->t, l * j->ls + k * j->ks), av = fabs(v);
+            double v = gck_fmt_load(base, j->t, l * j->ls + k * j->ks), av = fabs(v);
             if (d) d[k] = v;
             if (isfinite(av) && av > j->in_max) f.over = true;
             if (isinf(av)) f.has_inf = true;
             if (!isfinite(av)) f.special = true;
             if (av > f.maxabs) f.maxabs = av;
             if (!f.repr) continue;
-            if (!isfinite(v) ||
-                (!j->kept && (gck_round_to(v, j->infmt) != v || gck_round_to(v, m->compute) != v)))
+            if (!isfinite(v) || (!j->kept && (gck_fmt_round_to(v, j->infmt) != v ||
+                                              gck_fmt_round_to(v, m->compute) != v)))
                 f.repr = false;
             else if (v != 0 && lsb_exp(v) < f.qmin)
                 f.qmin = lsb_exp(v);
@@ -316,8 +318,8 @@ static void result_grid(const gck_case *c, const gck_model *m, int *p, int *qmin
 
 /* The per-case facts each element's gather and decide use, looked up once. */
 static void case_consts(gather_plan *g, const gck_case *c, const gck_model *m) {
-    g->ab_exact = gck_round_to(c->alpha, m->epilogue) == c->alpha &&
-                  gck_round_to(c->beta, m->epilogue) == c->beta;
+    g->ab_exact = gck_fmt_round_to(c->alpha, m->epilogue) == c->alpha &&
+                  gck_fmt_round_to(c->beta, m->epilogue) == c->beta;
     result_grid(c, m, &g->grid_p, &g->grid_qmin, &g->grid_lim);
     g->qal = c->alpha != 0 ? lsb_exp(c->alpha) : INT32_MAX;
     bound_ctx_init(&g->bc, c, m);
@@ -389,10 +391,10 @@ typedef struct elem_lines {
 } elem_lines;
 
 static inline double line_a(const elem_lines *e, int64_t k) {
-    return e->da ? e->da[k] : gck_load(e->Ab, e->c->type_a, e->i * e->ars + k * e->acs);
+    return e->da ? e->da[k] : gck_fmt_load(e->Ab, e->c->type_a, e->i * e->ars + k * e->acs);
 }
 static inline double line_b(const elem_lines *e, int64_t k) {
-    return e->db ? e->db[k] : gck_load(e->Bb, e->c->type_b, k * e->brs + e->j * e->bcs);
+    return e->db ? e->db[k] : gck_fmt_load(e->Bb, e->c->type_b, k * e->brs + e->j * e->bcs);
 }
 
 /* Whether an Inf meets a finite non-zero partner that input rounding or DAZ makes 0. */
@@ -403,7 +405,7 @@ static bool inf_meets_flushed(const elem_lines *e, const gck_model *m) {
         double fa = fabs(line_a(e, k)), fb = fabs(line_b(e, k));
         if (isinf(fa) == isinf(fb)) continue;
         double partner = isinf(fa) ? fb : fa;
-        if (partner != 0 && ((m->inputs_rounded && gck_round_to(partner, infmt) == 0) ||
+        if (partner != 0 && ((m->inputs_rounded && gck_fmt_round_to(partner, infmt) == 0) ||
                              (m->daz && partner < min_normal)))
             return true;
     }
@@ -506,8 +508,8 @@ static bool exact_certificate(const gck_case *c, const gck_model *m, const gathe
         fesetround(FE_DOWNWARD);
         double down = fma(rq, c->alpha, -c->beta); /* both 0: rq*alpha == beta exactly */
         fesetround(FE_TONEAREST);
-        bool ok = up == 0 && down == 0 && gck_round_to(rq, m->compute) == rq &&
-                  gck_round_to(rq, m->epilogue) == rq;
+        bool ok = up == 0 && down == 0 && gck_fmt_round_to(rq, m->compute) == rq &&
+                  gck_fmt_round_to(rq, m->epilogue) == rq;
         fesetround(FE_UPWARD);
         if (!ok) return false;
         int qr = lsb_exp(rq);
@@ -644,10 +646,10 @@ static void gather_lines(const gck_case *c, const gck_support_row *row, const ga
     }
     if (rc) {
         const char *Cb = (const char *)C + bi * g->c_member;
-        x.cv = gck_load(Cb, c->type_c, i * g->crs + j * g->ccs);
+        x.cv = gck_fmt_load(Cb, c->type_c, i * g->crs + j * g->ccs);
         f->t.abs_c = fabs(x.cv);
         if (isfinite(x.cv) && f->t.abs_c > g->fc_max) f->input_overflow = true;
-        if (!isfinite(x.cv) || gck_round_to(x.cv, m->epilogue) != x.cv) exact = false;
+        if (!isfinite(x.cv) || gck_fmt_round_to(x.cv, m->epilogue) != x.cv) exact = false;
     }
     *w = (gather_in){x, e, ra, cb, exact};
 }
@@ -862,8 +864,8 @@ static bool alpha0_may_nan(const gck_case *c, const gck_model *m, const void *A,
     double T = 0, growth = exp((2 * (double)c->k + 4) * fc->epsilon) * MARGIN;
     bool may = false;
     for (int64_t k = 0; k < c->k && !may; k++) {
-        double a = fabs(gck_load(Ab, c->type_a, i * ars + k * acs));
-        double b = fabs(gck_load(Bb, c->type_b, k * brs + j * bcs));
+        double a = fabs(gck_fmt_load(Ab, c->type_a, i * ars + k * acs));
+        double b = fabs(gck_fmt_load(Bb, c->type_b, k * brs + j * bcs));
         if (!isfinite(a) || !isfinite(b) || a > in_max || b > in_max || a * b >= thr) may = true;
         T += a * b;
     }
@@ -872,7 +874,7 @@ static bool alpha0_may_nan(const gck_case *c, const gck_model *m, const void *A,
     return may;
 }
 
-int gck_ratio_bin(double error, double ratio) {
+static int ratio_bin(double error, double ratio) {
     static const double upper[] = {1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1};
     if (error == 0) return 0;
     for (int b = 0; b < 7; b++)
@@ -920,7 +922,7 @@ static void conclude(chk_job *job, oracle_h *o, int64_t bi, int64_t i, int64_t j
         (r->max_ratio.ratio < e.ratio || !isfinite(r->max_ratio.error)))
         r->max_ratio = e;
     if (isfinite(e.tight) && e.tight > r->max_tight) r->max_tight = e.tight;
-    if (isfinite(e.error)) r->ratio_bins[gck_ratio_bin(e.error, e.ratio)]++;
+    if (isfinite(e.error)) r->ratio_bins[ratio_bin(e.error, e.ratio)]++;
 }
 
 /* The elements i0 <= i < i1 of column j that the job checks (at most CHK_RUN): each one's oracle
@@ -943,7 +945,7 @@ static void check_run(chk_job *job, oracle_h *o, int64_t bi, int64_t i0, int64_t
         if (job->rows && !job->rows[i] && !job->cols[j]) continue;
         chk_elem *x = &el[n++];
         x->i = i;
-        x->got = gck_load(job->D, job->td, bi * job->sd + i * job->drs + j * job->dcs);
+        x->got = gck_fmt_load(job->D, job->td, bi * job->sd + i * job->drs + j * job->dcs);
         evaluate(o, c, job->A, job->B, job->C, bi, i, j, false, &x->got, &x->ev);
         gather_lines(c, job->row, job->gp, job->A, job->B, job->C, bi, i, j, x->ev.value, &x->f,
                      &x->w);
@@ -1050,10 +1052,12 @@ static bool check_in_parallel(const chk_job *proto, int threads, gck_check_resul
     return ok;
 }
 
-gck_status gck_check_values(const gck_case *c, const gck_support_row *row,
-                            const gck_check_options *opt, const void *A, const void *B,
-                            const void *C, const void *D_got, gck_check_result *r, char *msg,
-                            size_t len) {
+static gck_status check_values(const gck_case *c, const gck_support_row *row,
+                               const gck_check_options *opt, const void *A, const void *B,
+                               const void *C, const void *D_got, gck_check_result *r, char *msg,
+                               size_t len) {
+    static const gck_check_options defaults;
+    if (!opt) opt = &defaults;
     memset(r, 0, sizeof *r);
     r->max_ratio.error = NAN; /* none yet */
     gck_status s = gck_case_validate(c, msg, len);
@@ -1114,3 +1118,16 @@ gck_status gck_check_values(const gck_case *c, const gck_support_row *row,
     }
     return s;
 }
+
+/* ---- the public functions, in gemmcheck's floating-point environment (fpenv.h) ------------ */
+
+GCK_FPENV_GUARDED(double, gck_bound, element_bound,
+                  (const gck_case *c, const gck_model *m, const gck_bound_terms *t,
+                   bool *degenerate),
+                  (c, m, t, degenerate))
+GCK_FPENV_GUARDED(int, gck_ratio_bin, ratio_bin, (double error, double ratio), (error, ratio))
+GCK_FPENV_GUARDED(gck_status, gck_check_values, check_values,
+                  (const gck_case *c, const gck_support_row *row, const gck_check_options *opt,
+                   const void *A, const void *B, const void *C, const void *D_got,
+                   gck_check_result *r, char *msg, size_t len),
+                  (c, row, opt, A, B, C, D_got, r, msg, len))

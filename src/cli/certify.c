@@ -20,6 +20,7 @@
 #include "cli.h"
 #include "environment.h"
 #include "fingerprint.h"
+#include "format_internal.h"
 #include "gemmcheck/backend.h"
 #include "gemmcheck/version.h"
 #include "pinned.h"
@@ -84,9 +85,9 @@ static json_t *exercise(gck_backend *be, const gck_support_row *row) {
     c.alpha = 1, c.beta = 1;
     double a[15], b[12], cv[20], want[20];
     unsigned char sa[15 * 8], sb[12 * 8], sc[20 * 8], sd[20 * 8];
-    for (int e = 0; e < 15; e++) gck_store(sa, row->a, e, a[e] = (e % 7 + 1) / 4.0);
-    for (int e = 0; e < 12; e++) gck_store(sb, row->b, e, b[e] = (e % 5 + 1) / 8.0);
-    for (int e = 0; e < 20; e++) gck_store(sc, row->c, e, cv[e] = (e % 3) / 2.0);
+    for (int e = 0; e < 15; e++) gck_fmt_store(sa, row->a, e, a[e] = (e % 7 + 1) / 4.0);
+    for (int e = 0; e < 12; e++) gck_fmt_store(sb, row->b, e, b[e] = (e % 5 + 1) / 8.0);
+    for (int e = 0; e < 20; e++) gck_fmt_store(sc, row->c, e, cv[e] = (e % 3) / 2.0);
     for (int j = 0; j < 4; j++)
         for (int i = 0; i < 5; i++) {
             double s = cv[i + 5 * j];
@@ -104,7 +105,7 @@ static json_t *exercise(gck_backend *be, const gck_support_row *row) {
                                                         : "error";
     int wrong = 0;
     for (int e = 0; st == GCK_CALL_OK && e < 20; e++)
-        if (gck_load(d, row->d, e) != gck_round_to(want[e], row->d)) wrong++;
+        if (gck_fmt_load(d, row->d, e) != gck_fmt_round_to(want[e], row->d)) wrong++;
     if (wrong) status = "wrong";
     json_object_set_new(o, "status", json_string(status));
     if (st != GCK_CALL_OK) json_object_set_new(o, "message", gck_json_text(msg));

@@ -5,6 +5,8 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "format_internal.h"
+#include "fpenv.h"
 #include "text.h"
 
 void gck_case_init(gck_case *c, int64_t m, int64_t n, int64_t k) {
@@ -105,8 +107,8 @@ int64_t gck_case_extent(const gck_case *c, gck_operand x) {
     return (c->batch - 1) * gck_case_stride(c, x) + fp;
 }
 
-bool gck_case_reads_ab(const gck_case *c) { return c->alpha != 0.0 && c->k > 0; }
-bool gck_case_reads_c(const gck_case *c) { return c->beta != 0.0; }
+static bool reads_ab(const gck_case *c) { return c->alpha != 0.0 && c->k > 0; }
+static bool reads_c(const gck_case *c) { return c->beta != 0.0; }
 
 static bool valid_format(gck_format f) { return (unsigned)f < GCK_FORMAT_COUNT; }
 
@@ -177,9 +179,9 @@ static gck_status check_layout(const gck_case *c, gck_operand x, char *msg, size
     return GCK_OK;
 }
 
-static bool exact_in(double v, gck_format f) { return isfinite(v) && gck_round_to(v, f) == v; }
+static bool exact_in(double v, gck_format f) { return isfinite(v) && gck_fmt_round_to(v, f) == v; }
 
-gck_status gck_case_validate(const gck_case *c, char *msg, size_t len) {
+static gck_status validate(const gck_case *c, char *msg, size_t len) {
     if (c->m < 0) return gck_fail(GCK_EINVAL, msg, len, "M (%" PRId64 ") must be >= 0", c->m);
     if (c->n < 0) return gck_fail(GCK_EINVAL, msg, len, "N (%" PRId64 ") must be >= 0", c->n);
     if (c->k < 0) return gck_fail(GCK_EINVAL, msg, len, "K (%" PRId64 ") must be >= 0", c->k);
@@ -235,7 +237,7 @@ gck_status gck_case_validate(const gck_case *c, char *msg, size_t len) {
     return GCK_OK;
 }
 
-void gck_case_describe(const gck_case *c, char *buf, size_t len) {
+static void describe(const gck_case *c, char *buf, size_t len) {
     snprintf(buf, len,
              "m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " %s op(A)=%c op(B)=%c "
              "%s,%s,%s->%s compute=%s alpha=%.17g beta=%.17g (%s) "
@@ -248,3 +250,12 @@ void gck_case_describe(const gck_case *c, char *buf, size_t len) {
              gck_format_get(c->scale_type)->name, c->lda, c->ldb, c->ldc, gck_case_ld(c, GCK_D),
              c->d_is_c ? "D=C" : "D separate", c->batch);
 }
+
+/* ---- the public functions, in gemmcheck's floating-point environment (fpenv.h) ------------ */
+
+GCK_FPENV_GUARDED(bool, gck_case_reads_ab, reads_ab, (const gck_case *c), (c))
+GCK_FPENV_GUARDED(bool, gck_case_reads_c, reads_c, (const gck_case *c), (c))
+GCK_FPENV_GUARDED(gck_status, gck_case_validate, validate,
+                  (const gck_case *c, char *msg, size_t len), (c, msg, len))
+GCK_FPENV_GUARDED_VOID(gck_case_describe, describe, (const gck_case *c, char *buf, size_t len),
+                       (c, buf, len))

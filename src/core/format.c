@@ -1,8 +1,12 @@
-/* Number formats. Every rounding goes through gck_round_to(), which rounds a double once to
+/* Number formats. Every rounding goes through gck_round_to() (gck_fmt_round_to() inside
+ * gemmcheck), which rounds a double once to
  * the format's grid: scale by the quantum of the value's binade (exact, a power of two), round
  * to an integer with ties to even, scale back (exact). The double holds every input exactly,
  * so this is one rounding of the true value, never a double rounding. */
 #include "gemmcheck/format.h"
+
+#include "format_internal.h"
+#include "fpenv.h"
 
 #include <math.h>
 #include <string.h>
@@ -35,7 +39,7 @@ static int binade(double x) {
     return e - 1;
 }
 
-double gck_round_to(double x, gck_format fmt) {
+double gck_fmt_round_to(double x, gck_format fmt) {
     if (fmt == GCK_F64 || !isfinite(x) || x == 0.0) return x;
     if (fmt == GCK_F32) return (double)(float)x; /* the hardware conversion is exactly this */
     const gck_format_info *f = &format_table[fmt];
@@ -69,8 +73,8 @@ double gck_round_to(double x, gck_format fmt) {
     return copysign(r, x);
 }
 
-double gck_round2_to(double hi, double lo, gck_format fmt) {
-    double r = gck_round_to(hi, fmt);
+double gck_fmt_round2_to(double hi, double lo, gck_format fmt) {
+    double r = gck_fmt_round_to(hi, fmt);
     if (lo == 0.0 || fmt == GCK_F64 || isnan(hi)) return r;
     const gck_format_info *f = &format_table[fmt];
     if (isinf(r)) {
@@ -82,7 +86,7 @@ double gck_round2_to(double hi, double lo, gck_format fmt) {
     }
     if (r == hi) return r; /* |lo| <= ulp_double(hi)/2 cannot reach a neighbour */
     double d = hi - r;     /* exact: r is the nearest grid value to hi */
-    double other = d > 0 ? gck_next_up(r, fmt) : gck_next_down(r, fmt);
+    double other = d > 0 ? gck_fmt_next_up(r, fmt) : gck_fmt_next_down(r, fmt);
     if (isfinite(other) && 2.0 * d == other - r && (lo > 0) == (d > 0)) return other;
     return r;
 }
@@ -115,7 +119,7 @@ uint16_t gck_bits16_next_down(uint16_t bits, gck_format fmt) {
     return (uint16_t)(gck_bits16_next_up((uint16_t)(bits ^ 0x8000u), fmt) ^ 0x8000u);
 }
 
-double gck_f16_to_double(uint16_t h) {
+double gck_fmt_f16_to_double(uint16_t h) {
     double sign = (h & 0x8000u) ? -1.0 : 1.0;
     unsigned e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
     if (e == 0x1f) return m ? copysign(NAN, sign) : sign * INFINITY;
@@ -128,16 +132,16 @@ double gck_f16_to_double(uint16_t h) {
     return d;
 }
 
-float gck_f16_to_float(uint16_t h) { return (float)gck_f16_to_double(h); }
+float gck_fmt_f16_to_float(uint16_t h) { return (float)gck_fmt_f16_to_double(h); }
 
-uint16_t gck_f16_from_double(double x) {
+uint16_t gck_fmt_f16_from_double(double x) {
     uint16_t sign = signbit(x) ? 0x8000u : 0;
     if (isnan(x)) {
         uint64_t u;
         memcpy(&u, &x, sizeof u);
         return (uint16_t)(sign | 0x7e00u | ((u >> 42) & 0x1ffu)); /* quiet, top payload */
     }
-    double r = gck_round_to(x, GCK_F16);
+    double r = gck_fmt_round_to(x, GCK_F16);
     if (isinf(r)) return (uint16_t)(sign | 0x7c00u);
     double a = fabs(r);
     if (a == 0.0) return sign;
@@ -147,7 +151,7 @@ uint16_t gck_f16_from_double(double x) {
     return (uint16_t)(sign | (uint16_t)((e + 15) << 10) | m);
 }
 
-uint16_t gck_f16_from_float(float x) { return gck_f16_from_double((double)x); }
+uint16_t gck_fmt_f16_from_float(float x) { return gck_fmt_f16_from_double((double)x); }
 
 float gck_bf16_to_float(uint16_t h) {
     uint32_t u = (uint32_t)h << 16;
@@ -156,28 +160,28 @@ float gck_bf16_to_float(uint16_t h) {
     return f;
 }
 
-double gck_bf16_to_double(uint16_t h) { return (double)gck_bf16_to_float(h); }
+double gck_fmt_bf16_to_double(uint16_t h) { return (double)gck_bf16_to_float(h); }
 
-uint16_t gck_bf16_from_double(double x) {
-    float f = (float)gck_round_to(x, GCK_BF16); /* exact: bf16 values are f32 values */
+uint16_t gck_fmt_bf16_from_double(double x) {
+    float f = (float)gck_fmt_round_to(x, GCK_BF16); /* exact: bf16 values are f32 values */
     uint32_t u;
     memcpy(&u, &f, sizeof u);
     if (isnan(x)) u |= 0x00400000u; /* quiet, and non-zero in the kept bits */
     return (uint16_t)(u >> 16);
 }
 
-uint16_t gck_bf16_from_float(float x) { return gck_bf16_from_double((double)x); }
+uint16_t gck_fmt_bf16_from_float(float x) { return gck_fmt_bf16_from_double((double)x); }
 
 /* ---- any format, values as doubles ------------------------------------------------------- */
 
-gck_class gck_classify(double x, gck_format fmt) {
+gck_class gck_fmt_classify(double x, gck_format fmt) {
     if (isnan(x)) return GCK_CLASS_NAN;
     if (isinf(x)) return GCK_CLASS_INF;
     if (x == 0.0) return GCK_CLASS_ZERO;
     return fabs(x) < format_table[fmt].min_normal ? GCK_CLASS_SUBNORMAL : GCK_CLASS_NORMAL;
 }
 
-double gck_ulp(double x, gck_format fmt) {
+double gck_fmt_ulp(double x, gck_format fmt) {
     const gck_format_info *f = &format_table[fmt];
     if (isnan(x)) return x;
     if (isinf(x)) return ldexp(1.0, f->emax - f->precision + 1);
@@ -190,27 +194,27 @@ double gck_ulp(double x, gck_format fmt) {
 /* Next value below a positive finite x. */
 static double next_down_positive(double x, gck_format fmt) {
     const gck_format_info *f = &format_table[fmt];
-    double d = gck_ulp(x, fmt);
+    double d = gck_fmt_ulp(x, fmt);
     if (x > f->min_normal && ldexp(1.0, binade(x)) == x) d *= 0.5; /* spacing halves below 2^e */
     return x - d;
 }
 
-double gck_next_up(double x, gck_format fmt) {
+double gck_fmt_next_up(double x, gck_format fmt) {
     const gck_format_info *f = &format_table[fmt];
     if (isnan(x) || (isinf(x) && x > 0)) return x;
     if (isinf(x)) return -f->max;
     if (x == 0.0) return f->min_subnormal;
     if (x < 0) return -next_down_positive(-x, fmt);
-    double r = x + gck_ulp(x, fmt);
+    double r = x + gck_fmt_ulp(x, fmt);
     return r > f->max ? INFINITY : r;
 }
 
-double gck_next_down(double x, gck_format fmt) { return -gck_next_up(-x, fmt); }
+double gck_fmt_next_down(double x, gck_format fmt) { return -gck_fmt_next_up(-x, fmt); }
 
-double gck_load(const void *base, gck_format fmt, int64_t index) {
+double gck_fmt_load(const void *base, gck_format fmt, int64_t index) {
     switch (fmt) {
-    case GCK_F16: return gck_f16_to_double(((const uint16_t *)base)[index]);
-    case GCK_BF16: return gck_bf16_to_double(((const uint16_t *)base)[index]);
+    case GCK_F16: return gck_fmt_f16_to_double(((const uint16_t *)base)[index]);
+    case GCK_BF16: return gck_fmt_bf16_to_double(((const uint16_t *)base)[index]);
     case GCK_TF32:
     case GCK_F32: return (double)((const float *)base)[index];
     case GCK_F64: return ((const double *)base)[index];
@@ -218,13 +222,34 @@ double gck_load(const void *base, gck_format fmt, int64_t index) {
     }
 }
 
-void gck_store(void *base, gck_format fmt, int64_t index, double x) {
+void gck_fmt_store(void *base, gck_format fmt, int64_t index, double x) {
     switch (fmt) {
-    case GCK_F16: ((uint16_t *)base)[index] = gck_f16_from_double(x); break;
-    case GCK_BF16: ((uint16_t *)base)[index] = gck_bf16_from_double(x); break;
-    case GCK_TF32: ((float *)base)[index] = (float)gck_round_to(x, GCK_TF32); break;
+    case GCK_F16: ((uint16_t *)base)[index] = gck_fmt_f16_from_double(x); break;
+    case GCK_BF16: ((uint16_t *)base)[index] = gck_fmt_bf16_from_double(x); break;
+    case GCK_TF32: ((float *)base)[index] = (float)gck_fmt_round_to(x, GCK_TF32); break;
     case GCK_F32: ((float *)base)[index] = (float)x; break;
     case GCK_F64: ((double *)base)[index] = x; break;
     default: break;
     }
 }
+
+/* ---- the public functions, in gemmcheck's floating-point environment (fpenv.h) ------------ */
+
+GCK_FPENV_GUARDED(double, gck_round_to, gck_fmt_round_to, (double x, gck_format fmt), (x, fmt))
+GCK_FPENV_GUARDED(double, gck_round2_to, gck_fmt_round2_to, (double hi, double lo, gck_format fmt),
+                  (hi, lo, fmt))
+GCK_FPENV_GUARDED(double, gck_f16_to_double, gck_fmt_f16_to_double, (uint16_t h), (h))
+GCK_FPENV_GUARDED(float, gck_f16_to_float, gck_fmt_f16_to_float, (uint16_t h), (h))
+GCK_FPENV_GUARDED(uint16_t, gck_f16_from_double, gck_fmt_f16_from_double, (double x), (x))
+GCK_FPENV_GUARDED(uint16_t, gck_f16_from_float, gck_fmt_f16_from_float, (float x), (x))
+GCK_FPENV_GUARDED(double, gck_bf16_to_double, gck_fmt_bf16_to_double, (uint16_t h), (h))
+GCK_FPENV_GUARDED(uint16_t, gck_bf16_from_double, gck_fmt_bf16_from_double, (double x), (x))
+GCK_FPENV_GUARDED(uint16_t, gck_bf16_from_float, gck_fmt_bf16_from_float, (float x), (x))
+GCK_FPENV_GUARDED(gck_class, gck_classify, gck_fmt_classify, (double x, gck_format fmt), (x, fmt))
+GCK_FPENV_GUARDED(double, gck_ulp, gck_fmt_ulp, (double x, gck_format fmt), (x, fmt))
+GCK_FPENV_GUARDED(double, gck_next_up, gck_fmt_next_up, (double x, gck_format fmt), (x, fmt))
+GCK_FPENV_GUARDED(double, gck_next_down, gck_fmt_next_down, (double x, gck_format fmt), (x, fmt))
+GCK_FPENV_GUARDED(double, gck_load, gck_fmt_load, (const void *base, gck_format fmt, int64_t index),
+                  (base, fmt, index))
+GCK_FPENV_GUARDED_VOID(gck_store, gck_fmt_store,
+                       (void *base, gck_format fmt, int64_t index, double x), (base, fmt, index, x))

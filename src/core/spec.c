@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format_internal.h"
+#include "fpenv.h"
 #include "mix.h"
 #include "text.h"
 
@@ -90,7 +92,7 @@ static double dist_value(const gck_spec *s, gck_operand x, gck_dist d, int64_t b
     }
 }
 
-double gck_spec_value(const gck_spec *s, gck_operand x, int64_t b, int64_t row, int64_t col) {
+static double spec_value(const gck_spec *s, gck_operand x, int64_t b, int64_t row, int64_t col) {
     gck_format f = gck_case_type(&s->c, x);
     if (x == GCK_C && s->c_nan) return NAN;
     if (s->special_pm > 0) {
@@ -101,12 +103,12 @@ double gck_spec_value(const gck_spec *s, gck_operand x, int64_t b, int64_t row, 
         }
     }
     double v =
-        gck_round_to(dist_value(s, x, x == GCK_C ? s->dist_c : s->dist_ab, b, row, col, f), f);
+        gck_fmt_round_to(dist_value(s, x, x == GCK_C ? s->dist_c : s->dist_ab, b, row, col, f), f);
     if (isinf(v)) v = copysign(gck_format_get(f)->max, v); /* distributions stay finite */
     return v;
 }
 
-void gck_spec_fill(const gck_spec *s, gck_operand x, void *base) {
+static void spec_fill(const gck_spec *s, gck_operand x, void *base) {
     const gck_case *c = &s->c;
     int64_t rows = x == GCK_A ? c->m : x == GCK_B ? c->k : c->m;
     int64_t cols = x == GCK_A ? c->k : x == GCK_B ? c->n : c->n;
@@ -118,12 +120,12 @@ void gck_spec_fill(const gck_spec *s, gck_operand x, void *base) {
     for (int64_t b = 0; b < members; b++)
         for (int64_t j = 0; j < cols; j++)
             for (int64_t i = 0; i < rows; i++)
-                gck_store(base, f, b * stride + i * rs + j * cs, gck_spec_value(s, x, b, i, j));
+                gck_fmt_store(base, f, b * stride + i * rs + j * cs, spec_value(s, x, b, i, j));
 }
 
 /* ---- reproducer strings ------------------------------------------------------------------ */
 
-void gck_spec_format(const gck_spec *s, char *buf, size_t len) {
+static void spec_format(const gck_spec *s, char *buf, size_t len) {
     const gck_case *c = &s->c;
     snprintf(buf, len,
              "gck1 m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " order=%s ta=%c tb=%c "
@@ -308,7 +310,7 @@ static gck_status parse_value(gck_spec *s, int key, const char *v, char *msg, si
     }
 }
 
-gck_status gck_spec_parse(const char *text, gck_spec *s, char *msg, size_t len) {
+static gck_status spec_parse(const char *text, gck_spec *s, char *msg, size_t len) {
     memset(s, 0, sizeof *s);
     size_t n = strlen(text);
     if (n > 4000)
@@ -337,3 +339,15 @@ gck_status gck_spec_parse(const char *text, gck_spec *s, char *msg, size_t len) 
         if (!seen[k]) return gck_fail(GCK_EINVAL, msg, len, "missing key '%s'", key_names[k]);
     return gck_case_validate(&s->c, msg, len);
 }
+
+/* ---- the public functions, in gemmcheck's floating-point environment (fpenv.h) ------------ */
+
+GCK_FPENV_GUARDED(double, gck_spec_value, spec_value,
+                  (const gck_spec *s, gck_operand x, int64_t b, int64_t row, int64_t col),
+                  (s, x, b, row, col))
+GCK_FPENV_GUARDED_VOID(gck_spec_fill, spec_fill, (const gck_spec *s, gck_operand x, void *base),
+                       (s, x, base))
+GCK_FPENV_GUARDED_VOID(gck_spec_format, spec_format, (const gck_spec *s, char *buf, size_t len),
+                       (s, buf, len))
+GCK_FPENV_GUARDED(gck_status, gck_spec_parse, spec_parse,
+                  (const char *text, gck_spec *s, char *msg, size_t len), (text, s, msg, len))

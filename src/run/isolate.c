@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fpenv.h"
 #include "gemmcheck/runner.h"
 #include "worker.h"
 
@@ -85,8 +86,8 @@ static void follow(gck_worker *w, const gck_spec *s, double call_timeout,
     }
 }
 
-gck_status gck_run_isolated(const char *backend, const gck_spec *s, const gck_run_options *o,
-                            double call_timeout, gck_isolated_result *out) {
+static gck_status run_isolated(const char *backend, const gck_spec *s, const gck_run_options *o,
+                               double call_timeout, gck_isolated_result *out) {
     memset(out, 0, sizeof *out);
     gck_worker w;
     char why[1024];
@@ -125,3 +126,10 @@ gck_status gck_run_isolated(const char *backend, const gck_spec *s, const gck_ru
     gck_worker_kill(&w);
     return GCK_OK;
 }
+
+/* ---- the public functions, in gemmcheck's floating-point environment (fpenv.h) ------------ */
+
+GCK_FPENV_GUARDED(gck_status, gck_run_isolated, run_isolated,
+                  (const char *backend, const gck_spec *s, const gck_run_options *o,
+                   double call_timeout, gck_isolated_result *out),
+                  (backend, s, o, call_timeout, out))

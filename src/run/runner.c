@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "format_internal.h"
 #include "fpenv.h"
 #include "gemmcheck/oracle.h"
 #include "guard.h"
@@ -465,8 +466,8 @@ static gck_status determinism_check(gck_backend *be, const gck_spec *s, const gc
         else {
             int64_t b, i, j;
             bool valid = gck_case_element_at(c, dx, first, &b, &i, &j);
-            double v1 = gck_load(g1->data, gck_case_type(c, GCK_D), first);
-            double v2 = gck_load(g2->data, gck_case_type(c, GCK_D), first);
+            double v1 = gck_fmt_load(g1->data, gck_case_type(c, GCK_D), first);
+            double v2 = gck_fmt_load(g2->data, gck_case_type(c, GCK_D), first);
             snprintf(f->detail, sizeof f->detail,
                      "two runs on identical fresh buffers differ "
                      "in %lld element(s); first at %s (batch %lld, stored row %lld, col "
@@ -532,8 +533,8 @@ static gck_status run_once(gck_backend *be, const gck_spec *s, const gck_run_opt
     return st;
 }
 
-gck_status gck_run_spec(gck_backend *be, const gck_spec *s, const gck_run_options *o,
-                        gck_run_result *r, char *msg, size_t len) {
+static gck_status run_spec(gck_backend *be, const gck_spec *s, const gck_run_options *o,
+                           gck_run_result *r, char *msg, size_t len) {
     int attempts = 0;
     gck_status st;
     do {
@@ -543,3 +544,10 @@ gck_status gck_run_spec(gck_backend *be, const gck_spec *s, const gck_run_option
     r->attempts = attempts;
     return st;
 }
+
+/* ---- the public functions, in gemmcheck's floating-point environment (fpenv.h) ------------ */
+
+GCK_FPENV_GUARDED(gck_status, gck_run_spec, run_spec,
+                  (gck_backend * be, const gck_spec *s, const gck_run_options *o, gck_run_result *r,
+                   char *msg, size_t len),
+                  (be, s, o, r, msg, len))

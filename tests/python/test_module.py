@@ -3,7 +3,11 @@ partial sum is representable, hence exact in any order) rounded once by NumPy's 
 casts or by a rounding written here from the definition; the IEEE special values; and the checker
 on results known to be inside or outside a model's bound."""
 
+import contextlib
+import ctypes
+import ctypes.util
 import math
+import platform
 
 import numpy as np
 import pytest
@@ -190,3 +194,58 @@ def test_model_strings_round_trip():
     text = repr(m)[len("Model('"):-len("')")]
     assert vars(gc.Model.parse(text)) == vars(m), text
     assert vars(gc.Model.parse("compute=f64")) == vars(gc.Model("f64"))
+
+
+# ---- the caller's floating-point environment ---------------------------------------------------
+_LIBM = ctypes.CDLL(ctypes.util.find_library("m"))
+_FE_UPWARD, _FE_TOWARDZERO = 0x800, 0xC00  # glibc x86-64
+_FTZ_DAZ = 0x8040  # MXCSR bits 15 and 6: what torch.set_flush_denormal(True) and -Ofast set
+
+
+@contextlib.contextmanager
+def _caller_fpenv(mxcsr_bits=0, rounding=None):
+    """This thread's environment changed as a PyTorch process or an -Ofast extension leaves it:
+    glibc's fenv_t on x86-64 ends with MXCSR (offset 28 of its 32 bytes)."""
+    saved = ctypes.create_string_buffer(32)
+    assert _LIBM.fegetenv(saved) == 0
+    env = ctypes.create_string_buffer(saved.raw, 32)
+    mxcsr = int.from_bytes(env.raw[28:32], "little") | mxcsr_bits
+    env[28:32] = mxcsr.to_bytes(4, "little")
+    assert _LIBM.fesetenv(env) == 0
+    if rounding is not None:
+        assert _LIBM.fesetround(rounding) == 0
+    try:
+        yield
+    finally:
+        _LIBM.fesetenv(saved)
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="MXCSR is x86's")
+@pytest.mark.parametrize("env", [{"mxcsr_bits": _FTZ_DAZ}, {"rounding": _FE_UPWARD},
+                                 {"rounding": _FE_TOWARDZERO}], ids=["ftz-daz", "up", "to-zero"])
+def test_the_callers_fp_environment_changes_nothing(env):
+    """Subnormal products (f32 and f16 results below the normal range) and inexact sums: the
+    oracle's bits and the checker's verdicts are those of the default environment. Without
+    gemmcheck's guard, the oracles and the checker flushed these under FTZ/DAZ."""
+    a = (RNG.standard_normal((9, 40)) * 2.0 ** -66).astype(np.float32)
+    b = (RNG.standard_normal((40, 7)) * 2.0 ** -66).astype(np.float32)
+    h = (RNG.standard_normal((9, 40)) * 2.0 ** -8).astype(np.float16)
+    g = (RNG.standard_normal((40, 7)) * 2.0 ** -8).astype(np.float16)
+    e = RNG.standard_normal((9, 40)) * 2.0 ** -520
+    f = RNG.standard_normal((40, 7)) * 2.0 ** -520
+    for x, y, out in [(a, b, np.float32), (h, g, np.float16), (e, f, np.float64)]:
+        want = gc.oracle(x, y, out_dtype=out, alpha=0.5, method="both")
+        tiny = np.finfo(out).tiny
+        wrong = want.copy()
+        wrong[2, 3] += out(64 * tiny)  # far outside the bound's underflow allowance
+        with _caller_fpenv(**env):
+            got = gc.oracle(x, y, out_dtype=out, alpha=0.5, method="both")
+            passed = gc.check(x, y, want, alpha=0.5)
+            failed = gc.check(x, y, wrong, alpha=0.5)
+        assert got.tobytes() == want.tobytes()
+        assert np.count_nonzero((want != 0) & (np.abs(want) < tiny)) > 5  # subnormal results
+        base = gc.check(x, y, want, alpha=0.5)
+        assert passed.ok and base.ok and passed.distribution == base.distribution
+        base = gc.check(x, y, wrong, alpha=0.5)
+        assert not base.ok and failed.counts == base.counts
+        assert failed.max_ratio.ratio == base.max_ratio.ratio

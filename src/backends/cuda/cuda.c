@@ -13,6 +13,7 @@
  * bf16->bf16, f16->f16, bf16->f32, f16->f32, f32->f32; 32F_FAST_16F, _FAST_16BF, _FAST_TF32
  * with f32; 64F with f64. */
 #include "backend_cuda.h"
+#include "format_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,8 +250,8 @@ typedef struct scalars {
 static void make_scalars(cublasComputeType_t ct, const gck_case *c, scalars *sc) {
     switch (gck_cuda_scale_type(ct)) {
     case CUDA_R_16F:
-        sc->alpha.h = gck_f16_from_double(c->alpha);
-        sc->beta.h = gck_f16_from_double(c->beta);
+        sc->alpha.h = gck_fmt_f16_from_double(c->alpha);
+        sc->beta.h = gck_fmt_f16_from_double(c->beta);
         break;
     case CUDA_R_64F:
         sc->alpha.d = c->alpha;

@@ -1,13 +1,11 @@
-/* Saving and restoring the floating-point environment around backend calls. */
+/* Saving, restoring and entering the floating-point environment (fpenv.h). */
 #define _GNU_SOURCE 1
 #include "fpenv.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define GCK_HAVE_MXCSR 1
+#ifdef GCK_HAVE_MXCSR
 /* MXCSR controls: DAZ (bit 6), exception masks (7-12), rounding (13-14), FTZ (15). */
 #define MXCSR_CONTROLS 0xffc0u
 #endif
@@ -61,4 +59,26 @@ bool gck_fpenv_restore(const gck_fpenv *e, char *what, size_t len) {
     _mm_setcsr(e->mxcsr);
 #endif
     return changed;
+}
+
+void gck_fpguard_switch(gck_fpguard *g) {
+    gck_fpenv_save(&g->caller);
+    fesetenv(FE_DFL_ENV);
+#ifdef GCK_HAVE_MXCSR
+    _mm_setcsr(0x1f80u);
+#endif
+}
+
+void gck_fpguard_return(const gck_fpguard *g) {
+    /* the caller's traps must not fire on flags raised under gemmcheck's masks: the x87 status
+     * is restored as saved, and the flags go into MXCSR, whose flags never trap by themselves
+     * (elsewhere they are dropped: raising them could trap) */
+#ifdef GCK_HAVE_MXCSR
+    unsigned raised = (unsigned)fetestexcept(FE_ALL_EXCEPT) & 0x3fu;
+#endif
+    feclearexcept(FE_ALL_EXCEPT);
+    fesetenv(&g->caller.env);
+#ifdef GCK_HAVE_MXCSR
+    _mm_setcsr(g->caller.mxcsr | raised);
+#endif
 }
