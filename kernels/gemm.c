@@ -601,7 +601,7 @@ static gck_gemm_arg gemm_call(const gck_case *c, const void *A, const void *B, c
 
 /* ---- the public functions, in gemmcheck's floating-point environment (fpenv.h) ------------ */
 
-GCK_FPENV_GUARDED(gck_gemm_arg, gck_gemm, gemm_call,
-                  (const gck_case *c, const void *A, const void *B, const void *C, void *D,
-                   const gck_gemm_config *cfg, char *msg, size_t len),
-                  (c, A, B, C, D, cfg, msg, len))
+GCK_GUARDED(gck_gemm_arg, gck_gemm, gemm_call,
+            (const gck_case *c, const void *A, const void *B, const void *C, void *D,
+             const gck_gemm_config *cfg, char *msg, size_t len),
+            (c, A, B, C, D, cfg, msg, len))

@@ -1006,7 +1006,7 @@ static gck_status exact_oracle(const gck_case *c, const void *A, const void *B, 
 
 /* ---- the public functions, in gemmcheck's floating-point environment (fpenv.h) ------------ */
 
-GCK_FPENV_GUARDED(gck_status, gck_oracle_exact, exact_oracle,
-                  (const gck_case *c, const void *A, const void *B, const void *C, void *D,
-                   int threads, char *msg, size_t msg_len),
-                  (c, A, B, C, D, threads, msg, msg_len))
+GCK_GUARDED(gck_status, gck_oracle_exact, exact_oracle,
+            (const gck_case *c, const void *A, const void *B, const void *C, void *D, int threads,
+             char *msg, size_t msg_len),
+            (c, A, B, C, D, threads, msg, msg_len))

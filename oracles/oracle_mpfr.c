@@ -233,11 +233,11 @@ static gck_status mpfr_oracle(const gck_case *c, const void *A, const void *B, c
 
 /* ---- the public functions, in gemmcheck's floating-point environment (fpenv.h) ------------ */
 
-GCK_FPENV_GUARDED(double, gck_oracle_mpfr_element, mpfr_element,
-                  (const gck_case *c, const void *A, const void *B, const void *C, int64_t b,
-                   int64_t i, int64_t j),
-                  (c, A, B, C, b, i, j))
-GCK_FPENV_GUARDED(gck_status, gck_oracle_mpfr, mpfr_oracle,
-                  (const gck_case *c, const void *A, const void *B, const void *C, void *D,
-                   int threads, char *msg, size_t msg_len),
-                  (c, A, B, C, D, threads, msg, msg_len))
+GCK_GUARDED(double, gck_oracle_mpfr_element, mpfr_element,
+            (const gck_case *c, const void *A, const void *B, const void *C, int64_t b, int64_t i,
+             int64_t j),
+            (c, A, B, C, b, i, j))
+GCK_GUARDED(gck_status, gck_oracle_mpfr, mpfr_oracle,
+            (const gck_case *c, const void *A, const void *B, const void *C, void *D, int threads,
+             char *msg, size_t msg_len),
+            (c, A, B, C, D, threads, msg, msg_len))

@@ -279,9 +279,9 @@ static gck_status ref_gemm(const gck_case *c, const gck_ref_model *model, const 
 
 /* ---- the public functions, in gemmcheck's floating-point environment (fpenv.h) ------------ */
 
-GCK_FPENV_GUARDED_VOID(gck_ref_model_describe, model_describe,
-                       (const gck_ref_model *m, char *buf, size_t len), (m, buf, len))
-GCK_FPENV_GUARDED(gck_status, gck_ref_gemm, ref_gemm,
-                  (const gck_case *c, const gck_ref_model *model, const void *A, const void *B,
-                   const void *C, void *D, char *msg, size_t msg_len),
-                  (c, model, A, B, C, D, msg, msg_len))
+GCK_GUARDED_VOID(gck_ref_model_describe, model_describe,
+                 (const gck_ref_model *m, char *buf, size_t len), (m, buf, len))
+GCK_GUARDED(gck_status, gck_ref_gemm, ref_gemm,
+            (const gck_case *c, const gck_ref_model *model, const void *A, const void *B,
+             const void *C, void *D, char *msg, size_t msg_len),
+            (c, model, A, B, C, D, msg, msg_len))

@@ -4,6 +4,8 @@
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev clang-format
       libmpfr-dev libgmp-dev libopenblas-dev libblis-dev libblas-dev libcriterion-dev libjansson-dev nettle-dev
+      # de_DE's source, compiled by tests/test_fpenv.c for its decimal-comma locale
+      locales
       python3 python3-numpy python3-pytest python3-yaml python3-jsonschema libxml2-utils
       # the control suite (scripts/controls.sh): every CBLAS implementation and threading
       # flavour Debian 12 packages for x86-64, and a load generator

@@ -1,13 +1,16 @@
-/* The caller's floating-point environment does not reach gemmcheck's arithmetic: every public
- * function that computes gives, under flush-to-zero, denormals-are-zero, each directed rounding
- * and unmasked traps, the bytes it gives in the default environment, raises no signal, and
- * returns with the caller's controls as they were (src/util/fpenv.h). Without the guards, the
+/* The caller's floating-point environment and locale do not reach gemmcheck: every public
+ * function that computes gives, under flush-to-zero, denormals-are-zero, each directed rounding,
+ * unmasked traps and a decimal-comma locale, the bytes it gives in the default environment,
+ * raises no signal, and returns with the caller's controls and locale as they were
+ * (src/util/fpenv.h). Without the guards, the
  * kernels and the reference GEMM flushed subnormal results under FTZ and rounded upward under
- * FE_UPWARD, and gck_round_to(x, f32) flushed and rounded likewise. */
+ * FE_UPWARD, and gck_round_to(x, f32) flushed and rounded likewise; in de_DE.UTF-8,
+ * gck_spec_parse refused "alpha=0.5" and gck_spec_format wrote "alpha=0,5". */
 #define _GNU_SOURCE 1
 #include <criterion/criterion.h>
 #include <fenv.h>
 #include <immintrin.h>
+#include <locale.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,25 +23,44 @@
 
 typedef struct caller_env {
     const char *name;
-    unsigned mxcsr; /* MXCSR controls (0: leave 0x1f80) */
-    int round;      /* C rounding mode */
-    int traps;      /* feenableexcept */
+    unsigned mxcsr;     /* MXCSR controls (0: leave 0x1f80) */
+    int round;          /* C rounding mode */
+    int traps;          /* feenableexcept */
+    bool decimal_comma; /* the thread in de_DE.UTF-8 (uselocale), whose decimal point is ',' */
 } caller_env;
 
 static const caller_env ENVS[] = {
-    {"default", 0x1f80u, FE_TONEAREST, 0},
-    {"FTZ", 0x9f80u, FE_TONEAREST, 0},
-    {"DAZ", 0x1fc0u, FE_TONEAREST, 0},
-    {"FTZ and DAZ (-Ofast, torch.set_flush_denormal)", 0x9fc0u, FE_TONEAREST, 0},
-    {"rounding upward", 0, FE_UPWARD, 0},
-    {"rounding downward", 0, FE_DOWNWARD, 0},
-    {"rounding toward zero", 0, FE_TOWARDZERO, 0},
+    {"default", 0x1f80u, FE_TONEAREST, 0, false},
+    {"FTZ", 0x9f80u, FE_TONEAREST, 0, false},
+    {"DAZ", 0x1fc0u, FE_TONEAREST, 0, false},
+    {"FTZ and DAZ (-Ofast, torch.set_flush_denormal)", 0x9fc0u, FE_TONEAREST, 0, false},
+    {"rounding upward", 0, FE_UPWARD, 0, false},
+    {"rounding downward", 0, FE_DOWNWARD, 0, false},
+    {"rounding toward zero", 0, FE_TOWARDZERO, 0, false},
     {"traps on invalid, division by zero and overflow", 0, FE_TONEAREST,
-     FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW},
+     FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW, false},
+    {"a decimal-comma locale (de_DE.UTF-8)", 0, FE_TONEAREST, 0, true},
 };
 #define NENVS (sizeof ENVS / sizeof ENVS[0])
 
+/* de_DE.UTF-8, compiled by localedef into a directory of this test's (LOCPATH): Debian's
+ * `locales` package has its source (scripts/install-deps.sh installs it). */
+static locale_t comma_locale(void) {
+    static locale_t loc;
+    if (loc) return loc;
+    char dir[] = "/tmp/gck-locale-XXXXXX", cmd[256];
+    cr_assert(mkdtemp(dir));
+    snprintf(cmd, sizeof cmd, "localedef -i de_DE -f UTF-8 %s/de_DE.UTF-8 > /dev/null 2>&1", dir);
+    int st = system(cmd);
+    setenv("LOCPATH", dir, 1);
+    loc = newlocale(LC_ALL_MASK, "de_DE.UTF-8", (locale_t)0);
+    cr_assert(loc, "no de_DE.UTF-8 locale (localedef exited %d; install Debian's locales package)",
+              st);
+    return loc;
+}
+
 static void enter(const caller_env *e) {
+    if (e->decimal_comma) uselocale(comma_locale());
     fesetround(e->round);
     if (e->mxcsr) _mm_setcsr(e->mxcsr | (_mm_getcsr() & 0x3fu));
     if (e->traps) feenableexcept(e->traps);
@@ -50,6 +72,7 @@ typedef struct controls {
     unsigned mxcsr;
     unsigned short cw;
     int round, traps;
+    locale_t locale;
 } controls;
 
 static controls leave(void) {
@@ -58,6 +81,8 @@ static controls leave(void) {
     k.mxcsr = _mm_getcsr() & 0xffc0u;
     k.round = fegetround();
     k.traps = fegetexcept();
+    k.locale = uselocale((locale_t)0);
+    uselocale(LC_GLOBAL_LOCALE);
     fedisableexcept(FE_ALL_EXCEPT);
     fesetround(FE_TONEAREST);
     _mm_setcsr(0x1f80u);
@@ -95,6 +120,8 @@ static void returned(transcript *t, const char *what) {
     t->mark[t->calls] = t->len;
     t->name[t->calls] = what;
     t->calls++;
+    cr_assert(k.locale == t->want.locale, "%s under %s returned in another locale", what,
+              t->env->name);
     cr_assert(k.mxcsr == t->want.mxcsr && k.cw == t->want.cw && k.round == t->want.round &&
                   k.traps == t->want.traps,
               "%s under %s returned with MXCSR 0x%04x, x87 0x%04x, rounding 0x%x, traps 0x%x "
@@ -221,6 +248,12 @@ static void gemm_functions(transcript *t, const char *text) {
     put(t, buf, strlen(buf));
     IN_CALLER_ENV(t, "gck_case_describe", gck_case_describe(&s.c, buf, sizeof buf));
     put(t, buf, strlen(buf));
+    gck_case bad = s.c; /* a message that prints a double */
+    bad.alpha = 0.1;
+    bad.scale_type = GCK_F32;
+    IN_CALLER_ENV(t, "gck_case_validate", st = gck_case_validate(&bad, msg, sizeof msg));
+    cr_assert_neq(st, GCK_OK);
+    put(t, msg, strlen(msg));
     const gck_case *c = &s.c;
     void *A = zalloc(c, GCK_A), *B = zalloc(c, GCK_B), *C = zalloc(c, GCK_C), *D = zalloc(c, GCK_D);
     IN_CALLER_ENV(t, "gck_spec_fill", gck_spec_fill(&s, GCK_A, A); gck_spec_fill(&s, GCK_B, B);

@@ -3,8 +3,9 @@
  * gemmcheck::gemmcheck (CMake) or `pkg-config --libs gemmcheck`.
  *
  * Every function that computes with floating point does so in the default environment (round to
- * nearest, no flush-to-zero or denormals-are-zero, exceptions masked), whatever the calling
- * thread's, and returns with the caller's controls unchanged (docs/SEMANTICS.md). */
+ * nearest, no flush-to-zero or denormals-are-zero, exceptions masked), and reads and writes
+ * numbers as text in the "C" locale, whatever the calling thread's; it returns with the caller's
+ * controls and locale unchanged (docs/SEMANTICS.md). */
 #ifndef GEMMCHECK_GEMMCHECK_H
 #define GEMMCHECK_GEMMCHECK_H
 

@@ -283,5 +283,5 @@ static void row_describe(const gck_support_row *row, char *buf, size_t len) {
 
 /* ---- the public functions, in gemmcheck's floating-point environment (fpenv.h) ------------ */
 
-GCK_FPENV_GUARDED_VOID(gck_row_describe, row_describe,
-                       (const gck_support_row *row, char *buf, size_t len), (row, buf, len))
+GCK_GUARDED_VOID(gck_row_describe, row_describe,
+                 (const gck_support_row *row, char *buf, size_t len), (row, buf, len))

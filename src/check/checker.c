@@ -1121,13 +1121,12 @@ static gck_status check_values(const gck_case *c, const gck_support_row *row,
 
 /* ---- the public functions, in gemmcheck's floating-point environment (fpenv.h) ------------ */
 
-GCK_FPENV_GUARDED(double, gck_bound, element_bound,
-                  (const gck_case *c, const gck_model *m, const gck_bound_terms *t,
-                   bool *degenerate),
-                  (c, m, t, degenerate))
-GCK_FPENV_GUARDED(int, gck_ratio_bin, ratio_bin, (double error, double ratio), (error, ratio))
-GCK_FPENV_GUARDED(gck_status, gck_check_values, check_values,
-                  (const gck_case *c, const gck_support_row *row, const gck_check_options *opt,
-                   const void *A, const void *B, const void *C, const void *D_got,
-                   gck_check_result *r, char *msg, size_t len),
-                  (c, row, opt, A, B, C, D_got, r, msg, len))
+GCK_GUARDED(double, gck_bound, element_bound,
+            (const gck_case *c, const gck_model *m, const gck_bound_terms *t, bool *degenerate),
+            (c, m, t, degenerate))
+GCK_GUARDED(int, gck_ratio_bin, ratio_bin, (double error, double ratio), (error, ratio))
+GCK_GUARDED(gck_status, gck_check_values, check_values,
+            (const gck_case *c, const gck_support_row *row, const gck_check_options *opt,
+             const void *A, const void *B, const void *C, const void *D_got, gck_check_result *r,
+             char *msg, size_t len),
+            (c, row, opt, A, B, C, D_got, r, msg, len))

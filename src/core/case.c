@@ -253,9 +253,9 @@ static void describe(const gck_case *c, char *buf, size_t len) {
 
 /* ---- the public functions, in gemmcheck's floating-point environment (fpenv.h) ------------ */
 
-GCK_FPENV_GUARDED(bool, gck_case_reads_ab, reads_ab, (const gck_case *c), (c))
-GCK_FPENV_GUARDED(bool, gck_case_reads_c, reads_c, (const gck_case *c), (c))
-GCK_FPENV_GUARDED(gck_status, gck_case_validate, validate,
-                  (const gck_case *c, char *msg, size_t len), (c, msg, len))
-GCK_FPENV_GUARDED_VOID(gck_case_describe, describe, (const gck_case *c, char *buf, size_t len),
-                       (c, buf, len))
+GCK_GUARDED(bool, gck_case_reads_ab, reads_ab, (const gck_case *c), (c))
+GCK_GUARDED(bool, gck_case_reads_c, reads_c, (const gck_case *c), (c))
+GCK_GUARDED(gck_status, gck_case_validate, validate, (const gck_case *c, char *msg, size_t len),
+            (c, msg, len))
+GCK_GUARDED_VOID(gck_case_describe, describe, (const gck_case *c, char *buf, size_t len),
+                 (c, buf, len))

@@ -342,12 +342,12 @@ static gck_status spec_parse(const char *text, gck_spec *s, char *msg, size_t le
 
 /* ---- the public functions, in gemmcheck's floating-point environment (fpenv.h) ------------ */
 
-GCK_FPENV_GUARDED(double, gck_spec_value, spec_value,
-                  (const gck_spec *s, gck_operand x, int64_t b, int64_t row, int64_t col),
-                  (s, x, b, row, col))
-GCK_FPENV_GUARDED_VOID(gck_spec_fill, spec_fill, (const gck_spec *s, gck_operand x, void *base),
-                       (s, x, base))
-GCK_FPENV_GUARDED_VOID(gck_spec_format, spec_format, (const gck_spec *s, char *buf, size_t len),
-                       (s, buf, len))
-GCK_FPENV_GUARDED(gck_status, gck_spec_parse, spec_parse,
-                  (const char *text, gck_spec *s, char *msg, size_t len), (text, s, msg, len))
+GCK_GUARDED(double, gck_spec_value, spec_value,
+            (const gck_spec *s, gck_operand x, int64_t b, int64_t row, int64_t col),
+            (s, x, b, row, col))
+GCK_GUARDED_VOID(gck_spec_fill, spec_fill, (const gck_spec *s, gck_operand x, void *base),
+                 (s, x, base))
+GCK_GUARDED_VOID(gck_spec_format, spec_format, (const gck_spec *s, char *buf, size_t len),
+                 (s, buf, len))
+GCK_GUARDED(gck_status, gck_spec_parse, spec_parse,
+            (const char *text, gck_spec *s, char *msg, size_t len), (text, s, msg, len))

@@ -129,7 +129,7 @@ static gck_status run_isolated(const char *backend, const gck_spec *s, const gck
 
 /* ---- the public functions, in gemmcheck's floating-point environment (fpenv.h) ------------ */
 
-GCK_FPENV_GUARDED(gck_status, gck_run_isolated, run_isolated,
-                  (const char *backend, const gck_spec *s, const gck_run_options *o,
-                   double call_timeout, gck_isolated_result *out),
-                  (backend, s, o, call_timeout, out))
+GCK_GUARDED(gck_status, gck_run_isolated, run_isolated,
+            (const char *backend, const gck_spec *s, const gck_run_options *o, double call_timeout,
+             gck_isolated_result *out),
+            (backend, s, o, call_timeout, out))

@@ -547,7 +547,7 @@ static gck_status run_spec(gck_backend *be, const gck_spec *s, const gck_run_opt
 
 /* ---- the public functions, in gemmcheck's floating-point environment (fpenv.h) ------------ */
 
-GCK_FPENV_GUARDED(gck_status, gck_run_spec, run_spec,
-                  (gck_backend * be, const gck_spec *s, const gck_run_options *o, gck_run_result *r,
-                   char *msg, size_t len),
-                  (be, s, o, r, msg, len))
+GCK_GUARDED(gck_status, gck_run_spec, run_spec,
+            (gck_backend * be, const gck_spec *s, const gck_run_options *o, gck_run_result *r,
+             char *msg, size_t len),
+            (be, s, o, r, msg, len))

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE 1
 #include "fpenv.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -81,4 +82,14 @@ void gck_fpguard_return(const gck_fpguard *g) {
 #ifdef GCK_HAVE_MXCSR
     _mm_setcsr(g->caller.mxcsr | raised);
 #endif
+}
+
+static locale_t c_locale;
+static pthread_once_t c_locale_once = PTHREAD_ONCE_INIT;
+
+static void make_c_locale(void) { c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0); }
+
+locale_t gck_c_locale(void) {
+    pthread_once(&c_locale_once, make_c_locale);
+    return c_locale;
 }

@@ -8,12 +8,16 @@
  * turns FTZ and DAZ on), a process in which PyTorch flushes denormals, or a caller rounding
  * upward or trapping on invalid therefore gets the same bits, bounds and verdicts as the command
  * line tool, and no signal. The sticky exception flags raised inside are left raised, as any
- * floating-point code leaves them. (2) A backend call must return with the controls as it found
- * them: the runner saves them before each call, restores them after it, and reports a change. */
+ * floating-point code leaves them. The functions that read or write numbers as text also run in
+ * the "C" locale (a process in a decimal-comma locale would otherwise read "alpha=0.5" as an
+ * error and write "alpha=0,5" into reproducer strings and messages). (2) A backend call must
+ * return with the controls as it found them: the runner saves them before each call, restores
+ * them after it, and reports a change. */
 #ifndef GEMMCHECK_FPENV_H
 #define GEMMCHECK_FPENV_H
 
 #include <fenv.h>
+#include <locale.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -85,6 +89,50 @@ void gck_fpguard_return(const gck_fpguard *g);
         __typeof__(impl) *volatile impl_ = impl;                                                   \
         impl_ args;                                                                                \
         gck_fpguard_return(&guard_);                                                               \
+    }
+
+/** The "C" locale, made once (NULL if it cannot be). */
+locale_t gck_c_locale(void);
+/** Make the calling thread use the "C" locale; returns the one it used (NULL: unchanged). */
+static inline locale_t gck_locale_enter(void) {
+    locale_t c = gck_c_locale();
+    return c ? uselocale(c) : (locale_t)0;
+}
+static inline void gck_locale_leave(locale_t caller) {
+    if (caller) uselocale(caller);
+}
+
+/** As GCK_FPENV_GUARDED, and in the "C" locale: the public functions other than the value
+ *  functions of gemmcheck/format.h (which write no text and are called per element). */
+#define GCK_GUARDED(type, name, impl, params, args)                                                \
+    type name params {                                                                             \
+        locale_t caller_locale_ = gck_locale_enter();                                              \
+        type result_;                                                                              \
+        if (gck_fpenv_is_default()) {                                                              \
+            result_ = impl args;                                                                   \
+        } else {                                                                                   \
+            gck_fpguard guard_;                                                                    \
+            gck_fpguard_switch(&guard_);                                                           \
+            __typeof__(impl) *volatile impl_ = impl;                                               \
+            result_ = impl_ args;                                                                  \
+            gck_fpguard_return(&guard_);                                                           \
+        }                                                                                          \
+        gck_locale_leave(caller_locale_);                                                          \
+        return result_;                                                                            \
+    }
+#define GCK_GUARDED_VOID(name, impl, params, args)                                                 \
+    void name params {                                                                             \
+        locale_t caller_locale_ = gck_locale_enter();                                              \
+        if (gck_fpenv_is_default()) {                                                              \
+            impl args;                                                                             \
+        } else {                                                                                   \
+            gck_fpguard guard_;                                                                    \
+            gck_fpguard_switch(&guard_);                                                           \
+            __typeof__(impl) *volatile impl_ = impl;                                               \
+            impl_ args;                                                                            \
+            gck_fpguard_return(&guard_);                                                           \
+        }                                                                                          \
+        gck_locale_leave(caller_locale_);                                                          \
     }
 
 #endif

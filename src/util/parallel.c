@@ -1,6 +1,8 @@
 /* One function over an array of jobs, one thread each. */
 #include "parallel.h"
 
+#include "fpenv.h"
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -22,19 +24,37 @@ int gck_thread_count(int requested, long long work) {
     return (int)t;
 }
 
+/* A job's thread: the "C" locale, as the public function that started it (a new thread starts
+ * in the process's; its floating-point environment it inherits from its creator). */
+typedef struct start {
+    void *(*fn)(void *);
+    void *arg;
+} start;
+
+static void *started(void *arg) {
+    const start *s = arg;
+    locale_t c = gck_c_locale();
+    if (c) uselocale(c);
+    return s->fn(s->arg);
+}
+
 bool gck_parallel(void *jobs, size_t n, size_t job_size, void *(*fn)(void *)) {
     char *base = jobs;
     pthread_t *tids = calloc(n, sizeof *tids);
     bool *running = calloc(n, sizeof *running);
-    bool ok = tids && running;
-    for (size_t t = 1; ok && t < n; t++)
-        running[t] = pthread_create(&tids[t], NULL, fn, base + t * job_size) == 0;
+    start *starts = calloc(n, sizeof *starts);
+    bool ok = tids && running && starts;
+    for (size_t t = 1; ok && t < n; t++) {
+        starts[t] = (start){fn, base + t * job_size};
+        running[t] = pthread_create(&tids[t], NULL, started, &starts[t]) == 0;
+    }
     for (size_t t = 0; t < n; t++)
         if (!ok || !running[t]) fn(base + t * job_size); /* job 0, and any not started */
     for (size_t t = 1; ok && t < n; t++)
         if (running[t]) pthread_join(tids[t], NULL);
     free(tids);
     free(running);
+    free(starts);
     return ok;
 }
 
