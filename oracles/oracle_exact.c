@@ -121,12 +121,18 @@ void gck_exact_plan_describe(const gck_exact_plan *p, char *buf, size_t len) {
     int sa, sb, beta;
     if (p->oz) {
         gck_ozaki_shape(p->oz, &sa, &sb, &beta);
-        int64_t ta, tb;
+        int64_t ta, tb, met, ahead;
         gck_ozaki_tails(p->oz, &ta, &tb);
-        snprintf(buf, len,
-                 "ozaki: %d x %d slices of %d bits, %d f64 GEMMs per member, each checked by "
-                 "Freivalds' test; %lld + %lld values with a tail",
-                 sa, sb, beta, sa * sb, (long long)ta, (long long)tb);
+        gck_ozaki_tails_ahead(p->oz, &met, &ahead);
+        int n = snprintf(buf, len,
+                         "ozaki: %d x %d slices of %d bits, %d f64 GEMMs per member, each checked "
+                         "by Freivalds' test; %lld + %lld values with a tail",
+                         sa, sb, beta, sa * sb, (long long)ta, (long long)tb);
+        if (met && n >= 0 && (size_t)n < len)
+            snprintf(buf + n, len - (size_t)n,
+                     ", whose products %lld of the %lld elements they "
+                     "meet sum ahead",
+                     (long long)ahead, (long long)met);
     } else
         snprintf(buf, len, "%s, products one by one (no splitting: %s)", path_names[p->path],
                  p->oz_why[0] ? p->oz_why : "A and B not read");

@@ -53,12 +53,20 @@ typedef struct lines {
     int64_t member_bytes;                      /* from one member to the next */
 } lines;
 
-/* A value's bits below its line's slices: m·2^e with the value's sign, at step k. */
+/* A value's bits below its line's slices: m·2^e with the value's sign, at step k; v the same
+ * as a double (exact: m has at most 53 bits and e >= -1074). */
 typedef struct tailv {
     int64_t k;
     uint64_t m;
     int32_t e, neg;
+    double v;
 } tailv;
+
+/* Where a line's tails lie: every tail is a multiple of 2^lo, and their magnitudes add up to
+ * less than 2^up. */
+typedef struct tail_span {
+    int32_t lo, up;
+} tail_span;
 
 struct gck_ozaki {
     int64_t m, n, k, pairs;    /* pairs: members with their own sums (1 when A and B are shared) */
@@ -72,6 +80,17 @@ struct gck_ozaki {
     lines va, vb;
     int64_t *ta_start, *tb_start;
     tailv *ta, *tb;
+    tail_span *sp_a, *sp_b; /* per line, as ta_start */
+    /* the tails' partners: op(B) (for op(A)'s tails) and op(A) (for op(B)'s) copied with the
+     * lines adjacent, k by k, so that the elements of a tile, which share their tails' steps
+     * k, read their partners from the same cache lines */
+    lines pa, pb;
+    void *pa_copy, *pb_copy;
+    /* [pair][j][i]: each element's tail products, tail_a·b + a·tail_b - tail_a·tail_b, summed in
+     * doubles; exact where tails_exact says so (else the element sums them itself) */
+    double *tsum;
+    int64_t met, ahead;   /* elements with a tail product, and those of them summed in tsum */
+    int32_t low_a, low_b; /* the lowest set bit of any value of op(A), op(B) */
     int64_t ntail_a, ntail_b;
 };
 
@@ -104,6 +123,11 @@ void gck_ozaki_free(gck_ozaki *o) {
     free(o->tb_start);
     free(o->ta);
     free(o->tb);
+    free(o->sp_a);
+    free(o->sp_b);
+    free(o->pa_copy);
+    free(o->pb_copy);
+    free(o->tsum);
     free(o);
 }
 
@@ -116,6 +140,11 @@ void gck_ozaki_shape(const gck_ozaki *o, int *slices_a, int *slices_b, int *beta
 void gck_ozaki_tails(const gck_ozaki *o, int64_t *tails_a, int64_t *tails_b) {
     *tails_a = o->ntail_a;
     *tails_b = o->ntail_b;
+}
+
+void gck_ozaki_tails_ahead(const gck_ozaki *o, int64_t *met, int64_t *ahead) {
+    *met = o->met;
+    *ahead = o->ahead;
 }
 
 void gck_ozaki_range(const gck_ozaki *o, int32_t *lowest, int32_t *width) {
@@ -193,6 +222,40 @@ static inline __attribute__((always_inline)) bool tail_side128(const tailv *tv, 
     return true;
 }
 
+/* A stored value as a double, NaN and Inf as 0 (as value_at), for a format of fb fraction and
+ * eb exponent bits (constants at the call sites). */
+static inline __attribute__((always_inline)) double raw_double(uint64_t u, int fb, int eb) {
+    uint64_t emask = (UINT64_C(1) << eb) - 1, ef = (u >> fb) & emask,
+             f = u & ((UINT64_C(1) << fb) - 1);
+    int bias = (1 << (eb - 1)) - 1;
+    if (ef == emask) return 0.0;
+    double v;
+    if (ef) {
+        uint64_t bits = ((ef - (uint64_t)bias + 1023) << 52) | f << (52 - fb);
+        memcpy(&v, &bits, sizeof v);
+    } else { /* subnormal: f·2^(1 - bias - fb), the power of two formed from its bits */
+        int e = 1 - bias - fb;
+        uint64_t bits = e >= -1022 ? (uint64_t)(e + 1023) << 52 : UINT64_C(1) << (e + 1074);
+        double p2;
+        memcpy(&p2, &bits, sizeof p2);
+        v = (double)f * p2;
+    }
+    return (u >> (fb + eb)) & 1 ? -v : v;
+}
+
+/* *s += v (a double that is a multiple of 2^base), false as add_prod128. */
+static bool add_double128(__int128 *s, double v, int32_t base) {
+    if (v == 0.0) return true;
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    uint64_t ef = (bits >> 52) & 0x7ff, m = bits & ((UINT64_C(1) << 52) - 1);
+    if (ef) m |= UINT64_C(1) << 52;
+    int tz = __builtin_ctzll(m); /* the shortest form: its last bit is at or above 2^base */
+    return add_prod128(s, m >> tz, 1, (int64_t)(ef ? ef : 1) - 1075 + tz, base, bits >> 63);
+}
+
+/* One side's tail products into *s, product by product: a line's tails times the partner line
+ * (member, line of v). */
 static bool tail_side(const tailv *tv, int64_t n, const lines *v, int64_t member, int64_t line,
                       int32_t base, __int128 *s) {
     if (!n) return true;
@@ -205,13 +268,37 @@ static bool tail_side(const tailv *tv, int64_t n, const lines *v, int64_t member
     }
 }
 
+/* Whether element (i, j) of members ma, mb has its tail products summed exactly in tsum. Its
+ * terms (tail_a·b, a·tail_b, tail_a·tail_b) are multiples of 2^L, L the lower of the two sides'
+ * lowest bits (a tail's lowest bit plus the partner operand's), and each group adds up to less
+ * than 2^U (the side's span times its partner line's scale; tail_a·tail_b less than either), so
+ * with 2^(U+2) <= 2^(L+53) every product and partial sum is a multiple of 2^L below 2^(L+53)
+ * and representable (L >= -1074, U + 2 <= 1024): no operation rounds, in any order. */
+static bool tails_exact(const gck_ozaki *o, int64_t ma, int64_t mb, int64_t i, int64_t j,
+                        int64_t na, int64_t nb) {
+    int32_t L = INT32_MAX, U = INT32_MIN;
+    if (na) {
+        const tail_span *sp = o->sp_a + ma * o->m + i;
+        L = sp->lo + o->low_b, U = sp->up + o->eb[mb * o->n + j];
+    }
+    if (nb) {
+        const tail_span *sp = o->sp_b + mb * o->n + j;
+        int32_t l = sp->lo + o->low_a, u = sp->up + o->ea[ma * o->m + i];
+        L = l < L ? l : L, U = u > U ? u : U;
+    }
+    return L >= -1074 && (int64_t)U + 2 <= ((int64_t)L + 53 < 1024 ? (int64_t)L + 53 : 1024);
+}
+
 bool gck_ozaki_tail_sum128(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j, int32_t base,
                            __int128 *s) {
     int64_t ma, mb, na, nb;
     const tailv *ta, *tb;
     tails_at(o, bi, i, j, &ma, &mb, &ta, &na, &tb, &nb);
+    if (!na && !nb) return true;
+    if (o->tsum && tails_exact(o, ma, mb, i, j, na, nb))
+        return add_double128(s, o->tsum[((o->pairs == 1 ? 0 : bi) * o->n + j) * o->m + i], base);
     /* as gck_ozaki_tail_terms: tail_a·b + a·tail_b - tail_a·tail_b */
-    if (!tail_side(ta, na, &o->vb, mb, j, base, s) || !tail_side(tb, nb, &o->va, ma, i, base, s))
+    if (!tail_side(ta, na, &o->pb, mb, j, base, s) || !tail_side(tb, nb, &o->pa, ma, i, base, s))
         return false;
     for (int64_t x = 0, y = 0; na && x < nb; x++) {
         while (y < na && ta[y].k < tb[x].k) y++;
@@ -304,16 +391,21 @@ static int64_t tails_beyond(const int64_t *hist, int S) {
 }
 
 /* The tails of the values that need more than S slices, line by line in order of k (CSR: line
- * t's at out[start[t] .. start[t+1]]); *tmin: the lowest bit of any tail. Two passes over the
- * lines, cut among the cores: each line's count, then (from their prefix sums) its tails. */
+ * t's at out[start[t] .. start[t+1]]), and each line's span; *tmin: the lowest bit of any tail.
+ * Two passes over the lines, cut among the cores: each line's count, then (from their prefix
+ * sums) its tails. */
 typedef struct tails_job {
     const lines *v;
     const int32_t *E;
     int beta, S;
     int64_t *start; /* first pass: start[t + 1] = line t's count */
     tailv *out;     /* NULL in the first pass */
+    tail_span *span;
     int32_t tmin[OZ_MAX_PARTS];
 } tails_job;
+
+/* The smallest c with n <= 2^c (n >= 1). */
+static int32_t ceil_log2(int64_t n) { return n <= 1 ? 0 : 64 - __builtin_clzll((uint64_t)n - 1); }
 
 static void tails_part(void *arg, int part, int64_t lo, int64_t hi) {
     tails_job *x = arg;
@@ -322,31 +414,39 @@ static void tails_part(void *arg, int part, int64_t lo, int64_t hi) {
     for (int64_t t = lo; t < hi; t++) {
         int32_t cut = x->E[t] - x->beta * x->S; /* the slices keep the bits from cut up */
         int64_t n = x->out ? x->start[t] : 0;
+        int32_t low = INT32_MAX, top = INT32_MIN;
         for (int64_t k = 0; k < v->k; k++) {
             dec d = value_at(v, t / v->count, t % v->count, k);
             if (!d.m || d.e >= cut) continue;
             if (x->out) {
                 int w = cut - d.e; /* the tail's bits: below the cut (d.e is set: never 0) */
                 uint64_t m = w >= 64 ? d.m : d.m & ((UINT64_C(1) << w) - 1);
-                x->out[n] = (tailv){k, m, d.e, d.neg};
-                if (d.e < tmin) tmin = d.e;
+                double tv = ldexp((double)m, d.e);
+                x->out[n] = (tailv){k, m, d.e, d.neg, d.neg ? -tv : tv};
+                if (d.e < low) low = d.e;
+                if (d.e + bits_of(m) > top) top = d.e + bits_of(m);
             }
             n++;
         }
-        if (!x->out) x->start[t + 1] = n;
+        if (!x->out)
+            x->start[t + 1] = n;
+        else if (low != INT32_MAX) /* the line's n tails add up to less than n·2^top */
+            x->span[t] = (tail_span){low, top + ceil_log2(n - x->start[t])};
+        if (low < tmin) tmin = low;
     }
     x->tmin[part] = tmin;
 }
 
 static bool collect_tails(const lines *v, const int32_t *E, int beta, int S, int64_t count,
-                          int64_t **start, tailv **out, int32_t *tmin) {
+                          int64_t **start, tailv **out, tail_span **span, int32_t *tmin) {
     int64_t nl = v->members * v->count;
     *start = malloc((size_t)(nl + 1) * sizeof **start);
     *out = malloc((size_t)(count > 0 ? count : 1) * sizeof **out);
+    *span = calloc((size_t)nl, sizeof **span);
     tails_job *x = calloc(1, sizeof *x);
-    bool ok = *start && *out && x;
+    bool ok = *start && *out && *span && x;
     if (ok) {
-        *x = (tails_job){.v = v, .E = E, .beta = beta, .S = S, .start = *start};
+        *x = (tails_job){.v = v, .E = E, .beta = beta, .S = S, .start = *start, .span = *span};
         int parts = line_parts(v, nl);
         gck_parallel_for(parts, nl, x, tails_part);
         (*start)[0] = 0;
@@ -564,6 +664,144 @@ static bool build_pair(gck_ozaki *o, const lines *va, const lines *vb, int64_t m
     return accum_pass(&x, M, verify_part);
 }
 
+/* ---- the tails' products, summed ahead of the elements ------------------------------------ */
+
+/* tsum of pair p (members ma, mb) += tail_a·b over the rows of op(A) in blocks of 8 (each part
+ * writes its rows only: for each j, 8 adjacent sums), then += a·tail_b over the columns, then
+ * -= tail_a·tail_b; an element's sum is used only where tails_exact holds, so that the doubles
+ * are exact there whatever their order. */
+typedef struct tsum_job {
+    const gck_ozaki *o;
+    double *t;
+    int64_t ma, mb;
+    tailv **buf; /* per part: room for the tails of any block of rows */
+} tsum_job;
+
+static inline __attribute__((always_inline)) void
+rows_block(const tsum_job *x, tailv *tl, int64_t n, int64_t i0, int fb, int eb, int bytes) {
+    const gck_ozaki *o = x->o;
+    const char *pb = (const char *)o->pb.base + x->mb * o->pb.member_bytes;
+    for (int64_t j = 0; j < o->n; j++) {
+        double *t = x->t + j * o->m + i0;
+        for (int64_t y = 0; y < n; y++) /* tl[y].m holds the row's offset from i0 */
+            t[tl[y].m] += tl[y].v * raw_double(raw_at(pb, bytes, j + tl[y].k * o->pb.ks), fb, eb);
+    }
+}
+
+static void tsum_rows_part(void *arg, int part, int64_t lo, int64_t hi) {
+    const tsum_job *x = arg;
+    const gck_ozaki *o = x->o;
+    for (int64_t blk = lo; blk < hi; blk++) {
+        int64_t i0 = blk * 8, i1 = i0 + 8 < o->m ? i0 + 8 : o->m;
+        const int64_t *st = o->ta_start + x->ma * o->m;
+        int64_t n = st[i1] - st[i0];
+        if (!n) continue;
+        tailv *tl = x->buf[part];
+        for (int64_t i = i0, y = 0; i < i1; i++)
+            for (int64_t z = st[i]; z < st[i + 1]; z++, y++)
+                tl[y] = (tailv){o->ta[z].k, (uint64_t)(i - i0), 0, 0, o->ta[z].v};
+        switch (o->pb.type) {
+        case GCK_F16: rows_block(x, tl, n, i0, 10, 5, 2); break;
+        case GCK_BF16: rows_block(x, tl, n, i0, 7, 8, 2); break;
+        case GCK_F64: rows_block(x, tl, n, i0, 52, 11, 8); break;
+        default: rows_block(x, tl, n, i0, 23, 8, 4); break;
+        }
+    }
+}
+
+static inline __attribute__((always_inline)) void cols_one(const tsum_job *x, int64_t j, int fb,
+                                                           int eb, int bytes) {
+    const gck_ozaki *o = x->o;
+    const int64_t *st = o->tb_start + x->mb * o->n;
+    const char *pa = (const char *)o->pa.base + x->ma * o->pa.member_bytes;
+    double *t = x->t + j * o->m;
+    for (int64_t z = st[j]; z < st[j + 1]; z++) {
+        const char *row = pa + o->tb[z].k * o->pa.ks * bytes;
+        double v = o->tb[z].v;
+        for (int64_t i = 0; i < o->m; i++) t[i] += v * raw_double(raw_at(row, bytes, i), fb, eb);
+    }
+}
+
+static void tsum_cols_part(void *arg, int part, int64_t lo, int64_t hi) {
+    (void)part;
+    const tsum_job *x = arg;
+    for (int64_t j = lo; j < hi; j++) switch (x->o->pa.type) {
+        case GCK_F16: cols_one(x, j, 10, 5, 2); break;
+        case GCK_BF16: cols_one(x, j, 7, 8, 2); break;
+        case GCK_F64: cols_one(x, j, 52, 11, 8); break;
+        default: cols_one(x, j, 23, 8, 4); break;
+        }
+}
+
+/* -= tail_a·tail_b: op(A)'s tails bucketed by k, met by each tail of each column. */
+static bool tsum_both(const tsum_job *x) {
+    const gck_ozaki *o = x->o;
+    int64_t K = o->k, M = o->m, N = o->n, na, nb;
+    if (!o->ntail_a || !o->ntail_b) return true;
+    const int64_t *sa = o->ta_start + x->ma * M, *sb = o->tb_start + x->mb * N;
+    na = sa[M] - sa[0], nb = sb[N] - sb[0];
+    if (!na || !nb) return true;
+    int64_t *start = calloc((size_t)(K + 2), sizeof *start);
+    tailv *byk = malloc((size_t)na * sizeof *byk);
+    if (!start || !byk) {
+        free(start);
+        free(byk);
+        return false;
+    }
+    for (int64_t z = sa[0]; z < sa[M]; z++) start[o->ta[z].k + 2]++;
+    for (int64_t k = 0; k < K; k++) start[k + 2] += start[k + 1];
+    for (int64_t i = 0; i < M; i++) /* the row in m */
+        for (int64_t z = sa[i]; z < sa[i + 1]; z++)
+            byk[start[o->ta[z].k + 1]++] = (tailv){o->ta[z].k, (uint64_t)i, 0, 0, o->ta[z].v};
+    for (int64_t j = 0; j < N; j++)
+        for (int64_t z = sb[j]; z < sb[j + 1]; z++)
+            for (int64_t y = start[o->tb[z].k]; y < start[o->tb[z].k + 1]; y++)
+                x->t[j * M + byk[y].m] -= byk[y].v * o->tb[z].v;
+    free(start);
+    free(byk);
+    return true;
+}
+
+/* tsum for every pair; false (tsum freed: every element sums its tails itself) when out of
+ * memory. */
+static bool build_tsum(gck_ozaki *o) {
+    int64_t M = o->m, N = o->n, blocks = (M + 7) / 8;
+    int64_t most = 0; /* the most tails in a block of 8 rows of any member */
+    for (int64_t b = 0; o->ntail_a && b < (o->a_batched ? o->pairs : 1) * blocks; b++) {
+        int64_t mem = b / blocks, i0 = b % blocks * 8, i1 = i0 + 8 < M ? i0 + 8 : M;
+        int64_t n = o->ta_start[mem * M + i1] - o->ta_start[mem * M + i0];
+        most = n > most ? n : most;
+    }
+    int parts = gck_parallel_parts(blocks, 8 * N);
+    parts = parts < OZ_MAX_PARTS ? parts : OZ_MAX_PARTS;
+    o->tsum = calloc((size_t)(o->pairs * M * N), sizeof *o->tsum);
+    tailv *buf[OZ_MAX_PARTS] = {0};
+    bool ok = o->tsum != NULL;
+    for (int t = 0; ok && most && t < parts; t++)
+        ok = (buf[t] = malloc((size_t)most * sizeof *buf[t])) != NULL;
+    for (int64_t p = 0; ok && p < o->pairs; p++) {
+        tsum_job x = {o, o->tsum + p * M * N, o->a_batched ? p : 0, o->b_batched ? p : 0, buf};
+        if (o->ntail_a) gck_parallel_for(parts, blocks, &x, tsum_rows_part);
+        if (o->ntail_b) gck_parallel_for(gck_parallel_parts(N, M), N, &x, tsum_cols_part);
+        ok = tsum_both(&x);
+    }
+    for (int t = 0; t < OZ_MAX_PARTS; t++) free(buf[t]);
+    if (!ok) {
+        free(o->tsum);
+        o->tsum = NULL;
+    }
+    for (int64_t p = 0; p < o->pairs; p++) /* for the plan's description */
+        for (int64_t j = 0; j < N; j++)
+            for (int64_t i = 0; i < M; i++) {
+                int64_t ma, mb, na, nb;
+                const tailv *ta, *tb;
+                tails_at(o, p, i, j, &ma, &mb, &ta, &na, &tb, &nb);
+                o->met += na || nb;
+                o->ahead += (na || nb) && ok && tails_exact(o, ma, mb, i, j, na, nb);
+            }
+    return ok;
+}
+
 /* The weights' range: the lowest bit of any term and the bits any sum needs above it. */
 static void weight_range(gck_ozaki *o, int64_t la, int64_t lb) {
     int32_t lo_a = INT32_MAX, hi_a = INT32_MIN, lo_b = INT32_MAX, hi_b = INT32_MIN;
@@ -609,6 +847,10 @@ static bool decide(gck_ozaki *o, gck_ozaki_mode md, double cost, char *why, size
     double bytes = 8.0 * ((double)o->pairs * (double)o->m * (double)o->n * o->nd +
                           (double)o->m * (double)o->k + (double)o->sb * (double)o->k * o->n +
                           (double)o->m * (double)o->n);
+    if (o->ntail_a || o->ntail_b) /* the tails' sums and partners */
+        bytes += 8.0 * (double)o->pairs * (double)o->m * (double)o->n +
+                 (double)o->k * ((o->ntail_b ? (double)o->va.members * o->va.lay.bytes * o->m : 0) +
+                                 (o->ntail_a ? (double)o->vb.members * o->vb.lay.bytes * o->n : 0));
     if (bytes > (double)OZ_MAX_BYTES)
         snprintf(why, len, "splitting would take %.1f GiB", bytes / (1 << 30));
     else if (md == GCK_OZAKI_ALWAYS)
@@ -624,6 +866,48 @@ static bool decide(gck_ozaki *o, gck_ozaki_mode md, double cost, char *why, size
     else
         return true;
     return false;
+}
+
+/* The lines of v copied with the lines adjacent (element (line, k) at k·ks + line), the steps
+ * k cut among the cores and copied in blocks of 64 x 64. ks is the count rounded up to whole
+ * cache lines, plus one: with a power-of-two stride, the partners of a line's tails would all
+ * fall in the same cache set and evict each other. */
+typedef struct adjacent_job {
+    const lines *v;
+    char *dst;
+    int64_t ks;
+} adjacent_job;
+
+static void adjacent_part(void *arg, int part, int64_t lo, int64_t hi) {
+    (void)part;
+    const adjacent_job *x = arg;
+    const lines *v = x->v;
+    int64_t n = v->count, K = v->k, bytes = v->lay.bytes, blocks = (K + 63) / 64, ks = x->ks;
+    for (int64_t t = lo; t < hi; t++) {
+        int64_t b = t / blocks, k0 = t % blocks * 64, k1 = k0 + 64 < K ? k0 + 64 : K;
+        const char *src = (const char *)v->base + b * v->member_bytes;
+        char *dst = x->dst + b * ks * K * bytes;
+        for (int64_t l0 = 0; l0 < n; l0 += 64)
+            for (int64_t k = k0; k < k1; k++)
+                for (int64_t l = l0; l < l0 + 64 && l < n; l++)
+                    memcpy(dst + (k * ks + l) * bytes, src + (l * v->ls + k * v->ks) * bytes,
+                           (size_t)bytes);
+    }
+}
+
+/* *out: v with its lines adjacent, in a copy (*copy, to be freed); false when out of memory. */
+static bool adjacent_lines(const lines *v, lines *out, void **copy) {
+    int64_t n = v->count, K = v->k, bytes = v->lay.bytes, per_line = 64 / bytes;
+    int64_t ks = (n + per_line - 1) / per_line * per_line + per_line;
+    *copy = malloc((size_t)(v->members * ks * K * bytes));
+    if (!*copy) return false;
+    adjacent_job x = {v, *copy, ks};
+    int64_t blocks = v->members * ((K + 63) / 64);
+    gck_parallel_for(gck_parallel_parts(blocks, 64 * n), blocks, &x, adjacent_part);
+    *out = *v;
+    out->base = *copy;
+    out->ls = 1, out->ks = ks, out->member_bytes = ks * K * bytes;
+    return true;
 }
 
 /* Operand x (GCK_A or GCK_B) of the case as lines: the rows of op(A) or the columns of op(B). */
@@ -642,6 +926,24 @@ static lines lines_of(const gck_case *c, gck_operand x, const void *X) {
                    .ls = a ? rs : cs,
                    .ks = a ? cs : rs,
                    .member_bytes = stride * gck_format_get(t)->storage_bytes};
+}
+
+/* The tails of both operands and their partners' copies; *tmina, *tminb: the lowest bit of any
+ * tail of each. False (with why) when out of memory. */
+static bool prepare_tails(gck_ozaki *o, int32_t *tmina, int32_t *tminb, char *why, size_t len) {
+    if ((o->ntail_a && !collect_tails(&o->va, o->ea, o->beta, o->sa, o->ntail_a, &o->ta_start,
+                                      &o->ta, &o->sp_a, tmina)) ||
+        (o->ntail_b && !collect_tails(&o->vb, o->eb, o->beta, o->sb, o->ntail_b, &o->tb_start,
+                                      &o->tb, &o->sp_b, tminb))) {
+        snprintf(why, len, "out of memory for the tails");
+        return false;
+    }
+    if ((o->ntail_a && !adjacent_lines(&o->vb, &o->pb, &o->pb_copy)) ||
+        (o->ntail_b && !adjacent_lines(&o->va, &o->pa, &o->pa_copy))) {
+        snprintf(why, len, "out of memory for the tails' partners");
+        return false;
+    }
+    return true;
 }
 
 gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B, char *why,
@@ -684,13 +986,8 @@ gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B, char *
     o->vb = vb;
     work w = {0};
     bool ok = decide(o, md, cost, why, why_len);
-    if (ok && ((o->ntail_a && !collect_tails(&va, o->ea, o->beta, o->sa, o->ntail_a, &o->ta_start,
-                                             &o->ta, &tmina)) ||
-               (o->ntail_b && !collect_tails(&vb, o->eb, o->beta, o->sb, o->ntail_b, &o->tb_start,
-                                             &o->tb, &tminb)))) {
-        snprintf(why, why_len, "out of memory for the tails");
-        ok = false;
-    }
+    o->low_a = lowa, o->low_b = lowb;
+    ok = ok && prepare_tails(o, &tmina, &tminb, why, why_len);
     if (ok) {
         weight_range(o, ma * c->m, mb * c->n);
         /* the tails' products lie below the slices': tail x value */
@@ -712,6 +1009,8 @@ gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B, char *
             }
         }
         if (o->q) work_free(&w);
+        if (ok && (o->ntail_a || o->ntail_b))
+            build_tsum(o); /* out of memory: the elements sum their tails themselves */
     }
     if (!ok) {
         gck_ozaki_free(o);

@@ -40,8 +40,12 @@ void gck_ozaki_free(gck_ozaki *o);
 void gck_ozaki_shape(const gck_ozaki *o, int *slices_a, int *slices_b, int *beta);
 
 /** How many values of op(A) and of op(B) have a tail: bits below their line's slices, whose
- *  products are added one by one (gck_ozaki_tail_terms). */
+ *  products are added apart from the slices' (gck_ozaki_tail_terms). */
 void gck_ozaki_tails(const gck_ozaki *o, int64_t *tails_a, int64_t *tails_b);
+
+/** How many elements meet a tail (*met), and how many of them have their tail products summed
+ *  ahead, exactly, in doubles (*ahead; the others add them one by one). */
+void gck_ozaki_tails_ahead(const gck_ozaki *o, int64_t *met, int64_t *ahead);
 
 /** The range of the terms' weights over every element: the lowest bit any term can have and
  *  the number of bits above it any sum needs (carries included). */
