@@ -121,18 +121,12 @@ void gck_exact_plan_describe(const gck_exact_plan *p, char *buf, size_t len) {
     int sa, sb, beta;
     if (p->oz) {
         gck_ozaki_shape(p->oz, &sa, &sb, &beta);
-        int64_t ta, tb, met, ahead;
+        int64_t ta, tb;
         gck_ozaki_tails(p->oz, &ta, &tb);
-        gck_ozaki_tails_ahead(p->oz, &met, &ahead);
-        int n = snprintf(buf, len,
-                         "ozaki: %d x %d slices of %d bits, %d f64 GEMMs per member, each checked "
-                         "by Freivalds' test; %lld + %lld values with a tail",
-                         sa, sb, beta, sa * sb, (long long)ta, (long long)tb);
-        if (met && n >= 0 && (size_t)n < len)
-            snprintf(buf + n, len - (size_t)n,
-                     ", whose products %lld of the %lld elements they "
-                     "meet sum ahead",
-                     (long long)ahead, (long long)met);
+        snprintf(buf, len,
+                 "ozaki: %d x %d slices of %d bits, %d f64 GEMMs per member, each checked by "
+                 "Freivalds' test; %lld + %lld values with a tail",
+                 sa, sb, beta, sa * sb, (long long)ta, (long long)tb);
     } else
         snprintf(buf, len, "%s, products one by one (no splitting: %s)", path_names[p->path],
                  p->oz_why[0] ? p->oz_why : "A and B not read");
@@ -170,19 +164,24 @@ typedef struct opstats {
 
 /* Pass 1: specials per line; exponent ranges over the operand in the shortest form (for fixed
  * point) and in the stored form (for buckets: its last-bit exponents spread no wider than the
- * values' exponents, which keeps the buckets few). */
-static inline __attribute__((always_inline)) void op_stats_as(const opview *v, layout lay,
-                                                              uint8_t *special, opstats *st) {
+ * values' exponents, which keeps the buckets few). Over the lines [lo, hi) of all members; when
+ * the lines are adjacent (ls = 1) step by step across them, so that the reads are adjacent. */
+static inline __attribute__((always_inline)) void
+op_stats_as(const opview *v, layout lay, uint8_t *special, opstats *st, int64_t lo, int64_t hi) {
     *st = (opstats){INT32_MAX, INT32_MIN, 0, INT32_MAX, INT32_MIN, 0};
-    for (int64_t b = 0; b < v->members; b++) {
+    bool across = v->ls == 1 && v->ks != 1;
+    for (int64_t b = lo / v->lines; b <= (hi - 1) / v->lines; b++) {
         const void *base = gck_oracle_member(v->base, v->type, v->stride, b);
-        for (int64_t line = 0; line < v->lines; line++) {
-            int64_t t = b * v->lines + line;
-            for (int64_t k = 0; k < v->K; k++) {
+        int64_t l0 = b * v->lines > lo ? 0 : lo - b * v->lines,
+                l1 = (b + 1) * v->lines < hi ? v->lines : hi - b * v->lines;
+        int64_t outer = across ? v->K : l1 - l0, inner = across ? l1 - l0 : v->K;
+        for (int64_t u = 0; u < outer; u++)
+            for (int64_t w = 0; w < inner; w++) {
+                int64_t line = across ? l0 + w : l0 + u, k = across ? u : w;
                 bool sp;
                 dec d = decode_raw(raw_at(base, lay.bytes, line * v->ls + k * v->ks), lay.fb,
                                    lay.eb, &sp);
-                special[t] |= sp;
+                special[b * v->lines + line] |= sp;
                 if (!d.m) continue;
                 int nb = bits_of(d.m);
                 if (d.e < st->emin_r) st->emin_r = d.e;
@@ -193,14 +192,42 @@ static inline __attribute__((always_inline)) void op_stats_as(const opview *v, l
                 if (sd.e < st->emin) st->emin = sd.e;
                 if (bits_of(sd.m) > st->mbits) st->mbits = bits_of(sd.m);
             }
-        }
     }
 }
 
-static void op_stats(const opview *v, uint8_t *special, opstats *st) {
-#define STATS(lay) op_stats_as(v, lay, special, st)
+/* The lines cut among the cores, each part with its own ranges, merged. */
+#define STATS_PARTS 64
+typedef struct stats_job {
+    const opview *v;
+    uint8_t *special;
+    opstats st[STATS_PARTS];
+} stats_job;
+
+static void op_stats_part(void *arg, int part, int64_t lo, int64_t hi) {
+    stats_job *x = arg;
+    const opview *v = x->v;
+#define STATS(lay) op_stats_as(v, lay, x->special, &x->st[part], lo, hi)
     FOR_EACH_LAYOUT(STATS)
 #undef STATS
+}
+
+static void op_stats(const opview *v, uint8_t *special, opstats *st) {
+    *st = (opstats){INT32_MAX, INT32_MIN, 0, INT32_MAX, INT32_MIN, 0};
+    int64_t n = v->members * v->lines;
+    if (!n || !v->K) return;
+    stats_job x = {.v = v, .special = special};
+    int parts = gck_parallel_parts(n, v->K);
+    parts = parts < STATS_PARTS ? parts : STATS_PARTS;
+    gck_parallel_for(parts, n, &x, op_stats_part);
+    for (int p = 0; p < parts; p++) {
+        const opstats *q = &x.st[p];
+        st->emin = q->emin < st->emin ? q->emin : st->emin;
+        st->emax = q->emax > st->emax ? q->emax : st->emax;
+        st->mbits = q->mbits > st->mbits ? q->mbits : st->mbits;
+        st->emin_r = q->emin_r < st->emin_r ? q->emin_r : st->emin_r;
+        st->emaxe_r = q->emaxe_r > st->emaxe_r ? q->emaxe_r : st->emaxe_r;
+        st->mbits_r = q->mbits_r > st->mbits_r ? q->mbits_r : st->mbits_r;
+    }
 }
 
 /* Pass 2: the representation the path uses. Fixed point: the shortest form, relative to
@@ -512,11 +539,17 @@ struct gck_exact_ws {
     void *buckets; /* ncopy copies of nbuckets int64 or __int128, zero between elements */
     uint32_t *mag;
     int ns, nf, nb;
-    int s_lo, s_top; /* S's limbs that matter: s_lo..s_top-1 digits, s_top 0 or -1 (sign) */
-    long lane;       /* elements by the 128-bit lane */
+    int s_lo, s_top;  /* S's limbs that matter: s_lo..s_top-1 digits, s_top 0 or -1 (sign) */
+    long lane;        /* elements by the 128-bit lane */
+    int64_t tails[2]; /* of those, elements meeting a tail; those whose tail sum came ahead */
 };
 
 long gck_exact_ws_lane(const gck_exact_ws *w) { return w->lane; }
+
+void gck_exact_ws_tails(const gck_exact_ws *w, int64_t *met, int64_t *ahead) {
+    *met = w->tails[0];
+    *ahead = w->tails[1];
+}
 
 gck_exact_ws *gck_exact_ws_new(const gck_exact_plan *p) {
     gck_exact_ws *w = calloc(1, sizeof *w);
@@ -833,7 +866,7 @@ static double up128(unsigned __int128 u, int64_t base) {
 /* The element by the lane: false (nothing written) when a term does not fit or the value is
  * exactly 0 (its sign follows the IEEE rules: the limbs' path decides it). */
 static bool eval128(const gck_exact_plan *p, int64_t bi, int64_t i, int64_t j, double cv,
-                    const double *got, gck_oracle_eval *out) {
+                    const double *got, gck_oracle_eval *out, int64_t tails[2]) {
     int32_t w0;
     int count;
     const int64_t *t = gck_ozaki_terms(p->oz, bi, i, j, &w0, &count);
@@ -841,7 +874,7 @@ static bool eval128(const gck_exact_plan *p, int64_t bi, int64_t i, int64_t j, d
     for (int d = 0; d < count; d++)
         add_term128(&x, t[d] < 0 ? -(unsigned __int128)t[d] : (unsigned __int128)t[d],
                     (int64_t)w0 - (int64_t)p->oz_beta * d - p->base_s, t[d] < 0);
-    if (x.overflow || !gck_ozaki_tail_sum128(p->oz, bi, i, j, x.base, &x.s) || x.s == 0)
+    if (x.overflow || !gck_ozaki_tail_sum128(p->oz, bi, i, j, x.base, &x.s, tails) || x.s == 0)
         return false;
     /* alpha·S at base_s + alpha.e */
     unsigned __int128 u = x.s < 0 ? -(unsigned __int128)x.s : (unsigned __int128)x.s;
@@ -893,7 +926,8 @@ void gck_exact_eval(const gck_exact_plan *p, gck_exact_ws *w, int64_t bi, int64_
         }
     }
     /* finite inputs: terms with a zero factor contribute 0 whether skipped or not */
-    if (rab && p->path == PATH_OZAKI && eval128(p, ma > mb ? ma : mb, i, j, cv, got, out)) {
+    if (rab && p->path == PATH_OZAKI &&
+        eval128(p, ma > mb ? ma : mb, i, j, cv, got, out, w->tails)) {
         w->lane++;
         return;
     }

@@ -43,5 +43,9 @@ void gck_exact_eval(const gck_exact_plan *p, gck_exact_ws *w, int64_t bi, int64_
 /** How many of this workspace's elements took the 128-bit lane (a split product's element whose
  *  value and error fit one __int128: no limbs); for tests. */
 long gck_exact_ws_lane(const gck_exact_ws *w);
+/** How many of this workspace's tries of the 128-bit lane met a tail (a value's bits below its
+ *  line's slices), and how many of those had their tail products summed ahead in doubles (the
+ *  others added them one by one); for tests. */
+void gck_exact_ws_tails(const gck_exact_ws *w, int64_t *met, int64_t *ahead);
 
 #endif

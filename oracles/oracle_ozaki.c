@@ -81,15 +81,13 @@ struct gck_ozaki {
     int64_t *ta_start, *tb_start;
     tailv *ta, *tb;
     tail_span *sp_a, *sp_b; /* per line, as ta_start */
-    /* the tails' partners: op(B) (for op(A)'s tails) and op(A) (for op(B)'s) copied with the
-     * lines adjacent, k by k, so that the elements of a tile, which share their tails' steps
-     * k, read their partners from the same cache lines */
-    lines pa, pb;
-    void *pa_copy, *pb_copy;
+    /* the tails' partners as doubles (NaN and Inf as 0) with the lines adjacent, k by k:
+     * op(B) for op(A)'s tails ([member][k][j]), op(A) for op(B)'s ([member][k][i]) */
+    double *pa, *pb;
+    void *va_copy, *vb_copy; /* va, vb line by line, when the operands' lines are strided */
     /* [pair][j][i]: each element's tail products, tail_a·b + a·tail_b - tail_a·tail_b, summed in
-     * doubles; exact where tails_exact says so (else the element sums them itself) */
+     * doubles; exact where tails_exact says so (else the element adds them one by one) */
     double *tsum;
-    int64_t met, ahead;   /* elements with a tail product, and those of them summed in tsum */
     int32_t low_a, low_b; /* the lowest set bit of any value of op(A), op(B) */
     int64_t ntail_a, ntail_b;
 };
@@ -125,8 +123,10 @@ void gck_ozaki_free(gck_ozaki *o) {
     free(o->tb);
     free(o->sp_a);
     free(o->sp_b);
-    free(o->pa_copy);
-    free(o->pb_copy);
+    free(o->pa);
+    free(o->pb);
+    free(o->va_copy);
+    free(o->vb_copy);
     free(o->tsum);
     free(o);
 }
@@ -140,11 +140,6 @@ void gck_ozaki_shape(const gck_ozaki *o, int *slices_a, int *slices_b, int *beta
 void gck_ozaki_tails(const gck_ozaki *o, int64_t *tails_a, int64_t *tails_b) {
     *tails_a = o->ntail_a;
     *tails_b = o->ntail_b;
-}
-
-void gck_ozaki_tails_ahead(const gck_ozaki *o, int64_t *met, int64_t *ahead) {
-    *met = o->met;
-    *ahead = o->ahead;
 }
 
 void gck_ozaki_range(const gck_ozaki *o, int32_t *lowest, int32_t *width) {
@@ -290,15 +285,18 @@ static bool tails_exact(const gck_ozaki *o, int64_t ma, int64_t mb, int64_t i, i
 }
 
 bool gck_ozaki_tail_sum128(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j, int32_t base,
-                           __int128 *s) {
+                           __int128 *s, int64_t counts[2]) {
     int64_t ma, mb, na, nb;
     const tailv *ta, *tb;
     tails_at(o, bi, i, j, &ma, &mb, &ta, &na, &tb, &nb);
     if (!na && !nb) return true;
-    if (o->tsum && tails_exact(o, ma, mb, i, j, na, nb))
+    counts[0]++;
+    if (o->tsum && tails_exact(o, ma, mb, i, j, na, nb)) {
+        counts[1]++;
         return add_double128(s, o->tsum[((o->pairs == 1 ? 0 : bi) * o->n + j) * o->m + i], base);
+    }
     /* as gck_ozaki_tail_terms: tail_a·b + a·tail_b - tail_a·tail_b */
-    if (!tail_side(ta, na, &o->pb, mb, j, base, s) || !tail_side(tb, nb, &o->pa, ma, i, base, s))
+    if (!tail_side(ta, na, &o->vb, mb, j, base, s) || !tail_side(tb, nb, &o->va, ma, i, base, s))
         return false;
     for (int64_t x = 0, y = 0; na && x < nb; x++) {
         while (y < na && ta[y].k < tb[x].k) y++;
@@ -666,81 +664,60 @@ static bool build_pair(gck_ozaki *o, const lines *va, const lines *vb, int64_t m
 
 /* ---- the tails' products, summed ahead of the elements ------------------------------------ */
 
-/* tsum of pair p (members ma, mb) += tail_a·b over the rows of op(A) in blocks of 8 (each part
- * writes its rows only: for each j, 8 adjacent sums), then += a·tail_b over the columns, then
- * -= tail_a·tail_b; an element's sum is used only where tails_exact holds, so that the doubles
- * are exact there whatever their order. */
+/* tsum of pair p (members ma, mb): += tail_a·b over the rows of op(A) in blocks of 8, summed
+ * along j in a scratch of 8 rows and then written out 8 adjacent sums per j (each part writes
+ * its rows only); += a·tail_b over the columns; -= tail_a·tail_b. An element uses its sum only
+ * where tails_exact holds: then none of these operations rounds, in any order. */
 typedef struct tsum_job {
     const gck_ozaki *o;
     double *t;
     int64_t ma, mb;
-    tailv **buf; /* per part: room for the tails of any block of rows */
+    double **scratch; /* per part: 8 rows of N */
 } tsum_job;
 
-static inline __attribute__((always_inline)) void
-rows_block(const tsum_job *x, tailv *tl, int64_t n, int64_t i0, int fb, int eb, int bytes) {
-    const gck_ozaki *o = x->o;
-    const char *pb = (const char *)o->pb.base + x->mb * o->pb.member_bytes;
-    for (int64_t j = 0; j < o->n; j++) {
-        double *t = x->t + j * o->m + i0;
-        for (int64_t y = 0; y < n; y++) /* tl[y].m holds the row's offset from i0 */
-            t[tl[y].m] += tl[y].v * raw_double(raw_at(pb, bytes, j + tl[y].k * o->pb.ks), fb, eb);
-    }
+/* y[0 .. n) += v·x[0 .. n) */
+static void axpy(double *restrict y, const double *restrict x, double v, int64_t n) {
+    for (int64_t q = 0; q < n; q++) y[q] += v * x[q];
 }
 
 static void tsum_rows_part(void *arg, int part, int64_t lo, int64_t hi) {
     const tsum_job *x = arg;
     const gck_ozaki *o = x->o;
+    int64_t M = o->m, N = o->n;
+    const int64_t *st = o->ta_start + x->ma * M;
+    const double *pb = o->pb + x->mb * o->k * N;
+    double *sc = x->scratch[part];
     for (int64_t blk = lo; blk < hi; blk++) {
-        int64_t i0 = blk * 8, i1 = i0 + 8 < o->m ? i0 + 8 : o->m;
-        const int64_t *st = o->ta_start + x->ma * o->m;
-        int64_t n = st[i1] - st[i0];
-        if (!n) continue;
-        tailv *tl = x->buf[part];
-        for (int64_t i = i0, y = 0; i < i1; i++)
-            for (int64_t z = st[i]; z < st[i + 1]; z++, y++)
-                tl[y] = (tailv){o->ta[z].k, (uint64_t)(i - i0), 0, 0, o->ta[z].v};
-        switch (o->pb.type) {
-        case GCK_F16: rows_block(x, tl, n, i0, 10, 5, 2); break;
-        case GCK_BF16: rows_block(x, tl, n, i0, 7, 8, 2); break;
-        case GCK_F64: rows_block(x, tl, n, i0, 52, 11, 8); break;
-        default: rows_block(x, tl, n, i0, 23, 8, 4); break;
-        }
-    }
-}
-
-static inline __attribute__((always_inline)) void cols_one(const tsum_job *x, int64_t j, int fb,
-                                                           int eb, int bytes) {
-    const gck_ozaki *o = x->o;
-    const int64_t *st = o->tb_start + x->mb * o->n;
-    const char *pa = (const char *)o->pa.base + x->ma * o->pa.member_bytes;
-    double *t = x->t + j * o->m;
-    for (int64_t z = st[j]; z < st[j + 1]; z++) {
-        const char *row = pa + o->tb[z].k * o->pa.ks * bytes;
-        double v = o->tb[z].v;
-        for (int64_t i = 0; i < o->m; i++) t[i] += v * raw_double(raw_at(row, bytes, i), fb, eb);
+        int64_t i0 = blk * 8, i1 = i0 + 8 < M ? i0 + 8 : M;
+        if (st[i1] == st[i0]) continue;
+        memset(sc, 0, (size_t)(8 * N) * sizeof *sc);
+        for (int64_t i = i0; i < i1; i++)
+            for (int64_t z = st[i]; z < st[i + 1]; z++)
+                axpy(sc + (i - i0) * N, pb + o->ta[z].k * N, o->ta[z].v, N);
+        for (int64_t j = 0; j < N; j++)
+            for (int64_t i = i0; i < i1; i++) x->t[j * M + i] = sc[(i - i0) * N + j];
     }
 }
 
 static void tsum_cols_part(void *arg, int part, int64_t lo, int64_t hi) {
     (void)part;
     const tsum_job *x = arg;
-    for (int64_t j = lo; j < hi; j++) switch (x->o->pa.type) {
-        case GCK_F16: cols_one(x, j, 10, 5, 2); break;
-        case GCK_BF16: cols_one(x, j, 7, 8, 2); break;
-        case GCK_F64: cols_one(x, j, 52, 11, 8); break;
-        default: cols_one(x, j, 23, 8, 4); break;
-        }
+    const gck_ozaki *o = x->o;
+    int64_t M = o->m;
+    const int64_t *st = o->tb_start + x->mb * o->n;
+    const double *pa = o->pa + x->ma * o->k * M;
+    for (int64_t j = lo; j < hi; j++)
+        for (int64_t z = st[j]; z < st[j + 1]; z++)
+            axpy(x->t + j * M, pa + o->tb[z].k * M, o->tb[z].v, M);
 }
 
 /* -= tail_a·tail_b: op(A)'s tails bucketed by k, met by each tail of each column. */
 static bool tsum_both(const tsum_job *x) {
     const gck_ozaki *o = x->o;
-    int64_t K = o->k, M = o->m, N = o->n, na, nb;
+    int64_t K = o->k, M = o->m, N = o->n, na;
     if (!o->ntail_a || !o->ntail_b) return true;
     const int64_t *sa = o->ta_start + x->ma * M, *sb = o->tb_start + x->mb * N;
-    na = sa[M] - sa[0], nb = sb[N] - sb[0];
-    if (!na || !nb) return true;
+    if (!(na = sa[M] - sa[0]) || sb[N] == sb[0]) return true;
     int64_t *start = calloc((size_t)(K + 2), sizeof *start);
     tailv *byk = malloc((size_t)na * sizeof *byk);
     if (!start || !byk) {
@@ -762,43 +739,28 @@ static bool tsum_both(const tsum_job *x) {
     return true;
 }
 
-/* tsum for every pair; false (tsum freed: every element sums its tails itself) when out of
- * memory. */
+/* tsum for every pair; false (tsum freed: every element adds its tail products one by one) when
+ * out of memory. */
 static bool build_tsum(gck_ozaki *o) {
     int64_t M = o->m, N = o->n, blocks = (M + 7) / 8;
-    int64_t most = 0; /* the most tails in a block of 8 rows of any member */
-    for (int64_t b = 0; o->ntail_a && b < (o->a_batched ? o->pairs : 1) * blocks; b++) {
-        int64_t mem = b / blocks, i0 = b % blocks * 8, i1 = i0 + 8 < M ? i0 + 8 : M;
-        int64_t n = o->ta_start[mem * M + i1] - o->ta_start[mem * M + i0];
-        most = n > most ? n : most;
-    }
     int parts = gck_parallel_parts(blocks, 8 * N);
     parts = parts < OZ_MAX_PARTS ? parts : OZ_MAX_PARTS;
-    o->tsum = calloc((size_t)(o->pairs * M * N), sizeof *o->tsum);
-    tailv *buf[OZ_MAX_PARTS] = {0};
+    if (!o->tsum) o->tsum = calloc((size_t)(o->pairs * M * N), sizeof *o->tsum);
+    double *scratch[OZ_MAX_PARTS] = {0};
     bool ok = o->tsum != NULL;
-    for (int t = 0; ok && most && t < parts; t++)
-        ok = (buf[t] = malloc((size_t)most * sizeof *buf[t])) != NULL;
+    for (int t = 0; ok && o->ntail_a && t < parts; t++)
+        ok = (scratch[t] = malloc((size_t)(8 * N) * sizeof *scratch[t])) != NULL;
     for (int64_t p = 0; ok && p < o->pairs; p++) {
-        tsum_job x = {o, o->tsum + p * M * N, o->a_batched ? p : 0, o->b_batched ? p : 0, buf};
+        tsum_job x = {o, o->tsum + p * M * N, o->a_batched ? p : 0, o->b_batched ? p : 0, scratch};
         if (o->ntail_a) gck_parallel_for(parts, blocks, &x, tsum_rows_part);
         if (o->ntail_b) gck_parallel_for(gck_parallel_parts(N, M), N, &x, tsum_cols_part);
         ok = tsum_both(&x);
     }
-    for (int t = 0; t < OZ_MAX_PARTS; t++) free(buf[t]);
+    for (int t = 0; t < OZ_MAX_PARTS; t++) free(scratch[t]);
     if (!ok) {
         free(o->tsum);
         o->tsum = NULL;
     }
-    for (int64_t p = 0; p < o->pairs; p++) /* for the plan's description */
-        for (int64_t j = 0; j < N; j++)
-            for (int64_t i = 0; i < M; i++) {
-                int64_t ma, mb, na, nb;
-                const tailv *ta, *tb;
-                tails_at(o, p, i, j, &ma, &mb, &ta, &na, &tb, &nb);
-                o->met += na || nb;
-                o->ahead += (na || nb) && ok && tails_exact(o, ma, mb, i, j, na, nb);
-            }
     return ok;
 }
 
@@ -849,8 +811,9 @@ static bool decide(gck_ozaki *o, gck_ozaki_mode md, double cost, char *why, size
                           (double)o->m * (double)o->n);
     if (o->ntail_a || o->ntail_b) /* the tails' sums and partners */
         bytes += 8.0 * (double)o->pairs * (double)o->m * (double)o->n +
-                 (double)o->k * ((o->ntail_b ? (double)o->va.members * o->va.lay.bytes * o->m : 0) +
-                                 (o->ntail_a ? (double)o->vb.members * o->vb.lay.bytes * o->n : 0));
+                 8.0 * (double)o->k *
+                     ((o->ntail_b ? (double)o->va.members * o->m : 0) +
+                      (o->ntail_a ? (double)o->vb.members * o->n : 0));
     if (bytes > (double)OZ_MAX_BYTES)
         snprintf(why, len, "splitting would take %.1f GiB", bytes / (1 << 30));
     else if (md == GCK_OZAKI_ALWAYS)
@@ -868,45 +831,91 @@ static bool decide(gck_ozaki *o, gck_ozaki_mode md, double cost, char *why, size
     return false;
 }
 
-/* The lines of v copied with the lines adjacent (element (line, k) at k·ks + line), the steps
- * k cut among the cores and copied in blocks of 64 x 64. ks is the count rounded up to whole
- * cache lines, plus one: with a power-of-two stride, the partners of a line's tails would all
- * fall in the same cache set and evict each other. */
+/* The values of v as doubles (NaN and Inf as 0) with the lines adjacent: element (line, k) of
+ * member b at (b·K + k)·count + line; the steps k cut among the cores, copied in blocks of
+ * 64 x 64. */
 typedef struct adjacent_job {
     const lines *v;
-    char *dst;
-    int64_t ks;
+    double *dst;
 } adjacent_job;
+
+static inline __attribute__((always_inline)) void adjacent_block(const adjacent_job *x, int64_t b,
+                                                                 int64_t k0, int64_t k1, int fb,
+                                                                 int eb, int bytes) {
+    const lines *v = x->v;
+    int64_t n = v->count;
+    const char *src = (const char *)v->base + b * v->member_bytes;
+    double *dst = x->dst + b * v->k * n;
+    for (int64_t l0 = 0; l0 < n; l0 += 64)
+        for (int64_t k = k0; k < k1; k++)
+            for (int64_t l = l0; l < l0 + 64 && l < n; l++)
+                dst[k * n + l] = raw_double(raw_at(src, bytes, l * v->ls + k * v->ks), fb, eb);
+}
 
 static void adjacent_part(void *arg, int part, int64_t lo, int64_t hi) {
     (void)part;
     const adjacent_job *x = arg;
-    const lines *v = x->v;
-    int64_t n = v->count, K = v->k, bytes = v->lay.bytes, blocks = (K + 63) / 64, ks = x->ks;
+    int64_t K = x->v->k, blocks = (K + 63) / 64;
     for (int64_t t = lo; t < hi; t++) {
         int64_t b = t / blocks, k0 = t % blocks * 64, k1 = k0 + 64 < K ? k0 + 64 : K;
+        switch (x->v->type) {
+        case GCK_F16: adjacent_block(x, b, k0, k1, 10, 5, 2); break;
+        case GCK_BF16: adjacent_block(x, b, k0, k1, 7, 8, 2); break;
+        case GCK_F64: adjacent_block(x, b, k0, k1, 52, 11, 8); break;
+        default: adjacent_block(x, b, k0, k1, 23, 8, 4); break; /* f32, TF32 */
+        }
+    }
+}
+
+/* The copy of v (to be freed) in `into` when given (room for it), else in new memory; NULL when
+ * out of memory. */
+static double *adjacent_lines(const lines *v, double *into) {
+    double *copy = into ? into : malloc((size_t)(v->members * v->count * v->k) * sizeof *copy);
+    if (!copy) return NULL;
+    adjacent_job x = {v, copy};
+    int64_t blocks = v->members * ((v->k + 63) / 64);
+    gck_parallel_for(gck_parallel_parts(blocks, 64 * v->count), blocks, &x, adjacent_part);
+    return copy;
+}
+
+/* The lines of v copied line by line (element (line, k) at line·K + k), in v's format, when its
+ * lines are strided: every pass over the lines (scales, tails, slices) then reads adjacent
+ * values instead of one per cache line and page. The steps k cut among the cores, copied in
+ * blocks of 64 x 64. */
+typedef struct line_major_job {
+    const lines *v;
+    char *dst;
+} line_major_job;
+
+static void line_major_part(void *arg, int part, int64_t lo, int64_t hi) {
+    (void)part;
+    const line_major_job *x = arg;
+    const lines *v = x->v;
+    int64_t n = v->count, K = v->k, bytes = v->lay.bytes, blocks = (n + 63) / 64;
+    for (int64_t t = lo; t < hi; t++) {
+        int64_t b = t / blocks, l0 = t % blocks * 64, l1 = l0 + 64 < n ? l0 + 64 : n;
         const char *src = (const char *)v->base + b * v->member_bytes;
-        char *dst = x->dst + b * ks * K * bytes;
-        for (int64_t l0 = 0; l0 < n; l0 += 64)
-            for (int64_t k = k0; k < k1; k++)
-                for (int64_t l = l0; l < l0 + 64 && l < n; l++)
-                    memcpy(dst + (k * ks + l) * bytes, src + (l * v->ls + k * v->ks) * bytes,
+        char *dst = x->dst + b * n * K * bytes;
+        for (int64_t k0 = 0; k0 < K; k0 += 64)
+            for (int64_t l = l0; l < l1; l++)
+                for (int64_t k = k0; k < k0 + 64 && k < K; k++)
+                    memcpy(dst + (l * K + k) * bytes, src + (l * v->ls + k * v->ks) * bytes,
                            (size_t)bytes);
     }
 }
 
-/* *out: v with its lines adjacent, in a copy (*copy, to be freed); false when out of memory. */
-static bool adjacent_lines(const lines *v, lines *out, void **copy) {
-    int64_t n = v->count, K = v->k, bytes = v->lay.bytes, per_line = 64 / bytes;
-    int64_t ks = (n + per_line - 1) / per_line * per_line + per_line;
-    *copy = malloc((size_t)(v->members * ks * K * bytes));
-    if (!*copy) return false;
-    adjacent_job x = {v, *copy, ks};
-    int64_t blocks = v->members * ((K + 63) / 64);
-    gck_parallel_for(gck_parallel_parts(blocks, 64 * n), blocks, &x, adjacent_part);
-    *out = *v;
-    out->base = *copy;
-    out->ls = 1, out->ks = ks, out->member_bytes = ks * K * bytes;
+/* v in line-major order: itself when its steps are adjacent already, else a copy (*copy, to be
+ * freed; NULL and false when out of memory). */
+static bool line_major(lines *v, void **copy) {
+    *copy = NULL;
+    if (v->ks == 1 || v->k < 2) return true;
+    int64_t n = v->count, K = v->k, bytes = v->lay.bytes;
+    if (!(*copy = malloc((size_t)(v->members * n * K * bytes)))) return false;
+    line_major_job x = {v, *copy};
+    int64_t blocks = v->members * ((n + 63) / 64);
+    gck_parallel_for(gck_parallel_parts(blocks, 64 * K), blocks, &x, line_major_part);
+    v->base = *copy;
+    v->ls = K, v->ks = 1, v->member_bytes = n * K * bytes;
     return true;
 }
 
@@ -928,8 +937,8 @@ static lines lines_of(const gck_case *c, gck_operand x, const void *X) {
                    .member_bytes = stride * gck_format_get(t)->storage_bytes};
 }
 
-/* The tails of both operands and their partners' copies; *tmina, *tminb: the lowest bit of any
- * tail of each. False (with why) when out of memory. */
+/* The tails of both operands; *tmina, *tminb: the lowest bit of any tail of each. False (with
+ * why) when out of memory. */
 static bool prepare_tails(gck_ozaki *o, int32_t *tmina, int32_t *tminb, char *why, size_t len) {
     if ((o->ntail_a && !collect_tails(&o->va, o->ea, o->beta, o->sa, o->ntail_a, &o->ta_start,
                                       &o->ta, &o->sp_a, tmina)) ||
@@ -938,12 +947,23 @@ static bool prepare_tails(gck_ozaki *o, int32_t *tmina, int32_t *tminb, char *wh
         snprintf(why, len, "out of memory for the tails");
         return false;
     }
-    if ((o->ntail_a && !adjacent_lines(&o->vb, &o->pb, &o->pb_copy)) ||
-        (o->ntail_b && !adjacent_lines(&o->va, &o->pa, &o->pa_copy))) {
-        snprintf(why, len, "out of memory for the tails' partners");
-        return false;
-    }
     return true;
+}
+
+/* The tails' partners and sums (build_tsum), in the slices' and product's memory where it has
+ * room (its pages are in place already), which the work no longer needs; when out of memory
+ * the elements add their tail products one by one. */
+static void sum_tails_ahead(gck_ozaki *o, work *w) {
+    double *into_b = o->vb.members == 1 ? w->bs : NULL, *into_a = o->va.members == 1 ? w->as : NULL;
+    if (o->ntail_a && !(o->pb = adjacent_lines(&o->vb, into_b))) return;
+    if (o->pb == w->bs) w->bs = NULL;
+    if (o->ntail_b && !(o->pa = adjacent_lines(&o->va, into_a))) return;
+    if (o->pa == w->as) w->as = NULL;
+    if (o->pairs == 1) {
+        o->tsum = w->p, w->p = NULL;
+        memset(o->tsum, 0, (size_t)(o->m * o->n) * sizeof *o->tsum);
+    }
+    build_tsum(o);
 }
 
 gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B, char *why,
@@ -958,6 +978,11 @@ gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B, char *
     o->a_batched = c->stride_a != 0, o->b_batched = c->stride_b != 0;
     int64_t ma = c->stride_a ? c->batch : 1, mb = c->stride_b ? c->batch : 1;
     lines va = lines_of(c, GCK_A, A), vb = lines_of(c, GCK_B, B);
+    if (!line_major(&va, &o->va_copy) || !line_major(&vb, &o->vb_copy)) {
+        snprintf(why, why_len, "out of memory");
+        gck_ozaki_free(o);
+        return NULL;
+    }
     o->ea = malloc((size_t)(ma * c->m) * sizeof *o->ea);
     o->eb = malloc((size_t)(mb * c->n) * sizeof *o->eb);
     int log2k = 0;
@@ -1008,9 +1033,8 @@ gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B, char *
                                 "products one by one instead\n");
             }
         }
+        if (ok && (o->ntail_a || o->ntail_b)) sum_tails_ahead(o, &w);
         if (o->q) work_free(&w);
-        if (ok && (o->ntail_a || o->ntail_b))
-            build_tsum(o); /* out of memory: the elements sum their tails themselves */
     }
     if (!ok) {
         gck_ozaki_free(o);

@@ -43,10 +43,6 @@ void gck_ozaki_shape(const gck_ozaki *o, int *slices_a, int *slices_b, int *beta
  *  products are added apart from the slices' (gck_ozaki_tail_terms). */
 void gck_ozaki_tails(const gck_ozaki *o, int64_t *tails_a, int64_t *tails_b);
 
-/** How many elements meet a tail (*met), and how many of them have their tail products summed
- *  ahead, exactly, in doubles (*ahead; the others add them one by one). */
-void gck_ozaki_tails_ahead(const gck_ozaki *o, int64_t *met, int64_t *ahead);
-
 /** The range of the terms' weights over every element: the lowest bit any term can have and
  *  the number of bits above it any sum needs (carries included). */
 void gck_ozaki_range(const gck_ozaki *o, int32_t *lowest, int32_t *width);
@@ -63,8 +59,10 @@ void gck_ozaki_tail_terms(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j,
 
 /** The same tail products summed into *s, whose bit 0 is 2^base: false (with *s unspecified)
  *  when a product lies below 2^base or a product or the sum would reach 2^125 — the caller
- *  then adds them as gck_ozaki_tail_terms gives them. */
+ *  then adds them as gck_ozaki_tail_terms gives them. When the element meets a tail,
+ *  counts[0] is incremented, and counts[1] too when their sum was made ahead (exactly, in
+ *  doubles, for the whole product) rather than product by product. */
 bool gck_ozaki_tail_sum128(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j, int32_t base,
-                           __int128 *s);
+                           __int128 *s, int64_t counts[2]);
 
 #endif

@@ -138,10 +138,11 @@ static double element_bound(const gck_case *c, const gck_model *m, const gck_bou
 
 /* Exponent of the lowest set bit of x; x must be finite and non-zero. */
 static int lsb_exp(double x) {
-    int e;
-    double m = frexp(fabs(x), &e);
-    uint64_t mi = (uint64_t)ldexp(m, 53);
-    return e - 53 + __builtin_ctzll(mi);
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    int ef = (int)((u >> 52) & 0x7ff); /* x = m·2^(ef - 1075), m with its implicit bit */
+    uint64_t m = (u & ((UINT64_C(1) << 52) - 1)) | (ef ? UINT64_C(1) << 52 : 0);
+    return (ef ? ef : 1) - 1075 + __builtin_ctzll(m);
 }
 
 typedef struct elem_facts {
