@@ -950,6 +950,16 @@ static bool prepare_tails(gck_ozaki *o, int32_t *tmina, int32_t *tminb, char *wh
     return true;
 }
 
+/* Whether to sum the tails' products ahead: always in ALWAYS mode (when there are tails), else
+ * when it pays: its passes over both operands and the product (about M·K + K·N + M·N values per
+ * pair) against the tail products the elements would add one by one, each several times the
+ * cost of a value of those passes. */
+static bool ahead_pays(const gck_ozaki *o, gck_ozaki_mode md) {
+    double products = (double)o->ntail_a * (double)o->n + (double)o->ntail_b * (double)o->m,
+           passes = (double)o->k * (double)(o->m + o->n) + (double)o->m * (double)o->n;
+    return products > 0 && (md == GCK_OZAKI_ALWAYS || 8 * products >= passes * (double)o->pairs);
+}
+
 /* The tails' partners and sums (build_tsum), in the slices' and product's memory where it has
  * room (its pages are in place already), which the work no longer needs; when out of memory
  * the elements add their tail products one by one. */
@@ -1033,7 +1043,7 @@ gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B, char *
                                 "products one by one instead\n");
             }
         }
-        if (ok && (o->ntail_a || o->ntail_b)) sum_tails_ahead(o, &w);
+        if (ok && ahead_pays(o, md)) sum_tails_ahead(o, &w);
         if (o->q) work_free(&w);
     }
     if (!ok) {
