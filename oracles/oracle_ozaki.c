@@ -809,6 +809,9 @@ static bool decide(gck_ozaki *o, gck_ozaki_mode md, double cost, char *why, size
     double bytes = 8.0 * ((double)o->pairs * (double)o->m * (double)o->n * o->nd +
                           (double)o->m * (double)o->k + (double)o->sb * (double)o->k * o->n +
                           (double)o->m * (double)o->n);
+    if (o->va_copy) /* op(A) or op(B) copied line by line */
+        bytes += (double)o->va.members * (double)o->m * (double)o->k * o->va.lay.bytes;
+    if (o->vb_copy) bytes += (double)o->vb.members * (double)o->n * (double)o->k * o->vb.lay.bytes;
     if (o->ntail_a || o->ntail_b) /* the tails' sums and partners */
         bytes += 8.0 * (double)o->pairs * (double)o->m * (double)o->n +
                  8.0 * (double)o->k *
@@ -988,7 +991,8 @@ gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B, char *
     o->a_batched = c->stride_a != 0, o->b_batched = c->stride_b != 0;
     int64_t ma = c->stride_a ? c->batch : 1, mb = c->stride_b ? c->batch : 1;
     lines va = lines_of(c, GCK_A, A), vb = lines_of(c, GCK_B, B);
-    if (!line_major(&va, &o->va_copy) || !line_major(&vb, &o->vb_copy)) {
+    bool may_split = md == GCK_OZAKI_ALWAYS || o->pairs * c->m * c->n * c->k >= OZ_MIN_PRODUCTS;
+    if (may_split && (!line_major(&va, &o->va_copy) || !line_major(&vb, &o->vb_copy))) {
         snprintf(why, why_len, "out of memory");
         gck_ozaki_free(o);
         return NULL;
