@@ -560,9 +560,13 @@ static void work_free(work *w) {
 
 static bool work_alloc(work *w, const gck_ozaki *o) {
     int64_t M = o->m, N = o->n, K = o->k, mk = M > K ? M : K;
-    *w = (work){malloc((size_t)(M * K) * sizeof(double)),
-                malloc((size_t)(o->sb * K * N) * sizeof(double)),
-                malloc((size_t)(M * N) * sizeof(double)),
+    /* the large ones from the stash when it has them (the checker's bound leaves two) */
+    void *as = gck_stash_take((size_t)(M * K) * sizeof(double)),
+         *bs = gck_stash_take((size_t)(o->sb * K * N) * sizeof(double)),
+         *p = gck_stash_take((size_t)(M * N) * sizeof(double));
+    *w = (work){as ? as : malloc((size_t)(M * K) * sizeof(double)),
+                bs ? bs : malloc((size_t)(o->sb * K * N) * sizeof(double)),
+                p ? p : malloc((size_t)(M * N) * sizeof(double)),
                 malloc((size_t)N * sizeof(uint64_t)),
                 malloc((size_t)(o->sb * K) * sizeof(uint64_t)),
                 malloc((size_t)M * sizeof(uint64_t)),

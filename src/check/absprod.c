@@ -179,8 +179,8 @@ gck_absprod *gck_absprod_new(const gck_case *c, const double *a, const double *b
             ok = one_pair(p, a + (p->a_batched ? q : 0) * M * K, b + (p->b_batched ? q : 0) * N * K,
                           xa, xb, p->t + q * M * N);
     }
-    free(xa);
-    free(xb);
+    gck_stash_put(xa, (size_t)(M * K) * sizeof *xa); /* for the exact oracle's slices */
+    gck_stash_put(xb, (size_t)(N * K) * sizeof *xb);
     if (!ok) {
         gck_absprod_free(p);
         return NULL;

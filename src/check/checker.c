@@ -1071,6 +1071,7 @@ static gck_status check_values(const gck_case *c, const gck_support_row *row,
     gather_plan *gp = gather_plan_new(c, &row->model, A, B, opt->copy_limit);
     if (!gp || (opt->oracle != GCK_ORACLE_MPFR && !(plan = gck_exact_plan_new(c, A, B, C)))) {
         gather_plan_free(gp);
+        gck_stash_flush();
         return gck_fail(GCK_ENOMEM, msg, len, "out of memory decoding the operands");
     }
     if (plan)
@@ -1107,6 +1108,7 @@ static gck_status check_values(const gck_case *c, const gck_support_row *row,
                      (long long)c->k);
     gck_exact_plan_free(plan);
     gather_plan_free(gp);
+    gck_stash_flush(); /* what the bound's GEMM left for the oracle */
     free(rows);
     free(cols);
     if (s == GCK_OK && r->oracle_disagreements) {
