@@ -27,6 +27,7 @@
  * and their products added one by one (a·b = slices' product + tail_a·b + a·tail_b -
  * tail_a·tail_b), so that a few small values do not set the slice count of a whole line. */
 #include "oracle_ozaki.h"
+#include "format_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -215,27 +216,6 @@ static inline __attribute__((always_inline)) bool tail_side128(const tailv *tv, 
             return false;
     }
     return true;
-}
-
-/* A stored value as a double, NaN and Inf as 0 (as value_at), for a format of fb fraction and
- * eb exponent bits (constants at the call sites). */
-static inline __attribute__((always_inline)) double raw_double(uint64_t u, int fb, int eb) {
-    uint64_t emask = (UINT64_C(1) << eb) - 1, ef = (u >> fb) & emask,
-             f = u & ((UINT64_C(1) << fb) - 1);
-    int bias = (1 << (eb - 1)) - 1;
-    if (ef == emask) return 0.0;
-    double v;
-    if (ef) {
-        uint64_t bits = ((ef - (uint64_t)bias + 1023) << 52) | f << (52 - fb);
-        memcpy(&v, &bits, sizeof v);
-    } else { /* subnormal: f·2^(1 - bias - fb), the power of two formed from its bits */
-        int e = 1 - bias - fb;
-        uint64_t bits = e >= -1022 ? (uint64_t)(e + 1023) << 52 : UINT64_C(1) << (e + 1074);
-        double p2;
-        memcpy(&p2, &bits, sizeof p2);
-        v = (double)f * p2;
-    }
-    return (u >> (fb + eb)) & 1 ? -v : v;
 }
 
 /* *s += v (a double that is a multiple of 2^base), false as add_prod128. */
@@ -846,31 +826,21 @@ typedef struct adjacent_job {
     double *dst;
 } adjacent_job;
 
-static inline __attribute__((always_inline)) void adjacent_block(const adjacent_job *x, int64_t b,
-                                                                 int64_t k0, int64_t k1, int fb,
-                                                                 int eb, int bytes) {
-    const lines *v = x->v;
-    int64_t n = v->count;
-    const char *src = (const char *)v->base + b * v->member_bytes;
-    double *dst = x->dst + b * v->k * n;
-    for (int64_t l0 = 0; l0 < n; l0 += 64)
-        for (int64_t k = k0; k < k1; k++)
-            for (int64_t l = l0; l < l0 + 64 && l < n; l++)
-                dst[k * n + l] = raw_double(raw_at(src, bytes, l * v->ls + k * v->ks), fb, eb);
-}
-
 static void adjacent_part(void *arg, int part, int64_t lo, int64_t hi) {
     (void)part;
     const adjacent_job *x = arg;
-    int64_t K = x->v->k, blocks = (K + 63) / 64;
+    const lines *v = x->v;
+    int64_t n = v->count, K = v->k, blocks = (K + 63) / 64;
     for (int64_t t = lo; t < hi; t++) {
         int64_t b = t / blocks, k0 = t % blocks * 64, k1 = k0 + 64 < K ? k0 + 64 : K;
-        switch (x->v->type) {
-        case GCK_F16: adjacent_block(x, b, k0, k1, 10, 5, 2); break;
-        case GCK_BF16: adjacent_block(x, b, k0, k1, 7, 8, 2); break;
-        case GCK_F64: adjacent_block(x, b, k0, k1, 52, 11, 8); break;
-        default: adjacent_block(x, b, k0, k1, 23, 8, 4); break; /* f32, TF32 */
-        }
+        const char *src = (const char *)v->base + b * v->member_bytes;
+        double *dst = x->dst + b * K * n;
+        for (int64_t l0 = 0; l0 < n; l0 += 64)
+            for (int64_t k = k0; k < k1; k++)
+                for (int64_t l = l0; l < l0 + 64 && l < n; l++) {
+                    double y = gck_fmt_load(src, v->type, l * v->ls + k * v->ks);
+                    dst[k * n + l] = isfinite(y) ? y : 0.0; /* NaN and Inf as 0 (as value_at) */
+                }
     }
 }
 
