@@ -38,6 +38,7 @@
 #include "oracle_common.h"
 #include "oracle_decode.h"
 #include "parallel.h"
+#include "stash.h"
 
 /* Splitting is used in AUTO mode from this many products (per GEMM), and in any mode while its
  * arrays take at most OZ_MAX_BYTES. */

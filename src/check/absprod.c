@@ -20,6 +20,7 @@
 
 #include "gemmcheck/kernels.h"
 #include "parallel.h"
+#include "stash.h"
 
 #define ABS_MIN_PRODUCTS (INT64_C(1) << 22)
 #define ABS_MAX_BYTES    (2.0 * 1073741824.0)

@@ -17,6 +17,7 @@
 #include "oracle_exact.h"
 #include "oracle_internal.h"
 #include "parallel.h"
+#include "stash.h"
 #include "text.h"
 
 static const char *const kind_names[GCK_KIND_COUNT] = {"out_of_tolerance",

@@ -90,37 +90,3 @@ void gck_parallel_for(int parts, int64_t n, void *ctx,
     gck_parallel(jobs, (size_t)parts, sizeof *jobs, run_range);
     if (jobs != &one) free(jobs);
 }
-
-#define STASH_BLOCKS 4
-static _Thread_local struct {
-    void *p;
-    size_t bytes;
-} stash[STASH_BLOCKS];
-
-void gck_stash_put(void *p, size_t bytes) {
-    for (int b = 0; p && b < STASH_BLOCKS; b++)
-        if (!stash[b].p) {
-            stash[b].p = p, stash[b].bytes = bytes;
-            return;
-        }
-    free(p);
-}
-
-void *gck_stash_take(size_t bytes) {
-    int best = -1;
-    for (int b = 0; b < STASH_BLOCKS; b++)
-        if (stash[b].p && stash[b].bytes >= bytes &&
-            (best < 0 || stash[b].bytes < stash[best].bytes))
-            best = b;
-    if (best < 0) return NULL;
-    void *p = stash[best].p;
-    stash[best].p = NULL;
-    return p;
-}
-
-void gck_stash_flush(void) {
-    for (int b = 0; b < STASH_BLOCKS; b++) {
-        free(stash[b].p);
-        stash[b].p = NULL;
-    }
-}
