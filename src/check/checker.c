@@ -14,6 +14,7 @@
 #include "format_internal.h"
 #include "fpenv.h"
 #include "mix.h"
+#include "oracle_decode.h"
 #include "oracle_exact.h"
 #include "oracle_internal.h"
 #include "parallel.h"
@@ -141,9 +142,8 @@ static double element_bound(const gck_case *c, const gck_model *m, const gck_bou
 static int lsb_exp(double x) {
     uint64_t u;
     memcpy(&u, &x, sizeof u);
-    int ef = (int)((u >> 52) & 0x7ff); /* x = m·2^(ef - 1075), m with its implicit bit */
-    uint64_t m = (u & ((UINT64_C(1) << 52) - 1)) | (ef ? UINT64_C(1) << 52 : 0);
-    return (ef ? ef : 1) - 1075 + __builtin_ctzll(m);
+    bool special;
+    return strip(decode_raw(u, 52, 11, &special)).e; /* the shared decoder of stored values */
 }
 
 typedef struct elem_facts {
