@@ -224,10 +224,9 @@ static bool add_double128(__int128 *s, double v, int32_t base) {
     if (v == 0.0) return true;
     uint64_t bits;
     memcpy(&bits, &v, sizeof bits);
-    uint64_t ef = (bits >> 52) & 0x7ff, m = bits & ((UINT64_C(1) << 52) - 1);
-    if (ef) m |= UINT64_C(1) << 52;
-    int tz = __builtin_ctzll(m); /* the shortest form: its last bit is at or above 2^base */
-    return add_prod128(s, m >> tz, 1, (int64_t)(ef ? ef : 1) - 1075 + tz, base, bits >> 63);
+    bool special;
+    dec d = strip(decode_raw(bits, 52, 11, &special)); /* its last bit at or above 2^base */
+    return add_prod128(s, d.m, 1, d.e, base, d.neg);
 }
 
 /* One side's tail products into *s, product by product: a line's tails times the partner line
