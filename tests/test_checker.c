@@ -2,6 +2,7 @@
  * same cases pass on ref. Crash and hang go through the isolated runner and the CLI. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <mpfr.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,7 +97,7 @@ Test(checker, bounds_from_the_copy_and_from_the_operands_in_place_agree) {
 
 /* Eight large products on one backend, checked with the sums of |a||b| from a GEMM and with
  * every element summing its own terms: the same verdicts (see the test below). */
-static void large_products_agree(const char *spec, long *compared, long *findings) {
+static void large_products_agree(const char *spec, long *compared, long *findings, long *narrow) {
     static const gck_dist dists[] = {GCK_DIST_UNIFORM, GCK_DIST_BIG, GCK_DIST_LOGU, GCK_DIST_INT};
     gck_run_result *r1 = malloc(sizeof *r1), *r2 = malloc(sizeof *r2);
     gck_backend be;
@@ -120,7 +121,10 @@ static void large_products_agree(const char *spec, long *compared, long *finding
         s.special_pm = i % 3 == 2 ? 1 : 0;
         gck_spec_format(&s, rs, sizeof rs);
         gck_run_options o = {.check = {.threads = 2}};
+        long f32_before = gck_absprod_built_f32();
         cr_assert_eq(gck_run_spec(&be, &s, &o, r1, msg, sizeof msg), GCK_OK, "%s", msg);
+        bool f32 = gck_absprod_built_f32() > f32_before;
+        *narrow += f32;
         o.check.copy_limit = 1; /* no copy, no GEMM: every element sums its own terms */
         cr_assert_eq(gck_run_spec(&be, &s, &o, r2, msg, sizeof msg), GCK_OK, "%s", msg);
         const gck_check_result *x = &r1->check, *y = &r2->check;
@@ -133,11 +137,16 @@ static void large_products_agree(const char *spec, long *compared, long *finding
                           (!x->count[k] ||
                            (x->worst[k].i == y->worst[k].i && x->worst[k].j == y->worst[k].j)),
                       "kind %d: %s", k, rs);
-        double dr = fabs(x->max_ratio.ratio - y->max_ratio.ratio),
-               dt = fabs(x->max_tight - y->max_tight);
-        cr_assert(dr <= 1e-9 * fabs(y->max_ratio.ratio) && dt <= 1e-9 * fabs(y->max_tight),
-                  "ratio %.17g vs %.17g, tight %.17g vs %.17g: %s", x->max_ratio.ratio,
-                  y->max_ratio.ratio, x->max_tight, y->max_tight, rs);
+        /* the GEMM's sums are bounds of T, looser by at most 3·K·u (T^ within K roundings of
+         * T, then multiplied by 1 + 2·K·u; u = 2^-53, or 2^-24 from an f32 GEMM): the ratios
+         * are no larger, and smaller by at most that much */
+        double slack = 3 * (f32 ? 0x1p-24 : 0x1p-53) * (double)c->k + 1e-12;
+        double xr = x->max_ratio.ratio, yr = y->max_ratio.ratio;
+        cr_assert(xr <= yr * (1 + 1e-12) && xr >= yr * (1 - slack) &&
+                      x->max_tight <= y->max_tight * (1 + 1e-12) &&
+                      x->max_tight >= y->max_tight * (1 - slack),
+                  "ratio %.17g vs %.17g, tight %.17g vs %.17g (%s GEMM): %s", xr, yr, x->max_tight,
+                  y->max_tight, f32 ? "f32" : "f64", rs);
         *compared += x->elements;
         *findings += r1->nfindings;
     }
@@ -146,20 +155,104 @@ static void large_products_agree(const char *spec, long *compared, long *finding
     free(r2);
 }
 
-/* Large products, whose sums of |a||b| come from one f64 GEMM (rounded up), judged as when every
- * element sums its own terms: the same findings, counts, worst elements and exact cases, ratios
- * within 1e-9, on ref and on faulty backends, with values near overflow (summed per element
- * again where an overflow rule could fire) and specials (their lines summed per element). */
+/* Large products, whose sums of |a||b| come from one GEMM (rounded up; in f32 where every term
+ * fits it), judged as when every element sums its own terms: the same findings, counts, worst
+ * elements and exact cases, ratios no larger and smaller by at most the GEMM's slack, on ref and
+ * on faulty backends, with values near overflow (summed per element again where an overflow rule
+ * could fire) and specials (their lines summed per element). */
 Test(checker, bounds_from_a_gemm_agree_with_per_element_sums_on_large_products, .timeout = 600) {
-    long compared = 0, findings = 0, before = gck_absprod_built();
-    for (int b = 0; b < 3; b++) large_products_agree(compare_specs[b], &compared, &findings);
+    long compared = 0, findings = 0, narrow = 0, before = gck_absprod_built();
+    for (int b = 0; b < 3; b++)
+        large_products_agree(compare_specs[b], &compared, &findings, &narrow);
     long built = gck_absprod_built() - before;
     fprintf(stderr,
-            "[bounds] large products: %ld elements, %ld findings, %ld bounds from a GEMM: "
-            "the same verdicts as per-element sums\n",
-            compared, findings, built);
+            "[bounds] large products: %ld elements, %ld findings, %ld bounds from a GEMM (%ld in "
+            "f32): the same verdicts as per-element sums\n",
+            compared, findings, built, narrow);
     cr_expect_gt(findings, 0);
     cr_expect_geq(built, 12, "only %ld GEMM bounds were built", built);
+    cr_expect(narrow >= 4 && narrow <= built - 4, "%ld of %ld in f32: both roads not taken", narrow,
+              built);
+}
+
+/* ---- the GEMM's sums of |a||b| against exact ones (MPFR) ------------------------------------- */
+
+/* A value of the kind `kind` draws (xorshift state *st): 0 f16 values (subnormals too), 1 floats
+ * with exponents in [-50, 50], 2 floats just above powers of two (the largest relative rounding
+ * of their sums), 3 bf16 values down to 2^-100 (products below f32's normal range), 4 doubles,
+ * 5 floats near 2^60 (K times the largest product beyond f32's range). About 1 in 8 is 0, a
+ * sign is random (the GEMM takes absolute values). */
+static double draw(int kind, uint64_t *st) {
+    *st ^= *st << 13, *st ^= *st >> 7, *st ^= *st << 17;
+    uint64_t r = *st;
+    double sign = r & 1 ? -1 : 1, f = (double)((r >> 8) & 0xffffff) * 0x1p-24;
+    if ((r >> 40 & 7) == 0) return 0;
+    switch (kind) {
+    case 0: return sign * ldexp(floor((1 + f) * 1024) / 1024, (int)(r >> 44 & 31) - 24);
+    case 1: return sign * (double)(float)ldexp(1 + f, (int)((r >> 44) % 101) - 50);
+    case 2: return sign * (double)(float)(1 + 0x1p-23 * (double)(r >> 44 & 3));
+    case 3: return sign * ldexp(floor((1 + f) * 128) / 128, -(int)(r >> 44 & 127));
+    case 4: return sign * (1 + f + 0x1p-40);
+    default: return sign * (double)(float)ldexp(1 + f, 59 + (int)(r >> 44 & 1));
+    }
+}
+
+/* For operands of `kind` (M x K and N x K, along k): whether the GEMM took the f32 road, and
+ * that every bound is at least the exact sum (rounded up to a double by MPFR) and at most 3·K·u
+ * above it (u of the road). Returns the number of elements compared. */
+static long absprod_against_mpfr(int kind, int64_t M, int64_t N, int64_t K, bool want_f32) {
+    double *a = malloc((size_t)(M * K) * sizeof *a), *b = malloc((size_t)(N * K) * sizeof *b);
+    uint64_t st = 0x9e3779b97f4a7c15u + (uint64_t)kind;
+    for (int64_t x = 0; x < M * K; x++) a[x] = draw(kind, &st);
+    for (int64_t x = 0; x < N * K; x++) b[x] = draw(kind, &st);
+    gck_case c;
+    gck_case_init(&c, M, N, K);
+    gck_absprod *p = gck_absprod_new(&c, a, b);
+    cr_assert(p, "kind %d: no GEMM bound", kind);
+    cr_assert_eq(gck_absprod_f32(p), want_f32, "kind %d: the %s road", kind,
+                 gck_absprod_f32(p) ? "f32" : "f64");
+    double u = want_f32 ? 0x1p-24 : 0x1p-53, most = 1 + 3 * (double)K * u + 0x1p-50;
+    mpfr_t *terms = malloc((size_t)K * sizeof *terms);
+    mpfr_ptr *ptrs = malloc((size_t)K * sizeof *ptrs);
+    for (int64_t k = 0; k < K; k++) mpfr_init2(terms[k], 106), ptrs[k] = terms[k];
+    mpfr_t t;
+    mpfr_init2(t, 53);
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            for (int64_t k = 0; k < K; k++) {
+                mpfr_set_d(terms[k], fabs(a[i * K + k]), MPFR_RNDN); /* exact */
+                mpfr_mul_d(terms[k], terms[k], fabs(b[j * K + k]), MPFR_RNDN);
+            }
+            mpfr_sum(t, ptrs, (unsigned long)K, MPFR_RNDU);
+            double exact_up = mpfr_get_d(t, MPFR_RNDU), got = gck_absprod_bound(p, 0, i, j);
+            cr_assert(got >= exact_up && got <= exact_up * most + (want_f32 ? 0 : K * 0x1p-1074),
+                      "kind %d, element (%lld, %lld): bound %a, exact sum %a", kind, (long long)i,
+                      (long long)j, got, exact_up);
+        }
+    for (int64_t k = 0; k < K; k++) mpfr_clear(terms[k]);
+    mpfr_clear(t);
+    free(terms), free(ptrs), free(a), free(b);
+    gck_absprod_free(p);
+    return M * N;
+}
+
+/* The sums of |a||b| from a GEMM bound the exact ones from above, by no more than their slack,
+ * on both roads: f32 where every |a| and |b| is a float, no product falls below 2^-126 and K
+ * times the largest stays below f32's range; f64 otherwise, and for K above 2^13. */
+Test(checker, gemm_sums_of_abs_products_bound_the_exact_sums_on_both_roads, .timeout = 300) {
+    long n = 0;
+    n += absprod_against_mpfr(0, 96, 96, 512, true);
+    n += absprod_against_mpfr(1, 96, 96, 512, true);
+    n += absprod_against_mpfr(2, 96, 96, 512, true);
+    n += absprod_against_mpfr(3, 96, 96, 512, false);
+    n += absprod_against_mpfr(4, 96, 96, 512, false);
+    n += absprod_against_mpfr(5, 96, 96, 512, false);
+    n += absprod_against_mpfr(1, 23, 23, 8193, false);
+    n += absprod_against_mpfr(1, 32, 32, 8192, true);
+    fprintf(stderr,
+            "[bounds] %ld GEMM sums of |a||b| against MPFR on the f32 and f64 roads: every "
+            "one an upper bound within its slack\n",
+            n);
 }
 
 /* Two check results are the same: counts, the worst element of each kind, the largest ratio

@@ -1,4 +1,4 @@
-/* Sum_k |a_ik|·|b_kj| by one f64 GEMM (gemmcheck's kernels) on the absolute values.
+/* Sum_k |a_ik|·|b_kj| by one GEMM (gemmcheck's kernels) on the absolute values.
  *
  * The GEMM's model (docs/KERNELS.md) is one accumulator per element, k ascending, a fused
  * multiply-add each, rounded to nearest: with non-negative terms every step multiplies the
@@ -7,12 +7,22 @@
  *     T <= T^ / (1 - u)^K + K·2^-1075 <= T^·(1 + K·2^-52) + K·2^-1074    (K·u <= 1/2),
  * which is what gck_absprod_bound returns, evaluated rounding upward (the same relative slack
  * bounds any summation order of depth K: the bound does not depend on the kernel's blocking).
+ *
+ * The f32 road: when every |a| and |b| is a float (f16, bf16 and f32 inputs), K <= 2^13, every
+ * non-zero product is at least 2^-126 and K times the largest one stays below 2^126, the GEMM
+ * runs in f32, twice as fast. Then no product or partial sum is subnormal or overflows, each of
+ * the K roundings is relative (u = 2^-24, a product exact inside its FMA, or rounded once where
+ * a path multiplies apart: still at most K roundings on any term), and
+ *     T <= T^ / (1 - u)^K <= T^·(1 + K·2^-23)    (K·u <= 2^-11),
+ * a slack of at most 2^-10 relative (K·1.2e-7), again far below the bound's own factors.
+ *
  * As the kernels are under test themselves, every row of T^ is compared with bounds of its
  * exact row sum, sum_k |a_ik|·(sum_j |b_kj|), computed in directed rounding; a GEMM that
  * contradicts them is not used. */
 #include "absprod.h"
 
 #include <fenv.h>
+#include <limits.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -24,16 +34,27 @@
 
 #define ABS_MIN_PRODUCTS (INT64_C(1) << 22)
 #define ABS_MAX_BYTES    (2.0 * 1073741824.0)
+#define NARROW_MAX_K     (INT64_C(1) << 13)
 
 struct gck_absprod {
     int64_t m, n, k, pairs;
     bool a_batched, b_batched;
-    double *t; /* [pair][j][i] */
+    bool narrow; /* every pair's T^ from an f32 GEMM */
+    double *t;   /* [pair][j][i] */
 };
 
-static atomic_long built;
+/* What the f32 road needs to know of an operand's absolute values. */
+typedef struct abs_range {
+    int emin, emax; /* of the non-zero ones: INT_MAX, INT_MIN when there are none */
+    bool floats;    /* every one is a float */
+} abs_range;
+
+static atomic_long built, built_narrow;
 
 long gck_absprod_built(void) { return atomic_load(&built); }
+long gck_absprod_built_f32(void) { return atomic_load(&built_narrow); }
+
+bool gck_absprod_f32(const gck_absprod *p) { return p->narrow; }
 
 void gck_absprod_free(gck_absprod *p) {
     if (!p) return;
@@ -47,24 +68,62 @@ double gck_absprod_bound(const gck_absprod *p, int64_t bi, int64_t i, int64_t j)
 
 /* The passes below are cut among the cores (parallel.h); each part sets the rounding mode its
  * sums need in its own thread, and every sum keeps its order, so the bits do not depend on the
- * number of parts. */
+ * number of parts. An operand copy holds floats on the f32 road, doubles on the f64 one. */
 typedef struct abs_job {
-    const double *src, *xa, *u;
-    double *dst, *s;
+    const double *src, *u;
+    const void *xa;
+    void *dst;
+    double *s;
     int64_t m, n, k;
     int mode;
+    bool narrow;
+    abs_range *range; /* one per part */
 } abs_job;
 
-/* dst = |src|, a NaN or Inf as 0. */
+static inline double at(const void *x, bool narrow, int64_t i) {
+    return narrow ? ((const float *)x)[i] : ((const double *)x)[i];
+}
+
+/* dst = |src| as floats, a NaN or Inf as 0, and the part's range: whether every value is a
+ * float, the exponents of the smallest and largest non-zero ones. */
+static void abs_narrow_part(void *arg, int part, int64_t lo, int64_t hi) {
+    const abs_job *x = arg;
+    float *dst = x->dst;
+    abs_range r = {INT_MAX, INT_MIN, true};
+    for (int64_t i = lo; i < hi; i++) {
+        double v = isfinite(x->src[i]) ? fabs(x->src[i]) : 0.0;
+        dst[i] = (float)v;
+        if (v != 0) {
+            int e = ilogb(v);
+            r.emin = e < r.emin ? e : r.emin;
+            r.emax = e > r.emax ? e : r.emax;
+            r.floats &= (double)dst[i] == v;
+        }
+    }
+    x->range[part] = r;
+}
+
+/* dst = |src| as doubles, a NaN or Inf as 0. */
 static void abs_part(void *arg, int part, int64_t lo, int64_t hi) {
     (void)part;
     const abs_job *x = arg;
-    for (int64_t i = lo; i < hi; i++) x->dst[i] = isfinite(x->src[i]) ? fabs(x->src[i]) : 0.0;
+    double *dst = x->dst;
+    for (int64_t i = lo; i < hi; i++) dst[i] = isfinite(x->src[i]) ? fabs(x->src[i]) : 0.0;
 }
 
-static void abs_copy(double *dst, const double *src, int64_t n) {
-    abs_job x = {.src = src, .dst = dst};
-    gck_parallel_for(gck_parallel_parts(n, 1), n, &x, abs_part);
+/* |src| into dst: as floats with their range when `narrow` (range.floats false: dst unusable),
+ * else as doubles. */
+static abs_range abs_copy(void *dst, const double *src, int64_t n, bool narrow) {
+    int parts = gck_parallel_parts(n, 1);
+    abs_range ranges[parts], all = {INT_MAX, INT_MIN, true};
+    abs_job x = {.src = src, .dst = dst, .range = ranges};
+    gck_parallel_for(parts, n, &x, narrow ? abs_narrow_part : abs_part);
+    for (int q = 0; narrow && q < parts; q++) {
+        all.emin = ranges[q].emin < all.emin ? ranges[q].emin : all.emin;
+        all.emax = ranges[q].emax > all.emax ? ranges[q].emax : all.emax;
+        all.floats &= ranges[q].floats;
+    }
+    return all;
 }
 
 /* Rows [lo, hi) of the sums of the rows of an M x N column-major matrix, j ascending. */
@@ -75,7 +134,7 @@ static void row_sums_part(void *arg, int part, int64_t lo, int64_t hi) {
     fesetround(x->mode);
     for (int64_t i = lo; i < hi; i++) x->s[i] = 0;
     for (int64_t j = 0; j < x->n; j++)
-        for (int64_t i = lo; i < hi; i++) x->s[i] += x->src[i + j * x->m];
+        for (int64_t i = lo; i < hi; i++) x->s[i] += at(x->xa, x->narrow, i + j * x->m);
     fesetround(old);
 }
 
@@ -87,37 +146,39 @@ static void dot_part(void *arg, int part, int64_t lo, int64_t hi) {
     fesetround(x->mode);
     for (int64_t i = lo; i < hi; i++) {
         double r = 0;
-        for (int64_t k = 0; k < x->k; k++) r += x->xa[i * x->k + k] * x->u[k];
+        for (int64_t k = 0; k < x->k; k++) r += at(x->xa, x->narrow, i * x->k + k) * x->u[k];
         x->s[i] = r;
     }
     fesetround(old);
 }
 
-/* Sums of the rows of an M x N column-major matrix (T^, or |op(B)|) rounding `mode`-wise into s. */
-static void row_sums(const double *t, int64_t M, int64_t N, int mode, double *s) {
-    abs_job x = {.src = t, .s = s, .m = M, .n = N, .mode = mode};
+/* Sums of the rows of an M x N column-major matrix (T^ in doubles, or |op(B)| as the road
+ * holds it) rounding `mode`-wise into s. */
+static void row_sums(const void *t, bool narrow, int64_t M, int64_t N, int mode, double *s) {
+    abs_job x = {.xa = t, .narrow = narrow, .s = s, .m = M, .n = N, .mode = mode};
     gck_parallel_for(gck_parallel_parts(M, N), M, &x, row_sums_part);
 }
 
 /* Bounds of the exact row sums, sum_k |a_ik| (sum_j |b_kj|), rounding `mode`-wise into s. */
-static void exact_row_sums(const double *xa, const double *xb, int64_t M, int64_t N, int64_t K,
-                           int mode, double *u, double *s) {
-    row_sums(xb, K, N, mode, u); /* u[k] = sum_j |b_kj|: |op(B)| is K x N, column-major */
-    abs_job x = {.xa = xa, .u = u, .s = s, .k = K, .mode = mode};
+static void exact_row_sums(const void *xa, const void *xb, bool narrow, int64_t M, int64_t N,
+                           int64_t K, int mode, double *u, double *s) {
+    row_sums(xb, narrow, K, N, mode, u); /* u[k] = sum_j |b_kj|: |op(B)| is K x N, column-major */
+    abs_job x = {.xa = xa, .narrow = narrow, .u = u, .s = s, .k = K, .mode = mode};
     gck_parallel_for(gck_parallel_parts(M, K), M, &x, dot_part);
 }
 
 /* Whether every row sum of T^ lies within what its rounding allows around the exact one. */
-static bool rows_agree(const double *xa, const double *xb, const double *t, int64_t M, int64_t N,
-                       int64_t K) {
+static bool rows_agree(const void *xa, const void *xb, bool narrow, const double *t, int64_t M,
+                       int64_t N, int64_t K) {
     double *w = malloc((size_t)(4 * M + K) * sizeof *w);
     if (!w) return false;
     double *th = w, *tl = w + M, *eh = w + 2 * M, *el = w + 3 * M, *u = w + 4 * M;
-    row_sums(t, M, N, FE_UPWARD, th);
-    row_sums(t, M, N, FE_DOWNWARD, tl);
-    exact_row_sums(xa, xb, M, N, K, FE_UPWARD, u, eh);
-    exact_row_sums(xa, xb, M, N, K, FE_DOWNWARD, u, el);
-    double slack = (double)K * 0x1p-52, tiny = (double)N * (double)K * 0x1p-1074;
+    row_sums(t, false, M, N, FE_UPWARD, th);
+    row_sums(t, false, M, N, FE_DOWNWARD, tl);
+    exact_row_sums(xa, xb, narrow, M, N, K, FE_UPWARD, u, eh);
+    exact_row_sums(xa, xb, narrow, M, N, K, FE_DOWNWARD, u, el);
+    double slack = (double)K * (narrow ? 0x1p-23 : 0x1p-52),
+           tiny = (double)N * (double)K * 0x1p-1074;
     bool ok = true;
     int old = fegetround();
     for (int64_t i = 0; ok && i < M; i++) {
@@ -136,31 +197,50 @@ static bool rows_agree(const double *xa, const double *xb, const double *t, int6
 static void round_up_part(void *arg, int part, int64_t lo, int64_t hi) {
     (void)part;
     const abs_job *x = arg;
+    double *t = x->dst;
     int old = fegetround();
     fesetround(FE_UPWARD);
-    double up = 1 + (double)x->k * 0x1p-52, tiny = (double)x->k * 0x1p-1074;
-    for (int64_t i = lo; i < hi; i++) x->dst[i] = x->dst[i] * up + tiny;
+    double up = 1 + (double)x->k * (x->narrow ? 0x1p-23 : 0x1p-52),
+           tiny = x->narrow ? 0 : (double)x->k * 0x1p-1074;
+    for (int64_t i = lo; i < hi; i++) t[i] = t[i] * up + tiny;
     fesetround(old);
 }
 
-/* T^ of one pair of members into t, checked and rounded up. */
-static bool one_pair(const gck_absprod *p, const double *a, const double *b, double *xa, double *xb,
-                     double *t) {
+/* The f32 road's guard (see the top of the file): every |a| and |b| a float, every non-zero
+ * product at least 2^-126, every sum (with its rounding) below 2^127, K at most NARROW_MAX_K. */
+static bool narrow_fits(abs_range a, abs_range b, int64_t K) {
+    if (!a.floats || !b.floats || K > NARROW_MAX_K) return false;
+    if (a.emax == INT_MIN || b.emax == INT_MIN) return true; /* an operand of zeros */
+    int logk = 0;
+    while ((INT64_C(1) << logk) < K) logk++;
+    return a.emin + b.emin >= -126 && a.emax + b.emax + 2 + logk + 1 <= 127;
+}
+
+/* T^ of one pair of members into t, checked and rounded up; *narrow: on the f32 road. */
+static bool one_pair(const gck_absprod *p, const double *a, const double *b, void *xa, void *xb,
+                     double *t, bool *narrow) {
     int64_t M = p->m, N = p->n, K = p->k;
-    abs_copy(xa, a, M * K);
-    abs_copy(xb, b, N * K);
-    gck_case g; /* f64, |op(A)| stored along k: transposed, column-major K x M */
+    *narrow = K <= NARROW_MAX_K &&
+              narrow_fits(abs_copy(xa, a, M * K, true), abs_copy(xb, b, N * K, true), K);
+    if (!*narrow) {
+        abs_copy(xa, a, M * K, false);
+        abs_copy(xb, b, N * K, false);
+    }
+    gck_case g; /* |op(A)| stored along k: transposed, column-major K x M; T^ in f64 */
     gck_case_init(&g, M, N, K);
     g.transa = GCK_OP_T;
     g.lda = K;
+    if (*narrow) g.type_a = g.type_b = g.compute = g.scale_type = GCK_F32;
     char msg[256];
     if (gck_gemm(&g, xa, xb, t, t, NULL, msg, sizeof msg) != GCK_GEMM_OK) return false;
-    if (!rows_agree(xa, xb, t, M, N, K)) {
-        fprintf(stderr, "gemmcheck: warning: the f64 GEMM of |A|·|B| for the bound contradicts "
-                        "its row sums; the checker sums every element itself\n");
+    if (!rows_agree(xa, xb, *narrow, t, M, N, K)) {
+        fprintf(stderr,
+                "gemmcheck: warning: the %s GEMM of |A|·|B| for the bound contradicts "
+                "its row sums; the checker sums every element itself\n",
+                *narrow ? "f32" : "f64");
         return false;
     }
-    abs_job x = {.dst = t, .k = K};
+    abs_job x = {.dst = t, .k = K, .narrow = *narrow};
     gck_parallel_for(gck_parallel_parts(M * N, 1), M * N, &x, round_up_part);
     return true;
 }
@@ -175,10 +255,13 @@ gck_absprod *gck_absprod_new(const gck_case *c, const double *a, const double *b
     double *xa = malloc((size_t)(M * K) * sizeof *xa), *xb = malloc((size_t)(N * K) * sizeof *xb);
     bool ok = p && xa && xb && (p->t = malloc((size_t)(pairs * M * N) * sizeof *p->t));
     if (ok) {
-        *p = (gck_absprod){M, N, K, pairs, c->stride_a != 0, c->stride_b != 0, p->t};
-        for (int64_t q = 0; ok && q < pairs; q++)
+        *p = (gck_absprod){M, N, K, pairs, c->stride_a != 0, c->stride_b != 0, true, p->t};
+        for (int64_t q = 0; ok && q < pairs; q++) {
+            bool narrow;
             ok = one_pair(p, a + (p->a_batched ? q : 0) * M * K, b + (p->b_batched ? q : 0) * N * K,
-                          xa, xb, p->t + q * M * N);
+                          xa, xb, p->t + q * M * N, &narrow);
+            p->narrow &= narrow;
+        }
     }
     gck_stash_put(xa, (size_t)(M * K) * sizeof *xa); /* for the exact oracle's slices */
     gck_stash_put(xb, (size_t)(N * K) * sizeof *xb);
@@ -187,5 +270,6 @@ gck_absprod *gck_absprod_new(const gck_case *c, const double *a, const double *b
         return NULL;
     }
     atomic_fetch_add(&built, 1);
+    if (p->narrow) atomic_fetch_add(&built_narrow, 1);
     return p;
 }

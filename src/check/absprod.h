@@ -1,8 +1,10 @@
-/* Sum_k |a_ik|·|b_kj| of every element of a large GEMM by one f64 GEMM on |op(A)| and |op(B)|,
- * rounded up rigorously, for the checker's bound (internal). */
+/* Sum_k |a_ik|·|b_kj| of every element of a large GEMM by one GEMM on |op(A)| and |op(B)| (f32
+ * where every term fits it, else f64), rounded up rigorously, for the checker's bound
+ * (internal). */
 #ifndef GEMMCHECK_ABSPROD_H
 #define GEMMCHECK_ABSPROD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "gemmcheck/case.h"
@@ -20,7 +22,11 @@ void gck_absprod_free(gck_absprod *p);
  *  GEMM overflowed (the caller sums the element itself). */
 double gck_absprod_bound(const gck_absprod *p, int64_t bi, int64_t i, int64_t j);
 
-/** For tests: how many have been built, over the process. */
+/** Whether every member's sums came from an f32 GEMM (slack K·2^-23 instead of K·2^-52). */
+bool gck_absprod_f32(const gck_absprod *p);
+
+/** For tests: how many have been built over the process, and how many of them on the f32 road. */
 long gck_absprod_built(void);
+long gck_absprod_built_f32(void);
 
 #endif
