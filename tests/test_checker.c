@@ -200,13 +200,15 @@ static double draw(int kind, uint64_t *st) {
 /* For operands of `kind` (M x K and N x K, along k): whether the GEMM took the f32 road, and
  * that every bound is at least the exact sum (rounded up to a double by MPFR) and at most 3·K·u
  * above it (u of the road). Returns the number of elements compared. */
-static long absprod_against_mpfr(int kind, int64_t M, int64_t N, int64_t K, bool want_f32) {
+static long absprod_against_mpfr(int kind, gck_format type, int64_t M, int64_t N, int64_t K,
+                                 bool want_f32) {
     double *a = malloc((size_t)(M * K) * sizeof *a), *b = malloc((size_t)(N * K) * sizeof *b);
     uint64_t st = 0x9e3779b97f4a7c15u + (uint64_t)kind;
     for (int64_t x = 0; x < M * K; x++) a[x] = draw(kind, &st);
     for (int64_t x = 0; x < N * K; x++) b[x] = draw(kind, &st);
     gck_case c;
     gck_case_init(&c, M, N, K);
+    c.type_a = c.type_b = type;
     gck_absprod *p = gck_absprod_new(&c, a, b);
     cr_assert(p, "kind %d: no GEMM bound", kind);
     cr_assert_eq(gck_absprod_f32(p), want_f32, "kind %d: the %s road", kind,
@@ -238,17 +240,19 @@ static long absprod_against_mpfr(int kind, int64_t M, int64_t N, int64_t K, bool
 
 /* The sums of |a||b| from a GEMM bound the exact ones from above, by no more than their slack,
  * on both roads: f32 where every |a| and |b| is a float, no product falls below 2^-126 and K
- * times the largest stays below f32's range; f64 otherwise, and for K above 2^13. */
+ * times the largest stays below f32's range; f64 otherwise, for K above 2^13 and for f64
+ * inputs. */
 Test(checker, gemm_sums_of_abs_products_bound_the_exact_sums_on_both_roads, .timeout = 300) {
     long n = 0;
-    n += absprod_against_mpfr(0, 96, 96, 512, true);
-    n += absprod_against_mpfr(1, 96, 96, 512, true);
-    n += absprod_against_mpfr(2, 96, 96, 512, true);
-    n += absprod_against_mpfr(3, 96, 96, 512, false);
-    n += absprod_against_mpfr(4, 96, 96, 512, false);
-    n += absprod_against_mpfr(5, 96, 96, 512, false);
-    n += absprod_against_mpfr(1, 23, 23, 8193, false);
-    n += absprod_against_mpfr(1, 32, 32, 8192, true);
+    n += absprod_against_mpfr(0, GCK_F16, 96, 96, 512, true);
+    n += absprod_against_mpfr(1, GCK_F32, 96, 96, 512, true);
+    n += absprod_against_mpfr(2, GCK_F32, 96, 96, 512, true);
+    n += absprod_against_mpfr(3, GCK_BF16, 96, 96, 512, false);
+    n += absprod_against_mpfr(4, GCK_F32, 96, 96, 512, false); /* values no float holds */
+    n += absprod_against_mpfr(5, GCK_F32, 96, 96, 512, false);
+    n += absprod_against_mpfr(1, GCK_F32, 23, 23, 8193, false);
+    n += absprod_against_mpfr(1, GCK_F32, 32, 32, 8192, true);
+    n += absprod_against_mpfr(1, GCK_F64, 96, 96, 512, false); /* f64 inputs: not tried */
     fprintf(stderr,
             "[bounds] %ld GEMM sums of |a||b| against MPFR on the f32 and f64 roads: every "
             "one an upper bound within its slack\n",

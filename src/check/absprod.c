@@ -8,7 +8,7 @@
  * which is what gck_absprod_bound returns, evaluated rounding upward (the same relative slack
  * bounds any summation order of depth K: the bound does not depend on the kernel's blocking).
  *
- * The f32 road: when every |a| and |b| is a float (f16, bf16 and f32 inputs), K <= 2^13, every
+ * The f32 road: when neither input type is f64, every |a| and |b| is a float, K <= 2^13, every
  * non-zero product is at least 2^-126 and K times the largest one stays below 2^126, the GEMM
  * runs in f32, twice as fast. Then no product or partial sum is subnormal or overflows, each of
  * the K roundings is relative (u = 2^-24, a product exact inside its FMA, or rounded once where
@@ -220,7 +220,7 @@ static bool narrow_fits(abs_range a, abs_range b, int64_t K) {
 static bool one_pair(const gck_absprod *p, const double *a, const double *b, void *xa, void *xb,
                      double *t, bool *narrow) {
     int64_t M = p->m, N = p->n, K = p->k;
-    *narrow = K <= NARROW_MAX_K &&
+    *narrow = p->narrow && K <= NARROW_MAX_K &&
               narrow_fits(abs_copy(xa, a, M * K, true), abs_copy(xb, b, N * K, true), K);
     if (!*narrow) {
         abs_copy(xa, a, M * K, false);
@@ -255,7 +255,9 @@ gck_absprod *gck_absprod_new(const gck_case *c, const double *a, const double *b
     double *xa = malloc((size_t)(M * K) * sizeof *xa), *xb = malloc((size_t)(N * K) * sizeof *xb);
     bool ok = p && xa && xb && (p->t = malloc((size_t)(pairs * M * N) * sizeof *p->t));
     if (ok) {
-        *p = (gck_absprod){M, N, K, pairs, c->stride_a != 0, c->stride_b != 0, true, p->t};
+        /* f64 inputs are seldom all floats: not tried */
+        bool f32 = c->type_a != GCK_F64 && c->type_b != GCK_F64;
+        *p = (gck_absprod){M, N, K, pairs, c->stride_a != 0, c->stride_b != 0, f32, p->t};
         for (int64_t q = 0; ok && q < pairs; q++) {
             bool narrow;
             ok = one_pair(p, a + (p->a_batched ? q : 0) * M * K, b + (p->b_batched ? q : 0) * N * K,
