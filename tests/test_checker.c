@@ -177,11 +177,11 @@ Test(checker, bounds_from_a_gemm_agree_with_per_element_sums_on_large_products, 
 
 /* ---- the GEMM's sums of |a||b| against exact ones (MPFR) ------------------------------------- */
 
-/* A value of the kind `kind` draws (xorshift state *st): 0 f16 values (subnormals too), 1 floats
- * with exponents in [-50, 50], 2 floats just above powers of two (the largest relative rounding
- * of their sums), 3 bf16 values down to 2^-100 (products below f32's normal range), 4 doubles,
- * 5 floats near 2^60 (K times the largest product beyond f32's range). About 1 in 8 is 0, a
- * sign is random (the GEMM takes absolute values). */
+/* A value of the kind `kind` draws (xorshift state *st): 0 f16's 11-bit significands with
+ * exponents in [-24, 7], 1 floats with exponents in [-50, 50], 2 floats just above powers of two
+ * (the largest relative rounding of their sums), 3 bf16 values down to 2^-100 (products below
+ * f32's normal range), 4 doubles, 5 floats near 2^60 (K times the largest product beyond f32's
+ * range). About 1 in 8 is 0, a sign is random (the GEMM takes absolute values). */
 static double draw(int kind, uint64_t *st) {
     *st ^= *st << 13, *st ^= *st >> 7, *st ^= *st << 17;
     uint64_t r = *st;
