@@ -206,22 +206,27 @@ static void round_up_part(void *arg, int part, int64_t lo, int64_t hi) {
     fesetround(old);
 }
 
-/* The f32 road's guard (see the top of the file): every |a| and |b| a float, every non-zero
- * product at least 2^-126, every sum (with its rounding) below 2^127, K at most NARROW_MAX_K. */
+/* The f32 road's guard (see the top of the file), K at most NARROW_MAX_K already: every |a| and
+ * |b| a float, every non-zero product at least 2^-126, every sum (with its rounding) below
+ * 2^127. */
 static bool narrow_fits(abs_range a, abs_range b, int64_t K) {
-    if (!a.floats || !b.floats || K > NARROW_MAX_K) return false;
+    if (!a.floats || !b.floats) return false;
     if (a.emax == INT_MIN || b.emax == INT_MIN) return true; /* an operand of zeros */
     int logk = 0;
     while ((INT64_C(1) << logk) < K) logk++;
     return a.emin + b.emin >= -126 && a.emax + b.emax + 2 + logk + 1 <= 127;
 }
 
-/* T^ of one pair of members into t, checked and rounded up; *narrow: on the f32 road. */
+/* T^ of one pair of members into t, checked and rounded up; *narrow: on the f32 road. The float
+ * copy of op(B) is made only when op(A)'s values are all floats. */
 static bool one_pair(const gck_absprod *p, const double *a, const double *b, void *xa, void *xb,
                      double *t, bool *narrow) {
     int64_t M = p->m, N = p->n, K = p->k;
-    *narrow = p->narrow && K <= NARROW_MAX_K &&
-              narrow_fits(abs_copy(xa, a, M * K, true), abs_copy(xb, b, N * K, true), K);
+    *narrow = false;
+    if (p->narrow && K <= NARROW_MAX_K) {
+        abs_range ra = abs_copy(xa, a, M * K, true);
+        *narrow = ra.floats && narrow_fits(ra, abs_copy(xb, b, N * K, true), K);
+    }
     if (!*narrow) {
         abs_copy(xa, a, M * K, false);
         abs_copy(xb, b, N * K, false);
