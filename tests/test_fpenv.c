@@ -43,24 +43,12 @@ static const caller_env ENVS[] = {
 };
 #define NENVS (sizeof ENVS / sizeof ENVS[0])
 
-/* de_DE.UTF-8, compiled by localedef into a directory of this test's (LOCPATH): Debian's
- * `locales` package has its source (scripts/install-deps.sh installs it). */
-static locale_t comma_locale(void) {
-    static locale_t loc;
-    if (loc) return loc;
-    char dir[] = "/tmp/gck-locale-XXXXXX", cmd[256];
-    cr_assert(mkdtemp(dir));
-    snprintf(cmd, sizeof cmd, "localedef -i de_DE -f UTF-8 %s/de_DE.UTF-8 > /dev/null 2>&1", dir);
-    int st = system(cmd);
-    setenv("LOCPATH", dir, 1);
-    loc = newlocale(LC_ALL_MASK, "de_DE.UTF-8", (locale_t)0);
-    cr_assert(loc, "no de_DE.UTF-8 locale (localedef exited %d; install Debian's locales package)",
-              st);
-    return loc;
-}
-
 static void enter(const caller_env *e) {
-    if (e->decimal_comma) uselocale(comma_locale());
+    if (e->decimal_comma) {
+        locale_t comma = test_comma_locale();
+        cr_assert(comma, "no de_DE.UTF-8 locale (install Debian's locales package)");
+        uselocale(comma);
+    }
     fesetround(e->round);
     if (e->mxcsr) _mm_setcsr(e->mxcsr | (_mm_getcsr() & 0x3fu));
     if (e->traps) feenableexcept(e->traps);

@@ -185,3 +185,14 @@ int run_gemmcheck(const char *args, char *out, size_t len) {
     return rc;
 }
 #endif
+
+locale_t test_comma_locale(void) {
+    static locale_t loc;
+    if (loc) return loc;
+    char dir[] = "/tmp/gck-locale-XXXXXX", cmd[256];
+    if (!mkdtemp(dir)) return NULL;
+    snprintf(cmd, sizeof cmd, "localedef -i de_DE -f UTF-8 %s/de_DE.UTF-8 > /dev/null 2>&1", dir);
+    if (system(cmd) == -1) return NULL;
+    setenv("LOCPATH", dir, 1);
+    return loc = newlocale(LC_ALL_MASK, "de_DE.UTF-8", (locale_t)0);
+}

@@ -2,6 +2,7 @@
 #ifndef GEMMCHECK_TESTUTIL_H
 #define GEMMCHECK_TESTUTIL_H
 
+#include <locale.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,5 +49,10 @@ int run_shell(const char *cmd, char *out, size_t len);
 /* Run the gemmcheck binary under test with `args` (shell words): stdout and stderr into out. */
 int run_gemmcheck(const char *args, char *out, size_t len);
 #endif
+
+/* de_DE.UTF-8 (decimal comma), compiled once by localedef into a directory of this process's,
+ * which LOCPATH then names (so setlocale finds it too); NULL when it cannot be made (Debian's
+ * `locales` package has its source: scripts/install-deps.sh installs it). */
+locale_t test_comma_locale(void);
 
 #endif

@@ -1,0 +1,172 @@
+/* gck_parallel: every job runs exactly once, on the pool's threads where they fit and on
+ * threads of their own otherwise (more jobs than workers, a call from inside a job, calls from
+ * several threads at once, a forked child), in the caller's floating-point environment and in
+ * the "C" locale. */
+#define _GNU_SOURCE 1
+#include <criterion/criterion.h>
+#include <fenv.h>
+#include <locale.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "parallel.h"
+#include "testutil.h"
+
+#define MAX_JOBS 16
+
+typedef struct job {
+    atomic_int *runs; /* this job's count of runs */
+    int nested;       /* jobs of a gck_parallel call made from inside this one (0: none) */
+    atomic_int *nested_runs;
+    pid_t tid;      /* the thread it ran on */
+    int round;      /* fegetround() inside */
+    unsigned mxcsr; /* MXCSR's FTZ and DAZ bits inside (x86) */
+    char point[8];  /* the decimal point of the locale it ran in */
+} job;
+
+static void *count_run(void *arg) {
+    job *j = arg;
+    atomic_fetch_add(j->runs, 1);
+    j->tid = gettid();
+    j->round = fegetround();
+#if defined(__x86_64__)
+    j->mxcsr = _mm_getcsr() & 0x8040u;
+#endif
+    snprintf(j->point, sizeof j->point, "%s", localeconv()->decimal_point);
+    if (j->nested) {
+        job inner[MAX_JOBS];
+        for (int t = 0; t < j->nested; t++) inner[t] = (job){.runs = &j->nested_runs[t]};
+        cr_assert(gck_parallel(inner, (size_t)j->nested, sizeof inner[0], count_run));
+    }
+    return NULL;
+}
+
+/* One call of n jobs (each nesting `nested`); asserts each ran once (and its nested jobs). */
+static void call_once(int n, int nested, job *jobs) {
+    atomic_int runs[MAX_JOBS], inner[MAX_JOBS][MAX_JOBS];
+    for (int t = 0; t < n; t++) {
+        atomic_init(&runs[t], 0);
+        for (int u = 0; u < MAX_JOBS; u++) atomic_init(&inner[t][u], 0);
+        jobs[t] = (job){.runs = &runs[t], .nested = nested, .nested_runs = inner[t]};
+    }
+    cr_assert(gck_parallel(jobs, (size_t)n, sizeof jobs[0], count_run));
+    for (int t = 0; t < n; t++) {
+        cr_assert_eq(atomic_load(&runs[t]), 1, "job %d of %d ran %d times", t, n,
+                     atomic_load(&runs[t]));
+        for (int u = 0; u < nested; u++)
+            cr_assert_eq(atomic_load(&inner[t][u]), 1, "nested job %d of job %d ran %d times", u, t,
+                         atomic_load(&inner[t][u]));
+    }
+}
+
+Test(parallel, every_job_runs_once_whether_it_fits_the_pool_or_not) {
+    int cores = gck_online_cores();
+    job jobs[MAX_JOBS];
+    for (int round = 0; round < 300; round++) {
+        int n = 1 + round % (cores + 3 < MAX_JOBS ? cores + 3 : MAX_JOBS);
+        call_once(n, round % 3 == 0 ? 1 + round % 4 : 0, jobs);
+        cr_assert_eq(jobs[0].tid, gettid(), "job 0 runs on the caller's thread");
+        for (int t = 1; t < n; t++) cr_assert_neq(jobs[t].tid, gettid(), "job %d", t);
+    }
+}
+
+/* The jobs that fit run on the same threads call after call (the pool's), not on new ones. */
+Test(parallel, the_pools_threads_are_kept_from_one_call_to_the_next) {
+    int cores = gck_online_cores();
+    if (cores < 2) cr_skip_test("one online core: the pool has no thread");
+    job first[MAX_JOBS], again[MAX_JOBS];
+    int n = cores < MAX_JOBS ? cores : MAX_JOBS;
+    call_once(n, 0, first);
+    usleep(20000); /* long enough for the workers to stop spinning and sleep */
+    call_once(n, 0, again);
+    for (int t = 1; t < n; t++) cr_assert_eq(first[t].tid, again[t].tid, "job %d", t);
+    call_once(n, 0, again); /* straight after: the workers are still spinning */
+    for (int t = 1; t < n; t++) cr_assert_eq(first[t].tid, again[t].tid, "job %d", t);
+}
+
+typedef struct caller {
+    int calls;
+    bool ok;
+} caller;
+
+static void *many_calls(void *arg) {
+    caller *c = arg;
+    job jobs[MAX_JOBS];
+    for (int i = 0; i < c->calls; i++) call_once(1 + i % 4, i % 5 == 0, jobs);
+    c->ok = true;
+    return NULL;
+}
+
+Test(parallel, calls_from_several_threads_at_once) {
+    pthread_t tid[4];
+    caller c[4];
+    for (int t = 0; t < 4; t++) {
+        c[t] = (caller){.calls = 400};
+        cr_assert_eq(pthread_create(&tid[t], NULL, many_calls, &c[t]), 0);
+    }
+    for (int t = 0; t < 4; t++) {
+        pthread_join(tid[t], NULL);
+        cr_assert(c[t].ok, "caller %d", t);
+    }
+}
+
+Test(parallel, jobs_run_in_the_callers_environment_and_the_c_locale) {
+    int n = gck_online_cores() + 2 < MAX_JOBS ? gck_online_cores() + 2 : MAX_JOBS;
+    job jobs[MAX_JOBS];
+    /* the process's locale one with a decimal comma (new threads start in it) */
+    cr_assert(test_comma_locale(), "no de_DE.UTF-8 locale (install Debian's locales package)");
+    cr_assert(setlocale(LC_NUMERIC, "de_DE.UTF-8"));
+    cr_assert_str_eq(localeconv()->decimal_point, ",");
+    static const int modes[] = {FE_UPWARD, FE_TONEAREST, FE_DOWNWARD, FE_TOWARDZERO};
+    for (int r = 0; r < 8; r++) {
+        int mode = modes[r % 4];
+        bool flush = r % 2 == 0;
+        cr_assert_eq(fesetround(mode), 0);
+#if defined(__x86_64__)
+        unsigned saved = _mm_getcsr();
+        _mm_setcsr(flush ? saved | 0x8040u : saved & ~0x8040u);
+#endif
+        call_once(r < 4 ? 2 : n, 0, jobs);
+#if defined(__x86_64__)
+        unsigned now = _mm_getcsr() & 0x8040u;
+        _mm_setcsr(saved & ~0x8040u);
+#endif
+        fesetround(FE_TONEAREST);
+        for (int t = 0; t < (r < 4 ? 2 : n); t++) {
+            cr_assert_eq(jobs[t].round, mode, "call %d, job %d", r, t);
+#if defined(__x86_64__)
+            cr_assert_eq(jobs[t].mxcsr, now, "call %d, job %d: FTZ/DAZ %#x, caller's %#x", r, t,
+                         jobs[t].mxcsr, now);
+#endif
+            if (t) cr_assert_str_eq(jobs[t].point, ".", "call %d, job %d", r, t);
+        }
+    }
+    setlocale(LC_NUMERIC, "C");
+}
+
+/* A child forked after the pool started has none of its threads: its calls still run every
+ * job (on a pool of its own), and do not wait for workers that are not there. */
+Test(parallel, a_forked_child_runs_its_jobs) {
+    job jobs[MAX_JOBS];
+    int n = gck_online_cores() < MAX_JOBS ? gck_online_cores() : MAX_JOBS;
+    call_once(n > 1 ? n : 2, 0, jobs); /* the parent's pool started */
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        alarm(20); /* a child waiting for absent workers dies of SIGALRM */
+        for (int i = 0; i < 50; i++) call_once(1 + i % 4, i % 3 == 0, jobs);
+        _exit(0);
+    }
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
+    call_once(n > 1 ? n : 2, 0, jobs); /* the parent's pool still works */
+}
