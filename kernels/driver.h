@@ -125,9 +125,10 @@ static bool KN(block)(const kjob *j, const void *A, const void *B, const void *C
     if (sup) {
         atomic_fetch_add(&sup_jobs, 1);
         double work;
-        int s = sup_shape(ops, sizeof(KT) == 4, i1 - i0, j1 - j0, sup, j->brs, &work);
+        int s = sup_shape(ops, sizeof(KT) == 4, i1 - i0, j1 - j0, c->k, sup, j->brs, &work);
         mr = ops->KSK[s].mr, nr = ops->KSK[s].nr, sk = ops->KSK[s].fn;
         if (ops->KSK[s].lanes) atomic_fetch_add(&lane_jobs, 1);
+        atomic_fetch_add(&shape_jobs[sizeof(KT) == 4][s], 1);
     }
 #else
     bool ub = false, ua = false;

@@ -126,11 +126,12 @@ static int64_t clamp_to(int64_t v, int64_t lo, int64_t hi, int64_t multiple) {
 }
 
 /* test limits (gck_kernels_limit); 0: none */
-static int64_t limit_w, limit_nc;
+static int64_t limit_w, limit_nc, limit_l2;
 
-void gck_kernels_limit(int64_t w_bytes, int64_t nc) {
+void gck_kernels_limit(int64_t w_bytes, int64_t nc, int64_t l2_bytes) {
     limit_w = w_bytes;
     limit_nc = nc;
+    limit_l2 = l2_bytes;
 }
 
 gck_blocking gck_kernels_blocking(int es, int mr, int nr) {
@@ -349,9 +350,13 @@ static atomic_long sup_jobs;
 
 long gck_kernels_sup_jobs(void) { return atomic_load(&sup_jobs); }
 
-static atomic_long lane_jobs;
+static atomic_long lane_jobs, shape_jobs[2][GCK_SUP_SHAPES];
 
 long gck_kernels_lane_jobs(void) { return atomic_load(&lane_jobs); }
+
+long gck_kernels_shape_jobs(bool f32, int s) {
+    return s >= 0 && s < GCK_SUP_SHAPES ? atomic_load(&shape_jobs[f32][s]) : 0;
+}
 
 static bool has_shape(const gck_kpath_ops *ops, bool f32, int s) {
     return s < GCK_SUP_SHAPES && (f32 ? ops->s32[s].fn != NULL : ops->s64[s].fn != NULL);
@@ -372,20 +377,44 @@ static double padded(int64_t rows, int64_t cols, int64_t mr, int64_t nr) {
     return (double)((rows + mr - 1) / mr * mr) * (double)((cols + nr - 1) / nr * nr);
 }
 
+/* Whether a path has tiles for jobs that read only op(A) in place (packed_b). */
+static bool has_packed_b(const gck_kpath_ops *ops, bool f32) {
+    for (int s = 0; has_shape(ops, f32, s); s++)
+        if (f32 ? ops->s32[s].packed_b : ops->s64[s].packed_b) return true;
+    return false;
+}
+
 /* The tile for a job whose operands are read in place (`reads`, as sup_reads says; brs: op(B)'s
- * stride along k): the path's shape that pads rows x cols least (the default, first, on a tie);
- * a shape with columns in its lanes only for a job of at most its rows that reads only op(B) in
- * place, stored along k (with B's columns contiguous the lane tile would read a few values per
- * step a leading dimension apart: 2048 x 1 x 1024 f32 transposed onto it ran 3 GFLOP/s, against
- * 17-19 streaming A as it is); *work: the padded rows x cols. */
-static int sup_shape(const gck_kpath_ops *ops, bool f32, int64_t rows, int64_t cols, int reads,
-                     int64_t brs, double *work) {
+ * stride along k; K: its steps): the path's shape of least work, its rows x cols padded to whole
+ * tiles (the default, first, on a tie); a shape with columns in its lanes only for a job of at
+ * most its rows that reads only op(B) in place, stored along k (with B's columns contiguous the
+ * lane tile would read a few values per step a leading dimension apart: 2048 x 1 x 1024 f32
+ * transposed onto it ran 3 GFLOP/s, against 17-19 streaming A as it is); a `packed_b` shape only
+ * for a job that reads only op(A) in place, and of fewer than twice its columns. When such a
+ * job's op(A) takes more than twice L2, each column tile streams it from further away: on a path
+ * with packed_b shapes (AVX-512's: twice as wide) its work is then (1 + 2/NR) times the padded
+ * work, and 0.75 of that on the packed_b shapes, which picks, for f64 2048 x N x 1024, the tiles
+ * that ukernel_x86.c's measurements found fastest for N = 1 to 24; with op(A) nearer, only the
+ * padding counts (f64 on one Zen 4 thread with 1 MiB of L2, GFLOP/s counting the passes or not:
+ * 300 x 20 x 500, op(A) 1.2 MB, 39 against 48; from 2.4 MB on the passes win or tie: 600 x 16 x
+ * 500 46 / 44, 1000 x 12 x 300 49 / 46, 500 x 10 x 600 33 / 24, 400 x 24 x 800 50 / 43, 600 x 8
+ * x 1000 47 / 39, 2000 x 20 x 300 42 / 45). *work: that work. */
+static int sup_shape(const gck_kpath_ops *ops, bool f32, int64_t rows, int64_t cols, int64_t K,
+                     int reads, int64_t brs, double *work) {
+    static _Atomic int64_t l2_bytes; /* 0: not read yet (threads may read it at once) */
+    int64_t l2 = limit_l2 > 0 ? limit_l2 : atomic_load(&l2_bytes);
+    if (!l2) atomic_store(&l2_bytes, l2 = cache_bytes(_SC_LEVEL2_CACHE_SIZE, 1 << 20));
     bool lanes = reads == SUP_B && brs == 1;
+    bool passes = reads == SUP_A && (double)rows * (double)K * (f32 ? 4 : 8) > 2.0 * (double)l2 &&
+                  has_packed_b(ops, f32);
     int best = 0;
     for (int s = 0; has_shape(ops, f32, s); s++) {
         int mr = f32 ? ops->s32[s].mr : ops->s64[s].mr, nr = f32 ? ops->s32[s].nr : ops->s64[s].nr;
+        bool packed_b = f32 ? ops->s32[s].packed_b : ops->s64[s].packed_b;
         if ((f32 ? ops->s32[s].lanes : ops->s64[s].lanes) && (!lanes || rows > mr)) continue;
+        if (packed_b && (reads != SUP_A || nr >= 2 * cols)) continue;
         double p = padded(rows, cols, mr, nr);
+        if (passes) p *= (1.0 + 2.0 / nr) * (packed_b ? 0.75 : 1.0);
         if (s == 0 || p < *work) best = s, *work = p;
     }
     return best;
@@ -543,7 +572,8 @@ static double case_cost(const gck_case *c, const gck_kpath_ops *ops, int64_t ars
     *sup = reads != 0;
     if (*sup) /* a shape other than the path's own tile loses ties (f64 2048 x 16 x 1024: 21
                * GFLOP/s on 12 x 4 as it is, 24 on 8 x 6 transposed) */
-        return sup_shape(ops, c->compute == GCK_F32, c->m, c->n, reads, brs, &w) ? w + 0.5 : w;
+        return sup_shape(ops, c->compute == GCK_F32, c->m, c->n, c->k, reads, brs, &w) ? w + 0.5
+                                                                                       : w;
     int64_t mr, nr;
     tile_of(c, ops, &mr, &nr);
     return padded(c->m, c->n, mr, nr);

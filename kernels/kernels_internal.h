@@ -39,17 +39,18 @@ typedef void (*gck_skernel_f64)(int64_t kc, const double *a, int64_t as, int64_t
 
 /** Kernels on unpacked operands, with their tiles; the first is the path's default tile. A
  *  kernel with `lanes` holds columns in its vector lanes (rows in scalars): it serves jobs of at
- *  most MR rows only. */
-enum { GCK_SUP_SHAPES = 6 };
+ *  most MR rows only. A kernel with `packed_b` serves only jobs that read op(A) in place and
+ *  pack op(B). */
+enum { GCK_SUP_SHAPES = 12 };
 typedef struct gck_sup_f32 {
     int mr, nr;
     gck_skernel_f32 fn; /**< NULL: no such shape */
-    bool lanes;
+    bool lanes, packed_b;
 } gck_sup_f32;
 typedef struct gck_sup_f64 {
     int mr, nr;
     gck_skernel_f64 fn;
-    bool lanes;
+    bool lanes, packed_b;
 } gck_sup_f64;
 
 /** A path's micro-kernels and their register tiles. */
@@ -129,9 +130,11 @@ typedef struct gck_blocking {
 
 gck_blocking gck_kernels_blocking(int elem_bytes, int mr, int nr);
 
-/** For tests: at most w_bytes of accumulator block and nc columns per panel (0: the machine's
- *  blocking), so that small products cross row chunks and panels. Set it while no call runs. */
-void gck_kernels_limit(int64_t w_bytes, int64_t nc);
+/** For tests: at most w_bytes of accumulator block and nc columns per panel, and l2_bytes of L2
+ *  when choosing the tile of a job that reads op(A) in place (0: the machine's), so that small
+ *  products cross row chunks and panels and take the tiles of large ones. Set it while no call
+ *  runs. */
+void gck_kernels_limit(int64_t w_bytes, int64_t nc, int64_t l2_bytes);
 
 /** For tests: how many jobs (one batch member of one thread's share) so far read an operand in
  *  place with the kernels on unpacked operands, over all calls. */
@@ -140,5 +143,8 @@ long gck_kernels_sup_jobs(void);
 /** For tests: how many of those jobs ran on a shape with the columns in its vector lanes (the
  *  tiles for jobs of a few rows), over all calls. */
 long gck_kernels_lane_jobs(void);
+
+/** For tests: how many of those jobs ran on shape `s` of a path's f32 (f32) or f64 table. */
+long gck_kernels_shape_jobs(bool f32, int s);
 
 #endif

@@ -41,48 +41,66 @@ enum { A2_MR32 = 16, A2_MR64 = 8, A2_NR = 6 };
  * streamed down its columns asks for pf bytes on instead (the tile two below, which the driver
  * runs next): on the same machine 2048 x 4 x 1024 went from 26-31 to 40-46 GFLOP/s in f32 and
  * from 6-11 to 17-21 in f64. Either way all the tile's rows, a line per two vectors. */
-#define AVX2_TILE(NAME, EL, VT, SFX, BC, NV, NC)                                                   \
-    AVX2 static inline __attribute__((always_inline)) void NAME##_body(                            \
+#define VEC_TILE(NAME, ISA, W, EL, VT, SFX, NV, NC)                                                \
+    ISA static inline __attribute__((always_inline)) void NAME##_body(                             \
         int64_t kc, const EL *a, int64_t as, int64_t pf, const EL *b, int64_t bs, int64_t bj,      \
         EL *w, int64_t ldw, bool first) {                                                          \
         enum { L = sizeof(VT) / sizeof(EL) };                                                      \
         VT c[NC][NV];                                                                              \
         _Pragma("GCC unroll 16") for (int j = 0; j < (NC); j++)                                    \
             _Pragma("GCC unroll 16") for (int v = 0; v < (NV); v++) c[j][v] =                      \
-                first ? _mm256_setzero_##SFX() : _mm256_loadu_##SFX(w + j * ldw + v * L);          \
+                first ? _mm##W##_setzero_##SFX() : _mm##W##_loadu_##SFX(w + j * ldw + v * L);      \
         for (int64_t k = 0; k < kc; k++, a += as, b += bs) {                                       \
-            _Pragma("GCC unroll 16") for (int l = 0; l < ((NV) + 1) / 2; l++)                      \
+            _Pragma("GCC unroll 16") for (int l = 0; l < ((NV)*L * (int)sizeof(EL) + 63) / 64;     \
+                                          l++)                                                     \
                 PREFETCH(a, (pf ? pf : PF_STEPS * as * (int64_t)sizeof(EL)) + 64 * l);             \
             VT av[NV];                                                                             \
             _Pragma("GCC unroll 16") for (int v = 0; v < (NV); v++) av[v] =                        \
-                _mm256_loadu_##SFX(a + v * L);                                                     \
+                _mm##W##_loadu_##SFX(a + v * L);                                                   \
             _Pragma("GCC unroll 16") for (int j = 0; j < (NC); j++) {                              \
-                VT bv = _mm256_broadcast_##BC(b + j * bj);                                         \
+                VT bv = _mm##W##_set1_##SFX(b[j * bj]);                                            \
                 _Pragma("GCC unroll 16") for (int v = 0; v < (NV); v++) c[j][v] =                  \
-                    _mm256_fmadd_##SFX(av[v], bv, c[j][v]);                                        \
+                    _mm##W##_fmadd_##SFX(av[v], bv, c[j][v]);                                      \
             }                                                                                      \
         }                                                                                          \
         _Pragma("GCC unroll 16") for (int j = 0; j < (NC); j++)                                    \
             _Pragma("GCC unroll 16") for (int v = 0; v < (NV); v++)                                \
-                _mm256_storeu_##SFX(w + j * ldw + v * L, c[j][v]);                                 \
+                _mm##W##_storeu_##SFX(w + j * ldw + v * L, c[j][v]);                               \
     }                                                                                              \
-    AVX2 static void NAME(int64_t kc, const EL *a, int64_t as, int64_t pf, const EL *b,            \
-                          int64_t bs, int64_t bj, EL *w, int64_t ldw, bool first) {                \
+    ISA static void NAME(int64_t kc, const EL *a, int64_t as, int64_t pf, const EL *b, int64_t bs, \
+                         int64_t bj, EL *w, int64_t ldw, bool first) {                             \
         NAME##_body(kc, a, as, pf, b, bs, bj, w, ldw, first);                                      \
     }
+#define AVX2_TILE(NAME, EL, VT, SFX, NV, NC) VEC_TILE(NAME, AVX2, 256, EL, VT, SFX, NV, NC)
 
 /* The default tile and the shapes for jobs of few columns: 24 x 4, 48 x 2, 96 x 1 floats (half
  * as many rows of doubles). No shape for few rows: a wider tile reads more columns of B at once,
  * and 12 streams at a leading dimension of a power of two overflow a cache set (measured on a
  * Zen 3: 1 x 2048 x 1024 f32 went from 4.1 to 2.5 GFLOP/s). */
-AVX2_TILE(avx2_s32_2x6, float, __m256, ps, ss, 2, 6)
-AVX2_TILE(avx2_s32_3x4, float, __m256, ps, ss, 3, 4)
-AVX2_TILE(avx2_s32_6x2, float, __m256, ps, ss, 6, 2)
-AVX2_TILE(avx2_s32_12x1, float, __m256, ps, ss, 12, 1)
-AVX2_TILE(avx2_s64_2x6, double, __m256d, pd, sd, 2, 6)
-AVX2_TILE(avx2_s64_3x4, double, __m256d, pd, sd, 3, 4)
-AVX2_TILE(avx2_s64_6x2, double, __m256d, pd, sd, 6, 2)
-AVX2_TILE(avx2_s64_12x1, double, __m256d, pd, sd, 12, 1)
+AVX2_TILE(avx2_s32_2x6, float, __m256, ps, 2, 6)
+AVX2_TILE(avx2_s32_3x4, float, __m256, ps, 3, 4)
+AVX2_TILE(avx2_s32_6x2, float, __m256, ps, 6, 2)
+AVX2_TILE(avx2_s32_12x1, float, __m256, ps, 12, 1)
+AVX2_TILE(avx2_s64_2x6, double, __m256d, pd, 2, 6)
+AVX2_TILE(avx2_s64_3x4, double, __m256d, pd, 3, 4)
+AVX2_TILE(avx2_s64_6x2, double, __m256d, pd, 6, 2)
+AVX2_TILE(avx2_s64_12x1, double, __m256d, pd, 12, 1)
+
+/* The AVX-512 paths' tiles for jobs that read op(A) in place and pack op(B) (the AVX2 ones above
+ * serve the other in-place jobs: a tile of many columns of op(B) read in place along k reads
+ * that many streams a leading dimension apart, which overflow a cache set). On a Zen 4 core,
+ * f64 2048 x N x 1024 in GFLOP/s, the best AVX2 tile against the AVX-512 one that fits N
+ * (2026-11-26, one thread, best of 100 calls): N = 2 16.6 / 19.6, 3 12.6 / 24.1 (48 x 4),
+ * 4 23.9 / 29.4, 8 34.1 / 44.6, 12 33.3 / 44.7, 16 34.3 / 44.0-46.0, 24 32.4 / 47.4 (16 x 12);
+ * at N = 1 the 48 x 1 AVX2 tile is as fast (11.1 against 10.9 for 96 x 1), so there is none. */
+#define AVX512_F64_TILE(NV, NC)                                                                    \
+    VEC_TILE(avx512_s64_##NV##x##NC, AVX512, 512, double, __m512d, pd, NV, NC)
+AVX512_F64_TILE(8, 2)
+AVX512_F64_TILE(6, 4)
+AVX512_F64_TILE(2, 6)
+AVX512_F64_TILE(3, 8)
+AVX512_F64_TILE(2, 12)
+AVX512_F64_TILE(1, 16)
 
 /* Tiles for jobs of one to four rows that read op(B) in place: eight columns in the lanes, R
  * accumulators (one per row), a[k*as + r] broadcast. Stored along k (bs = 1, as column-major B
@@ -308,21 +326,26 @@ const gck_kf16_to_f32_fn gck_kf16_to_f32_hw = f16_to_f32_hw;
 const gck_kf16_from_f32_fn gck_kf16_from_f32_hw = f16_from_f32_hw;
 
 // clang-format off
-#define A2_SUP                                                                              \
+#define A2_S32                                                                              \
     .s32 = {{16, 6, avx2_s32_2x6}, {24, 4, avx2_s32_3x4}, {48, 2, avx2_s32_6x2},              \
-            {96, 1, avx2_s32_12x1}, {4, 8, avx2_l32_4x8, true}, {1, 8, avx2_l32_1x8, true}},  \
-    .s64 = {{8, 6, avx2_s64_2x6}, {12, 4, avx2_s64_3x4}, {24, 2, avx2_s64_6x2},               \
-            {48, 1, avx2_s64_12x1}}
+            {96, 1, avx2_s32_12x1}, {4, 8, avx2_l32_4x8, true}, {1, 8, avx2_l32_1x8, true}}
+#define A2_S64                                                                              \
+    {8, 6, avx2_s64_2x6}, {12, 4, avx2_s64_3x4}, {24, 2, avx2_s64_6x2}, {48, 1, avx2_s64_12x1}
 const gck_kpath_ops gck_kpath_avx2_ops = {
     .mr32 = A2_MR32, .nr32 = A2_NR, .mr64 = A2_MR64, .nr64 = A2_NR, .f16c = true,
-    .f32 = avx2_f32, .f64 = avx2_f64, A2_SUP};
-/* The AVX-512 paths read skinny operands in place with the avx2 kernels (the same arithmetic,
- * tested bit for bit on AVX2 machines; every AVX-512 CPU has AVX2 and FMA, and
- * gck_kpath_cpu_has requires them): reading in place is what those shapes need (on a Zen 5
- * core the packed avx512bf16 path ran 16x2048x1024 f32 at 39 GFLOP/s, a Zen 3 core 88 on the
- * avx2 in-place kernels), and no AVX-512 in-place kernel could be tested here. */
+    .f32 = avx2_f32, .f64 = avx2_f64, A2_S32, .s64 = {A2_S64}};
+/* The AVX-512 paths read skinny operands in place with the avx2 kernels (the same arithmetic;
+ * every AVX-512 CPU has AVX2 and FMA, and gck_kpath_cpu_has requires them): reading in place is
+ * what those shapes need (on a Zen 5 core the packed avx512bf16 path ran 16x2048x1024 f32 at 39
+ * GFLOP/s, a Zen 3 core 88 on the avx2 in-place kernels); f64 jobs that read only op(A) in
+ * place have AVX-512 tiles besides (packed_b, above). */
+#define A5_S64                                                                              \
+    .s64 = {A2_S64, {64, 2, avx512_s64_8x2, false, true},                                   \
+            {48, 4, avx512_s64_6x4, false, true}, {16, 6, avx512_s64_2x6, false, true},       \
+            {24, 8, avx512_s64_3x8, false, true}, {16, 12, avx512_s64_2x12, false, true},     \
+            {8, 16, avx512_s64_1x16, false, true}}
 #define A5_OPS .mr32 = A5_MR32, .nr32 = A5_NR, .mr64 = A5_MR64, .nr64 = A5_NR64, .f16c = true, \
-               .f32 = avx512_f32, .f64 = avx512_f64, A2_SUP
+               .f32 = avx512_f32, .f64 = avx512_f64, A2_S32, A5_S64
 const gck_kpath_ops gck_kpath_avx512_ops = {A5_OPS};
 const gck_kpath_ops gck_kpath_avx512bf16_ops = {A5_OPS, .mrbf = A5_MR32, .nrbf = A5_NR,
                                                 .bf16dot = avx512_bf16dot};

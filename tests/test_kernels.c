@@ -270,7 +270,7 @@ Test(kernels, row_chunks_panels_and_k_blocks_keep_the_tree, .timeout = 1800) {
         if (!gck_kpath_supported((gck_kpath)p, NULL, 0)) continue;
         int64_t elements = 0, cases = 0;
         for (uint64_t i = 0; i < 30; i++) {
-            gck_kernels_limit(1, i % 2 ? 24 : 36); /* R = MC; NC = 2 or 3 tiles of 12 */
+            gck_kernels_limit(1, i % 2 ? 24 : 36, 0); /* R = MC; NC = 2 or 3 tiles of 12 */
             gck_spec s;
             grid_spec(i * 104729 + 7, rows, nrows, &s);
             gck_case *c = &s.c;
@@ -280,7 +280,7 @@ Test(kernels, row_chunks_panels_and_k_blocks_keep_the_tree, .timeout = 1800) {
             /* KC's edges for tiles 12 wide (and 6: twice KC) */
             elements += compare_shape(&s, (gck_kpath)p, i, bk.mc + 1 + (int64_t)(i * 97 % 331),
                                       1 + (int64_t)(i * 29 % 61), ks[i % 5]);
-            gck_kernels_limit(0, 0);
+            gck_kernels_limit(0, 0, 0);
             cases++;
         }
         printf("[kernels] path %s: %lld cases across row chunks, panels and KC blocks, %lld "
@@ -288,6 +288,32 @@ Test(kernels, row_chunks_panels_and_k_blocks_keep_the_tree, .timeout = 1800) {
                gck_kpath_name((gck_kpath)p), (long long)cases, (long long)elements);
     }
     gck_backend_close(&be);
+}
+
+/* Jobs that read op(A) in place (rows contiguous) and pack op(B), with every width from 1 to 24
+ * columns, taken as large (L2 limited to one byte, so that each column tile counts a pass over
+ * op(A)): the cases of the AVX-512 tiles for such jobs (packed_b), all in f32 or all in f64,
+ * across KC; bit for bit against the declared tree. Returns the elements compared. */
+static int64_t wide_a_cases(gck_kpath p, const gck_support_row *rows, size_t nrows,
+                            int64_t *cases) {
+    int64_t elements = 0;
+    gck_kernels_limit(0, 0, 1);
+    for (uint64_t i = 0; i < 48; i++) {
+        gck_spec s;
+        grid_spec(i * 4099 + 29, rows, nrows, &s);
+        gck_case *c = &s.c;
+        gck_format t = i % 4 == 3 ? GCK_F32 : GCK_F64;
+        c->type_a = c->type_b = c->type_c = c->type_d = c->compute = c->scale_type = t;
+        c->order = i % 2 ? GCK_COL_MAJOR : GCK_ROW_MAJOR;
+        c->transa = c->order == GCK_COL_MAJOR ? GCK_OP_N : GCK_OP_T;
+        gck_blocking bk = gck_kernels_blocking(gck_format_get(t)->storage_bytes, 8, 6);
+        int64_t ks[] = {1, 9, bk.kc - 1, bk.kc + 1, 2 * bk.kc + 3};
+        elements +=
+            compare_shape(&s, p, i, 97 + (int64_t)(i * 61 % 300), 1 + (int64_t)(i % 24), ks[i % 5]);
+        (*cases)++;
+    }
+    gck_kernels_limit(0, 0, 0);
+    return elements;
 }
 
 /* Skinny shapes, where the kernels read an operand where it is stored instead of packing it (few
@@ -306,6 +332,10 @@ Test(kernels, skinny_shapes_read_in_place_keep_the_tree, .timeout = 1800) {
     for (int p = GCK_KPATH_AUTO + 1; p < GCK_KPATH_COUNT; p++) {
         if (!gck_kpath_supported((gck_kpath)p, NULL, 0)) continue;
         long before = gck_kernels_sup_jobs(), lanes_before = gck_kernels_lane_jobs();
+        long shapes_before[2][GCK_SUP_SHAPES];
+        for (int f = 0; f < 2; f++)
+            for (int t = 0; t < GCK_SUP_SHAPES; t++)
+                shapes_before[f][t] = gck_kernels_shape_jobs(f, t);
         int64_t elements = 0, cases = 0;
         for (uint64_t i = 0; i < 4 * NTHIN; i++) {
             gck_spec s;
@@ -341,6 +371,7 @@ Test(kernels, skinny_shapes_read_in_place_keep_the_tree, .timeout = 1800) {
                                       ks[i * 7 % 8]);
             cases++;
         }
+        elements += wide_a_cases((gck_kpath)p, rows, nrows, &cases);
         long sup = gck_kernels_sup_jobs() - before, lane = gck_kernels_lane_jobs() - lanes_before;
         printf("[kernels] path %s: %lld skinny cases (%ld jobs read an operand in place, %ld of "
                "them on tiles with the columns in the lanes), %lld elements bit-identical to the "
@@ -361,6 +392,17 @@ Test(kernels, skinny_shapes_read_in_place_keep_the_tree, .timeout = 1800) {
         else
             cr_expect_eq(lane, 0, "path %s has no lane tiles but %ld jobs ran on them",
                          gck_kpath_name((gck_kpath)p), lane);
+        /* every shape of the path's tables ran (or the bits above say nothing about it) */
+        for (int t = 0; t < GCK_SUP_SHAPES; t++) {
+            if (ops->s32[t].fn)
+                cr_expect_gt(gck_kernels_shape_jobs(true, t) - shapes_before[1][t], 0,
+                             "path %s: no job ran on its f32 %d x %d in-place tile",
+                             gck_kpath_name((gck_kpath)p), ops->s32[t].mr, ops->s32[t].nr);
+            if (ops->s64[t].fn)
+                cr_expect_gt(gck_kernels_shape_jobs(false, t) - shapes_before[0][t], 0,
+                             "path %s: no job ran on its f64 %d x %d in-place tile",
+                             gck_kpath_name((gck_kpath)p), ops->s64[t].mr, ops->s64[t].nr);
+        }
     }
     gck_backend_close(&be);
 }
