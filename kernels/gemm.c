@@ -309,6 +309,18 @@ static void kbufs_give(kbufs *b) {
     free(b);
 }
 
+/* The cached sets, freed when the library is unloaded (or the process exits). */
+__attribute__((destructor)) static void kbufs_release(void) {
+    pthread_mutex_lock(&kbufs_lock);
+    while (kbufs_cached) {
+        kbufs *b = kbufs_cache[--kbufs_cached];
+        kbufs_empty(b);
+        free(b);
+    }
+    kbufs_bytes = 0;
+    pthread_mutex_unlock(&kbufs_lock);
+}
+
 /* Buffer `slot` of the set of at least `bytes` bytes, 64-byte aligned; NULL when out of memory. */
 static void *kbuf(kbufs *b, int slot, size_t bytes) {
     if (!b) return NULL;

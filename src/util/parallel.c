@@ -72,11 +72,13 @@ static bool run_on_new_threads(char *base, size_t n, size_t job_size, void *(*fn
  * thread, or from inside a job) starts threads of its own, as does a call with more jobs than
  * the pool has threads. A job runs in its caller's floating-point environment and in the "C"
  * locale, as on a thread of its own. A child after fork has no workers (they stayed in the
- * parent): its pool starts again when first used. */
+ * parent): its pool starts again when first used. The workers end when the library is unloaded
+ * or the process exits (a destructor), so that none runs code that is gone. */
 #define POOL_SPIN_NS 200000L
 #define POOL_MAX     255
 
 typedef struct pool_worker {
+    pthread_t tid;
     atomic_ulong go; /* the generation of the last call that gave this worker a job */
     void *(*fn)(void *);
     void *arg;
@@ -89,10 +91,12 @@ static struct {
     atomic_flag busy;     /* held by the call using the pool */
     atomic_int pending;   /* jobs of the current call not yet finished */
     atomic_int sleepers;  /* workers asleep, or about to be, on `wake` */
-    unsigned long gen;    /* the current call's generation (under busy) */
-    int workers;          /* threads started */
-    bool tried;           /* the threads were started (or failed to be) */
-    fenv_t env;           /* the current call's floating-point environment */
+    atomic_bool
+        stopping;      /* the workers are to end (the library is unloaded, or the process ends) */
+    unsigned long gen; /* the current call's generation (under busy) */
+    int workers;       /* threads started */
+    bool tried;        /* the threads were started (or failed to be) */
+    fenv_t env;        /* the current call's floating-point environment */
     pool_worker w[POOL_MAX];
 } pool = {.lock = PTHREAD_MUTEX_INITIALIZER,
           .wake = PTHREAD_COND_INITIALIZER,
@@ -105,13 +109,14 @@ static long elapsed_ns(const struct timespec *t0) {
     return (t.tv_sec - t0->tv_sec) * 1000000000L + (t.tv_nsec - t0->tv_nsec);
 }
 
-/* Spins until *go differs from `old` (go not NULL) or *count is 0, for at most POOL_SPIN_NS;
- * whether that happened. */
+/* Spins until *go differs from `old` (go not NULL; or the pool stops) or *count is 0, for at
+ * most POOL_SPIN_NS; whether that happened. */
 static bool spin_for(atomic_ulong *go, unsigned long old, atomic_int *count) {
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (unsigned i = 1;; i++) {
-        if (go ? atomic_load_explicit(go, memory_order_acquire) != old
+        if (go ? atomic_load_explicit(go, memory_order_acquire) != old ||
+                     atomic_load(&pool.stopping)
                : atomic_load_explicit(count, memory_order_acquire) == 0)
             return true;
 #if defined(__x86_64__) || defined(__i386__)
@@ -121,29 +126,46 @@ static bool spin_for(atomic_ulong *go, unsigned long old, atomic_int *count) {
     }
 }
 
+/* Waits for a job newer than `seen`, or for the pool to stop; whether a job came. */
+static bool wait_for_job(pool_worker *me, unsigned long seen) {
+    if (!spin_for(&me->go, seen, NULL)) {
+        pthread_mutex_lock(&pool.lock);
+        atomic_fetch_add(&pool.sleepers, 1);
+        while (atomic_load(&me->go) == seen && !atomic_load(&pool.stopping))
+            pthread_cond_wait(&pool.wake, &pool.lock);
+        atomic_fetch_sub(&pool.sleepers, 1);
+        pthread_mutex_unlock(&pool.lock);
+    }
+    return atomic_load(&me->go) != seen;
+}
+
 static void *pool_loop(void *arg) {
     pool_worker *me = arg;
     locale_t c = gck_c_locale();
     if (c) uselocale(c);
     unsigned long seen = 0;
-    for (;;) {
-        if (!spin_for(&me->go, seen, NULL)) {
-            pthread_mutex_lock(&pool.lock);
-            atomic_fetch_add(&pool.sleepers, 1);
-            while (atomic_load(&me->go) == seen) pthread_cond_wait(&pool.wake, &pool.lock);
-            atomic_fetch_sub(&pool.sleepers, 1);
-            pthread_mutex_unlock(&pool.lock);
-        }
+    while (wait_for_job(me, seen)) {
         seen = atomic_load_explicit(&me->go, memory_order_acquire);
         fesetenv(&pool.env);
         me->fn(me->arg);
         if (atomic_fetch_sub_explicit(&pool.pending, 1, memory_order_acq_rel) == 1) {
             pthread_mutex_lock(&pool.lock);
-            pthread_cond_signal(&pool.done);
+            pthread_cond_broadcast(&pool.done);
             pthread_mutex_unlock(&pool.lock);
         }
     }
     return NULL;
+}
+
+/* When the library is unloaded (or the process exits): the workers end, after any job given to
+ * them, and are joined, so that none runs code that has gone. */
+__attribute__((destructor)) static void pool_stop(void) {
+    pthread_mutex_lock(&pool.lock);
+    atomic_store(&pool.stopping, true);
+    pthread_cond_broadcast(&pool.wake);
+    pthread_mutex_unlock(&pool.lock);
+    for (int w = 0; w < pool.workers; w++) pthread_join(pool.w[w].tid, NULL);
+    pool.workers = 0;
 }
 
 /* In a child after fork: no worker exists there; the pool starts again when first used. */
@@ -165,17 +187,12 @@ static int pool_start(void) {
     if (!registered && pthread_atfork(NULL, NULL, pool_forked)) return 0;
     registered = true;
     int want = gck_online_cores() - 1;
-    pthread_attr_t attr;
     if (want > POOL_MAX) want = POOL_MAX;
-    if (want < 1 || pthread_attr_init(&attr)) return 0;
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     for (pool.workers = 0; pool.workers < want; pool.workers++) {
         pool_worker *w = &pool.w[pool.workers];
         atomic_store(&w->go, 0);
-        pthread_t tid;
-        if (pthread_create(&tid, &attr, pool_loop, w)) break;
+        if (pthread_create(&w->tid, NULL, pool_loop, w)) break;
     }
-    pthread_attr_destroy(&attr);
     return pool.workers;
 }
 
@@ -188,8 +205,12 @@ static void run_on_pool(char *base, size_t n, size_t job_size, void *(*fn)(void 
         pool_worker *w = &pool.w[t - 1];
         w->fn = fn;
         w->arg = base + t * job_size;
-        atomic_store_explicit(&w->go, g, memory_order_release);
+        atomic_store(&w->go, g);
     }
+    /* sequentially consistent, as the worker's increment of `sleepers` and its load of `go`:
+     * one of the two sees the other's write, so a worker that has gone to sleep is woken. (With
+     * a release store here, x86 may load `sleepers` before the store is seen, and a worker that
+     * saw the old `go` slept while this call waited for it: a hang seen once under ASan.) */
     if (atomic_load(&pool.sleepers)) {
         pthread_mutex_lock(&pool.lock);
         pthread_cond_broadcast(&pool.wake);
@@ -210,7 +231,7 @@ bool gck_parallel(void *jobs, size_t n, size_t job_size, void *(*fn)(void *)) {
     }
     if (atomic_flag_test_and_set_explicit(&pool.busy, memory_order_acquire))
         return run_on_new_threads(jobs, n, job_size, fn);
-    bool fits = (size_t)pool_start() >= n - 1;
+    bool fits = !atomic_load(&pool.stopping) && (size_t)pool_start() >= n - 1;
     if (fits) run_on_pool(jobs, n, job_size, fn);
     atomic_flag_clear_explicit(&pool.busy, memory_order_release);
     return fits || run_on_new_threads(jobs, n, job_size, fn);
