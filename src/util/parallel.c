@@ -91,12 +91,11 @@ static struct {
     atomic_flag busy;     /* held by the call using the pool */
     atomic_int pending;   /* jobs of the current call not yet finished */
     atomic_int sleepers;  /* workers asleep, or about to be, on `wake` */
-    atomic_bool
-        stopping;      /* the workers are to end (the library is unloaded, or the process ends) */
-    unsigned long gen; /* the current call's generation (under busy) */
-    int workers;       /* threads started */
-    bool tried;        /* the threads were started (or failed to be) */
-    fenv_t env;        /* the current call's floating-point environment */
+    atomic_bool stopping; /* the workers are to end (the library unloaded, the process ending) */
+    unsigned long gen;    /* the current call's generation (under busy) */
+    int workers;          /* threads started */
+    bool tried;           /* the threads were started (or failed to be) */
+    fenv_t env;           /* the current call's floating-point environment */
     pool_worker w[POOL_MAX];
 } pool = {.lock = PTHREAD_MUTEX_INITIALIZER,
           .wake = PTHREAD_COND_INITIALIZER,
