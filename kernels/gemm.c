@@ -120,6 +120,9 @@ static int64_t cache_bytes(int name, int64_t fallback) {
     return v > 0 ? (int64_t)v : fallback;
 }
 
+/* L2 per core, as the machine reports it (1 MiB when it does not). */
+static int64_t l2_size(void) { return cache_bytes(_SC_LEVEL2_CACHE_SIZE, 1 << 20); }
+
 static int64_t clamp_to(int64_t v, int64_t lo, int64_t hi, int64_t multiple) {
     v = v < lo ? lo : v > hi ? hi : v;
     return v / multiple * multiple;
@@ -136,7 +139,7 @@ void gck_kernels_limit(int64_t w_bytes, int64_t nc, int64_t l2_bytes) {
 
 gck_blocking gck_kernels_blocking(int es, int mr, int nr) {
     int64_t l1 = cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 32768);
-    int64_t l2 = cache_bytes(_SC_LEVEL2_CACHE_SIZE, 1 << 20);
+    int64_t l2 = l2_size();
     /* a B sliver of KC steps in half of L1 (the A slivers stream through the other half); an
      * MC x KC block of A in half of L2; a panel of B of NC columns packed a KC block at a time
      * and reused across the row blocks (BLIS's analytical model, Low et al., ACM TOMS 43(2),
@@ -413,9 +416,7 @@ static bool has_packed_b(const gck_kpath_ops *ops, bool f32) {
  * x 1000 47 / 39, 2000 x 20 x 300 42 / 45). *work: that work. */
 static int sup_shape(const gck_kpath_ops *ops, bool f32, int64_t rows, int64_t cols, int64_t K,
                      int reads, int64_t brs, double *work) {
-    static _Atomic int64_t l2_bytes; /* 0: not read yet (threads may read it at once) */
-    int64_t l2 = limit_l2 > 0 ? limit_l2 : atomic_load(&l2_bytes);
-    if (!l2) atomic_store(&l2_bytes, l2 = cache_bytes(_SC_LEVEL2_CACHE_SIZE, 1 << 20));
+    int64_t l2 = limit_l2 > 0 ? limit_l2 : l2_size();
     bool lanes = reads == SUP_B && brs == 1;
     bool passes = reads == SUP_A && (double)rows * (double)K * (f32 ? 4 : 8) > 2.0 * (double)l2 &&
                   has_packed_b(ops, f32);
