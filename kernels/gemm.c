@@ -392,10 +392,11 @@ static double padded(int64_t rows, int64_t cols, int64_t mr, int64_t nr) {
     return (double)((rows + mr - 1) / mr * mr) * (double)((cols + nr - 1) / nr * nr);
 }
 
-/* Whether a path has tiles for jobs that read only op(A) in place (packed_b). */
-static bool has_packed_b(const gck_kpath_ops *ops, bool f32) {
+/* Whether a path has 512-bit tiles beside 256-bit ones for jobs that read op(A) in place
+ * (packed_b in f64, wide in f32): its passes over a large op(A) are counted (sup_shape). */
+static bool has_a_tiles_512(const gck_kpath_ops *ops, bool f32) {
     for (int s = 0; has_shape(ops, f32, s); s++)
-        if (f32 ? ops->s32[s].packed_b : ops->s64[s].packed_b) return true;
+        if (f32 ? ops->s32[s].packed_b || ops->s32[s].wide : ops->s64[s].packed_b) return true;
     return false;
 }
 
@@ -413,13 +414,18 @@ static bool has_packed_b(const gck_kpath_ops *ops, bool f32) {
  * padding counts (f64 on one Zen 4 thread with 1 MiB of L2, GFLOP/s counting the passes or not:
  * 300 x 20 x 500, op(A) 1.2 MB, 39 against 48; from 2.4 MB on the passes win or tie: 600 x 16 x
  * 500 46 / 44, 1000 x 12 x 300 49 / 46, 500 x 10 x 600 33 / 24, 400 x 24 x 800 50 / 43, 600 x 8
- * x 1000 47 / 39, 2000 x 20 x 300 42 / 45). *work: that work. */
+ * x 1000 47 / 39, 2000 x 20 x 300 42 / 45). The same holds for f32 on a path with `wide`
+ * shapes, where a taller shape wins a tie while the passes count (64 x 4 against 32 x 4: f32 2048
+ * x 4 x 1024 77 against 55 GFLOP/s). A `wide` shape's work counts WIDE_WORK of its own: two or
+ * more 512-bit vectors of rows load half as many vectors and broadcasts per multiply-add as the
+ * 256-bit tiles (docs/KERNELS.md, "AVX-512 f32 tiles"). *work: that work. */
+#define WIDE_WORK 0.8
 static int sup_shape(const gck_kpath_ops *ops, bool f32, int64_t rows, int64_t cols, int64_t K,
                      int reads, int64_t brs, double *work) {
     int64_t l2 = limit_l2 > 0 ? limit_l2 : l2_size();
     bool lanes = reads == SUP_B && brs == 1;
     bool passes = reads == SUP_A && (double)rows * (double)K * (f32 ? 4 : 8) > 2.0 * (double)l2 &&
-                  has_packed_b(ops, f32);
+                  has_a_tiles_512(ops, f32);
     int best = 0;
     for (int s = 0; has_shape(ops, f32, s); s++) {
         int mr = f32 ? ops->s32[s].mr : ops->s64[s].mr, nr = f32 ? ops->s32[s].nr : ops->s64[s].nr;
@@ -428,7 +434,9 @@ static int sup_shape(const gck_kpath_ops *ops, bool f32, int64_t rows, int64_t c
         if (packed_b && (reads != SUP_A || nr >= 2 * cols)) continue;
         double p = padded(rows, cols, mr, nr);
         if (passes) p *= (1.0 + 2.0 / nr) * (packed_b ? 0.75 : 1.0);
-        if (s == 0 || p < *work) best = s, *work = p;
+        if (f32 ? ops->s32[s].wide : ops->s64[s].wide) p *= WIDE_WORK;
+        int best_mr = f32 ? ops->s32[best].mr : ops->s64[best].mr;
+        if (s == 0 || p < *work || (passes && p == *work && mr > best_mr)) best = s, *work = p;
     }
     return best;
 }

@@ -40,17 +40,18 @@ typedef void (*gck_skernel_f64)(int64_t kc, const double *a, int64_t as, int64_t
 /** Kernels on unpacked operands, with their tiles; the first is the path's default tile. A
  *  kernel with `lanes` holds columns in its vector lanes (rows in scalars): it serves jobs of at
  *  most MR rows only. A kernel with `packed_b` serves only jobs that read op(A) in place and
- *  pack op(B). */
+ *  pack op(B). A `wide` kernel (512-bit vectors, on a path whose other shapes have 256) is
+ *  counted at WIDE_WORK of its padded work when a job's tile is chosen (gemm.c, sup_shape). */
 enum { GCK_SUP_SHAPES = 12 };
 typedef struct gck_sup_f32 {
     int mr, nr;
     gck_skernel_f32 fn; /**< NULL: no such shape */
-    bool lanes, packed_b;
+    bool lanes, packed_b, wide;
 } gck_sup_f32;
 typedef struct gck_sup_f64 {
     int mr, nr;
     gck_skernel_f64 fn;
-    bool lanes, packed_b;
+    bool lanes, packed_b, wide;
 } gck_sup_f64;
 
 /** A path's micro-kernels and their register tiles. */

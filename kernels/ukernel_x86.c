@@ -101,6 +101,19 @@ AVX512_F64_TILE(2, 6)
 AVX512_F64_TILE(3, 8)
 AVX512_F64_TILE(2, 12)
 AVX512_F64_TILE(1, 16)
+/* In f32 the AVX-512 paths have 512-bit tiles for every job read in place (`wide` but the one
+ * of a single vector: gemm.c, sup_shape), of at most eight columns, so that the columns of op(B)
+ * read in place along k stay within a cache set's ways. On a Zen 4 thread, f32 GFLOP/s against
+ * the AVX2 tile the choice took before (2026-11-26, best of 200 calls): 2048 x 8 x 1024 57 ->
+ * 102 (32 x 8), 2048 x 3 x 1024 26 -> 59 (64 x 4), 64 x 64 x 16384 92 -> 96 (32 x 8). */
+#define AVX512_F32_TILE(NV, NC)                                                                    \
+    VEC_TILE(avx512_s32_##NV##x##NC, AVX512, 512, float, __m512, ps, NV, NC)
+AVX512_F32_TILE(2, 8)
+AVX512_F32_TILE(2, 6)
+AVX512_F32_TILE(2, 4)
+AVX512_F32_TILE(1, 8)
+AVX512_F32_TILE(4, 4)
+AVX512_F32_TILE(4, 2)
 
 /* Tiles for jobs of one to four rows that read op(B) in place: eight columns in the lanes, R
  * accumulators (one per row), a[k*as + r] broadcast. Stored along k (bs = 1, as column-major B
@@ -327,25 +340,31 @@ const gck_kf16_from_f32_fn gck_kf16_from_f32_hw = f16_from_f32_hw;
 
 // clang-format off
 #define A2_S32                                                                              \
-    .s32 = {{16, 6, avx2_s32_2x6}, {24, 4, avx2_s32_3x4}, {48, 2, avx2_s32_6x2},              \
-            {96, 1, avx2_s32_12x1}, {4, 8, avx2_l32_4x8, true}, {1, 8, avx2_l32_1x8, true}}
+    {16, 6, avx2_s32_2x6}, {24, 4, avx2_s32_3x4}, {48, 2, avx2_s32_6x2},                      \
+    {96, 1, avx2_s32_12x1}, {4, 8, avx2_l32_4x8, true}, {1, 8, avx2_l32_1x8, true}
 #define A2_S64                                                                              \
     {8, 6, avx2_s64_2x6}, {12, 4, avx2_s64_3x4}, {24, 2, avx2_s64_6x2}, {48, 1, avx2_s64_12x1}
 const gck_kpath_ops gck_kpath_avx2_ops = {
     .mr32 = A2_MR32, .nr32 = A2_NR, .mr64 = A2_MR64, .nr64 = A2_NR, .f16c = true,
-    .f32 = avx2_f32, .f64 = avx2_f64, A2_S32, .s64 = {A2_S64}};
+    .f32 = avx2_f32, .f64 = avx2_f64, .s32 = {A2_S32}, .s64 = {A2_S64}};
 /* The AVX-512 paths read skinny operands in place with the avx2 kernels (the same arithmetic;
  * every AVX-512 CPU has AVX2 and FMA, and gck_kpath_cpu_has requires them): reading in place is
  * what those shapes need (on a Zen 5 core the packed avx512bf16 path ran 16x2048x1024 f32 at 39
  * GFLOP/s, a Zen 3 core 88 on the avx2 in-place kernels); f64 jobs that read only op(A) in
- * place have AVX-512 tiles besides (packed_b, above). */
+ * place have AVX-512 tiles besides (packed_b, above), and f32 jobs their own (wide, above). */
 #define A5_S64                                                                              \
     .s64 = {A2_S64, {64, 2, avx512_s64_8x2, false, true},                                   \
             {48, 4, avx512_s64_6x4, false, true}, {16, 6, avx512_s64_2x6, false, true},       \
             {24, 8, avx512_s64_3x8, false, true}, {16, 12, avx512_s64_2x12, false, true},     \
             {8, 16, avx512_s64_1x16, false, true}}
+#define A5_S32                                                                              \
+    .s32 = {A2_S32, {32, 8, avx512_s32_2x8, false, false, true},                             \
+            {32, 6, avx512_s32_2x6, false, false, true},                                     \
+            {32, 4, avx512_s32_2x4, false, false, true}, {16, 8, avx512_s32_1x8},            \
+            {64, 4, avx512_s32_4x4, false, false, true},                                     \
+            {64, 2, avx512_s32_4x2, false, false, true}}
 #define A5_OPS .mr32 = A5_MR32, .nr32 = A5_NR, .mr64 = A5_MR64, .nr64 = A5_NR64, .f16c = true, \
-               .f32 = avx512_f32, .f64 = avx512_f64, A2_S32, A5_S64
+               .f32 = avx512_f32, .f64 = avx512_f64, A5_S32, A5_S64
 const gck_kpath_ops gck_kpath_avx512_ops = {A5_OPS};
 const gck_kpath_ops gck_kpath_avx512bf16_ops = {A5_OPS, .mrbf = A5_MR32, .nrbf = A5_NR,
                                                 .bf16dot = avx512_bf16dot};

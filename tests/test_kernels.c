@@ -291,25 +291,40 @@ Test(kernels, row_chunks_panels_and_k_blocks_keep_the_tree, .timeout = 1800) {
 }
 
 /* Jobs that read op(A) in place (rows contiguous) and pack op(B), with every width from 1 to 24
- * columns, taken as large (L2 limited to one byte, so that each column tile counts a pass over
- * op(A)): the cases of the AVX-512 tiles for such jobs (packed_b), all in f32 or all in f64,
- * across KC; bit for bit against the declared tree. Returns the elements compared. */
+ * columns, in f32 and in f64, in both orders, taken as large (L2 limited to one byte, so that
+ * each column tile counts a pass over op(A)): the cases of the AVX-512 tiles for such jobs
+ * (packed_b in f64, wide in f32), across KC; bit for bit against the declared tree. Returns the
+ * elements compared. */
 static int64_t wide_a_cases(gck_kpath p, const gck_support_row *rows, size_t nrows,
                             int64_t *cases) {
     int64_t elements = 0;
     gck_kernels_limit(0, 0, 1);
-    for (uint64_t i = 0; i < 48; i++) {
+    for (uint64_t i = 0; i < 96; i++) {
         gck_spec s;
         grid_spec(i * 4099 + 29, rows, nrows, &s);
         gck_case *c = &s.c;
-        gck_format t = i % 4 == 3 ? GCK_F32 : GCK_F64;
+        gck_format t = i % 2 ? GCK_F32 : GCK_F64;
         c->type_a = c->type_b = c->type_c = c->type_d = c->compute = c->scale_type = t;
-        c->order = i % 2 ? GCK_COL_MAJOR : GCK_ROW_MAJOR;
+        c->order = i / 48 ? GCK_COL_MAJOR : GCK_ROW_MAJOR;
         c->transa = c->order == GCK_COL_MAJOR ? GCK_OP_N : GCK_OP_T;
         gck_blocking bk = gck_kernels_blocking(gck_format_get(t)->storage_bytes, 8, 6);
         int64_t ks[] = {1, 9, bk.kc - 1, bk.kc + 1, 2 * bk.kc + 3};
-        elements +=
-            compare_shape(&s, p, i, 97 + (int64_t)(i * 61 % 300), 1 + (int64_t)(i % 24), ks[i % 5]);
+        elements += compare_shape(&s, p, i, 97 + (int64_t)(i * 61 % 300), 1 + (int64_t)(i / 2 % 24),
+                                  ks[i % 5]);
+        (*cases)++;
+    }
+    /* f32 shapes whose AVX-512 tile wins only on a tie or by a column: 64 x 4 (taller than 32 x
+     * 4, same padding: more rows than op(B) is read in place for), 16 x 8 (16 rows, op(B) read in
+     * place along k, a multiple of 8 columns) */
+    static const int64_t shapes[][3] = {{320, 4, 300}, {448, 3, 77}, {16, 400, 300}, {12, 200, 9}};
+    for (uint64_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        gck_spec s;
+        grid_spec(i * 5003 + 7, rows, nrows, &s);
+        gck_case *c = &s.c;
+        c->type_a = c->type_b = c->type_c = c->type_d = c->compute = c->scale_type = GCK_F32;
+        c->order = GCK_COL_MAJOR;
+        c->transa = c->transb = GCK_OP_N;
+        elements += compare_shape(&s, p, 96 + i, shapes[i][0], shapes[i][1], shapes[i][2]);
         (*cases)++;
     }
     gck_kernels_limit(0, 0, 0);
