@@ -30,6 +30,18 @@
  * a run at a time, at a stride of the sliver's width, it left L1 for every run). */
 static void KN(pack_across)(PT *dst, int len, const kpanel *p, const char *base, int64_t rows,
                             int64_t kb) {
+#if KP == 2
+    if (KSAME(p->t)) { /* a group is two adjacent stored values: moved as one 32-bit unit */
+        for (int64_t r = 0; r < rows; r++) {
+            const PT *src = (const PT *)base + r * p->xs;
+            PT *out = dst + r * KP;
+            int64_t g = 0;
+            for (; g < kb / KP; g++) memcpy(out + g * len * KP, src + g * KP, KP * sizeof(PT));
+            if (kb % KP) out[g * len * KP] = src[g * KP]; /* the other half: zeroed by pack */
+        }
+        return;
+    }
+#endif
     PT buf[PACK_MAX_LEN * PACK_CHUNK];
     for (int64_t k0 = 0; k0 < kb; k0 += PACK_CHUNK) {
         int64_t kk = kb - k0 < PACK_CHUNK ? kb - k0 : PACK_CHUNK;
@@ -47,6 +59,23 @@ static void KN(pack_across)(PT *dst, int len, const kpanel *p, const char *base,
 static void KN(pack)(PT *dst, int len, const kpanel *p, int64_t x0, int64_t xn, int64_t k0,
                      int64_t kb) {
     int64_t kbp = (kb + KP - 1) / KP * KP;
+#if KP == 2
+    if (p->xs == 1 && KSAME(p->t)) { /* two stored columns at a time, interleaved into groups */
+        for (int64_t k = 0; k < kb; k += KP) {
+            const PT *c0 = (const PT *)p->base + x0 + (k0 + k) * p->ks,
+                     *c1 = k + 1 < kb ? c0 + p->ks : NULL;
+            for (int64_t s = 0; s < xn; s += len) {
+                PT *out = dst + s * kbp + k / KP * len * KP;
+                int64_t n = xn - s < len ? xn - s : len;
+                if (c1)
+                    for (int64_t x = 0; x < n; x++)
+                        out[x * KP] = c0[s + x], out[x * KP + 1] = c1[s + x];
+                else /* the last group's other half: zeroed below */
+                    for (int64_t x = 0; x < n; x++) out[x * KP] = c0[s + x];
+            }
+        }
+    } else
+#endif
     if (p->xs == 1) /* along each stored column of the block once, sliver after sliver */
         for (int64_t k = 0; k < kb; k++) {
             const char *col = p->base + (x0 + (k0 + k) * p->ks) * p->es;
