@@ -59,8 +59,10 @@ static void KN(pack_across)(PT *dst, int len, const kpanel *p, const char *base,
 static void KN(pack)(PT *dst, int len, const kpanel *p, int64_t x0, int64_t xn, int64_t k0,
                      int64_t kb) {
     int64_t kbp = (kb + KP - 1) / KP * KP;
+    bool pairs = false; /* bf16 pairs moved as they are stored */
 #if KP == 2
-    if (p->xs == 1 && KSAME(p->t)) { /* two stored columns at a time, interleaved into groups */
+    pairs = p->xs == 1 && KSAME(p->t);
+    if (pairs) { /* two stored columns at a time, interleaved into groups */
         for (int64_t k = 0; k < kb; k += KP) {
             const PT *c0 = (const PT *)p->base + x0 + (k0 + k) * p->ks,
                      *c1 = k + 1 < kb ? c0 + p->ks : NULL;
@@ -74,9 +76,9 @@ static void KN(pack)(PT *dst, int len, const kpanel *p, int64_t x0, int64_t xn, 
                     for (int64_t x = 0; x < n; x++) out[x * KP] = c0[s + x];
             }
         }
-    } else
+    }
 #endif
-    if (p->xs == 1) /* along each stored column of the block once, sliver after sliver */
+    if (p->xs == 1 && !pairs) /* along each stored column once, sliver after sliver */
         for (int64_t k = 0; k < kb; k++) {
             const char *col = p->base + (x0 + (k0 + k) * p->ks) * p->es;
             for (int64_t s = 0; s < xn; s += len) {
