@@ -161,18 +161,20 @@ static void large_products_agree(const char *spec, long *compared, long *finding
  * on faulty backends, with values near overflow (summed per element again where an overflow rule
  * could fire) and specials (their lines summed per element). */
 Test(checker, bounds_from_a_gemm_agree_with_per_element_sums_on_large_products, .timeout = 600) {
-    long compared = 0, findings = 0, narrow = 0, before = gck_absprod_built();
+    long compared = 0, findings = 0, narrow = 0, before = gck_absprod_built(),
+         bf16_before = gck_absprod_built_bf16();
     for (int b = 0; b < 3; b++)
         large_products_agree(compare_specs[b], &compared, &findings, &narrow);
-    long built = gck_absprod_built() - before;
+    long built = gck_absprod_built() - before, bf16 = gck_absprod_built_bf16() - bf16_before;
     fprintf(stderr,
             "[bounds] large products: %ld elements, %ld findings, %ld bounds from a GEMM (%ld in "
-            "f32): the same verdicts as per-element sums\n",
-            compared, findings, built, narrow);
+            "f32, %ld of them on bf16 inputs): the same verdicts as per-element sums\n",
+            compared, findings, built, narrow, bf16);
     cr_expect_gt(findings, 0);
     cr_expect_geq(built, 12, "only %ld GEMM bounds were built", built);
     cr_expect(narrow >= 4 && narrow <= built - 4, "%ld of %ld in f32: both roads not taken", narrow,
               built);
+    cr_expect_gt(bf16, 0, "no bound from bf16 inputs among the %ld in f32", narrow);
 }
 
 /* ---- the GEMM's sums of |a||b| against exact ones (MPFR) ------------------------------------- */
@@ -181,7 +183,10 @@ Test(checker, bounds_from_a_gemm_agree_with_per_element_sums_on_large_products, 
  * exponents in [-24, 7], 1 floats with exponents in [-50, 50], 2 floats just above powers of two
  * (the largest relative rounding of their sums), 3 bf16 values down to 2^-100 (products below
  * f32's normal range), 4 doubles, 5 floats near 2^60 (K times the largest product beyond f32's
- * range). About 1 in 8 is 0, a sign is random (the GEMM takes absolute values). */
+ * range), 6 bf16 values with exponents in [-40, 20], 7 bf16 subnormals (powers of two from 2^-133
+ * to 2^-127, which VDPBF16PS reads as zero), 8 bf16 values from 2^7 to 2^15 (their products with
+ * kind 7 are normal floats). About 1 in 8 is 0, a sign is random (the GEMM takes absolute
+ * values). */
 static double draw(int kind, uint64_t *st) {
     *st ^= *st << 13, *st ^= *st >> 7, *st ^= *st << 17;
     uint64_t r = *st;
@@ -193,26 +198,36 @@ static double draw(int kind, uint64_t *st) {
     case 2: return sign * (double)(float)(1 + 0x1p-23 * (double)(r >> 44 & 3));
     case 3: return sign * ldexp(floor((1 + f) * 128) / 128, -(int)(r >> 44 & 127));
     case 4: return sign * (1 + f + 0x1p-40);
-    default: return sign * (double)(float)ldexp(1 + f, 59 + (int)(r >> 44 & 1));
+    case 5: return sign * (double)(float)ldexp(1 + f, 59 + (int)(r >> 44 & 1));
+    case 6: return sign * ldexp(floor((1 + f) * 128) / 128, (int)((r >> 44) % 61) - 40);
+    case 7: return sign * ldexp(1, -127 - (int)((r >> 44) % 7));
+    default: return sign * ldexp(floor((1 + f) * 128) / 128, 7 + (int)((r >> 44) % 9));
     }
 }
 
-/* For operands of `kind` (M x K and N x K, along k): whether the GEMM took the f32 road, and
- * that every bound is at least the exact sum (rounded up to a double by MPFR) and at most 3·K·u
- * above it (u of the road). Returns the number of elements compared. */
-static long absprod_against_mpfr(int kind, gck_format type, int64_t M, int64_t N, int64_t K,
-                                 bool want_f32) {
+/* The roads of the GEMM of |a||b|: f64, f32, f32 accumulation of bf16 inputs. */
+enum { ROAD_F64, ROAD_F32, ROAD_BF16 };
+
+/* For operands of kinds ka and kb (M x K and N x K, along k): which road the GEMM took, and that
+ * every bound is at least the exact sum (rounded up to a double by MPFR) and at most 3·K·u above
+ * it (u of the road). Returns the number of elements compared. */
+static long absprod_against_mpfr(int ka, int kb, gck_format type, int64_t M, int64_t N, int64_t K,
+                                 int road) {
+    static const char *const roads[] = {"f64", "f32", "bf16"};
     double *a = malloc((size_t)(M * K) * sizeof *a), *b = malloc((size_t)(N * K) * sizeof *b);
-    uint64_t st = 0x9e3779b97f4a7c15u + (uint64_t)kind;
-    for (int64_t x = 0; x < M * K; x++) a[x] = draw(kind, &st);
-    for (int64_t x = 0; x < N * K; x++) b[x] = draw(kind, &st);
+    uint64_t st = 0x9e3779b97f4a7c15u + (uint64_t)ka;
+    for (int64_t x = 0; x < M * K; x++) a[x] = draw(ka, &st);
+    for (int64_t x = 0; x < N * K; x++) b[x] = draw(kb, &st);
     gck_case c;
     gck_case_init(&c, M, N, K);
     c.type_a = c.type_b = type;
+    long bf16_before = gck_absprod_built_bf16();
     gck_absprod *p = gck_absprod_new(&c, a, b);
-    cr_assert(p, "kind %d: no GEMM bound", kind);
-    cr_assert_eq(gck_absprod_f32(p), want_f32, "kind %d: the %s road", kind,
-                 gck_absprod_f32(p) ? "f32" : "f64");
+    cr_assert(p, "kinds %d, %d: no GEMM bound", ka, kb);
+    int took = gck_absprod_bf16(p) ? ROAD_BF16 : gck_absprod_f32(p) ? ROAD_F32 : ROAD_F64;
+    cr_assert_eq(took, road, "kinds %d, %d: the %s road, not %s", ka, kb, roads[took], roads[road]);
+    cr_assert_eq(gck_absprod_built_bf16() - bf16_before, road == ROAD_BF16);
+    bool want_f32 = road != ROAD_F64;
     double u = want_f32 ? 0x1p-24 : 0x1p-53, most = 1 + 3 * (double)K * u + 0x1p-50;
     mpfr_t *terms = malloc((size_t)K * sizeof *terms);
     mpfr_ptr *ptrs = malloc((size_t)K * sizeof *ptrs);
@@ -228,8 +243,8 @@ static long absprod_against_mpfr(int kind, gck_format type, int64_t M, int64_t N
             mpfr_sum(t, ptrs, (unsigned long)K, MPFR_RNDU);
             double exact_up = mpfr_get_d(t, MPFR_RNDU), got = gck_absprod_bound(p, 0, i, j);
             cr_assert(got >= exact_up && got <= exact_up * most + (want_f32 ? 0 : K * 0x1p-1074),
-                      "kind %d, element (%lld, %lld): bound %a, exact sum %a", kind, (long long)i,
-                      (long long)j, got, exact_up);
+                      "kinds %d, %d, element (%lld, %lld): bound %a, exact sum %a", ka, kb,
+                      (long long)i, (long long)j, got, exact_up);
         }
     for (int64_t k = 0; k < K; k++) mpfr_clear(terms[k]);
     mpfr_clear(t);
@@ -239,22 +254,27 @@ static long absprod_against_mpfr(int kind, gck_format type, int64_t M, int64_t N
 }
 
 /* The sums of |a||b| from a GEMM bound the exact ones from above, by no more than their slack,
- * on both roads: f32 where every |a| and |b| is a float, no product falls below 2^-126 and K
- * times the largest stays below f32's range; f64 otherwise, for K above 2^13 and for f64
+ * on every road: f32 where every |a| and |b| is a float, no product falls below 2^-126 and K
+ * times the largest stays below f32's range, with bf16 inputs where moreover every value is a
+ * normal bf16 (VDPBF16PS on the avx512bf16 path); f64 otherwise, for K above 2^13 and for f64
  * inputs. */
-Test(checker, gemm_sums_of_abs_products_bound_the_exact_sums_on_both_roads, .timeout = 300) {
+Test(checker, gemm_sums_of_abs_products_bound_the_exact_sums_on_every_road, .timeout = 300) {
     long n = 0;
-    n += absprod_against_mpfr(0, GCK_F16, 96, 96, 512, true);
-    n += absprod_against_mpfr(1, GCK_F32, 96, 96, 512, true);
-    n += absprod_against_mpfr(2, GCK_F32, 96, 96, 512, true);
-    n += absprod_against_mpfr(3, GCK_BF16, 96, 96, 512, false);
-    n += absprod_against_mpfr(4, GCK_F32, 96, 96, 512, false); /* values no float holds */
-    n += absprod_against_mpfr(5, GCK_F32, 96, 96, 512, false);
-    n += absprod_against_mpfr(1, GCK_F32, 23, 23, 8193, false);
-    n += absprod_against_mpfr(1, GCK_F32, 32, 32, 8192, true);
-    n += absprod_against_mpfr(1, GCK_F64, 96, 96, 512, false); /* f64 inputs: not tried */
+    n += absprod_against_mpfr(0, 0, GCK_F16, 96, 96, 512, ROAD_F32);
+    n += absprod_against_mpfr(1, 1, GCK_F32, 96, 96, 512, ROAD_F32);
+    n += absprod_against_mpfr(2, 2, GCK_F32, 96, 96, 512, ROAD_F32);
+    n += absprod_against_mpfr(3, 3, GCK_BF16, 96, 96, 512, ROAD_F64);
+    n += absprod_against_mpfr(4, 4, GCK_F32, 96, 96, 512, ROAD_F64); /* values no float holds */
+    n += absprod_against_mpfr(5, 5, GCK_F32, 96, 96, 512, ROAD_F64);
+    n += absprod_against_mpfr(1, 1, GCK_F32, 23, 23, 8193, ROAD_F64);
+    n += absprod_against_mpfr(1, 1, GCK_F32, 32, 32, 8192, ROAD_F32);
+    n += absprod_against_mpfr(1, 1, GCK_F64, 96, 96, 512, ROAD_F64); /* f64 inputs: not tried */
+    n += absprod_against_mpfr(6, 6, GCK_BF16, 96, 96, 512, ROAD_BF16);
+    n += absprod_against_mpfr(6, 6, GCK_BF16, 45, 37, 4099, ROAD_BF16); /* odd K: a half pair */
+    n += absprod_against_mpfr(6, 0, GCK_F16, 96, 96, 512, ROAD_F32);    /* B not bf16 values */
+    n += absprod_against_mpfr(7, 8, GCK_BF16, 96, 96, 512, ROAD_F32);   /* subnormal bf16 in A */
     fprintf(stderr,
-            "[bounds] %ld GEMM sums of |a||b| against MPFR on the f32 and f64 roads: every "
+            "[bounds] %ld GEMM sums of |a||b| against MPFR on the bf16, f32 and f64 roads: every "
             "one an upper bound within its slack\n",
             n);
 }

@@ -16,6 +16,14 @@
  *     T <= T^ / (1 - u)^K <= T^·(1 + K·2^-23)    (K·u <= 2^-11),
  * a slack of at most 2^-10 relative (K·1.2e-7), again far below the bound's own factors.
  *
+ * On that road, when every |a| and |b| is moreover a normal bf16 value (at least 2^-126, 8
+ * significant bits), the GEMM takes them as bf16 with f32 accumulation: VDPBF16PS on a path
+ * that has it (twice the f32 rate), whose declared model is a fused multiply-add per step in
+ * f32, rounded to nearest, odd step of a pair first, with denormal inputs read as zero and
+ * denormal results flushed; no input is denormal and, as above, no product or partial sum is,
+ * so the same K relative roundings and the same bound hold (other paths convert to f32 and run
+ * the f32 road's arithmetic).
+ *
  * As the kernels are under test themselves, every row of T^ is compared with bounds of its
  * exact row sum, sum_k |a_ik|·(sum_j |b_kj|), computed in directed rounding; a GEMM that
  * contradicts them is not used. */
@@ -27,6 +35,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gemmcheck/kernels.h"
 #include "parallel.h"
@@ -39,7 +48,8 @@
 struct gck_absprod {
     int64_t m, n, k, pairs;
     bool a_batched, b_batched;
-    bool narrow; /* every pair's T^ from an f32 GEMM */
+    bool narrow; /* every pair's T^ from an f32 GEMM (on bf16 inputs or f32 ones) */
+    bool bf16;   /* every pair's on bf16 inputs */
     double *t;   /* [pair][j][i] */
 };
 
@@ -47,14 +57,17 @@ struct gck_absprod {
 typedef struct abs_range {
     int emin, emax; /* of the non-zero ones: INT_MAX, INT_MIN when there are none */
     bool floats;    /* every one is a float */
+    bool bf16s;     /* every one is a bf16 value (a float whose low 16 bits are zero) */
 } abs_range;
 
-static atomic_long built, built_narrow;
+static atomic_long built, built_narrow, built_bf16;
 
 long gck_absprod_built(void) { return atomic_load(&built); }
 long gck_absprod_built_f32(void) { return atomic_load(&built_narrow); }
+long gck_absprod_built_bf16(void) { return atomic_load(&built_bf16); }
 
 bool gck_absprod_f32(const gck_absprod *p) { return p->narrow; }
+bool gck_absprod_bf16(const gck_absprod *p) { return p->bf16; }
 
 void gck_absprod_free(gck_absprod *p) {
     if (!p) return;
@@ -89,7 +102,7 @@ static inline double at(const void *x, bool narrow, int64_t i) {
 static void abs_narrow_part(void *arg, int part, int64_t lo, int64_t hi) {
     const abs_job *x = arg;
     float *dst = x->dst;
-    abs_range r = {INT_MAX, INT_MIN, true};
+    abs_range r = {INT_MAX, INT_MIN, true, true};
     for (int64_t i = lo; i < hi; i++) {
         double v = isfinite(x->src[i]) ? fabs(x->src[i]) : 0.0;
         dst[i] = (float)v;
@@ -98,6 +111,9 @@ static void abs_narrow_part(void *arg, int part, int64_t lo, int64_t hi) {
             r.emin = e < r.emin ? e : r.emin;
             r.emax = e > r.emax ? e : r.emax;
             r.floats &= (double)dst[i] == v;
+            uint32_t bits;
+            memcpy(&bits, &dst[i], sizeof bits);
+            r.bf16s &= (bits & 0xffffu) == 0;
         }
     }
     x->range[part] = r;
@@ -115,15 +131,34 @@ static void abs_part(void *arg, int part, int64_t lo, int64_t hi) {
  * else as doubles. */
 static abs_range abs_copy(void *dst, const double *src, int64_t n, bool narrow) {
     int parts = gck_parallel_parts(n, 1);
-    abs_range ranges[parts], all = {INT_MAX, INT_MIN, true};
+    abs_range ranges[parts], all = {INT_MAX, INT_MIN, true, true};
     abs_job x = {.src = src, .dst = dst, .range = ranges};
     gck_parallel_for(parts, n, &x, narrow ? abs_narrow_part : abs_part);
     for (int q = 0; narrow && q < parts; q++) {
         all.emin = ranges[q].emin < all.emin ? ranges[q].emin : all.emin;
         all.emax = ranges[q].emax > all.emax ? ranges[q].emax : all.emax;
         all.floats &= ranges[q].floats;
+        all.bf16s &= ranges[q].bf16s;
     }
     return all;
+}
+
+/* The high halves of n floats (bf16 values: the low halves are zero) into dst. */
+static void to_bf16_part(void *arg, int part, int64_t lo, int64_t hi) {
+    (void)part;
+    const abs_job *x = arg;
+    const float *src = x->xa;
+    uint16_t *dst = x->dst;
+    for (int64_t i = lo; i < hi; i++) {
+        uint32_t bits;
+        memcpy(&bits, &src[i], sizeof bits);
+        dst[i] = (uint16_t)(bits >> 16);
+    }
+}
+
+static void to_bf16(uint16_t *dst, const float *src, int64_t n) {
+    abs_job x = {.xa = src, .dst = dst};
+    gck_parallel_for(gck_parallel_parts(n, 1), n, &x, to_bf16_part);
 }
 
 /* Rows [lo, hi) of the sums of the rows of an M x N column-major matrix, j ascending. */
@@ -217,15 +252,24 @@ static bool narrow_fits(abs_range a, abs_range b, int64_t K) {
     return a.emin + b.emin >= -126 && a.emax + b.emax + 2 + logk + 1 <= 127;
 }
 
-/* T^ of one pair of members into t, checked and rounded up; *narrow: on the f32 road. The float
- * copy of op(B) is made only when op(A)'s values are all floats. */
+/* Whether the f32 road's terms may go to the GEMM as bf16: every one a normal bf16 value (none
+ * below 2^-126, which VDPBF16PS would read as zero). */
+static bool bf16_fits(abs_range a, abs_range b) {
+    return a.bf16s && b.bf16s && (a.emax == INT_MIN || a.emin >= -126) &&
+           (b.emax == INT_MIN || b.emin >= -126);
+}
+
+/* T^ of one pair of members into t, checked and rounded up; *narrow: on the f32 road, *bf16:
+ * with bf16 inputs (their copies after the floats' in xa and xb). The float copy of op(B) is
+ * made only when op(A)'s values are all floats. */
 static bool one_pair(const gck_absprod *p, const double *a, const double *b, void *xa, void *xb,
-                     double *t, bool *narrow) {
+                     double *t, bool *narrow, bool *bf16) {
     int64_t M = p->m, N = p->n, K = p->k;
-    *narrow = false;
+    *narrow = *bf16 = false;
     if (p->narrow && K <= NARROW_MAX_K) {
-        abs_range ra = abs_copy(xa, a, M * K, true);
-        *narrow = ra.floats && narrow_fits(ra, abs_copy(xb, b, N * K, true), K);
+        abs_range ra = abs_copy(xa, a, M * K, true), rb = {0};
+        *narrow = ra.floats && narrow_fits(ra, rb = abs_copy(xb, b, N * K, true), K);
+        *bf16 = *narrow && bf16_fits(ra, rb);
     }
     if (!*narrow) {
         abs_copy(xa, a, M * K, false);
@@ -236,13 +280,23 @@ static bool one_pair(const gck_absprod *p, const double *a, const double *b, voi
     g.transa = GCK_OP_T;
     g.lda = K;
     if (*narrow) g.type_a = g.type_b = g.compute = g.scale_type = GCK_F32;
+    const void *ga = xa, *gb = xb;
+    if (*bf16) { /* bf16 copies in the second half of each buffer (doubles' room, floats used) */
+        uint16_t *ha = (uint16_t *)((float *)xa + M * K), *hb = (uint16_t *)((float *)xb + N * K);
+        to_bf16(ha, xa, M * K);
+        to_bf16(hb, xb, N * K);
+        ga = ha, gb = hb;
+        g.type_a = g.type_b = GCK_BF16;
+    }
     char msg[256];
-    if (gck_gemm(&g, xa, xb, t, t, NULL, msg, sizeof msg) != GCK_GEMM_OK) return false;
+    if (gck_gemm(&g, ga, gb, t, t, NULL, msg, sizeof msg) != GCK_GEMM_OK) return false;
     if (!rows_agree(xa, xb, *narrow, t, M, N, K)) {
         fprintf(stderr,
                 "gemmcheck: warning: the %s GEMM of |A|·|B| for the bound contradicts "
                 "its row sums; the checker sums every element itself\n",
-                *narrow ? "f32" : "f64");
+                *bf16     ? "bf16 x bf16 -> f32"
+                : *narrow ? "f32"
+                          : "f64");
         return false;
     }
     abs_job x = {.dst = t, .k = K, .narrow = *narrow};
@@ -262,12 +316,13 @@ gck_absprod *gck_absprod_new(const gck_case *c, const double *a, const double *b
     if (ok) {
         /* f64 inputs are seldom all floats: not tried */
         bool f32 = c->type_a != GCK_F64 && c->type_b != GCK_F64;
-        *p = (gck_absprod){M, N, K, pairs, c->stride_a != 0, c->stride_b != 0, f32, p->t};
+        *p = (gck_absprod){M, N, K, pairs, c->stride_a != 0, c->stride_b != 0, f32, f32, p->t};
         for (int64_t q = 0; ok && q < pairs; q++) {
-            bool narrow;
+            bool narrow, bf16;
             ok = one_pair(p, a + (p->a_batched ? q : 0) * M * K, b + (p->b_batched ? q : 0) * N * K,
-                          xa, xb, p->t + q * M * N, &narrow);
+                          xa, xb, p->t + q * M * N, &narrow, &bf16);
             p->narrow &= narrow;
+            p->bf16 &= bf16;
         }
     }
     gck_stash_put(xa, (size_t)(M * K) * sizeof *xa); /* for the exact oracle's slices */
@@ -278,5 +333,6 @@ gck_absprod *gck_absprod_new(const gck_case *c, const double *a, const double *b
     }
     atomic_fetch_add(&built, 1);
     if (p->narrow) atomic_fetch_add(&built_narrow, 1);
+    if (p->bf16) atomic_fetch_add(&built_bf16, 1);
     return p;
 }

@@ -1,6 +1,6 @@
 /* Sum_k |a_ik|·|b_kj| of every element of a large GEMM by one GEMM on |op(A)| and |op(B)| (f32
- * where every term fits it, else f64), rounded up rigorously, for the checker's bound
- * (internal). */
+ * where every term fits it, from bf16 inputs where they are bf16 values, else f64), rounded up
+ * rigorously, for the checker's bound (internal). */
 #ifndef GEMMCHECK_ABSPROD_H
 #define GEMMCHECK_ABSPROD_H
 
@@ -22,11 +22,15 @@ void gck_absprod_free(gck_absprod *p);
  *  GEMM overflowed (the caller sums the element itself). */
 double gck_absprod_bound(const gck_absprod *p, int64_t bi, int64_t i, int64_t j);
 
-/** Whether every member's sums came from an f32 GEMM (slack K·2^-23 instead of K·2^-52). */
+/** Whether every member's sums came from an f32 GEMM (slack K·2^-23 instead of K·2^-52), and
+ *  whether on bf16 inputs (VDPBF16PS where the kernels have it; the same slack). */
 bool gck_absprod_f32(const gck_absprod *p);
+bool gck_absprod_bf16(const gck_absprod *p);
 
-/** For tests: how many have been built over the process, and how many of them on the f32 road. */
+/** For tests: how many have been built over the process, how many of them on the f32 road, and
+ *  how many of those with bf16 inputs. */
 long gck_absprod_built(void);
 long gck_absprod_built_f32(void);
+long gck_absprod_built_bf16(void);
 
 #endif
