@@ -40,8 +40,9 @@ typedef void (*gck_skernel_f64)(int64_t kc, const double *a, int64_t as, int64_t
 /** Kernels on unpacked operands, with their tiles; the first is the path's default tile. A
  *  kernel with `lanes` holds columns in its vector lanes (rows in scalars): it serves jobs of at
  *  most MR rows only. A kernel with `packed_b` serves only jobs that read op(A) in place and
- *  pack op(B). A `wide` kernel (512-bit vectors, on a path whose other shapes have 256) is
- *  counted at WIDE_WORK of its padded work when a job's tile is chosen (gemm.c, sup_shape). */
+ *  pack op(B). A `wide` kernel (the AVX-512 paths' f32 tiles of two or more 512-bit vectors of
+ *  rows; no f64 tile is, its AVX-512 ones being packed_b) is counted at WIDE_WORK of its padded
+ *  work when a job's tile is chosen (gemm.c, sup_shape). */
 enum { GCK_SUP_SHAPES = 12 };
 typedef struct gck_sup_f32 {
     int mr, nr;
