@@ -18,16 +18,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "campaign.h"
 #include "gemmcheck/gemmcheck.h"
 #include "gemmcheck/runner.h"
 #include "generator.h"
-#include "mix.h"
-
-/* A campaign's defaults (gemmcheck fuzz --help): the shares of cases re-run on fresh buffers and
- * run from several threads at once, and that thread count. */
-#define RERUN_SHARE       0.10
-#define CONCURRENCY_SHARE 0.05
-#define CONCURRENCY       4
 
 static double now(void) {
     struct timespec t;
@@ -45,14 +39,13 @@ typedef struct tally {
     int64_t cases, elements, not_passed;
 } tally;
 
-/* Case `index` of the stream on backend be, as a campaign's worker runs it (one thread). */
-static void run_case(gck_backend *be, const gck_spec *s, uint64_t index, tally *t) {
+/* Case `index` of the stream on backend be, as a campaign's worker runs it (one thread), with the
+ * rerun and the concurrency check the campaign `co` would add to it. */
+static void run_case(gck_backend *be, const gck_spec *s, const gck_campaign_options *co,
+                     uint64_t index, tally *t) {
     static gck_run_result r; /* large: not on the stack */
-    uint64_t h = gck_splitmix64(index ^ UINT64_C(0x63616d706169676e));
-    gck_run_options o = {
-        .check = {.threads = 1},
-        .determinism = (double)(h % 10000) < RERUN_SHARE * 10000.0,
-        .concurrency = (double)(h / 10000 % 10000) < CONCURRENCY_SHARE * 10000.0 ? CONCURRENCY : 0};
+    gck_run_options o = {.check = {.threads = 1}};
+    gck_campaign_case_checks(co, index, &o.determinism, &o.concurrency);
     char msg[512];
     double t0 = now();
     gck_status st = gck_run_spec(be, s, &o, &r, msg, sizeof msg);
@@ -86,7 +79,9 @@ static void row(const char *stream, const char *name, const tally *t, const tall
 
 int main(int argc, char **argv) {
     long cases = 4000;
-    uint64_t seed = 77;
+    gck_campaign_options co; /* gemmcheck fuzz's defaults: shares, per-case budgets */
+    gck_campaign_defaults(&co);
+    co.seed = 77;
     const char *types = "f32,f32,f32,f32:f32;f64,f64,f64,f64:f64";
     char names[2][256] = {"kernels", "openblas"};
     for (int i = 1; i < argc; i++) {
@@ -96,7 +91,7 @@ int main(int argc, char **argv) {
             cases = strtol(v, &end, 10);
             if (*end || cases < 1 || cases > 100000000) die("--cases takes 1 to 1e8", v);
         } else if (!strcmp(argv[i], "--seed") && v) {
-            seed = strtoull(v, &end, 10);
+            co.seed = strtoull(v, &end, 10);
             if (*end || !*v) die("--seed takes an unsigned integer", v);
         } else if (!strcmp(argv[i], "--types") && v)
             types = v;
@@ -121,9 +116,9 @@ int main(int argc, char **argv) {
         if (!be[b].ops->available(be[b].state, why, sizeof why)) die(names[b], why);
     }
     static gck_fuzz_target peer_t[GCK_FUZZ_MAX_TARGETS], own_t[GCK_FUZZ_MAX_TARGETS];
-    gck_fuzz_config shared = {seed, 1e6, 6.4e7, peer_t,
+    gck_fuzz_config shared = {co.seed, co.max_flops, co.max_bytes, peer_t,
                               targets_of(&be[1], types, peer_t, GCK_FUZZ_MAX_TARGETS)};
-    gck_fuzz_config own = {seed, 1e6, 6.4e7, own_t,
+    gck_fuzz_config own = {co.seed, co.max_flops, co.max_bytes, own_t,
                            targets_of(&be[0], types, own_t, GCK_FUZZ_MAX_TARGETS)};
 
     tally t[3] = {{0}};
@@ -131,17 +126,18 @@ int main(int argc, char **argv) {
         gck_spec s;
         gck_fuzz_generate(&shared, (uint64_t)i, &s);
         int first = (int)(i & 1); /* alternate which backend runs the case first */
-        run_case(&be[first], &s, (uint64_t)i, &t[first]);
-        run_case(&be[1 - first], &s, (uint64_t)i, &t[1 - first]);
+        run_case(&be[first], &s, &co, (uint64_t)i, &t[first]);
+        run_case(&be[1 - first], &s, &co, (uint64_t)i, &t[1 - first]);
     }
     for (long i = 0; i < cases; i++) {
         gck_spec s;
         gck_fuzz_generate(&own, (uint64_t)i, &s);
-        run_case(&be[0], &s, (uint64_t)i, &t[2]);
+        run_case(&be[0], &s, &co, (uint64_t)i, &t[2]);
     }
     printf("bench_campaign: seed %llu, types %s, one thread, rerun share %.2f, concurrency share "
            "%.2f (%d threads)\n\n",
-           (unsigned long long)seed, types, RERUN_SHARE, CONCURRENCY_SHARE, CONCURRENCY);
+           (unsigned long long)co.seed, types, co.rerun_share, co.concurrency_share,
+           co.concurrency);
     printf("| stream | backend | cases | cases/s | ms per case | in the call (%%) | elements per "
            "case | not passed | speed vs %s |\n",
            names[1]);

@@ -20,6 +20,7 @@
 #include "exitcode.h"
 #include "generator.h"
 #include "mix.h"
+#include "parallel.h"
 #include "wire.h"
 #include "worker.h"
 
@@ -110,6 +111,26 @@ static bool handshake(run_ctx *x, slot *s, double deadline) {
 
 static bool spawn(run_ctx *x, slot *s, double deadline) {
     return start(x, s) && handshake(x, s, deadline);
+}
+
+void gck_campaign_defaults(gck_campaign_options *o) {
+    memset(o, 0, sizeof *o);
+    o->time_limit = 60;
+    o->rerun_share = 0.1;
+    o->concurrency = 4;
+    o->concurrency_share = 0.05;
+    o->max_flops = 1e6;
+    o->max_bytes = 64e6;
+    o->timeout_floor = 3;
+    o->jobs = gck_online_cores();
+}
+
+void gck_campaign_case_checks(const gck_campaign_options *o, uint64_t case_no, bool *determinism,
+                              int *concurrency) {
+    uint64_t h = gck_splitmix64(o->seed ^ gck_splitmix64(case_no + 77));
+    *determinism = (double)(h % 10000) < o->rerun_share * 10000.0;
+    *concurrency =
+        (double)((h >> 20) % 10000) < o->concurrency_share * 10000.0 ? o->concurrency : 0;
 }
 
 static double case_cost(const gck_case *c) {
@@ -306,10 +327,9 @@ static bool dispatch(run_ctx *x, slot *s) {
     }
     s->requested = requested;
     req.id = s->case_no;
-    uint64_t h = gck_splitmix64(x->o->seed ^ gck_splitmix64(s->case_no + 77));
-    req.determinism = (double)(h % 10000) < x->o->rerun_share * 10000.0;
-    req.concurrency =
-        (double)((h >> 20) % 10000) < x->o->concurrency_share * 10000.0 ? x->o->concurrency : 0;
+    bool determinism;
+    gck_campaign_case_checks(x->o, s->case_no, &determinism, &req.concurrency);
+    req.determinism = determinism;
     s->concurrency = req.concurrency;
     req.threads = 1;
     req.repeat = 1;

@@ -39,6 +39,17 @@ typedef struct gck_campaign_options {
     const char *command_line;
 } gck_campaign_options;
 
+/** gemmcheck fuzz's defaults, as its --help states them: 60 s, a rerun on fresh buffers for 10%
+ *  of the cases, a four-thread concurrency check for 5%, at most 1e6 multiply-adds and 64 MB per
+ *  case, 3 s per-call deadlines, a worker per core; the rest zero. */
+void gck_campaign_defaults(gck_campaign_options *o);
+
+/** The checks a campaign adds to case number case_no of its stream: a rerun on fresh buffers
+ *  (*determinism) and the concurrency check's thread count (*concurrency; 0: none), drawn from
+ *  the seed with the options' shares. */
+void gck_campaign_case_checks(const gck_campaign_options *o, uint64_t case_no, bool *determinism,
+                              int *concurrency);
+
 /** One distinct finding (deduplicated by signature). */
 typedef struct gck_fuzz_finding {
     gck_kind kind;

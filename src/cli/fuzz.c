@@ -14,7 +14,6 @@
 #include "cli.h"
 #include "generator.h"
 #include "mix.h"
-#include "parallel.h"
 
 static const char fuzz_help[] =
     "usage: gemmcheck fuzz [--backend SPEC]... [--skip-unavailable] [--time S | --cases N]\n"
@@ -91,16 +90,8 @@ typedef struct fuzz_args {
 } fuzz_args;
 
 static void default_options(gck_campaign_options *o) {
-    memset(o, 0, sizeof *o);
-    o->time_limit = 60;
-    o->rerun_share = 0.1;
-    o->concurrency = 4;
-    o->concurrency_share = 0.05;
-    o->max_flops = 1e6;
-    o->max_bytes = 64e6;
-    o->timeout_floor = 3;
+    gck_campaign_defaults(o);
     o->progress = isatty(STDERR_FILENO) && !getenv("CI");
-    o->jobs = gck_online_cores();
 }
 
 /* The arguments: flags and strings into the options, the numbers into g. */
