@@ -434,7 +434,7 @@ static int sup_shape(const gck_kpath_ops *ops, bool f32, int64_t rows, int64_t c
         if (packed_b && (reads != SUP_A || nr >= 2 * cols)) continue;
         double p = padded(rows, cols, mr, nr);
         if (passes) p *= (1.0 + 2.0 / nr) * (packed_b ? 0.75 : 1.0);
-        if (f32 ? ops->s32[s].wide : ops->s64[s].wide) p *= WIDE_WORK;
+        if (f32 && ops->s32[s].wide) p *= WIDE_WORK;
         int best_mr = f32 ? ops->s32[best].mr : ops->s64[best].mr;
         if (s == 0 || p < *work || (passes && p == *work && mr > best_mr)) best = s, *work = p;
     }

@@ -267,9 +267,12 @@ static bool one_pair(const gck_absprod *p, const double *a, const double *b, voi
     int64_t M = p->m, N = p->n, K = p->k;
     *narrow = *bf16 = false;
     if (p->narrow && K <= NARROW_MAX_K) {
-        abs_range ra = abs_copy(xa, a, M * K, true), rb = {0};
-        *narrow = ra.floats && narrow_fits(ra, rb = abs_copy(xb, b, N * K, true), K);
-        *bf16 = *narrow && bf16_fits(ra, rb);
+        abs_range ra = abs_copy(xa, a, M * K, true);
+        if (ra.floats) {
+            abs_range rb = abs_copy(xb, b, N * K, true);
+            *narrow = narrow_fits(ra, rb, K);
+            *bf16 = *narrow && bf16_fits(ra, rb);
+        }
     }
     if (!*narrow) {
         abs_copy(xa, a, M * K, false);
