@@ -152,15 +152,7 @@ typedef struct opstats {
     int mbits_r;     /* stored form: widest significand */
 } opstats;
 
-/* Both passes below are instantiated per storage layout (a constant `lay`: the decoding
- * inlines to a few shifts and masks). */
-#define FOR_EACH_LAYOUT(call)                                                                      \
-    switch (v->type) {                                                                             \
-    case GCK_F16: call(layout_of(GCK_F16)); break;                                                 \
-    case GCK_BF16: call(layout_of(GCK_BF16)); break;                                               \
-    case GCK_F64: call(layout_of(GCK_F64)); break;                                                 \
-    default: call(layout_of(GCK_F32)); break;                                                      \
-    }
+/* Both passes below are instantiated per storage layout (FOR_EACH_LAYOUT). */
 
 /* Pass 1: specials per line; exponent ranges over the operand in the shortest form (for fixed
  * point) and in the stored form (for buckets: its last-bit exponents spread no wider than the
@@ -207,7 +199,7 @@ static void op_stats_part(void *arg, int part, int64_t lo, int64_t hi) {
     stats_job *x = arg;
     const opview *v = x->v;
 #define STATS(lay) op_stats_as(v, lay, x->special, &x->st[part], lo, hi)
-    FOR_EACH_LAYOUT(STATS)
+    FOR_EACH_LAYOUT(v->type, STATS)
 #undef STATS
 }
 
@@ -277,7 +269,7 @@ static inline __attribute__((always_inline)) void op_fill_as(const opview *v, la
 static void op_fill(const opview *v, int path, const opstats *st, int32_t *lo, int32_t *hi,
                     int64_t *fix, sigexp *pk, int64_t *sig, int32_t *ex) {
 #define FILL(lay) op_fill_as(v, lay, path, st, lo, hi, fix, pk, sig, ex)
-    FOR_EACH_LAYOUT(FILL)
+    FOR_EACH_LAYOUT(v->type, FILL)
 #undef FILL
 }
 

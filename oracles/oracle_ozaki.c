@@ -75,7 +75,8 @@ struct gck_ozaki {
     bool a_batched, b_batched; /* a member of A (B) per batch member, else one for all */
     int sa, sb, beta, nd;
     int32_t *ea, *eb; /* per member and row of op(A) / column of op(B): the scale exponent */
-    int64_t *q;       /* [pair][j][i][d]: the terms of each element */
+    uint8_t *need_a, *need_b; /* as ea, eb: the most slices a value of the line needs */
+    int64_t *q;               /* [pair][j][i][d]: the terms of each element */
     int32_t lowest, width;
     /* the tails: the bits of a value below its line's SA (SB) slices, kept exactly, per line
      * (member·lines + line) in order of k; their products are added one by one */
@@ -118,6 +119,8 @@ void gck_ozaki_free(gck_ozaki *o) {
     if (!o) return;
     free(o->ea);
     free(o->eb);
+    free(o->need_a);
+    free(o->need_b);
     free(o->q);
     free(o->ta_start);
     free(o->tb_start);
@@ -152,12 +155,17 @@ void gck_ozaki_range(const gck_ozaki *o, int32_t *lowest, int32_t *width) {
 /* The value of a line at step k, decoded in the shortest form, whose last bit is at or above the
  * operand's lowest set bit (the frame of the tails' products starts there). A NaN or Inf gives
  * m = 0 (such elements are decided by the IEEE rules first). */
+static inline __attribute__((always_inline)) dec value_as(const lines *v, layout lay,
+                                                          int64_t member, int64_t line, int64_t k) {
+    bool sp;
+    return strip(decode_raw(raw_at((const char *)v->base + member * v->member_bytes, lay.bytes,
+                                   line * v->ls + k * v->ks),
+                            lay.fb, lay.eb, &sp));
+}
+
 static inline __attribute__((always_inline)) dec value_at(const lines *v, int64_t member,
                                                           int64_t line, int64_t k) {
-    bool sp;
-    return strip(decode_raw(raw_at((const char *)v->base + member * v->member_bytes, v->lay.bytes,
-                                   line * v->ls + k * v->ks),
-                            v->lay.fb, v->lay.eb, &sp));
+    return value_as(v, v->lay, member, line, k);
 }
 
 /* The tails of row i of op(A) and column j of op(B) for batch member bi: *na from *ta, *nb from
@@ -298,40 +306,63 @@ const int64_t *gck_ozaki_terms(const gck_ozaki *o, int64_t bi, int64_t i, int64_
 
 /* Each line's scale E (the exponent just above its largest magnitude; 0 for a line without a
  * non-zero finite value), and how many slices of beta bits each value needs below its line's
- * scale: hist[n] values need n (the last bin, OZ_NEED_BINS - 1, those needing more); *low: the
- * lowest set bit of any value. The lines are cut among the cores, each with its own histogram. */
+ * scale: hist[n] values need n (the last bin, OZ_NEED_BINS - 1, those needing more), need[t]
+ * the most any value of line t needs; *low: the lowest set bit of any value. The lines are cut
+ * among the cores, each with its own histogram. */
 #define OZ_NEED_BINS 64
 #define OZ_MAX_PARTS 64
+#define OZ_NEED_TAB  2048 /* gaps w below a line's scale looked up (from 63·26 up: the last bin) */
 typedef struct scales_job {
     const lines *v;
     int beta;
     int32_t *E;
+    uint8_t *need;
+    uint8_t tab[OZ_NEED_TAB]; /* tab[w]: the slices a value needs whose last bit is w below E */
     int64_t hist[OZ_MAX_PARTS][OZ_NEED_BINS];
     int32_t low[OZ_MAX_PARTS];
 } scales_job;
 
-static void scales_part(void *arg, int part, int64_t lo, int64_t hi) {
-    scales_job *x = arg;
+/* scales_part for one storage layout. The largest magnitude of a line is the largest of its
+ * values' stored bits without the sign among the finite ones (IEEE formats order magnitudes as
+ * integers), so the first pass over a line compares integers only. */
+static inline __attribute__((always_inline)) void scales_as(scales_job *x, layout lay, int part,
+                                                            int64_t lo, int64_t hi) {
     const lines *v = x->v;
     int64_t *hist = x->hist[part];
     int32_t low = INT32_MAX;
+    const uint64_t sign = UINT64_C(1) << (lay.fb + lay.eb), inf = (uint64_t)((1 << lay.eb) - 1)
+                                                                  << lay.fb;
     for (int64_t t = lo; t < hi; t++) {
-        int64_t b = t / v->count, l = t % v->count;
-        int32_t top = INT32_MIN;
+        const char *p = (const char *)v->base + t / v->count * v->member_bytes +
+                        t % v->count * v->ls * lay.bytes;
+        uint64_t big = 0;
         for (int64_t k = 0; k < v->k; k++) {
-            dec d = value_at(v, b, l, k);
-            if (d.m && d.e + bits_of(d.m) > top) top = d.e + bits_of(d.m);
+            uint64_t u = raw_at(p, lay.bytes, k * v->ks) & (sign - 1);
+            big = u < inf && u > big ? u : big;
         }
-        int32_t e = x->E[t] = top == INT32_MIN ? 0 : top;
-        for (int64_t k = 0; top != INT32_MIN && k < v->k; k++) { /* the line is cache-hot */
-            dec d = value_at(v, b, l, k);
+        bool sp;
+        dec top = decode_raw(big, lay.fb, lay.eb, &sp);
+        int32_t e = x->E[t] = big ? top.e + bits_of(top.m) : 0;
+        int most = 0;
+        for (int64_t k = 0; big && k < v->k; k++) { /* the line is cache-hot */
+            dec d = strip(decode_raw(raw_at(p, lay.bytes, k * v->ks), lay.fb, lay.eb, &sp));
             if (!d.m) continue;
-            int64_t need = ((int64_t)e - d.e + x->beta - 1) / x->beta;
-            hist[need < OZ_NEED_BINS ? need : OZ_NEED_BINS - 1]++;
-            if (d.e < low) low = d.e;
+            int64_t w = (int64_t)e - d.e; /* at least 1 */
+            int need = x->tab[w < OZ_NEED_TAB ? w : OZ_NEED_TAB - 1];
+            hist[need]++;
+            most = need > most ? need : most;
+            low = d.e < low ? d.e : low;
         }
+        x->need[t] = (uint8_t)most;
     }
     x->low[part] = low;
+}
+
+static void scales_part(void *arg, int part, int64_t lo, int64_t hi) {
+    scales_job *x = arg;
+#define SCALES(lay) scales_as(x, lay, part, lo, hi)
+    FOR_EACH_LAYOUT(x->v->type, SCALES)
+#undef SCALES
 }
 
 /* Parts for a pass over `count` lines of v, at most OZ_MAX_PARTS (the per-part results). */
@@ -340,10 +371,15 @@ static int line_parts(const lines *v, int64_t count) {
     return parts < OZ_MAX_PARTS ? parts : OZ_MAX_PARTS;
 }
 
-static bool line_scales(const lines *v, int beta, int32_t *E, int64_t *hist, int32_t *low) {
+static bool line_scales(const lines *v, int beta, int32_t *E, uint8_t *need, int64_t *hist,
+                        int32_t *low) {
     scales_job *x = calloc(1, sizeof *x);
     if (!x) return false;
-    x->v = v, x->beta = beta, x->E = E;
+    x->v = v, x->beta = beta, x->E = E, x->need = need;
+    for (int w = 0; w < OZ_NEED_TAB; w++) { /* ceil(w / beta), the last bin for the rest */
+        int n = (w + beta - 1) / beta;
+        x->tab[w] = (uint8_t)(n < OZ_NEED_BINS ? n : OZ_NEED_BINS - 1);
+    }
     int parts = line_parts(v, v->members * v->count);
     gck_parallel_for(parts, v->members * v->count, x, scales_part);
     for (int p = 0; p < parts; p++) {
@@ -375,6 +411,7 @@ static int64_t tails_beyond(const int64_t *hist, int S) {
 typedef struct tails_job {
     const lines *v;
     const int32_t *E;
+    const uint8_t *need; /* the most slices a value of each line needs: lines within S have none */
     int beta, S;
     int64_t *start; /* first pass: start[t + 1] = line t's count */
     tailv *out;     /* NULL in the first pass */
@@ -385,16 +422,20 @@ typedef struct tails_job {
 /* The smallest c with n <= 2^c (n >= 1). */
 static int32_t ceil_log2(int64_t n) { return n <= 1 ? 0 : 64 - __builtin_clzll((uint64_t)n - 1); }
 
-static void tails_part(void *arg, int part, int64_t lo, int64_t hi) {
-    tails_job *x = arg;
+static inline __attribute__((always_inline)) void tails_as(tails_job *x, layout lay, int part,
+                                                           int64_t lo, int64_t hi) {
     const lines *v = x->v;
     int32_t tmin = INT32_MAX;
     for (int64_t t = lo; t < hi; t++) {
+        if (x->need[t] <= x->S) { /* no tail */
+            if (!x->out) x->start[t + 1] = 0;
+            continue;
+        }
         int32_t cut = x->E[t] - x->beta * x->S; /* the slices keep the bits from cut up */
         int64_t n = x->out ? x->start[t] : 0;
         int32_t low = INT32_MAX, top = INT32_MIN;
         for (int64_t k = 0; k < v->k; k++) {
-            dec d = value_at(v, t / v->count, t % v->count, k);
+            dec d = value_as(v, lay, t / v->count, t % v->count, k);
             if (!d.m || d.e >= cut) continue;
             if (x->out) {
                 int w = cut - d.e; /* the tail's bits: below the cut (d.e is set: never 0) */
@@ -415,8 +456,16 @@ static void tails_part(void *arg, int part, int64_t lo, int64_t hi) {
     x->tmin[part] = tmin;
 }
 
-static bool collect_tails(const lines *v, const int32_t *E, int beta, int S, int64_t count,
-                          int64_t **start, tailv **out, tail_span **span, int32_t *tmin) {
+static void tails_part(void *arg, int part, int64_t lo, int64_t hi) {
+    tails_job *x = arg;
+#define TAILS(lay) tails_as(x, lay, part, lo, hi)
+    FOR_EACH_LAYOUT(x->v->type, TAILS)
+#undef TAILS
+}
+
+static bool collect_tails(const lines *v, const int32_t *E, const uint8_t *need, int beta, int S,
+                          int64_t count, int64_t **start, tailv **out, tail_span **span,
+                          int32_t *tmin) {
     int64_t nl = v->members * v->count;
     *start = malloc((size_t)(nl + 1) * sizeof **start);
     *out = malloc((size_t)(count > 0 ? count : 1) * sizeof **out);
@@ -424,7 +473,8 @@ static bool collect_tails(const lines *v, const int32_t *E, int beta, int S, int
     tails_job *x = calloc(1, sizeof *x);
     bool ok = *start && *out && *span && x;
     if (ok) {
-        *x = (tails_job){.v = v, .E = E, .beta = beta, .S = S, .start = *start, .span = *span};
+        *x = (tails_job){
+            .v = v, .E = E, .need = need, .beta = beta, .S = S, .start = *start, .span = *span};
         int parts = line_parts(v, nl);
         gck_parallel_for(parts, nl, x, tails_part);
         (*start)[0] = 0;
@@ -449,34 +499,61 @@ static inline double digit(dec d, int32_t E, int beta, int S, int s) {
     return d.neg ? -(double)g : (double)g;
 }
 
-/* Slice s of the lines of member b, as a column-major matrix with the lines as rows
- * (`by_rows`: op(A), count x K) or as columns (op(B), K x count); the lines cut among the
- * cores. */
+/* Slice s of the lines of member b, line by line (element (line, k) at line·K + k: op(B)'s
+ * slice is the K x count column-major matrix, op(A)'s the transpose of its count x K one); the
+ * lines cut among the cores. */
 typedef struct slice_job {
     const lines *v;
     const int32_t *E;
     int64_t b;
     int beta, S, s;
-    bool by_rows;
     double *out;
 } slice_job;
 
-static void slice_part(void *arg, int part, int64_t lo, int64_t hi) {
-    (void)part;
-    const slice_job *x = arg;
+/* digit() when the slices span at most 63 bits (beta·S <= 63), in 64-bit integers without
+ * branches: the value's significand as stored (its trailing zeros too) shifted to the slices'
+ * frame, whose lowest bit lies at `cut` (a shift right of 63 leaves nothing of a significand
+ * below 2^53), then the slice `up` bits above the frame's lowest. */
+static inline __attribute__((always_inline)) double digit64(dec d, int32_t cut, int up,
+                                                            uint64_t mask) {
+    int32_t sh = d.e - cut;
+    uint64_t x = sh >= 0 ? d.m << (sh & 63) : d.m >> (-sh < 63 ? -sh : 63);
+    double g = (double)((x >> up) & mask);
+    return d.neg ? -g : g;
+}
+
+/* slice_part for one storage layout. */
+static inline __attribute__((always_inline)) void slice_as(const slice_job *x, layout lay,
+                                                           int64_t lo, int64_t hi) {
     const lines *v = x->v;
+    const int32_t *E = x->E + x->b * v->count;
+    const char *base = (const char *)v->base + x->b * v->member_bytes;
+    bool narrow = x->beta * x->S <= 63;
+    int up = x->beta * (x->S - 1 - x->s);
+    uint64_t mask = (UINT64_C(1) << x->beta) - 1;
     for (int64_t l = lo; l < hi; l++) {
-        int32_t e = x->E[x->b * v->count + l];
+        int32_t cut = E[l] - x->beta * x->S;
+        double *out = x->out + l * v->k;
         for (int64_t k = 0; k < v->k; k++) {
-            double g = digit(value_at(v, x->b, l, k), e, x->beta, x->S, x->s);
-            x->out[x->by_rows ? l + k * v->count : k + l * v->k] = g;
+            bool sp;
+            dec d = decode_raw(raw_at(base, lay.bytes, l * v->ls + k * v->ks), lay.fb, lay.eb, &sp);
+            out[k] =
+                narrow ? digit64(d, cut, up, mask) : digit(strip(d), E[l], x->beta, x->S, x->s);
         }
     }
 }
 
-static void slice(const lines *v, const int32_t *E, int64_t b, int beta, int S, int s, bool by_rows,
+static void slice_part(void *arg, int part, int64_t lo, int64_t hi) {
+    (void)part;
+    const slice_job *x = arg;
+#define SLICE(lay) slice_as(x, lay, lo, hi)
+    FOR_EACH_LAYOUT(x->v->type, SLICE)
+#undef SLICE
+}
+
+static void slice(const lines *v, const int32_t *E, int64_t b, int beta, int S, int s,
                   double *out) {
-    slice_job x = {v, E, b, beta, S, s, by_rows, out};
+    slice_job x = {v, E, b, beta, S, s, out};
     gck_parallel_for(line_parts(v, v->count), v->count, &x, slice_part);
 }
 
@@ -524,10 +601,30 @@ static void matvec_mod(const double *X, int64_t rows, int64_t cols, const uint64
     gck_parallel_for(gck_parallel_parts(rows, cols), rows, &m, matvec_part);
 }
 
+/* y = X·x mod p for a row-major rows x cols matrix X (its rows adjacent), as matvec_mod; the rows
+ * cut among the cores. */
+static void matvec_rows_part(void *arg, int part, int64_t lo, int64_t hi) {
+    (void)part;
+    const matvec_job *m = arg;
+    for (int64_t r = lo; r < hi; r++) {
+        const double *row = m->X + r * m->cols;
+        __int128 acc = 0;
+        for (int64_t c = 0; c < m->cols; c++) acc += (__int128)(int64_t)row[c] * m->x[c];
+        m->y[r] = mod_signed(acc);
+    }
+}
+
+static void matvec_rows_mod(const double *X, int64_t rows, int64_t cols, const uint64_t *x,
+                            uint64_t *y) {
+    matvec_job m = {X, rows, cols, x, NULL, y};
+    gck_parallel_for(gck_parallel_parts(rows, cols), rows, &m, matvec_rows_part);
+}
+
 /* ---- building the terms -------------------------------------------------------------------- */
 
 typedef struct work {
-    double *as, *bs, *p;   /* a slice of op(A) (M x K), the SB slices of op(B) (K x N), a product */
+    double *as, *bs,
+        *p; /* a slice of op(A) (its transpose, K x M), the SB slices of op(B) (K x N), a product */
     uint64_t *x, *yb, *ra; /* Freivalds: x (N), dB_t·x (SB x K), dA_s·(dB_t·x) (M) */
     __int128 *acc;         /* sums of a matrix-vector product (max(M, K)) */
     __int128 *rhs;         /* ND x M */
@@ -555,10 +652,12 @@ static bool work_alloc(work *w, const gck_ozaki *o) {
     return w->as && w->bs && w->p && w->x && w->yb && w->ra && w->acc && w->rhs;
 }
 
-/* P = dA_s · dB_t with gemmcheck's f64 GEMM (exact: see the top of the file). */
+/* P = dA_s · dB_t with gemmcheck's f64 GEMM (exact: see the top of the file); a holds dA_s
+ * transposed. */
 static bool slice_product(const gck_ozaki *o, const double *a, const double *b, double *p) {
     gck_case g; /* f64, column-major, tight, alpha = 1, beta = 0 (C not read) */
     gck_case_init(&g, o->m, o->n, o->k);
+    g.transa = GCK_OP_T, g.lda = o->k;
     char msg[256];
     return gck_gemm(&g, a, b, p, p, NULL, msg, sizeof msg) == GCK_GEMM_OK;
 }
@@ -626,20 +725,20 @@ static bool build_pair(gck_ozaki *o, const lines *va, const lines *vb, int64_t m
         w->x[j] = (z ^ (z >> 31)) >> 32;
     }
     for (int t = 0; t < o->sb; t++) {
-        slice(vb, o->eb, mb, o->beta, o->sb, t, false, w->bs + t * K * N);
+        slice(vb, o->eb, mb, o->beta, o->sb, t, w->bs + t * K * N);
         matvec_mod(w->bs + t * K * N, K, N, w->x, w->acc, w->yb + t * K);
     }
     memset(w->rhs, 0, (size_t)(nd * M) * sizeof *w->rhs);
     accum_job x = {
         .p = w->p, .q = q, .rhs = w->rhs, .x = w->x, .acc = w->acc, .m = M, .n = N, .nd = nd};
     for (int s = 0; s < o->sa; s++) {
-        slice(va, o->ea, ma, o->beta, o->sa, s, true, w->as);
+        slice(va, o->ea, ma, o->beta, o->sa, s, w->as);
         for (int t = 0; t < o->sb; t++) {
             if (!slice_product(o, w->as, w->bs + t * K * N, w->p)) return false;
             if (corrupt >= 0 && s + t == 0) w->p[corrupt % (M * N)] += 1;
             x.d = s + t;
             if (!accum_pass(&x, N, accum_part)) return false;
-            matvec_mod(w->as, M, K, w->yb + t * K, w->acc, w->ra);
+            matvec_rows_mod(w->as, M, K, w->yb + t * K, w->ra);
             for (int64_t i = 0; i < M; i++) w->rhs[x.d * M + i] += w->ra[i];
         }
     }
@@ -864,11 +963,10 @@ typedef struct line_major_job {
     char *dst;
 } line_major_job;
 
-static void line_major_part(void *arg, int part, int64_t lo, int64_t hi) {
-    (void)part;
-    const line_major_job *x = arg;
+static inline __attribute__((always_inline)) void
+line_major_as(const line_major_job *x, int64_t bytes, int64_t lo, int64_t hi) {
     const lines *v = x->v;
-    int64_t n = v->count, K = v->k, bytes = v->lay.bytes, blocks = (n + 63) / 64;
+    int64_t n = v->count, K = v->k, blocks = (n + 63) / 64;
     for (int64_t t = lo; t < hi; t++) {
         int64_t b = t / blocks, l0 = t % blocks * 64, l1 = l0 + 64 < n ? l0 + 64 : n;
         const char *src = (const char *)v->base + b * v->member_bytes;
@@ -878,6 +976,17 @@ static void line_major_part(void *arg, int part, int64_t lo, int64_t hi) {
                 for (int64_t k = k0; k < k0 + 64 && k < K; k++)
                     memcpy(dst + (l * K + k) * bytes, src + (l * v->ls + k * v->ks) * bytes,
                            (size_t)bytes);
+    }
+}
+
+/* line_major_as with the value's size a constant (a move, not a call of memcpy). */
+static void line_major_part(void *arg, int part, int64_t lo, int64_t hi) {
+    (void)part;
+    const line_major_job *x = arg;
+    switch (x->v->lay.bytes) {
+    case 2: line_major_as(x, 2, lo, hi); break;
+    case 4: line_major_as(x, 4, lo, hi); break;
+    default: line_major_as(x, 8, lo, hi); break;
     }
 }
 
@@ -917,10 +1026,10 @@ static lines lines_of(const gck_case *c, gck_operand x, const void *X) {
 /* The tails of both operands; *tmina, *tminb: the lowest bit of any tail of each. False (with
  * why) when out of memory. */
 static bool prepare_tails(gck_ozaki *o, int32_t *tmina, int32_t *tminb, char *why, size_t len) {
-    if ((o->ntail_a && !collect_tails(&o->va, o->ea, o->beta, o->sa, o->ntail_a, &o->ta_start,
-                                      &o->ta, &o->sp_a, tmina)) ||
-        (o->ntail_b && !collect_tails(&o->vb, o->eb, o->beta, o->sb, o->ntail_b, &o->tb_start,
-                                      &o->tb, &o->sp_b, tminb))) {
+    if ((o->ntail_a && !collect_tails(&o->va, o->ea, o->need_a, o->beta, o->sa, o->ntail_a,
+                                      &o->ta_start, &o->ta, &o->sp_a, tmina)) ||
+        (o->ntail_b && !collect_tails(&o->vb, o->eb, o->need_b, o->beta, o->sb, o->ntail_b,
+                                      &o->tb_start, &o->tb, &o->sp_b, tminb))) {
         snprintf(why, len, "out of memory for the tails");
         return false;
     }
@@ -973,18 +1082,20 @@ gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B, char *
     }
     o->ea = malloc((size_t)(ma * c->m) * sizeof *o->ea);
     o->eb = malloc((size_t)(mb * c->n) * sizeof *o->eb);
+    o->need_a = malloc((size_t)(ma * c->m));
+    o->need_b = malloc((size_t)(mb * c->n));
     int log2k = 0;
     while ((INT64_C(1) << log2k) < c->k) log2k++;
     o->beta = (53 - log2k) / 2;
-    if (!o->ea || !o->eb || log2k > 40) {
+    if (!o->ea || !o->eb || !o->need_a || !o->need_b || log2k > 40) {
         snprintf(why, why_len, log2k > 40 ? "K too large" : "out of memory");
         gck_ozaki_free(o);
         return NULL;
     }
     int64_t ha[OZ_NEED_BINS] = {0}, hb[OZ_NEED_BINS] = {0};
     int32_t lowa = INT32_MAX, lowb = INT32_MAX, tmina = INT32_MAX, tminb = INT32_MAX;
-    bool scaled =
-        line_scales(&va, o->beta, o->ea, ha, &lowa) && line_scales(&vb, o->beta, o->eb, hb, &lowb);
+    bool scaled = line_scales(&va, o->beta, o->ea, o->need_a, ha, &lowa) &&
+                  line_scales(&vb, o->beta, o->eb, o->need_b, hb, &lowb);
     if (!scaled || !most_needed(ha) || !most_needed(hb)) {
         snprintf(why, why_len, !scaled ? "out of memory" : "no non-zero finite product");
         gck_ozaki_free(o);
