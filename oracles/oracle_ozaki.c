@@ -925,9 +925,8 @@ typedef struct adjacent_job {
     double *dst;
 } adjacent_job;
 
-static void adjacent_part(void *arg, int part, int64_t lo, int64_t hi) {
-    (void)part;
-    const adjacent_job *x = arg;
+static inline __attribute__((always_inline)) void adjacent_as(const adjacent_job *x, gck_format fmt,
+                                                              int64_t lo, int64_t hi) {
     const lines *v = x->v;
     int64_t n = v->count, K = v->k, blocks = (K + 63) / 64;
     for (int64_t t = lo; t < hi; t++) {
@@ -937,10 +936,18 @@ static void adjacent_part(void *arg, int part, int64_t lo, int64_t hi) {
         for (int64_t l0 = 0; l0 < n; l0 += 64)
             for (int64_t k = k0; k < k1; k++)
                 for (int64_t l = l0; l < l0 + 64 && l < n; l++) {
-                    double y = gck_fmt_load(src, v->type, l * v->ls + k * v->ks);
+                    double y = gck_fmt_load_as(src, fmt, l * v->ls + k * v->ks);
                     dst[k * n + l] = isfinite(y) ? y : 0.0; /* NaN and Inf as 0 (as value_at) */
                 }
     }
+}
+
+static void adjacent_part(void *arg, int part, int64_t lo, int64_t hi) {
+    (void)part;
+    const adjacent_job *x = arg;
+#define ADJACENT(f) adjacent_as(x, f, lo, hi)
+    GCK_FOR_EACH_STORED(x->v->type, ADJACENT)
+#undef ADJACENT
 }
 
 /* The copy of v (to be freed) in `into` when given (room for it), else in new memory; NULL when

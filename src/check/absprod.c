@@ -107,7 +107,9 @@ static void abs_narrow_part(void *arg, int part, int64_t lo, int64_t hi) {
         double v = isfinite(x->src[i]) ? fabs(x->src[i]) : 0.0;
         dst[i] = (float)v;
         if (v != 0) {
-            int e = ilogb(v);
+            uint64_t vb;
+            memcpy(&vb, &v, sizeof vb);
+            int e = vb >> 52 ? (int)(vb >> 52) - 1023 : ilogb(v); /* v >= 0: no sign bit */
             r.emin = e < r.emin ? e : r.emin;
             r.emax = e > r.emax ? e : r.emax;
             r.floats &= (double)dst[i] == v;

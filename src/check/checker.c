@@ -251,9 +251,9 @@ typedef struct facts_job {
     double *dense;
 } facts_job;
 
-static void facts_part(void *arg, int part, int64_t lo, int64_t hi) {
-    (void)part;
-    const facts_job *j = arg;
+/* facts_part for operands stored as `fmt` (a constant where facts_part calls it). */
+static inline __attribute__((always_inline)) void facts_as(const facts_job *j, gck_format fmt,
+                                                           int64_t lo, int64_t hi) {
     const gck_model *m = j->m;
     for (int64_t t = lo; t < hi; t++) {
         int64_t b = t / j->lines, l = t % j->lines;
@@ -261,7 +261,7 @@ static void facts_part(void *arg, int part, int64_t lo, int64_t hi) {
         line_facts f = {0, INT32_MAX, true, false, false, false};
         double *d = j->dense ? j->dense + t * j->c->k : NULL;
         for (int64_t k = 0; k < j->c->k; k++) {
-            double v = gck_fmt_load(base, j->t, l * j->ls + k * j->ks), av = fabs(v);
+            double v = gck_fmt_load_as(base, fmt, l * j->ls + k * j->ks), av = fabs(v);
             if (d) d[k] = v;
             if (isfinite(av) && av > j->in_max) f.over = true;
             if (isinf(av)) f.has_inf = true;
@@ -276,6 +276,14 @@ static void facts_part(void *arg, int part, int64_t lo, int64_t hi) {
         }
         j->facts[t] = f;
     }
+}
+
+static void facts_part(void *arg, int part, int64_t lo, int64_t hi) {
+    (void)part;
+    const facts_job *j = arg;
+#define FACTS(f) facts_as(j, f, lo, hi)
+    GCK_FOR_EACH_STORED(j->t, FACTS)
+#undef FACTS
 }
 
 static void line_facts_of(const gck_case *c, const gck_model *m, gck_operand x, const void *X,

@@ -119,18 +119,7 @@ uint16_t gck_bits16_next_down(uint16_t bits, gck_format fmt) {
     return (uint16_t)(gck_bits16_next_up((uint16_t)(bits ^ 0x8000u), fmt) ^ 0x8000u);
 }
 
-double gck_fmt_f16_to_double(uint16_t h) {
-    double sign = (h & 0x8000u) ? -1.0 : 1.0;
-    unsigned e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-    if (e == 0x1f) return m ? copysign(NAN, sign) : sign * INFINITY;
-    if (e == 0) return sign * (double)m * 0x1p-24;
-    /* a normal half is a normal double: rebias the exponent, widen the fraction */
-    uint64_t u =
-        (uint64_t)(h & 0x8000u) << 48 | (uint64_t)(e - 15 + 1023) << 52 | (uint64_t)m << 42;
-    double d;
-    memcpy(&d, &u, sizeof d);
-    return d;
-}
+double gck_fmt_f16_to_double(uint16_t h) { return gck_fmt_f16_bits(h); }
 
 float gck_fmt_f16_to_float(uint16_t h) { return (float)gck_fmt_f16_to_double(h); }
 
@@ -154,13 +143,13 @@ uint16_t gck_fmt_f16_from_double(double x) {
 uint16_t gck_fmt_f16_from_float(float x) { return gck_fmt_f16_from_double((double)x); }
 
 float gck_bf16_to_float(uint16_t h) {
-    uint32_t u = (uint32_t)h << 16;
+    uint32_t u = (uint32_t)h << 16; /* the bits themselves: a signalling NaN stays one */
     float f;
     memcpy(&f, &u, sizeof f);
     return f;
 }
 
-double gck_fmt_bf16_to_double(uint16_t h) { return (double)gck_bf16_to_float(h); }
+double gck_fmt_bf16_to_double(uint16_t h) { return gck_fmt_bf16_bits(h); }
 
 uint16_t gck_fmt_bf16_from_double(double x) {
     float f = (float)gck_fmt_round_to(x, GCK_BF16); /* exact: bf16 values are f32 values */
@@ -212,14 +201,7 @@ double gck_fmt_next_up(double x, gck_format fmt) {
 double gck_fmt_next_down(double x, gck_format fmt) { return -gck_fmt_next_up(-x, fmt); }
 
 double gck_fmt_load(const void *base, gck_format fmt, int64_t index) {
-    switch (fmt) {
-    case GCK_F16: return gck_fmt_f16_to_double(((const uint16_t *)base)[index]);
-    case GCK_BF16: return gck_fmt_bf16_to_double(((const uint16_t *)base)[index]);
-    case GCK_TF32:
-    case GCK_F32: return (double)((const float *)base)[index];
-    case GCK_F64: return ((const double *)base)[index];
-    default: return NAN;
-    }
+    return gck_fmt_load_as(base, fmt, index);
 }
 
 void gck_fmt_store(void *base, gck_format fmt, int64_t index, double x) {

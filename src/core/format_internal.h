@@ -6,6 +6,9 @@
 #ifndef GEMMCHECK_FORMAT_INTERNAL_H
 #define GEMMCHECK_FORMAT_INTERNAL_H
 
+#include <math.h>
+#include <string.h>
+
 #include "gemmcheck/format.h"
 
 double gck_fmt_round_to(double x, gck_format fmt);
@@ -22,6 +25,50 @@ double gck_fmt_ulp(double x, gck_format fmt);
 double gck_fmt_next_up(double x, gck_format fmt);
 double gck_fmt_next_down(double x, gck_format fmt);
 double gck_fmt_load(const void *base, gck_format fmt, int64_t index);
+
+/* The stored value as a double (NaN and Inf kept), inline: gck_fmt_f16_to_double,
+ * gck_fmt_bf16_to_double and gck_fmt_load are these; a pass over many values of one format
+ * calls gck_fmt_load_as with the format a constant, which leaves a few shifts per value. */
+static inline double gck_fmt_f16_bits(uint16_t h) {
+    double sign = (h & 0x8000u) ? -1.0 : 1.0;
+    unsigned e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0x1f) return m ? copysign(NAN, sign) : sign * INFINITY;
+    if (e == 0) return sign * (double)m * 0x1p-24;
+    /* a normal half is a normal double: rebias the exponent, widen the fraction */
+    uint64_t u =
+        (uint64_t)(h & 0x8000u) << 48 | (uint64_t)(e - 15 + 1023) << 52 | (uint64_t)m << 42;
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+
+static inline double gck_fmt_bf16_bits(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return (double)f;
+}
+
+/* `call(f)` with f the storage format of t as a constant (TF32 is stored as f32). */
+#define GCK_FOR_EACH_STORED(t, call)                                                               \
+    switch (t) {                                                                                   \
+    case GCK_F16: call(GCK_F16); break;                                                            \
+    case GCK_BF16: call(GCK_BF16); break;                                                          \
+    case GCK_F64: call(GCK_F64); break;                                                            \
+    default: call(GCK_F32); break;                                                                 \
+    }
+
+static inline __attribute__((always_inline)) double gck_fmt_load_as(const void *base,
+                                                                    gck_format fmt, int64_t index) {
+    switch (fmt) {
+    case GCK_F16: return gck_fmt_f16_bits(((const uint16_t *)base)[index]);
+    case GCK_BF16: return gck_fmt_bf16_bits(((const uint16_t *)base)[index]);
+    case GCK_TF32:
+    case GCK_F32: return (double)((const float *)base)[index];
+    case GCK_F64: return ((const double *)base)[index];
+    default: return NAN;
+    }
+}
 void gck_fmt_store(void *base, gck_format fmt, int64_t index, double x);
 
 #endif
