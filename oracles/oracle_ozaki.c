@@ -925,8 +925,8 @@ typedef struct adjacent_job {
     double *dst;
 } adjacent_job;
 
-static inline __attribute__((always_inline)) void adjacent_as(const adjacent_job *x, gck_format fmt,
-                                                              int64_t lo, int64_t hi) {
+static inline __attribute__((always_inline)) void adjacent_as(const adjacent_job *x, int64_t lo,
+                                                              int64_t hi, gck_format fmt) {
     const lines *v = x->v;
     int64_t n = v->count, K = v->k, blocks = (K + 63) / 64;
     for (int64_t t = lo; t < hi; t++) {
@@ -944,10 +944,7 @@ static inline __attribute__((always_inline)) void adjacent_as(const adjacent_job
 
 static void adjacent_part(void *arg, int part, int64_t lo, int64_t hi) {
     (void)part;
-    const adjacent_job *x = arg;
-#define ADJACENT(f) adjacent_as(x, f, lo, hi)
-    GCK_FOR_EACH_STORED(x->v->type, ADJACENT)
-#undef ADJACENT
+    GCK_FOR_EACH_STORED(((const adjacent_job *)arg)->v->type, adjacent_as, arg, lo, hi)
 }
 
 /* The copy of v (to be freed) in `into` when given (room for it), else in new memory; NULL when

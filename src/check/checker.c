@@ -252,8 +252,8 @@ typedef struct facts_job {
 } facts_job;
 
 /* facts_part for operands stored as `fmt` (a constant where facts_part calls it). */
-static inline __attribute__((always_inline)) void facts_as(const facts_job *j, gck_format fmt,
-                                                           int64_t lo, int64_t hi) {
+static inline __attribute__((always_inline)) void facts_as(const facts_job *j, int64_t lo,
+                                                           int64_t hi, gck_format fmt) {
     const gck_model *m = j->m;
     for (int64_t t = lo; t < hi; t++) {
         int64_t b = t / j->lines, l = t % j->lines;
@@ -280,10 +280,7 @@ static inline __attribute__((always_inline)) void facts_as(const facts_job *j, g
 
 static void facts_part(void *arg, int part, int64_t lo, int64_t hi) {
     (void)part;
-    const facts_job *j = arg;
-#define FACTS(f) facts_as(j, f, lo, hi)
-    GCK_FOR_EACH_STORED(j->t, FACTS)
-#undef FACTS
+    GCK_FOR_EACH_STORED(((const facts_job *)arg)->t, facts_as, arg, lo, hi)
 }
 
 static void line_facts_of(const gck_case *c, const gck_model *m, gck_operand x, const void *X,

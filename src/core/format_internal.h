@@ -49,13 +49,13 @@ static inline double gck_fmt_bf16_bits(uint16_t h) {
     return (double)f;
 }
 
-/* `call(f)` with f the storage format of t as a constant (TF32 is stored as f32). */
-#define GCK_FOR_EACH_STORED(t, call)                                                               \
+/* fn(args..., f) with f the storage format of t as a constant (TF32 is stored as f32). */
+#define GCK_FOR_EACH_STORED(t, fn, ...)                                                            \
     switch (t) {                                                                                   \
-    case GCK_F16: call(GCK_F16); break;                                                            \
-    case GCK_BF16: call(GCK_BF16); break;                                                          \
-    case GCK_F64: call(GCK_F64); break;                                                            \
-    default: call(GCK_F32); break;                                                                 \
+    case GCK_F16: fn(__VA_ARGS__, GCK_F16); break;                                                 \
+    case GCK_BF16: fn(__VA_ARGS__, GCK_BF16); break;                                               \
+    case GCK_F64: fn(__VA_ARGS__, GCK_F64); break;                                                 \
+    default: fn(__VA_ARGS__, GCK_F32); break;                                                      \
     }
 
 static inline __attribute__((always_inline)) double gck_fmt_load_as(const void *base,
