@@ -623,8 +623,7 @@ static void matvec_rows_mod(const double *X, int64_t rows, int64_t cols, const u
 /* ---- building the terms -------------------------------------------------------------------- */
 
 typedef struct work {
-    double *as, *bs,
-        *p; /* a slice of op(A) (its transpose, K x M), the SB slices of op(B) (K x N), a product */
+    double *as, *bs, *p; /* a slice of op(A)ᵀ (K x M), the SB slices of op(B) (K x N), a product */
     uint64_t *x, *yb, *ra; /* Freivalds: x (N), dB_t·x (SB x K), dA_s·(dB_t·x) (M) */
     __int128 *acc;         /* sums of a matrix-vector product (max(M, K)) */
     __int128 *rhs;         /* ND x M */

@@ -25,6 +25,7 @@ double gck_fmt_ulp(double x, gck_format fmt);
 double gck_fmt_next_up(double x, gck_format fmt);
 double gck_fmt_next_down(double x, gck_format fmt);
 double gck_fmt_load(const void *base, gck_format fmt, int64_t index);
+void gck_fmt_store(void *base, gck_format fmt, int64_t index, double x);
 
 /* The stored value as a double (NaN and Inf kept), inline: gck_fmt_f16_to_double,
  * gck_fmt_bf16_to_double and gck_fmt_load are these; a pass over many values of one format
@@ -49,15 +50,6 @@ static inline double gck_fmt_bf16_bits(uint16_t h) {
     return (double)f;
 }
 
-/* fn(args..., f) with f the storage format of t as a constant (TF32 is stored as f32). */
-#define GCK_FOR_EACH_STORED(t, fn, ...)                                                            \
-    switch (t) {                                                                                   \
-    case GCK_F16: fn(__VA_ARGS__, GCK_F16); break;                                                 \
-    case GCK_BF16: fn(__VA_ARGS__, GCK_BF16); break;                                               \
-    case GCK_F64: fn(__VA_ARGS__, GCK_F64); break;                                                 \
-    default: fn(__VA_ARGS__, GCK_F32); break;                                                      \
-    }
-
 static inline __attribute__((always_inline)) double gck_fmt_load_as(const void *base,
                                                                     gck_format fmt, int64_t index) {
     switch (fmt) {
@@ -69,6 +61,14 @@ static inline __attribute__((always_inline)) double gck_fmt_load_as(const void *
     default: return NAN;
     }
 }
-void gck_fmt_store(void *base, gck_format fmt, int64_t index, double x);
+
+/* fn(args..., f) with f the storage format of t as a constant (TF32 is stored as f32). */
+#define GCK_FOR_EACH_STORED(t, fn, ...)                                                            \
+    switch (t) {                                                                                   \
+    case GCK_F16: fn(__VA_ARGS__, GCK_F16); break;                                                 \
+    case GCK_BF16: fn(__VA_ARGS__, GCK_BF16); break;                                               \
+    case GCK_F64: fn(__VA_ARGS__, GCK_F64); break;                                                 \
+    default: fn(__VA_ARGS__, GCK_F32); break;                                                      \
+    }
 
 #endif
