@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "format_internal.h"
 #include "gemmcheck/format.h"
 
 typedef struct dec {
@@ -69,14 +70,9 @@ static inline layout layout_of(gck_format t) {
 }
 
 /* `call(lay)` instantiated for the storage layout of format t, lay a constant (so that the
- * decoding in a pass inlines to a few shifts and masks). */
-#define FOR_EACH_LAYOUT(t, call)                                                                   \
-    switch (t) {                                                                                   \
-    case GCK_F16: call(layout_of(GCK_F16)); break;                                                 \
-    case GCK_BF16: call(layout_of(GCK_BF16)); break;                                               \
-    case GCK_F64: call(layout_of(GCK_F64)); break;                                                 \
-    default: call(layout_of(GCK_F32)); break;                                                      \
-    }
+ * decoding in a pass inlines to a few shifts and masks): GCK_FOR_EACH_STORED's formats. */
+#define FOR_EACH_LAYOUT(t, call)    GCK_FOR_EACH_STORED(t, LAYOUT_CALL_, call)
+#define LAYOUT_CALL_(call, format_) call(layout_of(format_))
 
 static inline int bits_of(uint64_t m) { return m ? 64 - __builtin_clzll(m) : 0; }
 
