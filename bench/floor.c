@@ -1,0 +1,280 @@
+/* bench_floor: what "the exact oracle >= 10x faster than the superaccumulator at n = 2048" asks,
+ * against the least arithmetic any exact splitting needs on this machine, all measured in one
+ * run.
+ *
+ *   bench_floor [--n N] [--types f16,bf16,f32,f64]
+ *
+ * Measured (all cores):
+ *   - the peak rate of multiply-adds: f64 fused multiply-adds (512-bit where the CPU has
+ *     AVX-512F, else 256-bit FMA) and int8 dot products (VPDPBUSD, where it has AVX512-VNNI),
+ *     each from independent register accumulators, no memory traffic;
+ *   - gemmcheck's f64 GEMM (the slices' product) and OpenBLAS dgemm at M = N = K = n;
+ *   - per input type: the exact oracle one product at a time (GEMMCHECK_OZAKI=never: the
+ *     superaccumulator, whose speed the goal was set against) and as it chooses (splitting).
+ * The budget is a tenth of the one-by-one time. The floor of a scheme is its count of n^3
+ * products at the peak rate, nothing else counted (no splitting pass, no per-element work, no
+ * memory traffic, no exponent spread: every value as if its line's largest):
+ *   - f64 slices: beta = floor((53 - ceil(log2 K)) / 2) bits per slice, ceil(p / beta) slices
+ *     per operand for a p-bit significand, one f64 GEMM per pair of slices;
+ *   - int8 slices: VPDPBUSD multiplies unsigned 8-bit by signed 8-bit digits: ceil(p / 8) x
+ *     ceil(p / 7) int8 GEMMs;
+ *   - int8 residues (Ozaki scheme II): the integer sums need 2p + ceil(log2 K) + 1 bits, each
+ *     modulus below 2^8 adds under 8 bits: ceil((2p + ceil(log2 K) + 1) / 8) int8 GEMMs. */
+#define _DEFAULT_SOURCE 1
+#include <cblas.h>
+#include <immintrin.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gemmcheck/gemmcheck.h"
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void *alloc_or_die(size_t bytes) {
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) {
+        fprintf(stderr, "bench_floor: out of memory\n");
+        exit(2);
+    }
+    return p;
+}
+
+/* ---- peak rates: 12 independent accumulators, `iters` rounds; the multiply-adds done ------- */
+
+static volatile double sink;
+
+/* A function `name` (compiled for `isa`) running `iters` rounds of `op` on 12 independent
+ * accumulators of type V, each of `lanes` multiply-adds per instruction; x and y its operands,
+ * `sum` folds the accumulators into sink. */
+#define PEAK(name, isa, V, lanes, init, x0, y0, op, sum)                                           \
+    __attribute__((target(isa))) static double name(long iters) {                                  \
+        V acc[12], x = x0, y = y0;                                                                 \
+        _Pragma("GCC unroll 12") for (int r = 0; r < 12; r++) acc[r] = init(r);                    \
+        for (long i = 0; i < iters; i++) {                                                         \
+            _Pragma("GCC unroll 12") for (int r = 0; r < 12; r++) acc[r] = op(acc[r], x, y);       \
+            __asm__ volatile("" : "+v"(x), "+v"(y)); /* not hoisted out of the loop */             \
+        }                                                                                          \
+        sink = sum(acc);                                                                           \
+        return (double)iters * 12 * lanes;                                                         \
+    }
+
+#define FMA_PD512(a, x, y) _mm512_fmadd_pd(x, y, a)
+#define FMA_PD256(a, x, y) _mm256_fmadd_pd(x, y, a)
+
+__attribute__((target("avx512f"))) static double sum512d(const __m512d *acc) {
+    __m512d s = acc[0];
+    for (int r = 1; r < 12; r++) s = _mm512_add_pd(s, acc[r]);
+    return _mm512_reduce_add_pd(s);
+}
+
+__attribute__((target("avx2"))) static double sum256d(const __m256d *acc) {
+    double out[4], t = 0;
+    for (int r = 0; r < 12; r++) {
+        _mm256_storeu_pd(out, acc[r]);
+        t += out[0] + out[1] + out[2] + out[3];
+    }
+    return t;
+}
+
+__attribute__((target("avx512f"))) static double sum512i(const __m512i *acc) {
+    __m512i s = acc[0];
+    for (int r = 1; r < 12; r++) s = _mm512_add_epi32(s, acc[r]);
+    return _mm512_reduce_add_epi32(s);
+}
+
+PEAK(f64_512, "avx512f", __m512d, 8, _mm512_set1_pd, _mm512_set1_pd(1.0000001),
+     _mm512_set1_pd(0.9999999), FMA_PD512, sum512d)
+PEAK(f64_256, "avx2,fma", __m256d, 4, _mm256_set1_pd, _mm256_set1_pd(1.0000001),
+     _mm256_set1_pd(0.9999999), FMA_PD256, sum256d)
+PEAK(int8_512, "avx512f,avx512vnni", __m512i, 64, _mm512_set1_epi32, _mm512_set1_epi8(3),
+     _mm512_set1_epi8(5), _mm512_dpbusd_epi32, sum512i)
+
+typedef struct peak_job {
+    double (*fn)(long);
+    double macs, seconds;
+} peak_job;
+
+static void *peak_thread(void *arg) {
+    peak_job *j = arg;
+    j->fn(1000); /* warm-up: the units' clocks */
+    double t = now();
+    j->macs = j->fn(60000000);
+    j->seconds = now() - t;
+    return NULL;
+}
+
+/* Multiply-adds per second of fn on every core at once; the best of five rounds. */
+static double peak_rate(double (*fn)(long), int cores) {
+    double best = 0;
+    for (int round = 0; round < 5; round++) {
+        pthread_t th[256];
+        peak_job jobs[256];
+        double macs = 0, slowest = 0;
+        for (int c = 0; c < cores; c++) {
+            jobs[c] = (peak_job){fn, 0, 0};
+            pthread_create(&th[c], NULL, peak_thread, &jobs[c]);
+        }
+        for (int c = 0; c < cores; c++) {
+            pthread_join(th[c], NULL);
+            macs += jobs[c].macs;
+            slowest = jobs[c].seconds > slowest ? jobs[c].seconds : slowest;
+        }
+        best = macs / slowest > best ? macs / slowest : best;
+    }
+    return best;
+}
+
+/* ---- the GEMMs and the oracles ------------------------------------------------------------ */
+
+/* The fastest of three calls of gemmcheck's f64 GEMM (the slices' product: op(A) transposed)
+ * and of OpenBLAS dgemm on the same shape. */
+static void gemm_seconds(int n, double *ours, double *openblas) {
+    size_t nn = (size_t)n * (size_t)n;
+    double *a = alloc_or_die(nn * sizeof *a), *b = alloc_or_die(nn * sizeof *b),
+           *d = alloc_or_die(nn * sizeof *d);
+    for (size_t x = 0; x < nn; x++) a[x] = b[x] = (double)(x % 7) - 3;
+    gck_case g;
+    gck_case_init(&g, n, n, n);
+    g.transa = GCK_OP_T;
+    char msg[256];
+    *ours = *openblas = INFINITY;
+    for (int r = 0; r < 3; r++) {
+        double t = now();
+        if (gck_gemm(&g, a, b, d, d, NULL, msg, sizeof msg) != GCK_GEMM_OK) {
+            fprintf(stderr, "bench_floor: gck_gemm: %s\n", msg);
+            exit(2);
+        }
+        t = now() - t;
+        *ours = t < *ours ? t : *ours;
+        t = now();
+        cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, d, n);
+        t = now() - t;
+        *openblas = t < *openblas ? t : *openblas;
+    }
+    free(a), free(b), free(d);
+}
+
+/* The exact oracle on n^3 of type t (values as gck_spec_fill draws them), splitting `ozaki`;
+ * *path: how it summed. */
+static double oracle_seconds(gck_format t, int n, const char *ozaki, char *path, size_t len) {
+    gck_case c;
+    gck_case_init(&c, n, n, n);
+    gck_format out = t == GCK_F64 ? GCK_F64 : GCK_F32;
+    c.type_a = c.type_b = t;
+    c.type_c = c.type_d = c.compute = c.scale_type = out;
+    c.d_is_c = false;
+    gck_spec s;
+    gck_spec_init(&s, &c);
+    size_t nn = (size_t)n * (size_t)n, es = (size_t)gck_format_get(t)->storage_bytes;
+    void *a = alloc_or_die(nn * es), *b = alloc_or_die(nn * es),
+         *d = alloc_or_die(nn * (out == GCK_F64 ? 8 : 4));
+    gck_spec_fill(&s, GCK_A, a);
+    gck_spec_fill(&s, GCK_B, b);
+    setenv("GEMMCHECK_OZAKI", ozaki, 1);
+    char msg[256];
+    double secs = now();
+    gck_status st = gck_oracle_exact(&c, a, b, NULL, d, 0, msg, sizeof msg);
+    secs = now() - secs;
+    unsetenv("GEMMCHECK_OZAKI");
+    if (st != GCK_OK) {
+        fprintf(stderr, "bench_floor: %s\n", msg);
+        exit(2);
+    }
+    if (path) { /* the plan's description, as the checker reports it */
+        gck_check_result *r = alloc_or_die(sizeof *r);
+        gck_backend be;
+        if (gck_backend_open(&be, "ref", msg, sizeof msg) == GCK_OK) {
+            const gck_support_row *row = gck_backend_find_row(&be, &c, NULL, 0);
+            gck_check_options opt = {.sample_above = 1e300, .sample_lines = 1};
+            if (row && gck_check_values(&c, row, &opt, a, b, NULL, d, r, msg, sizeof msg) == GCK_OK)
+                snprintf(path, len, "%s", r->oracle_path);
+            gck_backend_close(&be);
+        }
+        free(r);
+    }
+    free(a), free(b), free(d);
+    return secs;
+}
+
+static int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+/* Whether the comma-separated list holds name. */
+static bool listed(const char *list, const char *name) {
+    size_t len = strlen(name);
+    for (const char *s = list; *s; s += strcspn(s, ","), s += *s == ',')
+        if (strcspn(s, ",") == len && !strncmp(s, name, len)) return true;
+    return false;
+}
+
+int main(int argc, char **argv) {
+    int n = 2048;
+    const char *types = "f16,bf16,f32,f64";
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--n") && i + 1 < argc && atoi(argv[i + 1]) >= 64 &&
+            atoi(argv[i + 1]) <= 8192)
+            n = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--types") && i + 1 < argc)
+            types = argv[++i];
+        else {
+            fprintf(stderr, "bench_floor: bad argument '%s' (--n 64..8192, --types L)\n", argv[i]);
+            return 2;
+        }
+    }
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    int cores = online < 1 ? 1 : online > 256 ? 256 : (int)online;
+    __builtin_cpu_init();
+    bool has512 = __builtin_cpu_supports("avx512f");
+    bool vnni = has512 && __builtin_cpu_supports("avx512vnni");
+    if (!has512 && !__builtin_cpu_supports("fma")) {
+        fprintf(stderr, "bench_floor: this CPU has neither AVX-512F nor FMA\n");
+        return 2;
+    }
+    double f64_peak = peak_rate(has512 ? f64_512 : f64_256, cores);
+    double int8_peak = vnni ? peak_rate(int8_512, cores) : NAN;
+    double ours, openblas;
+    gemm_seconds(n, &ours, &openblas);
+    double n3 = (double)n * n * n;
+    int logk = 0;
+    while ((1 << logk) < n) logk++;
+    int beta = (53 - logk) / 2;
+    char int8[96] = "none (no AVX512-VNNI)";
+    if (vnni)
+        snprintf(int8, sizeof int8, "%.1f G (VPDPBUSD; one int8 GEMM at peak: %.3f s)",
+                 int8_peak / 1e9, n3 / int8_peak);
+    printf("n = K = %d on %d cores. Peak multiply-adds per second: f64 %.1f G (%s), int8 %s. "
+           "One f64 GEMM: gemmcheck's %.3f s (%.0f%% of peak), OpenBLAS dgemm %.3f s, at peak "
+           "%.3f s.\n\n",
+           n, cores, f64_peak / 1e9, has512 ? "512-bit FMA" : "256-bit FMA", int8, ours,
+           100 * n3 / f64_peak / ours, openblas, n3 / f64_peak);
+    printf("| inputs | one by one (s) | budget: a tenth (s) | oracle today (s) | gain | f64 "
+           "slices: GEMMs, floor (s) | int8 slices: GEMMs, floor (s) | int8 residues: GEMMs, "
+           "floor (s) | least floor / budget | how today's oracle summed |\n"
+           "|---|---|---|---|---|---|---|---|---|---|\n");
+    const gck_format all[] = {GCK_F16, GCK_BF16, GCK_F32, GCK_F64};
+    for (int f = 0; f < 4; f++) {
+        const gck_format_info *fi = gck_format_get(all[f]);
+        if (!listed(types, fi->name)) continue;
+        char path[192] = "";
+        double obo = oracle_seconds(all[f], n, "never", NULL, 0);
+        double today = oracle_seconds(all[f], n, "auto", path, sizeof path);
+        int p = fi->precision, s64 = ceil_div(p, beta), g64 = s64 * s64;
+        int g8 = ceil_div(p, 8) * ceil_div(p, 7), gres = ceil_div(2 * p + logk + 1, 8);
+        double t64 = g64 * n3 / f64_peak, t8 = g8 * n3 / int8_peak, tres = gres * n3 / int8_peak;
+        double least = vnni ? fmin(t64, fmin(t8, tres)) : t64, budget = obo / 10;
+        printf("| %s | %.2f | %.3f | %.3f | %.1fx | %d, %.3f | %d, %.3f | %d, %.3f | %.2f | %s "
+               "|\n",
+               fi->name, obo, budget, today, obo / today, g64, t64, g8, t8, gres, tres,
+               least / budget, path);
+        fflush(stdout);
+    }
+    return 0;
+}
