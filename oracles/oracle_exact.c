@@ -42,7 +42,7 @@
 #include "oracle_ozaki.h"
 #include "parallel.h"
 
-static dec decode_double(double x) {
+static inline dec decode_double(double x) {
     uint64_t u;
     bool special;
     memcpy(&u, &x, sizeof u);
@@ -484,7 +484,7 @@ static bool any_below(const uint32_t *mag, int n, int64_t b) {
 }
 
 /* N·2^q, exact when the result is a double: 2^q built from its bits where it is one. */
-static double scale2(uint64_t N, int64_t q) {
+static inline double scale2(uint64_t N, int64_t q) {
     if (q < -1074 || q > 1023)
         return ldexp((double)N, (int)(q < -2200 ? -2200 : q > 2200 ? 2200 : q));
     uint64_t u = q >= -1022 ? (uint64_t)(q + 1023) << 52 : UINT64_C(1) << (q + 1074);

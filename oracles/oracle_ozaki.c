@@ -170,8 +170,9 @@ static inline __attribute__((always_inline)) dec value_at(const lines *v, int64_
 
 /* The tails of row i of op(A) and column j of op(B) for batch member bi: *na from *ta, *nb from
  * *tb, each in order of k; *ma and *mb the members they belong to. */
-static void tails_at(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j, int64_t *ma, int64_t *mb,
-                     const tailv **ta, int64_t *na, const tailv **tb, int64_t *nb) {
+static inline __attribute__((always_inline)) void
+tails_at(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j, int64_t *ma, int64_t *mb,
+         const tailv **ta, int64_t *na, const tailv **tb, int64_t *nb) {
     *ma = o->a_batched ? bi : 0, *mb = o->b_batched ? bi : 0;
     const int64_t *sa = o->ta ? o->ta_start + *ma * o->m + i : NULL,
                   *sb = o->tb ? o->tb_start + *mb * o->n + j : NULL;
