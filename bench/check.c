@@ -174,10 +174,14 @@ static void line(gck_backend *be, gck_format t, int n, int sample_lines, double 
     unsetenv("GEMMCHECK_OZAKI");
     gck_check_options mp = {.oracle = GCK_ORACLE_MPFR, .sample_above = 1, .sample_lines = 2};
     double mpfr = check_seconds(&o, &mp, r);
-    printf("| %s | %d | %.2f | %.2f | %.2f | %.1fx | %.2f | %.1fx | %.2f%s | %.1fx | %.1f | "
-           "%.0f | %s |\n",
+    char obo_s[48] = "- (2048 not in --sizes)", gain_s[16] = "-";
+    if (!isnan(obo)) { /* at 4096, scaled from 2048 when that size ran before it */
+        snprintf(obo_s, sizeof obo_s, "%.2f%s", obo, scaled ? " (x8)" : "");
+        snprintf(gain_s, sizeof gain_s, "%.1fx", obo / oracle);
+    }
+    printf("| %s | %d | %.2f | %.2f | %.2f | %.1fx | %.2f | %.1fx | %s | %s | %.1f | %.0f | %s |\n",
            gck_format_get(t)->name, n, gemm, dgemm, check, check / dgemm, oracle, oracle / dgemm,
-           obo, scaled ? " (x8)" : "", obo / oracle, today, mpfr, path);
+           obo_s, gain_s, today, mpfr, path);
     fflush(stdout);
     free(r);
     free(o.a);
