@@ -1,6 +1,6 @@
 /* bench_floor: what "the exact oracle >= 10x faster than the superaccumulator at n = 2048" asks,
- * against the least arithmetic any exact splitting needs on this machine, all measured in one
- * run.
+ * against the least arithmetic the exact splittings below need on this machine, all measured in
+ * one run (built on x86-64 only: the peak rates come from its instructions).
  *
  *   bench_floor [--n N] [--types f16,bf16,f32,f64]
  *
@@ -121,7 +121,10 @@ static double peak_rate(double (*fn)(long), int cores) {
         double macs = 0, slowest = 0;
         for (int c = 0; c < cores; c++) {
             jobs[c] = (peak_job){fn, 0, 0};
-            pthread_create(&th[c], NULL, peak_thread, &jobs[c]);
+            if (pthread_create(&th[c], NULL, peak_thread, &jobs[c]) != 0) {
+                fprintf(stderr, "bench_floor: cannot start a thread\n");
+                exit(2);
+            }
         }
         for (int c = 0; c < cores; c++) {
             pthread_join(th[c], NULL);
