@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <dlfcn.h>
 #include <fenv.h>
+#include <langinfo.h>
 #include <locale.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -42,7 +43,10 @@ static void *count_run(void *arg) {
 #if defined(__x86_64__)
     j->mxcsr = _mm_getcsr() & 0x8040u;
 #endif
-    snprintf(j->point, sizeof j->point, "%s", localeconv()->decimal_point);
+    /* the thread's own locale: nl_langinfo reads it (localeconv fills one static struct for the
+     * whole process, which job 0, in the caller's locale, may be filling at the same moment:
+     * about one run in 150 of this file saw the caller's comma in another job) */
+    snprintf(j->point, sizeof j->point, "%s", nl_langinfo(RADIXCHAR));
     if (j->nested) {
         job inner[MAX_JOBS];
         for (int t = 0; t < j->nested; t++) inner[t] = (job){.runs = &j->nested_runs[t]};
