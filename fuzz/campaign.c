@@ -196,7 +196,6 @@ static void record(run_ctx *x, gck_kind kind, const gck_spec *s, const char *det
  * it to a worker to its result. */
 static void count_case(run_ctx *x, const gck_spec *s, gck_outcome outcome, const bool *kinds,
                        const gck_check_result *check, double seconds) {
-    double tight = check ? check->max_tight : NAN;
     gck_campaign_result *r = x->res;
     r->cases++;
     x->info->cases++;
@@ -219,11 +218,31 @@ static void count_case(run_ctx *x, const gck_spec *s, gck_outcome outcome, const
         for (int k = 0; k < GCK_KIND_COUNT; k++)
             if (kinds[k]) r->kind_cases[k]++;
     }
-    if (e && isfinite(tight) && tight > e->max_tight) e->max_tight = tight;
-    for (int b = 0; e && check && b < GCK_RATIO_BINS; b++) e->ratio_bins[b] += check->ratio_bins[b];
+    if (!e || !check) return;
+    for (int b = 0; b < GCK_RATIO_BINS; b++) e->ratio_bins[b] += check->ratio_bins[b];
+    if (check->max_stat > e->max_stat) e->max_stat = check->max_stat;
+    e->stat_elements += check->stat_elements;
+    e->improbable += check->count[GCK_KIND_IMPROBABLE_ERROR];
+    e->bias_up += check->bias_up;
+    e->bias_down += check->bias_down;
+    e->bias_toward0 += check->bias_toward0;
+    e->bias_away += check->bias_away;
 }
 
-static void on_result(run_ctx *x, slot *s, const gck_run_result *rr) {
+double gck_matrix_sign_test_p(const gck_matrix_entry *e) {
+    double p = 2 * fmin(gck_sign_test_p(e->bias_up, e->bias_down),
+                        gck_sign_test_p(e->bias_toward0, e->bias_away));
+    return p < 1 ? p : 1.0;
+}
+
+static void on_result(run_ctx *x, slot *s, const gck_run_result *in) {
+    static _Thread_local gck_run_result dropped; /* large: not on the stack */
+    const gck_run_result *rr = in;
+    if (x->o->tier_hard) { /* the statistical tier counted, not a finding */
+        dropped = *in;
+        gck_run_result_drop(&dropped, GCK_KIND_IMPROBABLE_ERROR);
+        rr = &dropped;
+    }
     bool kinds[GCK_KIND_COUNT] = {false};
     gck_outcome outcome = rr->outcome;
     if (outcome == GCK_OUTCOME_UNSUPPORTED && s->requested) {

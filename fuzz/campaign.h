@@ -29,6 +29,7 @@ typedef struct gck_campaign_options {
     double max_flops, max_bytes;
     double timeout_floor; /**< smallest per-call deadline, seconds */
     bool strict_ieee;
+    bool tier_hard;         /**< --tier hard: improbable_error is counted, not a finding */
     gck_oracle_kind oracle; /**< default GCK_ORACLE_EXACT */
     const char *types;      /**< --types, or NULL */
     const char *report_path, *junit_path, *jsonl_path, *corpus_dir, *html_path;
@@ -75,11 +76,19 @@ typedef struct gck_matrix_entry {
     char types[64]; /**< "f16,f16,f32,f32" */
     char compute[8];
     int64_t pass, fail, unsupported;
-    double max_tight;
+    double max_stat; /**< the largest error / statistical allowance (0: the tier never applied) */
+    int64_t stat_elements; /**< elements the statistical tier applied to */
+    int64_t improbable;    /**< of which outside its allowance (whether or not --tier hard) */
+    /** the sign test's counts over the tuple's cases (checker.h) */
+    int64_t bias_up, bias_down, bias_toward0, bias_away;
     int64_t ratio_bins[GCK_RATIO_BINS]; /**< checked elements by error/bound (checker.h's bins) */
     double seconds; /**< from handing its cases to a worker to their results, summed */
     bool fuzzed;    /**< cases of it were generated (false: declared, left out by --types) */
 } gck_matrix_entry;
+
+/** The tuple's sign test (gck_sign_test_p of both splits, the smaller doubled): at most 1e-12
+ *  says its errors lean one way, which round to nearest does not do. */
+double gck_matrix_sign_test_p(const gck_matrix_entry *e);
 
 typedef struct gck_backend_info {
     char spec[512];

@@ -206,10 +206,13 @@ void gck_html_matrix(FILE *f, const json_t *summary) {
     const json_t *mat = json_object_get(summary, "support_matrix");
     fputs("<h2>Support matrix</h2>\n<p class=\"small\">One row per backend and type tuple (A, B, "
           "C, D element types and the compute type), coloured by outcome: pass, findings, "
-          "unsupported (refused as the backend declares), not run. The histogram counts the "
+          "unsupported (refused as the backend declares), not run. The statistical ratio is the "
+          "largest error over the statistical tier's allowance: above 1 happens with "
+          "probability below 1e-12 per element for correct round-to-nearest arithmetic on "
+          "random data. The histogram counts the "
           "checked elements by error/bound (log scale; red: beyond the bound).</p>\n"
           "<table><tr><th>backend</th><th>types</th><th>compute</th><th>outcome</th><th>pass</th>"
-          "<th>findings</th><th>unsupported</th><th>max tight ratio</th>"
+          "<th>findings</th><th>unsupported</th><th>max statistical ratio</th>"
           "<th>error/bound of the elements</th></tr>\n",
           f);
     size_t i;
@@ -228,7 +231,7 @@ void gck_html_matrix(FILE *f, const json_t *summary) {
                 word, (long long)count(e, "pass"), (long long)count(e, "fail"),
                 (long long)count(e, "unsupported"));
         if (count(e, "pass") + count(e, "fail"))
-            gck_html_json(f, json_object_get(e, "max_tight_ratio"));
+            gck_html_json(f, json_object_get(e, "max_stat_ratio"));
         fputs("</td><td>", f);
         const json_t *bins = json_object_get(e, "ratio_bins");
         int64_t c[GCK_RATIO_BINS] = {0}, total = 0;

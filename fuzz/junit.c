@@ -287,8 +287,8 @@ bool gck_report_write_matrix_csv(const gck_campaign_result *r, const char *path,
                                  size_t len) {
     FILE *f = gck_report_open(path, msg, len);
     if (!f) return false;
-    fputs("backend,a,b,c,d,compute,status,cases,pass,fail,unsupported,max_tight_ratio,seconds,"
-          "kinds\r\n",
+    fputs("backend,a,b,c,d,compute,status,cases,pass,fail,unsupported,max_stat_ratio,"
+          "stat_elements,improbable_elements,sign_test_p,seconds,kinds\r\n",
           f);
     for (size_t m = 0; m < r->nmatrix; m++) {
         const gck_matrix_entry *e = &r->matrix[m];
@@ -310,7 +310,13 @@ bool gck_report_write_matrix_csv(const gck_campaign_result *r, const char *path,
             snprintf(num, sizeof num, "%lld", counts[i]);
             csv_field(f, num, false);
         }
-        snprintf(num, sizeof num, "%.6g", e->max_tight);
+        snprintf(num, sizeof num, "%.6g", e->max_stat);
+        csv_field(f, num, false);
+        snprintf(num, sizeof num, "%lld", (long long)e->stat_elements);
+        csv_field(f, num, false);
+        snprintf(num, sizeof num, "%lld", (long long)e->improbable);
+        csv_field(f, num, false);
+        snprintf(num, sizeof num, "%.3g", gck_matrix_sign_test_p(e));
         csv_field(f, num, false);
         snprintf(num, sizeof num, "%.3f", e->seconds);
         csv_field(f, num, false);

@@ -233,7 +233,7 @@ static bool read_matrix(reader *rd, const json_t *sum, gck_campaign_result *part
         const char *co = get_string(rd, v, w, "compute", sizeof part->matrix[0].compute);
         int64_t p = get_count(rd, v, w, "pass"), f = get_count(rd, v, w, "fail"),
                 u = get_count(rd, v, w, "unsupported");
-        double t = get_number(rd, v, w, "max_tight_ratio");
+        double t = get_number(rd, v, w, "max_stat_ratio");
         double secs = get_amount(rd, v, w, "seconds");
         json_t *fz = get(rd, v, w, "fuzzed");
         if (fz && !json_is_boolean(fz)) fail(rd, "%sfuzzed is not true or false", w);
@@ -244,7 +244,21 @@ static bool read_matrix(reader *rd, const json_t *sum, gck_campaign_result *part
         if (!e) return fail(rd, "out of memory");
         if (!add_to(&e->pass, p) || !add_to(&e->fail, f) || !add_to(&e->unsupported, u))
             return fail(rd, "the support matrix's counts overflow");
-        if (isfinite(t) && t > e->max_tight) e->max_tight = t;
+        if (isfinite(t) && t > e->max_stat) e->max_stat = t;
+        int64_t se = get_count(rd, v, w, "stat_elements"),
+                ie = get_count(rd, v, w, "improbable_elements");
+        const json_t *signs = get_array(rd, v, w, "error_signs");
+        if (rd->bad) return !rd->bad;
+        if (json_array_size(signs) != 4) return fail(rd, "%serror_signs is not 4 counts", w);
+        int64_t *sc[4] = {&e->bias_up, &e->bias_down, &e->bias_toward0, &e->bias_away};
+        for (int q = 0; q < 4; q++) {
+            const json_t *n = json_array_get(signs, (size_t)q);
+            if (!json_is_integer(n) || json_integer_value(n) < 0 ||
+                !add_to(sc[q], json_integer_value(n)))
+                return fail(rd, "%serror_signs[%d] is not a count", w, q);
+        }
+        if (!add_to(&e->stat_elements, se) || !add_to(&e->improbable, ie))
+            return fail(rd, "the support matrix's counts overflow");
         const json_t *bins = json_object_get(v, "ratio_bins"); /* absent in older reports */
         if (bins && (!json_is_array(bins) || json_array_size(bins) != GCK_RATIO_BINS))
             return fail(rd, "%sratio_bins is not an array of %d counts", w, GCK_RATIO_BINS);
@@ -523,7 +537,14 @@ static bool add_parts(gck_campaign_result *r, const gck_campaign_result *p) {
         if (!e || !add_to(&e->pass, s->pass) || !add_to(&e->fail, s->fail) ||
             !add_to(&e->unsupported, s->unsupported))
             return false;
-        if (s->max_tight > e->max_tight) e->max_tight = s->max_tight;
+        if (s->max_stat > e->max_stat) e->max_stat = s->max_stat;
+        bool ok = add_to(&e->stat_elements, s->stat_elements) &&
+                  add_to(&e->improbable, s->improbable) && add_to(&e->bias_up, s->bias_up) &&
+                  add_to(&e->bias_down, s->bias_down) &&
+                  add_to(&e->bias_toward0, s->bias_toward0) && add_to(&e->bias_away, s->bias_away);
+        for (int b = 0; ok && b < GCK_RATIO_BINS; b++)
+            ok = add_to(&e->ratio_bins[b], s->ratio_bins[b]);
+        if (!ok) return false;
         e->seconds += s->seconds;
         e->fuzzed = e->fuzzed || s->fuzzed;
     }

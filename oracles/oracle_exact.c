@@ -513,8 +513,8 @@ static double round_to(const int64_t *l, int n, int32_t base, const gck_format_i
 }
 
 /* |value| rounded up to a double. */
-static double magnitude_up(const int64_t *l, int n, int32_t base, uint32_t *mag) {
-    magnitude(l, n, mag);
+static double magnitude_up(const int64_t *l, int n, int32_t base, uint32_t *mag, int *neg) {
+    *neg = magnitude(l, n, mag);
     int t = top_bit(mag, n);
     if (t < 0) return 0.0;
     int64_t lo = t - 52;
@@ -881,17 +881,20 @@ static bool eval128(const gck_exact_plan *p, int64_t bi, int64_t i, int64_t j, d
     }
     if (v.overflow || v.s == 0) return false;
     double err = NAN;
+    int sign = 0;
     if (got && isfinite(*got)) { /* |value - result| */
         dec gd = decode_double(*got);
         sum128 diff = v;
         add_term128(&diff, gd.m, (int64_t)gd.e - v.base, !gd.neg);
         if (diff.overflow) return false;
         err = up128(diff.s < 0 ? -(unsigned __int128)diff.s : (unsigned __int128)diff.s, v.base);
+        sign = diff.s < 0 ? 1 : diff.s > 0 ? -1 : 0; /* diff = exact - result */
     }
     u = v.s < 0 ? -(unsigned __int128)v.s : (unsigned __int128)v.s;
     double r = round128(u, v.base, p->fo);
     out->value = v.s < 0 ? -r : r;
     out->abs_error = err;
+    out->err_sign = sign;
     return true;
 }
 
@@ -906,6 +909,7 @@ void gck_exact_eval(const gck_exact_plan *p, gck_exact_ws *w, int64_t bi, int64_
                           i * p->crs + j * p->ccs);
     out->special_input = false;
     out->abs_error = NAN;
+    out->err_sign = 0;
     bool special =
         (rab && (p->row_special[ma * c->m + i] || p->col_special[mb * c->n + j])) || !isfinite(cv);
     gck_oracle_pre pre;
@@ -942,7 +946,9 @@ void gck_exact_eval(const gck_exact_plan *p, gck_exact_ws *w, int64_t bi, int64_
             add64(w->f, (int64_t)gd.e - base, gd.m, !gd.neg);
             normalize(w->f, n);
         }
-        out->abs_error = magnitude_up(w->f, n, base, w->mag);
+        int neg; /* the frame holds exact - result */
+        out->abs_error = magnitude_up(w->f, n, base, w->mag, &neg);
+        out->err_sign = out->abs_error == 0 ? 0 : neg ? 1 : -1;
     }
 }
 

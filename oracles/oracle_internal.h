@@ -17,6 +17,7 @@ typedef struct gck_oracle_eval {
     double value;       /**< the exact result rounded once to D's type */
     bool special_input; /**< a used input is NaN or Inf: the value comes from IEEE rules */
     double abs_error;   /**< |got - exact| rounded up; NaN when not computed */
+    int err_sign;       /**< the sign of got - exact (-1, 0, +1; 0 also when not computed) */
 } gck_oracle_eval;
 
 /** Evaluate element (b, i, j); with skip_zero, terms with an exactly-zero factor are dropped.

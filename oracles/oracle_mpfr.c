@@ -133,10 +133,12 @@ static double element(oracle_ws *w, const gck_case *c, const void *A, const void
 
 /* |got - exact| of the last element, rounded up; got must be finite and the last element
  * free of special inputs. */
-static double element_error(oracle_ws *w, double got) {
+static double element_error(oracle_ws *w, double got, int *sign) {
     size_t n = w->nterms;
     mpfr_set_d(w->terms[n], -got, MPFR_RNDN);
     mpfr_sum(w->err, w->ptrs, n + 1, MPFR_RNDA);
+    *sign = -mpfr_sgn(w->err); /* err = exact - got */
+    *sign = *sign > 0 ? 1 : *sign < 0 ? -1 : 0;
     mpfr_abs(w->err, w->err, MPFR_RNDN);
     return mpfr_get_d(w->err, MPFR_RNDU);
 }
@@ -163,7 +165,9 @@ void gck_oracle_eval_element(gck_oracle_ws *w, const gck_case *c, const void *A,
     out->value = element(w, c, A, B, C, b, i, j, skip_zero);
     out->special_input = w->special_input;
     out->abs_error = NAN;
-    if (got && isfinite(*got) && !w->special_input) out->abs_error = element_error(w, *got);
+    out->err_sign = 0;
+    if (got && isfinite(*got) && !w->special_input)
+        out->abs_error = element_error(w, *got, &out->err_sign);
 }
 
 static double mpfr_element(const gck_case *c, const void *A, const void *B, const void *C,

@@ -19,6 +19,16 @@
  *   late       correct for the first 10 calls a process makes, then as racy (a race that needs
  *              state built up by earlier calls, as in OpenBLAS's serial build)
  *   unimpl     refuses f64, which its table declares
+ *
+ * Faults that hide under the hard bound of earlier releases, each a real bug class:
+ *   trunc      converts the f32 result to a 16-bit D (bf16, f16) by truncation, not to nearest
+ *              (early bfloat16 casts dropped the low half of the float)
+ *   flush      flushes subnormal results to zero although its rows declare no FTZ (a kernel
+ *              run with the MXCSR's FTZ bit set by another library)
+ *   ulpup      every result one unit in the last place of D's type too high (a rounding
+ *              mode or an epilogue that rounds upward)
+ *   e4         the element of largest magnitude off by 1e-4 relative (a slightly wrong
+ *              reduction, about 800 f32 ulps: inside the hard bound of a long sum)
  *   error      returns an error status for every call
  *
  * Hostile backends, each attacking gemmcheck's process model in one way (docs/ISOLATION.md):
@@ -196,6 +206,63 @@ static int64_t d_offset(const gck_case *c, int64_t i, int64_t j) {
     return i * rs + j * cs;
 }
 
+/* x rounded toward zero to the 16-bit format t (the nearest value, stepped back when it lies
+ * farther from zero than x). */
+static double toward_zero(double x, gck_format t) {
+    double r = gck_round_to(x, t);
+    if (!isfinite(x) || fabs(r) <= fabs(x)) return r;
+    return r > 0 ? gck_next_down(r, t) : gck_next_up(r, t);
+}
+
+/* trunc: the reference GEMM into an f32 D, then each element truncated to D's type. */
+static gck_call_status truncating_call(faulty_state *s, const gck_case *c,
+                                       const gck_support_row *row, const gck_operands *ops,
+                                       char *msg, size_t len) {
+    gck_case f = *c;
+    f.type_d = GCK_F32;
+    f.d_is_c = false;
+    f.ldd = gck_case_min_ld(&f, GCK_D);
+    f.stride_d = c->m * c->n;
+    float *y = malloc((size_t)(f.stride_d * c->batch) * sizeof *y + 1);
+    if (!y) return GCK_CALL_ERROR;
+    gck_operands o = *ops;
+    o.d = y;
+    gck_call_status st = s->ref.ops->call(s->ref.state, &f, row, &o, msg, len);
+    for (int64_t b = 0; st == GCK_CALL_OK && b < c->batch; b++)
+        for (int64_t j = 0; j < c->n; j++)
+            for (int64_t i = 0; i < c->m; i++) {
+                double v = y[b * f.stride_d + d_offset(&f, i, j)];
+                gck_store(ops->d, c->type_d, b * c->stride_d + d_offset(c, i, j),
+                          toward_zero(v, c->type_d));
+            }
+    free(y);
+    return st;
+}
+
+/* flush, ulpup, e4: the reference result changed as their comment says. */
+static void numeric_fault(const gck_case *c, const gck_operands *ops) {
+    gck_format td = gck_case_type(c, GCK_D);
+    double tiny = gck_format_get(td)->min_normal, big = -1;
+    int64_t at_big = -1;
+    for (int64_t b = 0; b < c->batch; b++)
+        for (int64_t j = 0; j < c->n; j++)
+            for (int64_t i = 0; i < c->m; i++) {
+                int64_t at = b * c->stride_d + d_offset(c, i, j);
+                double d = gck_load(ops->d, td, at);
+                if (!isfinite(d)) continue;
+                if (!strcmp(fault_name, "flush") && fabs(d) < tiny)
+                    gck_store(ops->d, td, at, copysign(0.0, d));
+                else if (!strcmp(fault_name, "ulpup"))
+                    gck_store(ops->d, td, at, gck_next_up(d, td));
+                else if (fabs(d) > big)
+                    big = fabs(d), at_big = at;
+            }
+    if (!strcmp(fault_name, "e4") && at_big >= 0) {
+        double d = gck_load(ops->d, td, at_big);
+        gck_store(ops->d, td, at_big, d * (1 + 1e-4));
+    }
+}
+
 /* The thread-unsafe backend: the reference result goes through one static scratch buffer,
  * as kernels with a global workspace do (the class of OpenBLAS issue #1755). */
 static gck_call_status racy_call(faulty_state *s, const gck_case *c, const gck_support_row *row,
@@ -276,8 +343,11 @@ static gck_call_status f_call(void *state, const gck_case *c, const gck_support_
         if (n > 1) write_to_null_page();
         atomic_fetch_sub(&in_flight, 1);
     }
+    if (!strcmp(fault_name, "trunc") && nonempty && (c->type_d == GCK_BF16 || c->type_d == GCK_F16))
+        return truncating_call(s, c, row, ops, msg, len);
     gck_call_status st = s->ref.ops->call(s->ref.state, c, row, ops, msg, len);
     if (st == GCK_CALL_OK) hostile_after();
+    if (st == GCK_CALL_OK && nonempty) numeric_fault(c, ops);
     if (st != GCK_CALL_OK || !nonempty) {
         free(was_nan);
         return st;
@@ -305,11 +375,11 @@ static gck_call_status f_call(void *state, const gck_case *c, const gck_support_
 }
 
 static const char *const names[] = {
-    "tolerance", "nan",      "betanan",   "oob",       "input",     "segv",     "hang",
-    "nondet",    "unimpl",   "error",     "racy",      "crowd",     "late",     "stall",
-    "pipe13",    "pipejunk", "fpround",   "fpftz",     "fptrap",    "closefds", "norows",
-    "badrow",    "initsegv", "forkcrash", "forksleep", "killgroup", "after",    "badtext",
-    "stdout",    "exit",     "abort",     "sigkill",   "spin",      "far",      "ownsegv"};
+    "tolerance", "nan",       "betanan", "oob",      "input",  "segv",   "hang",     "nondet",
+    "unimpl",    "error",     "racy",    "crowd",    "late",   "stall",  "pipe13",   "pipejunk",
+    "fpround",   "fpftz",     "fptrap",  "closefds", "norows", "badrow", "initsegv", "forkcrash",
+    "forksleep", "killgroup", "after",   "badtext",  "stdout", "exit",   "abort",    "sigkill",
+    "spin",      "far",       "ownsegv", "trunc",    "flush",  "ulpup",  "e4"};
 
 GCK_PLUGIN_ABI_DECLARE
 const gck_backend_ops *gemmcheck_backend_plugin(const char *name);

@@ -221,7 +221,8 @@ static void check_result(transcript *t, const gck_check_result *r) {
     put(t, r->ratio_bins, sizeof r->ratio_bins);
     put(t, &r->max_ratio.ratio, sizeof r->max_ratio.ratio);
     put(t, &r->max_ratio.bound, sizeof r->max_ratio.bound);
-    put(t, &r->max_tight, sizeof r->max_tight);
+    put(t, &r->max_stat, sizeof r->max_stat);
+    put(t, &r->bias_p, sizeof r->bias_p);
 }
 
 static void gemm_functions(transcript *t, const char *text) {

@@ -217,8 +217,9 @@ Test(fuzz, case_stream_and_values_are_pinned) {
 
 Test(fuzz, each_faulty_backend_is_found_with_the_right_kind, .init = setup, .fini = teardown,
      .timeout = 300) {
-    const unsigned none = 0,
-                   numeric = 1u << GCK_KIND_OUT_OF_TOLERANCE | 1u << GCK_KIND_NONFINITE_MISMATCH;
+    const unsigned none = 0, numeric = 1u << GCK_KIND_OUT_OF_TOLERANCE |
+                                       1u << GCK_KIND_NONFINITE_MISMATCH |
+                                       1u << GCK_KIND_IMPROBABLE_ERROR;
     found_by_campaign("segv", GCK_KIND_CRASH, none, "--cases 40");
     found_by_campaign("hang", GCK_KIND_HANG, none, "--cases 4 --timeout-floor 1");
     found_by_campaign("tolerance", GCK_KIND_OUT_OF_TOLERANCE, none, "--cases 200");

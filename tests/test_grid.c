@@ -51,7 +51,7 @@ static void run_grid(const char *spec) {
     gck_run_options o = {.check = {.threads = 1}, .determinism = true};
     long pass = 0, unsupported = 0, findings = 0, exact = 0, elements = 0, lenient = 0,
          overreads = 0;
-    double max_tight = 0;
+    double max_stat = 0;
     gck_isolated_result *res = malloc(sizeof *res);
     for (uint64_t i = 0; i < cases; i++) {
         gck_spec s;
@@ -87,14 +87,14 @@ static void run_grid(const char *spec) {
         elements += r->check.elements;
         exact += r->check.exact_elements;
         lenient += r->check.lenient;
-        if (r->check.max_tight > max_tight) max_tight = r->check.max_tight;
+        if (r->check.max_stat > max_stat) max_stat = r->check.max_stat;
     }
     fprintf(stderr,
             "[grid %s] %ld cases: %ld pass, %ld unsupported, %ld with findings, %ld known "
             "BLIS over-reads; %ld elements checked (%ld exact-case bitwise, %ld by "
-            "leniency), max tight ratio %.3g\n",
+            "leniency), max statistical ratio %.3g\n",
             spec, (long)cases, pass, unsupported, findings, overreads, elements, exact, lenient,
-            max_tight);
+            max_stat);
     cr_expect_eq(findings, 0, "%s: %ld cases with findings", spec, findings);
     cr_expect_gt(pass, (long)cases * 9 / 10, "%s: too few cases ran", spec);
     free(res);

@@ -88,8 +88,9 @@ typedef struct gck_backend_ops {
 
 /** The version of the plugin interface: the layouts of gck_backend_ops, gck_support_row,
  *  gck_model, gck_case and gck_operands and the meaning of their fields. gemmcheck refuses a
- *  plugin built for another version (it would misread its tables and calls). */
-#define GCK_PLUGIN_ABI 1
+ *  plugin built for another version (it would misread its tables and calls). Version 2 added
+ *  gck_model.rounding. */
+#define GCK_PLUGIN_ABI 2
 /** Put once in a plugin's source: exports the plugin ABI version it was compiled against. */
 #define GCK_PLUGIN_ABI_DECLARE                                                                     \
     __attribute__((visibility("default"))) unsigned gemmcheck_plugin_abi(void);                    \

@@ -2,10 +2,13 @@
  * (docs/TOLERANCE.md).
  *
  * The checker compares a backend's D with the oracle element by element, using the
- * arithmetic model the backend declared: a hard bound per element (exceeding it is a finding),
- * a bitwise comparison where the case is exact by construction, the non-finite rules, and the
- * tight ratio (reported, never a finding). Errors are computed exactly (MPFR) and bounds with
- * upward rounding, so the checker's own arithmetic cannot create a finding. */
+ * arithmetic model the backend declared: a hard bound per element (exceeding it is a finding;
+ * where the model rounds D to nearest, D must lie in the rounded interval of the exact value
+ * widened by the arithmetic's bound), a bitwise comparison where the case is exact by
+ * construction, the non-finite rules, and the statistical tier (an error improbable under
+ * round-to-nearest arithmetic on random data, and a sign test of the errors). Errors are computed
+ * exactly (MPFR) and bounds with upward rounding, so the checker's own arithmetic cannot create a
+ * finding. */
 #ifndef GEMMCHECK_CHECKER_H
 #define GEMMCHECK_CHECKER_H
 
@@ -30,8 +33,12 @@ typedef enum gck_kind {
     GCK_KIND_NONDETERMINISTIC,
     GCK_KIND_UNIMPLEMENTED,
     GCK_KIND_ERROR,
-    GCK_KIND_FPENV_MODIFIED, /**< the call returned with the caller's rounding mode, exception
-                                  traps or FTZ/DAZ changed */
+    GCK_KIND_FPENV_MODIFIED,   /**< the call returned with the caller's rounding mode, exception
+                                    traps or FTZ/DAZ changed */
+    GCK_KIND_IMPROBABLE_ERROR, /**< inside the hard bound but outside the statistical tier
+                                    (docs/TOLERANCE.md): an error, or a bias in the errors'
+                                    signs, that round-to-nearest arithmetic on random data makes
+                                    with probability below 1e-12 */
     GCK_KIND_COUNT
 } gck_kind;
 
@@ -47,13 +54,13 @@ typedef struct gck_element_report {
     double error;    /**< |got - exact|, rounded up (NaN when a value is not finite) */
     double bound;    /**< the hard bound (0: exact case; Inf: none applies) */
     double ratio;    /**< error / bound */
-    double tight;    /**< error / (sqrt(K) 2^-p_c |alpha| T + 2^-p_out |D|) */
+    double stat;     /**< error / the statistical tier's allowance (NaN: the tier did not
+                          apply to this element) */
     bool exact_case; /**< the bound is 0 by the exact-case certificate */
     bool degenerate; /**< gamma is Inf: only the magnitude limit applied (`bound` is it) */
     char rule[96];   /**< which rule decided, e.g. "oracle NaN, result finite" */
 } gck_element_report;
 
-/** Options of a check. */
 /** Which oracle computes the exact results. */
 typedef enum gck_oracle_kind {
     GCK_ORACLE_EXACT = 0, /**< the integer superaccumulator (default) */
@@ -66,17 +73,30 @@ GCK_API bool gck_oracle_kind_parse(const char *name, gck_oracle_kind *out);
 /** The name gck_oracle_kind_parse takes for k. */
 GCK_API const char *gck_oracle_kind_name(gck_oracle_kind k);
 
+/** Whether the statistical tier may assume the operands random (docs/TOLERANCE.md). */
+typedef enum gck_stat_data {
+    GCK_STAT_AUTO = 0,  /**< a test on a sample of A and B decides (integers, powers of two and
+                             repeated values are structured) */
+    GCK_STAT_RANDOM,    /**< the caller vouches: A, B and C hold independent values from
+                             continuous distributions (the generator's unif, normal, logu) */
+    GCK_STAT_RANDOM_AB, /**< the same of A and B only: the element tier applies, the sign
+                             test only when beta = 0 */
+    GCK_STAT_OFF        /**< never apply the tier */
+} gck_stat_data;
+
+/** Options of a check. */
 typedef struct gck_check_options {
-    bool strict_ieee;       /**< ignore the zero-skipping leniency of the backend's promises */
-    int threads;            /**< <= 0: one per core */
-    gck_oracle_kind oracle; /**< default GCK_ORACLE_EXACT */
-    double sample_above;    /**< above this m*n*k*batch, check every element of a sample of
-                                 rows and columns (the first and last ones included) instead
-                                 of all; <= 0: 2^31 */
-    int sample_lines;       /**< random rows and columns in the sample (<= 0: 16) */
-    double copy_limit;      /**< bytes for a copy of op(A) and op(B) as doubles along k, which
-                                 makes the bounds cheaper (<= 0: 1 GiB); a case that needs more
-                                 reads its operands in place */
+    bool strict_ieee;        /**< ignore the zero-skipping leniency of the backend's promises */
+    int threads;             /**< <= 0: one per core */
+    gck_oracle_kind oracle;  /**< default GCK_ORACLE_EXACT */
+    double sample_above;     /**< above this m*n*k*batch, check every element of a sample of
+                                  rows and columns (the first and last ones included) instead
+                                  of all; <= 0: 2^31 */
+    int sample_lines;        /**< random rows and columns in the sample (<= 0: 16) */
+    double copy_limit;       /**< bytes for a copy of op(A) and op(B) as doubles along k, which
+                                  makes the bounds cheaper (<= 0: 1 GiB); a case that needs more
+                                  reads its operands in place */
+    gck_stat_data stat_data; /**< whether the operands may be taken as random (default: test) */
 } gck_check_options;
 
 /** Bins of gck_check_result.ratio_bins. */
@@ -93,10 +113,17 @@ typedef struct gck_check_result {
     gck_element_report worst[GCK_KIND_COUNT]; /**< the worst failing element per kind */
     gck_element_report max_ratio;             /**< the element with the largest error/bound among
                                                    finite errors (error NaN: none) */
-    double max_tight;                         /**< the largest tight ratio */
-    int64_t total_elements;                   /**< elements of D (checked or not) */
-    bool sampled;                             /**< only a sample of rows and columns was checked */
-    int64_t oracle_disagreements;             /**< GCK_ORACLE_BOTH: elements where they differ */
+    double max_stat;       /**< the largest error / statistical allowance (0: none applied) */
+    int64_t stat_elements; /**< elements the statistical tier applied to */
+    /** The sign test: among those elements with a non-zero error, how many lie above and
+     *  below the exact value, and how many nearer to zero and farther from it; bias_p bounds
+     *  the probability of signs as lopsided under round to nearest (1: not tested). */
+    int64_t bias_up, bias_down, bias_toward0, bias_away;
+    double bias_p;
+    char stat_note[96];              /**< why the tier did not apply ("" when it did) */
+    int64_t total_elements;          /**< elements of D (checked or not) */
+    bool sampled;                    /**< only a sample of rows and columns was checked */
+    int64_t oracle_disagreements;    /**< GCK_ORACLE_BOTH: elements where they differ */
     gck_element_report disagreement; /**< the first (got: MPFR's value, expected: exact's) */
     /** The elements compared by error/bound (those with a finite error): [0] error 0; [1]
      *  error/bound at most 1e-6; [2] .. [7] in (1e-6, 1e-5], ..., (0.1, 1]; [8] above 1 (outside
@@ -111,6 +138,14 @@ typedef struct gck_check_result {
 /** The bin of gck_check_result.ratio_bins for an element with a finite error and its
  *  error/bound (the bins' edges above). */
 GCK_API int gck_ratio_bin(double error, double ratio);
+
+/** A bound of the two-sided p-value of a sign test: the probability that a + b tosses of a fair
+ *  coin split at least as unevenly as a : b (1 when even). The statistical tier's bias test. */
+GCK_API double gck_sign_test_p(int64_t a, int64_t b);
+
+/** One line on the statistical tier of a check: where it applied, its largest ratio (what 1
+ *  means) and the sign test; or why it did not apply. */
+GCK_API void gck_stat_describe(const gck_check_result *r, char *buf, size_t len);
 
 /** Check D_got (laid out as the case's D) against the exact result of A, B and C (the values
  *  before the call) under the model and promises of the row the backend ran. `opt` may be NULL

@@ -21,6 +21,20 @@ typedef enum gck_accumulation {
     GCK_ACC_BLOCK_FMA,  /**< blocks of `block` products fused before one rounding (tensor cores) */
 } gck_accumulation;
 
+/** How the final result D is rounded from the value formed in the epilogue format, and how every
+ *  rounding of the declared arithmetic rounds. */
+typedef enum gck_rounding {
+    GCK_ROUND_NEAREST = 0, /**< to nearest, ties to even (IEEE's default; every CPU BLAS, the
+                                conversions of cuBLAS and of gemmcheck's kernels): D is the
+                                nearest value of D's type to one the declared arithmetic can
+                                form, so D lies in [RNE(x_lo), RNE(x_hi)] */
+    GCK_ROUND_FAITHFUL,    /**< any faithful rounding: D is one of the two values of D's type
+                                around such a value (truncation, round-up, stochastic) */
+} gck_rounding;
+
+/** "nearest" or "faithful". */
+GCK_API const char *gck_rounding_name(gck_rounding r);
+
 /** The evaluation orders a backend may use, as bits of gck_model.orders: where alpha and beta
  *  enter. The k sum itself may be grouped in any way (k ascending, blocked, pairwise, split
  *  across threads) under every declaration: the bound holds for all of them. 0 means every
@@ -48,6 +62,7 @@ typedef struct gck_model {
     bool ftz;                /**< results may be flushed to zero */
     bool daz;                /**< subnormal inputs may be read as zero */
     unsigned orders;         /**< GCK_ORDER_* bits this backend may use (0: any) */
+    gck_rounding rounding;   /**< how D is rounded (0: to nearest, the default) */
 } gck_model;
 
 /** The declared orders of a model, 0 read as GCK_ORDERS_ANY. */

@@ -92,6 +92,11 @@ typedef struct gck_run_result {
 GCK_API gck_status gck_run_spec(gck_backend *be, const gck_spec *s, const gck_run_options *o,
                                 gck_run_result *r, char *msg, size_t len);
 
+/** Remove the finding of `kind` from r (the outcome becomes pass when none is left): how a
+ *  caller that does not fail on a kind (`--tier hard` and improbable_error) keeps its counts in
+ *  r->check but not the finding. */
+GCK_API void gck_run_result_drop(gck_run_result *r, gck_kind kind);
+
 /** How an isolated run ended. */
 typedef enum gck_isolated_status {
     GCK_ISOLATED_RAN = 0,     /**< the case ran; `run` holds its result */

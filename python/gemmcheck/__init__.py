@@ -30,13 +30,16 @@ _FORMATS = {"f16": _F16, "bf16": _BF16, "tf32": _TF32, "f32": _F32, "f64": _F64}
 _FORMAT_NAMES = {v: k for k, v in _FORMATS.items()}
 _STORAGE = {_F16: np.float16, _BF16: np.uint16, _F32: np.float32, _F64: np.float64}
 _KINDS = ("out_of_tolerance", "nonfinite_mismatch", "out_of_bounds_write", "input_modified",
-          "crash", "hang", "nondeterministic", "unimplemented", "error", "fpenv_modified")
+          "crash", "hang", "nondeterministic", "unimplemented", "error", "fpenv_modified",
+          "improbable_error")
 _ROW_MAJOR = 1
 _ORACLES = {"exact": 0, "mpfr": 1, "both": 2}
 # gck_support_row promises (gemmcheck/backend.h)
 _P_ALPHA0_NO_READ_AB, _P_BETA0_NO_READ_C, _P_MAY_SKIP_ZERO = 1 << 0, 1 << 1, 1 << 2
 _P_ROW_MAJOR, _P_BATCHED, _P_D_SEPARATE, _P_SCALE_F64 = 1 << 3, 1 << 4, 1 << 5, 1 << 8
 _ACC_SCALAR, _ACC_BLOCK_FMA = 0, 1
+_ROUNDINGS = {"nearest": 0, "faithful": 1}
+_STAT_AUTO, _STAT_RANDOM, _STAT_RANDOM_AB, _STAT_OFF = range(4)
 _ORDERS_ANY = (1 << 6) - 1
 
 _i64, _dbl, _int, _bool, _uint = (ctypes.c_int64, ctypes.c_double, ctypes.c_int, ctypes.c_bool,
@@ -55,7 +58,7 @@ class _Case(ctypes.Structure):
 class _Model(ctypes.Structure):
     _fields_ = [("compute", _int), ("inputs_rounded", _bool), ("input_format", _int),
                 ("acc", _int), ("block", _int), ("epilogue", _int), ("ftz", _bool),
-                ("daz", _bool), ("orders", _uint)]
+                ("daz", _bool), ("orders", _uint), ("rounding", _int)]
 
 
 class _Row(ctypes.Structure):
@@ -65,20 +68,23 @@ class _Row(ctypes.Structure):
 
 class _Options(ctypes.Structure):
     _fields_ = [("strict_ieee", _bool), ("threads", _int), ("oracle", _int),
-                ("sample_above", _dbl), ("sample_lines", _int), ("copy_limit", _dbl)]
+                ("sample_above", _dbl), ("sample_lines", _int), ("copy_limit", _dbl),
+                ("stat_data", _int)]
 
 
 class _Element(ctypes.Structure):
     _fields_ = [("batch", _i64), ("i", _i64), ("j", _i64), ("got", _dbl), ("expected", _dbl),
-                ("error", _dbl), ("bound", _dbl), ("ratio", _dbl), ("tight", _dbl),
+                ("error", _dbl), ("bound", _dbl), ("ratio", _dbl), ("stat", _dbl),
                 ("exact_case", _bool), ("degenerate", _bool), ("rule", ctypes.c_char * 96)]
 
 
 class _Result(ctypes.Structure):
     _fields_ = [("elements", _i64), ("exact_elements", _i64), ("degenerate", _i64),
                 ("lenient", _i64), ("count", _i64 * len(_KINDS)),
-                ("worst", _Element * len(_KINDS)), ("max_ratio", _Element), ("max_tight", _dbl),
-                ("total_elements", _i64), ("sampled", _bool), ("oracle_disagreements", _i64),
+                ("worst", _Element * len(_KINDS)), ("max_ratio", _Element), ("max_stat", _dbl),
+                ("stat_elements", _i64), ("bias_up", _i64), ("bias_down", _i64),
+                ("bias_toward0", _i64), ("bias_away", _i64), ("bias_p", _dbl),
+                ("stat_note", ctypes.c_char * 96), ("total_elements", _i64), ("sampled", _bool), ("oracle_disagreements", _i64),
                 ("disagreement", _Element), ("ratio_bins", _i64 * 9),
                 ("oracle_path", ctypes.c_char * 192)]
 
@@ -139,6 +145,8 @@ def _load():
     lib.gck_case_validate.argtypes = [ctypes.POINTER(_Case)] + msg
     lib.gck_case_init.argtypes = [ctypes.POINTER(_Case), _i64, _i64, _i64]
     lib.gck_case_init.restype = None
+    lib.gck_stat_describe.restype = None
+    lib.gck_stat_describe.argtypes = [ctypes.POINTER(_Result), ctypes.c_char_p, ctypes.c_size_t]
     _lib = lib
     return lib
 
@@ -309,13 +317,16 @@ class Model:
     epilogue  format of alpha*AB + beta*C (default: compute)
     ftz, daz  results may be flushed to zero / subnormal inputs may be read as zero
     skip_zero terms with an exactly-zero factor may be skipped (Inf*0 or NaN*0 dropped)
+    rounding  "nearest" (every rounding to nearest even: D must lie in the rounded interval of
+              the exact value widened by the bound, and the statistical tier applies) or
+              "faithful" (D may be either neighbour of a value the arithmetic can form)
 
-    Model.parse("compute=f32 in=tf32 block-FMA/16 epi=f32 FTZ skip0") reads the same words
-    `gemmcheck backends` prints.
+    Model.parse("compute=f32 in=tf32 block-FMA/16 epi=f32 FTZ skip0 nearest") reads the same
+    words `gemmcheck backends` prints.
     """
 
     def __init__(self, compute="f32", inputs=None, acc="scalar", block=0, epilogue=None,
-                 ftz=False, daz=False, skip_zero=False):
+                 ftz=False, daz=False, skip_zero=False, rounding="nearest"):
         for what, v in (("compute", compute), ("inputs", inputs), ("epilogue", epilogue)):
             if v is not None and v not in _FORMATS:
                 raise GemmcheckError(f"model {what} '{v}' is not a format (f16, bf16, tf32, "
@@ -324,6 +335,9 @@ class Model:
             raise GemmcheckError(f"model acc '{acc}' is not scalar or block-FMA")
         if int(block) < 0:
             raise GemmcheckError("model block must be >= 0")
+        if rounding not in _ROUNDINGS:
+            raise GemmcheckError(f"model rounding '{rounding}' is not nearest or faithful")
+        self.rounding = rounding
         self.compute, self.inputs, self.acc, self.block = compute, inputs, acc, int(block)
         self.epilogue = epilogue or compute
         self.ftz, self.daz, self.skip_zero = bool(ftz), bool(daz), bool(skip_zero)
@@ -352,16 +366,18 @@ class Model:
                 kw[tok.lower()] = True
             elif tok == "skip0":
                 kw["skip_zero"] = True
+            elif tok in _ROUNDINGS:
+                kw["rounding"] = tok
             else:
                 raise GemmcheckError(f"model: unknown word '{tok}' (compute=F in=F|exact scalar "
-                                     "block-FMA[/n] epi=F FTZ DAZ skip0)")
+                                     "block-FMA[/n] epi=F FTZ DAZ skip0 nearest faithful)")
         return cls(**kw)
 
     def __repr__(self):
         acc = self.acc + (f"/{self.block}" if self.acc == "block-FMA" and self.block else "")
         return (f"Model('compute={self.compute} in={self.inputs or 'exact'} {acc} "
                 f"epi={self.epilogue}{' FTZ' if self.ftz else ''}{' DAZ' if self.daz else ''}"
-                f"{' skip0' if self.skip_zero else ''}')")
+                f"{' skip0' if self.skip_zero else ''} {self.rounding}')")
 
     def _row(self, case):
         r = _Row()
@@ -376,6 +392,7 @@ class Model:
         m.epilogue = _FORMATS[self.epilogue]
         m.ftz, m.daz = self.ftz, self.daz
         m.orders = _ORDERS_ANY
+        m.rounding = _ROUNDINGS[self.rounding]
         r.promises = (_P_ALPHA0_NO_READ_AB | _P_BETA0_NO_READ_C | _P_ROW_MAJOR | _P_BATCHED |
                       _P_D_SEPARATE | _P_SCALE_F64 | (_P_MAY_SKIP_ZERO if self.skip_zero else 0))
         r.entry = b"python"
@@ -384,21 +401,25 @@ class Model:
 
 class Element:
     """One element as the checker saw it: index, value, the exact result rounded to D's type,
-    the exact error |got - exact| (rounded up), the hard bound and their ratio."""
+    the exact error |got - exact| (rounded up), the hard bound and their ratio, and the
+    statistical ratio (None where that tier did not apply)."""
 
-    __slots__ = ("kind", "index", "got", "expected", "error", "bound", "ratio", "rule")
+    __slots__ = ("kind", "index", "got", "expected", "error", "bound", "ratio", "stat", "rule")
 
     def __init__(self, kind, e, batched):
         self.kind = kind
         self.index = (e.batch, e.i, e.j) if batched else (e.i, e.j)
         self.got, self.expected, self.error = e.got, e.expected, e.error
         self.bound, self.ratio = e.bound, e.ratio
+        self.stat = None if e.stat != e.stat else e.stat
         self.rule = e.rule.decode(errors="replace")
 
     def __repr__(self):
         return (f"{self.kind} at {self.index}: got {self.got!r}, exact result rounded "
                 f"{self.expected!r}, error {self.error:.3g}, bound {self.bound:.3g} "
-                f"(error/bound {self.ratio:.3g}; {self.rule})")
+                f"(error/bound {self.ratio:.3g}"
+                f"{'' if self.stat is None else f', statistical ratio {self.stat:.3g}'}; "
+                f"{self.rule})")
 
 
 class Verdict:
@@ -413,17 +434,29 @@ class Verdict:
                   (elements with a finite error; RATIO_BINS names the bins)
     sums      how the exact values were summed (error-free splitting into f64 GEMMs for large
               products, or the path that summed the products one by one, and why)
+    max_stat  the largest statistical ratio: the error beyond D's own rounding over the
+              statistical tier's allowance (above 1 happens with probability below 1e-12 per
+              element for correct round-to-nearest arithmetic on random data)
+    stat      one line on the statistical tier: where it applied, the sign test, or why not
+    tier      "stat" (improbable_error fails the check, the default) or "hard"
     """
 
-    def __init__(self, r, batched, model):
-        self.model = model
+    def __init__(self, r, batched, model, tier="stat"):
+        self.model, self.tier = model, tier
         self.elements, self.total_elements = r.elements, r.total_elements
         self.exact_elements, self.lenient, self.sampled = r.exact_elements, r.lenient, r.sampled
-        self.counts = {k: r.count[i] for i, k in enumerate(_KINDS) if r.count[i]}
-        self.worst = sorted((Element(k, r.worst[i], batched) for i, k in enumerate(_KINDS)
-                             if r.count[i]), key=lambda e: -r.count[_KINDS.index(e.kind)])
+        failing = [i for i, k in enumerate(_KINDS)
+                   if r.count[i] and (tier == "stat" or k != "improbable_error")]
+        self.counts = {_KINDS[i]: r.count[i] for i in failing}
+        self.worst = sorted((Element(_KINDS[i], r.worst[i], batched) for i in failing),
+                            key=lambda e: -r.count[_KINDS.index(e.kind)])
+        self.improbable = r.count[_KINDS.index("improbable_error")]
         self.max_ratio = Element("max_ratio", r.max_ratio, batched)
-        self.max_tight = r.max_tight
+        self.max_stat, self.stat_elements = r.max_stat, r.stat_elements
+        self.sign_test_p = r.bias_p
+        buf = ctypes.create_string_buffer(512)
+        _load().gck_stat_describe(ctypes.byref(r), buf, len(buf))
+        self.stat = buf.value.decode("utf-8", "replace")
         self.distribution = dict(zip(RATIO_BINS, r.ratio_bins))
         self.sums = r.oracle_path.decode("utf-8", "replace")
         self.ok = not self.counts
@@ -436,7 +469,7 @@ class Verdict:
         head = (f"{'pass' if self.ok else 'FAIL'}: {self.elements} of {self.total_elements} "
                 f"elements checked{' (sampled)' if self.sampled else ''} against the exact "
                 f"result under {self.model!r}; largest error/bound {max(ratios):.3g}")
-        lines = [head]
+        lines = [head, f"  statistical tier: {self.stat}"]
         for e in self.worst:
             lines.append(f"  {self.counts[e.kind]} element(s) {e!r}")
         return "\n".join(lines)
@@ -455,11 +488,16 @@ class Verdict:
 
 def check(a, b, d, c=None, alpha=1, beta=0, *, trans_a=False, trans_b=False, a_type=None,
           b_type=None, c_type=None, d_type=None, model=None, method="exact", threads=0,
-          strict_ieee=False, sample_above=0):
+          strict_ieee=False, sample_above=0, tier="stat", random=None):
     """Check a D computed anywhere against the exact result of alpha*op(a)@op(b) + beta*c, with
     the hard error bound of the arithmetic `model` claims (a Model, its string form, or None:
-    scalar arithmetic in f64 if an operand is f64, else f32, any evaluation order). Returns a
-    Verdict; never passes a result outside the model's bound, never fails one inside it."""
+    scalar arithmetic in f64 if an operand is f64, else f32, any evaluation order) and the
+    statistical tier (tier="hard": counted, not failing). random: True vouches that a, b and c
+    hold independent random values, False turns the tier off, None (default) tests a sample of
+    a and b. Returns a Verdict; the hard tier never fails a result inside the model's bound, the
+    statistical tier fails a correct one with probability below 1e-12 per element."""
+    if tier not in ("stat", "hard"):
+        raise GemmcheckError(f"tier '{tier}' is not stat or hard")
     if model is None:
         types = {np.asarray(x).dtype for x in (a, b, c, d) if x is not None}
         model = Model(compute="f64" if np.dtype(np.float64) in types else "f32")
@@ -482,6 +520,7 @@ def check(a, b, d, c=None, alpha=1, beta=0, *, trans_a=False, trans_b=False, a_t
         raise GemmcheckError(f"method '{method}' is not exact, mpfr or both")
     opt.oracle = _ORACLES[method]
     opt.sample_above = float(sample_above)
+    opt.stat_data = _STAT_AUTO if random is None else _STAT_RANDOM if random else _STAT_OFF
     lib = _load()
     buf = ctypes.create_string_buffer(512)
     _fail(lib.gck_case_validate(ctypes.byref(pr.case), buf, len(buf)), buf)
@@ -491,4 +530,4 @@ def check(a, b, d, c=None, alpha=1, beta=0, *, trans_a=False, trans_b=False, a_t
                                pb, pc, dd.ctypes.data, ctypes.byref(res), buf, len(buf)), buf)
     if res.oracle_disagreements:
         raise RuntimeError("internal error: the exact and MPFR oracles differ on this input")
-    return Verdict(res, pr.batch is not None, model)
+    return Verdict(res, pr.batch is not None, model, tier)

@@ -267,18 +267,18 @@ static void row_describe(const gck_support_row *row, char *buf, size_t len) {
         snprintf(acc, sizeof acc, m->block ? "block-FMA/%d" : "block-FMA", m->block);
     else
         snprintf(acc, sizeof acc, "scalar");
-    snprintf(buf, len,
-             "%-4s %-4s %-4s %-4s | %-4s | in=%s%s %s epi=%s%s%s order=%s | %s%s%s%s%s%s%s | %s",
-             gck_format_get(row->a)->name, gck_format_get(row->b)->name,
-             gck_format_get(row->c)->name, gck_format_get(row->d)->name,
-             gck_format_get(row->compute)->name,
-             m->inputs_rounded ? gck_format_get(m->input_format)->name : "exact", "", acc,
-             gck_format_get(m->epilogue)->name, m->ftz ? " FTZ" : "", m->daz ? " DAZ" : "", ord,
-             p & GCK_PROMISE_ALPHA0_NO_READ_AB ? "a0 " : "",
-             p & GCK_PROMISE_BETA0_NO_READ_C ? "b0 " : "",
-             p & GCK_PROMISE_MAY_SKIP_ZERO ? "skip0 " : "", p & GCK_PROMISE_ROW_MAJOR ? "row " : "",
-             p & GCK_PROMISE_BATCHED ? "batch " : "", p & GCK_PROMISE_D_SEPARATE ? "Dsep " : "",
-             p & GCK_PROMISE_D_IN_PLACE ? "Dinpl" : "", row->entry);
+    snprintf(
+        buf, len,
+        "%-4s %-4s %-4s %-4s | %-4s | in=%s%s %s epi=%s%s%s out=%s order=%s | %s%s%s%s%s%s%s | %s",
+        gck_format_get(row->a)->name, gck_format_get(row->b)->name, gck_format_get(row->c)->name,
+        gck_format_get(row->d)->name, gck_format_get(row->compute)->name,
+        m->inputs_rounded ? gck_format_get(m->input_format)->name : "exact", "", acc,
+        gck_format_get(m->epilogue)->name, m->ftz ? " FTZ" : "", m->daz ? " DAZ" : "",
+        gck_rounding_name(m->rounding), ord, p & GCK_PROMISE_ALPHA0_NO_READ_AB ? "a0 " : "",
+        p & GCK_PROMISE_BETA0_NO_READ_C ? "b0 " : "", p & GCK_PROMISE_MAY_SKIP_ZERO ? "skip0 " : "",
+        p & GCK_PROMISE_ROW_MAJOR ? "row " : "", p & GCK_PROMISE_BATCHED ? "batch " : "",
+        p & GCK_PROMISE_D_SEPARATE ? "Dsep " : "", p & GCK_PROMISE_D_IN_PLACE ? "Dinpl" : "",
+        row->entry);
 }
 
 /* ---- the public functions, in gemmcheck's floating-point environment (fpenv.h) ------------ */

@@ -30,7 +30,8 @@ static const char *const kind_names[GCK_KIND_COUNT] = {"out_of_tolerance",
                                                        "nondeterministic",
                                                        "unimplemented",
                                                        "error",
-                                                       "fpenv_modified"};
+                                                       "fpenv_modified",
+                                                       "improbable_error"};
 
 const char *gck_kind_name(gck_kind k) { return (unsigned)k < GCK_KIND_COUNT ? kind_names[k] : "?"; }
 
@@ -107,6 +108,17 @@ static void bound_ctx_init(bound_ctx *b, const gck_case *c, const gck_model *m) 
     fesetround(old);
 }
 
+/* The parts of the bound that are not D's own rounding (call in upward rounding; not for a
+ * degenerate bound): the arithmetic's error (*core) and what the near-zero losses and a
+ * narrower epilogue add to it (*det). */
+static void inner_of(const bound_ctx *b, const gck_bound_terms *t, double *core, double *det) {
+    double near_zero =
+        b->one_eo_eta * (b->one_aa * t->sum_ab + b->one_ab * t->abs_c * b->over + b->zero_late);
+    *core = b->t_coef * t->T + b->c_coef * t->abs_c;
+    *det = near_zero;
+    if (b->narrow_epilogue) *det += b->e_coef * (b->aa * t->T * (1 + b->g) + b->ab * t->abs_c);
+}
+
 /* The bound of one element's terms (call in upward rounding). */
 static double bound_of(const bound_ctx *b, const gck_bound_terms *t, bool *degenerate) {
     double aa = b->aa, ab = b->ab;
@@ -155,8 +167,10 @@ typedef struct elem_facts {
     bool input_overflow; /* an input exceeds the range it is converted to */
     bool inf_times_flushed; /* an Inf meets a partner that input rounding or DAZ makes 0 */
     bool exact_case;
-    double tden;     /* the tight ratio's denominator, rounded up */
+    double q2;       /* sum_k (a b)^2, or a value above it (rounded up) */
     double bound;    /* the bound of the terms t (bound_of), rounded up */
+    double inner;    /* ... without D's own rounding: the arithmetic's part (rounded up) */
+    double stat;     /* the statistical tier's allowance without D's rounding (-1: none) */
     bool degenerate; /* ... which is only a magnitude limit (gamma = Inf) */
 } elem_facts;
 
@@ -183,9 +197,18 @@ typedef struct gather_plan {
     double *suma, *sumb;
     bool ab_exact; /* alpha and beta are exact in the epilogue format */
     /* per-case constants of gather: the result grid of the exact-case certificate (see
-     * result_grid), the tight ratio's denominator per unit of T and of |oracle| (rounded up) */
+     * result_grid) */
     int grid_p, grid_qmin;
-    double grid_lim, tden_t, tden_o;
+    double grid_lim;
+    /* D's rounding: its format, to nearest (else faithful), flushing allowed */
+    const gck_format_info *fo;
+    bool nearest, ftz;
+    /* the statistical tier (stat_consts): whether it applies, lambda times the compute
+     * format's unit roundoff, the weights of sum_k t_k^2 and of S^2 in the partial sums'
+     * mean square, beta*c inside every partial sum, the input rounding's weight */
+    bool stat_on, beta_sums;
+    double stat_lu, kq, ks, in2;
+    bool bias_on;               /* the sign test applies (bias_conditions) */
     int qal;                    /* alpha's lowest set bit (INT32_MAX: alpha = 0) */
     bound_ctx bc;               /* the bound's per-case part */
     double ovf_thr, ovf_growth; /* the overflow rules' threshold and growth (see overflow_of) */
@@ -340,10 +363,10 @@ static void case_consts(gather_plan *g, const gck_case *c, const gck_model *m) {
     int old = fegetround();
     fesetround(FE_TONEAREST);
     g->ovf_growth = exp((2 * (double)c->k + 4) * fc->epsilon) * MARGIN * MARGIN;
-    fesetround(FE_UPWARD);
-    g->tden_t = sqrt((double)c->k) * ldexp(fc->epsilon, -1) * fabs(c->alpha);
-    g->tden_o = ldexp(fo->epsilon, -1);
     fesetround(old);
+    g->fo = fo;
+    g->nearest = m->rounding == GCK_ROUND_NEAREST;
+    g->ftz = m->ftz;
     g->ord = gck_model_orders(m);
     g->rab = gck_case_reads_ab(c);
     g->rc = gck_case_reads_c(c);
@@ -355,11 +378,113 @@ static void case_consts(gather_plan *g, const gck_case *c, const gck_model *m) {
     g->c_member = c->stride_c * gck_format_get(c->type_c)->storage_bytes;
 }
 
+/* The statistical tier's lambda: with it, an element's false alarm probability is at most
+ * 3.381 e^(-0.55 c) + 2 e^(-lambda^2 / (2 c)) at c = lambda / sqrt(1.1), below 1e-12
+ * (docs/TOLERANCE.md derives it). */
+#define STAT_LAMBDA 56.0
+/* The sign test's threshold on its p-value bound. */
+#define BIAS_P 1e-12
+
+/* Whether a sample of the operands looks random: few integers, few powers of two, few
+ * repeated values among their non-zero finite values (the generator's int, cancellation-free
+ * structured data and hand-made matrices fail it). */
+static bool looks_random(const gck_case *c, const void *A, const void *B) {
+    enum { N = 256 };
+    double v[2 * N];
+    int n = 0, ints = 0, pows = 0;
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)c->k;
+    for (int x = 0; x < 2; x++) {
+        int64_t rs, cs, lines = x == 0 ? c->m : c->n;
+        gck_case_op_strides(c, x == 0 ? GCK_A : GCK_B, &rs, &cs);
+        for (int y = 0; y < N; y++) {
+            h = h * 6364136223846793005ull + 1442695040888963407ull;
+            int64_t l = (int64_t)((h >> 33) % (uint64_t)lines),
+                    k = (int64_t)((h >> 11) % (uint64_t)c->k);
+            double a = x == 0 ? gck_fmt_load(A, c->type_a, l * rs + k * cs)
+                              : gck_fmt_load(B, c->type_b, k * rs + l * cs);
+            if (a == 0 || !isfinite(a)) continue;
+            int e;
+            ints += a == nearbyint(a);
+            pows += fabs(frexp(a, &e)) == 0.5;
+            v[n++] = a;
+        }
+    }
+    if (n < 16 || 2 * ints > n || 4 * pows > n) return false;
+    int distinct = 0; /* values met once before among the first 64 compared */
+    for (int y = 0; y < n; y++) {
+        bool seen = false;
+        for (int z = y > 64 ? y - 64 : 0; z < y && !seen; z++) seen = v[z] == v[y];
+        distinct += !seen;
+    }
+    return 4 * distinct >= n;
+}
+
+/* Whether x is kept by rounding to the format. */
+static bool kept_by(double x, gck_format f) { return gck_fmt_round_to(x, f) == x; }
+
+/* The sign test needs independent error signs, so nothing rounded once and shared by many
+ * elements: alpha and beta (and beta/alpha where it is formed) exact in the compute and
+ * epilogue formats, alpha a power of two where an order forms alpha*b (one rounding shared by a
+ * column), no input rounding (shared by a row or column), C random when it is read; and some
+ * product (K > 0, alpha != 0). (fma's rounding error of r*alpha - beta is 0 only when exact, in
+ * any rounding mode.) */
+static bool bias_conditions(const gather_plan *g, const gck_case *c, const gck_model *m,
+                            gck_stat_data d) {
+    int e;
+    bool pow2 = fabs(frexp(c->alpha, &e)) == 0.5;
+    if ((gck_model_orders(m) & GCK_ORDER_BETA_OVER_ALPHA) && g->rc && c->beta != 0 &&
+        c->alpha != 0) { /* beta/alpha, formed once, must be exact */
+        double r = c->beta / c->alpha;
+        if (fma(r, c->alpha, -c->beta) != 0 || !kept_by(r, m->compute) || !kept_by(r, m->epilogue))
+            return false;
+    }
+    return c->k > 0 && c->alpha != 0 && input_eps(c, m) == 0 && kept_by(c->alpha, m->compute) &&
+           kept_by(c->alpha, m->epilogue) && kept_by(c->beta, m->compute) &&
+           kept_by(c->beta, m->epilogue) &&
+           (pow2 || !(gck_model_orders(m) & GCK_ORDER_ALPHA_ON_OPERAND)) &&
+           (d == GCK_STAT_RANDOM || !g->rc || c->beta == 0);
+}
+
+/* The statistical tier's per-case constants, and whether it applies (else why not, in note). */
+static void stat_consts(gather_plan *g, const gck_case *c, const gck_model *m, gck_stat_data d,
+                        const void *A, const void *B, char *note, size_t len) {
+    const char *why = NULL;
+    if (m->rounding != GCK_ROUND_NEAREST)
+        why = "the model declares faithful rounding, not to nearest";
+    else if (m->acc != GCK_ACC_SCALAR)
+        why = "the model declares block-FMA accumulation";
+    else if (d == GCK_STAT_OFF)
+        why = "turned off: the operands are structured (int, cancel, sub, big) or declared not "
+              "random";
+    else if (d == GCK_STAT_AUTO && g->rab && c->k > 0 && !looks_random(c, A, B))
+        why = "A and B do not look random (integers, powers of two or repeated values)";
+    if (d == GCK_STAT_AUTO) d = GCK_STAT_RANDOM_AB; /* C is not tested */
+    if (why) {
+        snprintf(note, len, "%s", why);
+        return;
+    }
+    g->stat_on = true;
+    const gck_format_info *fc = gck_format_get(m->compute);
+    double K = (double)c->k, ein = input_eps(c, m);
+    int old = fegetround();
+    fesetround(FE_UPWARD);
+    g->stat_lu = STAT_LAMBDA * ldexp(fc->epsilon, -1);
+    g->kq = (K + 1) / 2;
+    g->ks = K > 0 ? (K + 1) * (2 * K + 1) / (6 * K) : 0;
+    g->in2 = ein > 0 ? 2 * (ein / fc->epsilon) * (ein / fc->epsilon) : 0;
+    fesetround(old);
+    g->beta_sums = (gck_model_orders(m) & GCK_ORDER_BETA_FIRST) && g->rc && c->beta != 0;
+    g->bias_on = bias_conditions(g, c, m, d);
+}
+
 static gather_plan *gather_plan_new(const gck_case *c, const gck_model *m, const void *A,
-                                    const void *B, double copy_limit) {
+                                    const void *B, const gck_check_options *opt, char *note,
+                                    size_t len) {
+    double copy_limit = opt->copy_limit;
     gather_plan *g = calloc(1, sizeof *g);
     if (!g) return NULL;
     case_consts(g, c, m);
+    stat_consts(g, c, m, opt->stat_data, A, B, note, len);
     if (!g->rab) return g;
     int64_t ma = c->stride_a == 0 ? 1 : c->batch, mb = c->stride_b == 0 ? 1 : c->batch;
     int64_t la = ma * c->m, lb = mb * c->n;
@@ -428,12 +553,13 @@ static void sum_terms(const elem_lines *e, unsigned ord, bool skip_zero, elem_fa
     bool alpha_neg = signbit(e->c->alpha);
     bool unscaled = ord & (GCK_ORDER_ALPHA_ON_SUM | GCK_ORDER_ALPHA_ON_PRODUCT),
          on_operand = ord & GCK_ORDER_ALPHA_ON_OPERAND;
-    double T = 0, sum_ab = 0, pos = 0, neg = 0, pos_u = 0, neg_u = 0, max_term = 0;
+    double T = 0, sum_ab = 0, pos = 0, neg = 0, pos_u = 0, neg_u = 0, max_term = 0, q2 = 0;
     for (int64_t k = 0; k < e->c->k; k++) {
         double a = line_a(e, k), b = line_b(e, k);
         if (skip_zero && (a == 0 || b == 0)) continue;
         double fa = fabs(a), fb = fabs(b), ab = fa * fb, sab = aa * ab;
         T += ab;
+        q2 += ab * ab;
         sum_ab += fa + fb;
         if (isfinite(a) && isfinite(b)) { /* terms of finite inputs, by sign (an Inf here
                                            * means the term overflows double: possible) */
@@ -453,6 +579,7 @@ static void sum_terms(const elem_lines *e, unsigned ord, bool skip_zero, elem_fa
     }
     f->t.T = T;
     f->t.sum_ab = sum_ab;
+    f->q2 = q2;
     f->pos = pos;
     f->neg = neg;
     f->pos_u = pos_u;
@@ -591,6 +718,7 @@ static bool fast_terms(const gck_case *c, const gather_plan *g, const exact_in *
     if (!isfinite(T)) return false;
     f->t.T = T;
     f->t.sum_ab = g->suma[ra] + g->sumb[cb];
+    f->q2 = x->maxa * x->maxb * T; /* (ab)^2 <= max|a| max|b| |ab| */
     f->pos = f->neg = aa * T;
     f->pos_u = f->neg_u = T;
     double q = aa * x->maxa * x->maxb; /* no term exceeds these */
@@ -668,10 +796,29 @@ static void gather_lines(const gck_case *c, const gck_support_row *row, const ga
     *w = (gather_in){x, e, ra, cb, exact};
 }
 
+/* The statistical tier's allowance of an element, D's own rounding aside (call in upward
+ * rounding; docs/TOLERANCE.md derives it): lambda u sqrt(V) + det, where V bounds the sum of
+ * the squared quantities each rounding of the arithmetic is relative to, under round to nearest
+ * and random data: the products (twice: alpha may be applied to each), the partial sums (the
+ * mean square of any summation tree's sums of exchangeable terms), the epilogue's three
+ * roundings and the inputs' rounding; det holds the near-zero and narrower-epilogue parts,
+ * which are not random. */
+static double stat_of(const gck_case *c, const gather_plan *g, const elem_facts *f, double det) {
+    double aa = fabs(c->alpha), bc = fabs(c->beta) * f->t.abs_c, K = (double)f->t.k;
+    double Q = aa * aa * f->q2;                                    /* sum of t_k^2 */
+    double X = f->t.abs_d * (1 + g->bc.eo) + g->fo->min_subnormal; /* >= |exact D| */
+    double S = X + bc;                                             /* >= |alpha sum a b| */
+    double E0 = g->kq * Q + g->ks * S * S;
+    double sums = g->beta_sums ? 2 * E0 + 2 * K * bc * bc : E0;
+    double V = (2 + g->in2) * Q + sums + S * S + X * X + bc * bc;
+    double a = (g->stat_lu * sqrt(V) + det) * MARGIN;
+    return isfinite(a) ? a : -1; /* beyond double's range: the tier does not apply */
+}
+
 /* Pass 2 (call in upward rounding): the sums the bound and the overflow rules use, the
  * certificate and the bound. */
 static void gather_sums(const gck_case *c, const gck_support_row *row, const gather_plan *g,
-                        int64_t bi, bool skip_zero, double oracle, elem_facts *f, gather_in *w) {
+                        int64_t bi, bool skip_zero, elem_facts *f, gather_in *w) {
     const gck_model *m = &row->model;
     unsigned ord = g->ord;
     bool rab = g->rab, rc = g->rc;
@@ -686,8 +833,13 @@ static void gather_sums(const gck_case *c, const gck_support_row *row, const gat
     /* a backend that never sums unscaled products cannot overflow there */
     if (!((ord & GCK_ORDER_ALPHA_ON_SUM) || x->over_alpha)) f->pos_u = f->neg_u = 0.0;
     if (w->exact) f->exact_case = exact_certificate(c, m, g, x, f);
-    f->tden = g->tden_t * f->t.T + g->tden_o * fabs(isinf(oracle) ? g->fo_max : oracle);
     f->bound = bound_of(&g->bc, &f->t, &f->degenerate);
+    f->stat = -1;
+    if (f->degenerate) return;
+    double core, det;
+    inner_of(&g->bc, &f->t, &core, &det);
+    f->inner = (core + det) * MARGIN;
+    if (g->stat_on && !f->exact_case) f->stat = stat_of(c, g, f, det);
 }
 
 /* Both passes for one element. */
@@ -698,7 +850,7 @@ static void gather(const gck_case *c, const gck_support_row *row, const gather_p
     gather_lines(c, row, g, A, B, C, bi, i, j, oracle, f, &w);
     int old = fegetround();
     fesetround(FE_UPWARD);
-    gather_sums(c, row, g, bi, skip_zero, oracle, f, &w);
+    gather_sums(c, row, g, bi, skip_zero, f, &w);
     fesetround(old);
 }
 
@@ -769,9 +921,16 @@ static void evaluate(oracle_h *o, const gck_case *c, const void *A, const void *
     if (o->kind == GCK_ORACLE_MPFR) *out = mp;
 }
 
+/* Whether e is worse than the worst kept of its kind: by error/bound, or by error/statistical
+ * allowance for improbable errors (the first one of the other kinds is kept). */
+static bool worse(gck_kind k, const gck_element_report *e, const gck_element_report *than) {
+    return (k == GCK_KIND_OUT_OF_TOLERANCE && e->ratio > than->ratio) ||
+           (k == GCK_KIND_IMPROBABLE_ERROR && e->stat > than->stat);
+}
+
 static void note_failure(gck_check_result *r, gck_kind k, const gck_element_report *e) {
     bool first = r->count[k]++ == 0;
-    if (first || (k == GCK_KIND_OUT_OF_TOLERANCE && e->ratio > r->worst[k].ratio)) r->worst[k] = *e;
+    if (first || worse(k, e, &r->worst[k])) r->worst[k] = *e;
 }
 
 /* A failing verdict of the given kind. */
@@ -827,6 +986,46 @@ static bool decide_nonfinite(const gck_oracle_eval *ev, const elem_facts *f,
     return true;
 }
 
+/* The next double above x (positive and finite; others unchanged). */
+static inline double next_above(double x) {
+    if (!(x > 0) || isinf(x)) return x;
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    u++;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* How far a finite result `got` is from the edge of the values that round to it on the exact
+ * value's side (sign: that of got - x): half the gap to got's neighbour there under round to
+ * nearest, the whole gap under faithful rounding, and for a zero where flushing is declared
+ * everything whose rounding is subnormal. Exact. */
+static double edge(const gather_plan *g, double got, int sign) {
+    const gck_format_info *fo = g->fo;
+    double ad = fabs(got), gap = fo->min_subnormal;
+    if (ad != 0) {
+        int e;
+        frexp(ad, &e); /* ad in [2^(e-1), 2^e) */
+        int eb = e - 1 < fo->emin ? fo->emin : e - 1;
+        gap = ldexp(1.0, eb - fo->precision + 1);
+        bool toward_zero = (sign > 0 && got > 0) || (sign < 0 && got < 0);
+        if (toward_zero && eb > fo->emin && ad == ldexp(1.0, eb)) gap *= 0.5; /* binade below */
+    }
+    double h = g->nearest ? 0.5 * gap : gap;
+    /* a flushed zero stands for any value whose rounding is subnormal: below the largest
+     * subnormal's upper edge, min_normal - min_subnormal / 2 */
+    double flushed = fo->min_normal - 0.5 * fo->min_subnormal;
+    if (g->ftz && ad == 0 && flushed > h) h = flushed;
+    return h;
+}
+
+/* How far from the exact value x a finite result may lie, rounded up: `inner` (what the
+ * arithmetic may move the value D is rounded from) plus its edge h. RNE being monotone, D may
+ * be any value of [RNE(x - inner), RNE(x + inner)] and no other. */
+static double allowance(double inner, double h) {
+    return next_above(inner + h); /* one rounding of a sum of two positive numbers */
+}
+
 /* Decide one element against one oracle evaluation: true when it passes, else false with the
  * kind of finding in *kind. */
 static bool decide(const gather_plan *g, const gck_oracle_eval *ev, const elem_facts *f, double got,
@@ -840,24 +1039,33 @@ static bool decide(const gather_plan *g, const gck_oracle_eval *ev, const elem_f
     e->bound = f->exact_case ? 0.0 : bound;
     e->exact_case = f->exact_case;
     e->ratio = 0;
-    e->tight = 0;
+    e->stat = NAN;
     e->degenerate = degenerate && !f->exact_case;
     bool pass;
     if (decide_nonfinite(ev, f, &x, got, e, kind, &pass)) return pass;
     /* finite result: oracle finite, or overflowed (then the bound of the exact value applies) */
-    double err = ev->abs_error, tden = f->tden;
-    e->tight = tden > 0 ? err / tden : (err > 0 ? INFINITY : 0.0);
+    double err = ev->abs_error;
     if (degenerate && !f->exact_case) {
         e->ratio = bound > 0 ? fabs(got) / bound : (got != 0 ? INFINITY : 0.0);
         if (fabs(got) <= bound) return true;
         return fails_by(e, kind, GCK_KIND_OUT_OF_TOLERANCE,
                         "|result| exceeds the magnitude limit (gamma = Inf)");
     }
+    double h = edge(g, got, ev->err_sign);
+    if (!f->exact_case) e->bound = allowance(f->inner, h);
     e->ratio = e->bound > 0 ? err / e->bound : (err > 0 ? INFINITY : 0.0);
-    if (err <= e->bound) return true;
-    return fails_by(e, kind, GCK_KIND_OUT_OF_TOLERANCE,
-                    f->exact_case ? "exact case: result differs from the exact value"
-                                  : "error exceeds the bound");
+    if (err > e->bound)
+        return fails_by(e, kind, GCK_KIND_OUT_OF_TOLERANCE,
+                        f->exact_case ? "exact case: result differs from the exact value"
+                        : g->nearest  ? "outside the rounded interval of the exact value "
+                                        "widened by the bound"
+                                      : "error exceeds the bound");
+    if (f->stat < 0) return true;
+    /* the ratio: the error beyond D's own rounding over the arithmetic's allowance */
+    e->stat = err <= h ? 0.0 : f->stat > 0 ? (err - h) / f->stat : INFINITY;
+    if (err <= allowance(f->stat, h)) return true;
+    return fails_by(e, kind, GCK_KIND_IMPROBABLE_ERROR,
+                    "error improbable under round to nearest on random data (p < 1e-12)");
 }
 
 /* Whether a backend that does compute alpha * (A*B) under alpha = 0 can get NaN: 0 * NaN,
@@ -937,8 +1145,20 @@ static void conclude(chk_job *job, oracle_h *o, int64_t bi, int64_t i, int64_t j
     if (isfinite(e.error) && isfinite(e.ratio) &&
         (r->max_ratio.ratio < e.ratio || !isfinite(r->max_ratio.error)))
         r->max_ratio = e;
-    if (isfinite(e.tight) && e.tight > r->max_tight) r->max_tight = e.tight;
     if (isfinite(e.error)) r->ratio_bins[ratio_bin(e.error, e.ratio)]++;
+    if (isnan(e.stat)) return;
+    r->stat_elements++;
+    if (e.stat > r->max_stat) r->max_stat = e.stat;
+    /* the sign test counts each distinct computation once: with both A and B broadcast, the
+     * batch members differ at most in C */
+    if (!job->gp->bias_on || ev->err_sign == 0 || ev->value == 0 ||
+        (bi > 0 && c->stride_a == 0 && c->stride_b == 0))
+        return;
+    r->bias_up += ev->err_sign > 0;
+    r->bias_down += ev->err_sign < 0;
+    bool toward0 = (ev->err_sign > 0) != (ev->value > 0);
+    r->bias_toward0 += toward0;
+    r->bias_away += !toward0;
 }
 
 /* The elements i0 <= i < i1 of column j that the job checks (at most CHK_RUN): each one's oracle
@@ -968,8 +1188,7 @@ static void check_run(chk_job *job, oracle_h *o, int64_t bi, int64_t i0, int64_t
     }
     int old = fegetround();
     fesetround(FE_UPWARD);
-    for (int y = 0; y < n; y++)
-        gather_sums(c, job->row, job->gp, bi, false, el[y].ev.value, &el[y].f, &el[y].w);
+    for (int y = 0; y < n; y++) gather_sums(c, job->row, job->gp, bi, false, &el[y].f, &el[y].w);
     fesetround(old);
     for (int y = 0; y < n; y++)
         conclude(job, o, bi, el[y].i, j, may_skip, el[y].got, &el[y].ev, &el[y].f);
@@ -1008,15 +1227,19 @@ static void merge(gck_check_result *into, const gck_check_result *from) {
     into->lenient += from->lenient;
     for (int k = 0; k < GCK_KIND_COUNT; k++) {
         if (from->count[k] == 0) continue;
-        bool take = into->count[k] == 0 ||
-                    (k == GCK_KIND_OUT_OF_TOLERANCE && from->worst[k].ratio > into->worst[k].ratio);
+        bool take = into->count[k] == 0 || worse((gck_kind)k, &from->worst[k], &into->worst[k]);
         if (take) into->worst[k] = from->worst[k];
         into->count[k] += from->count[k];
     }
     if (isfinite(from->max_ratio.error) &&
         (!isfinite(into->max_ratio.error) || from->max_ratio.ratio > into->max_ratio.ratio))
         into->max_ratio = from->max_ratio;
-    if (from->max_tight > into->max_tight) into->max_tight = from->max_tight;
+    if (from->max_stat > into->max_stat) into->max_stat = from->max_stat;
+    into->stat_elements += from->stat_elements;
+    into->bias_up += from->bias_up;
+    into->bias_down += from->bias_down;
+    into->bias_toward0 += from->bias_toward0;
+    into->bias_away += from->bias_away;
     if (from->oracle_disagreements && !into->oracle_disagreements)
         into->disagreement = from->disagreement;
     into->oracle_disagreements += from->oracle_disagreements;
@@ -1068,6 +1291,41 @@ static bool check_in_parallel(const chk_job *proto, int threads, gck_check_resul
     return ok;
 }
 
+/* A bound of the two-sided p-value of a sign test: the probability that a fair coin tossed
+ * a + b times shows a split at least as lopsided (Chernoff: P(X <= k) <= exp(-n D(k/n || 1/2))
+ * for k <= n/2, doubled). */
+static double sign_test_p(int64_t a, int64_t b) {
+    double n = (double)a + (double)b, k = (double)(a < b ? a : b);
+    if (n == 0 || 2 * k >= n) return 1.0;
+    double q = k / n, d = (1 - q) * log(2 * (1 - q));
+    if (q > 0) d += q * log(2 * q);
+    double p = 2 * exp(-n * d);
+    return p < 1 ? p : 1.0;
+}
+
+/* The sign test of the elements the statistical tier applied to: both splits (above/below
+ * the exact value, toward/away from zero), the smaller bound doubled; a finding of kind
+ * improbable_error when it is at most BIAS_P. */
+static void sign_test(gck_check_result *r) {
+    double p1 = sign_test_p(r->bias_up, r->bias_down);
+    double p2 = sign_test_p(r->bias_toward0, r->bias_away);
+    r->bias_p = fmin(1.0, 2 * fmin(p1, p2));
+    if (r->bias_p > BIAS_P || !isfinite(r->max_ratio.error)) return;
+    gck_kind k = GCK_KIND_IMPROBABLE_ERROR;
+    gck_element_report e = r->max_ratio;
+    bool updown = p1 <= p2;
+    int64_t a = updown ? r->bias_up : r->bias_toward0, b = updown ? r->bias_down : r->bias_away;
+    snprintf(e.rule, sizeof e.rule, "sign test: %lld of %lld inexact results %s (p <= %.2g)",
+             (long long)(a > b ? a : b), (long long)(a + b),
+             updown ? (a > b ? "above the exact value" : "below the exact value")
+                    : (a > b ? "nearer to zero than exact" : "farther from zero than exact"),
+             r->bias_p);
+    if (r->count[k] == 0) {
+        r->count[k] = a > b ? a : b;
+        r->worst[k] = e;
+    }
+}
+
 static gck_status check_values(const gck_case *c, const gck_support_row *row,
                                const gck_check_options *opt, const void *A, const void *B,
                                const void *C, const void *D_got, gck_check_result *r, char *msg,
@@ -1076,6 +1334,7 @@ static gck_status check_values(const gck_case *c, const gck_support_row *row,
     if (!opt) opt = &defaults;
     memset(r, 0, sizeof *r);
     r->max_ratio.error = NAN; /* none yet */
+    r->bias_p = 1.0;
     gck_status s = gck_case_validate(c, msg, len);
     if (s != GCK_OK) return s;
     int64_t total = c->m * c->n * c->batch;
@@ -1083,7 +1342,7 @@ static gck_status check_values(const gck_case *c, const gck_support_row *row,
     r->total_elements = total;
     uint8_t *rows = NULL, *cols = NULL;
     gck_exact_plan *plan = NULL;
-    gather_plan *gp = gather_plan_new(c, &row->model, A, B, opt->copy_limit);
+    gather_plan *gp = gather_plan_new(c, &row->model, A, B, opt, r->stat_note, sizeof r->stat_note);
     if (!gp || (opt->oracle != GCK_ORACLE_MPFR && !(plan = gck_exact_plan_new(c, A, B, C)))) {
         gather_plan_free(gp);
         gck_stash_flush();
@@ -1124,6 +1383,7 @@ static gck_status check_values(const gck_case *c, const gck_support_row *row,
     gck_exact_plan_free(plan);
     gather_plan_free(gp);
     gck_stash_flush(); /* what the bound's GEMM left for the oracle */
+    if (s == GCK_OK) sign_test(r);
     free(rows);
     free(cols);
     if (s == GCK_OK && r->oracle_disagreements) {
@@ -1137,12 +1397,29 @@ static gck_status check_values(const gck_case *c, const gck_support_row *row,
     return s;
 }
 
+static void stat_describe(const gck_check_result *r, char *buf, size_t len) {
+    if (r->stat_elements == 0) {
+        snprintf(buf, len, "not applied (%s)", r->stat_note[0] ? r->stat_note : "no element");
+        return;
+    }
+    snprintf(buf, len,
+             "%lld elements, max error/allowance %.3g (above 1: p < 1e-12 per element for "
+             "correct round-to-nearest arithmetic on random data); error signs %lld up / %lld "
+             "down, %lld toward / %lld away from zero (p <= %.2g)",
+             (long long)r->stat_elements, r->max_stat, (long long)r->bias_up,
+             (long long)r->bias_down, (long long)r->bias_toward0, (long long)r->bias_away,
+             r->bias_p);
+}
+
 /* ---- the public functions, in gemmcheck's floating-point environment (fpenv.h) ------------ */
 
 GCK_GUARDED(double, gck_bound, element_bound,
             (const gck_case *c, const gck_model *m, const gck_bound_terms *t, bool *degenerate),
             (c, m, t, degenerate))
 GCK_GUARDED(int, gck_ratio_bin, ratio_bin, (double error, double ratio), (error, ratio))
+GCK_GUARDED(double, gck_sign_test_p, sign_test_p, (int64_t a, int64_t b), (a, b))
+GCK_GUARDED_VOID(gck_stat_describe, stat_describe,
+                 (const gck_check_result *r, char *buf, size_t len), (r, buf, len))
 GCK_GUARDED(gck_status, gck_check_values, check_values,
             (const gck_case *c, const gck_support_row *row, const gck_check_options *opt,
              const void *A, const void *B, const void *C, const void *D_got, gck_check_result *r,

@@ -48,6 +48,9 @@ bool gck_parse_double(const char *text, double *out);
 bool gck_parse_real_opt(const char *cmd, const char *opt, const char *v, double lo, double *out);
 /** Parse a non-negative decimal integer (whole string, fits in long long). */
 bool gck_parse_count(const char *text, long long *out);
+/** --tier: "stat" (the default: improbable_error is a finding) or "hard" (*hard set: it is
+ *  counted and reported, not a finding); NULL keeps the default. A usage error otherwise. */
+int gck_cli_tier(const char *cmd, const char *text, bool *hard);
 
 int gck_cmd_oracle(int argc, char **argv);
 int gck_cmd_verify(int argc, char **argv);

@@ -109,3 +109,13 @@ bool gck_parse_real_opt(const char *cmd, const char *opt, const char *v, double 
     }
     return true;
 }
+
+int gck_cli_tier(const char *cmd, const char *text, bool *hard) {
+    *hard = false;
+    if (!text || !strcmp(text, "stat")) return GCK_EXIT_OK;
+    if (!strcmp(text, "hard")) {
+        *hard = true;
+        return GCK_EXIT_OK;
+    }
+    return gck_cli_usage_error(cmd, "--tier '%s' must be stat or hard", text);
+}

@@ -22,7 +22,7 @@ static const char fuzz_help[] =
     "                      [--corpus DIR] [--shard I/N] [--jobs N] [--types LIST]\n"
     "                      [--rerun-share F] [--concurrency T] [--concurrency-share F]\n"
     "                      [--max-flops X] [--max-bytes X] [--timeout-floor S] [--strict-ieee]\n"
-    "                      [--progress | --no-progress] [--stop-on-finding]\n"
+    "                      [--progress | --no-progress] [--stop-on-finding] [--tier T]\n"
     "\n"
     "Throws generated cases (docs/REPRO.md) at backends from worker processes and reports\n"
     "distinct findings with one-line reproducers. Without --backend: ref, kernels, openblas,\n"
@@ -58,6 +58,9 @@ static const char fuzz_help[] =
     "  --oracle KIND       exact (default: the integer superaccumulator), mpfr, or both (every\n"
     "                      element by both; a difference is an internal error)\n"
     "  --stop-on-finding   end the campaign at the first distinct finding\n"
+    "  --tier stat|hard    stat (default): improbable_error (the statistical tier,\n"
+    "                      docs/TOLERANCE.md) is a finding; hard: it is counted per type tuple\n"
+    "                      (improbable_elements) and not a finding\n"
     "\n"
     "Exit status: 0 no findings, 1 findings, 2 usage or set-up error, 3 internal error.\n";
 
@@ -85,7 +88,7 @@ static bool parse_count0(const char *s, long long *out) {
 /* Option values parsed after the scan. */
 typedef struct fuzz_args {
     const char *time_s, *cases, *seed, *shard, *jobs, *rerun, *conc, *conc_share, *flops, *bytes,
-        *tfloor, *oracle;
+        *tfloor, *oracle, *tier;
     bool help;
 } fuzz_args;
 
@@ -123,7 +126,8 @@ static int scan(const char *cmd, int argc, char **argv, gck_campaign_options *o,
         {"--max-flops", .value = &g->flops},
         {"--max-bytes", .value = &g->bytes},
         {"--timeout-floor", .value = &g->tfloor},
-        {"--oracle", .value = &g->oracle}};
+        {"--oracle", .value = &g->oracle},
+        {"--tier", .value = &g->tier}};
     gck_opt_spec spec = {cmd, opts, (int)(sizeof opts / sizeof opts[0]), NULL, 0, NULL};
     int nargs;
     int rc = gck_opt_parse(&spec, argc, argv, &nargs, &g->help);
@@ -174,7 +178,7 @@ static int parse_numbers(const char *cmd, const fuzz_args *g, gck_campaign_optio
     o->oracle = GCK_ORACLE_EXACT;
     if (g->oracle && !gck_oracle_kind_parse(g->oracle, &o->oracle))
         return gck_cli_usage_error(cmd, "--oracle '%s' must be exact, mpfr or both", g->oracle);
-    return GCK_EXIT_OK;
+    return gck_cli_tier(cmd, g->tier, &o->tier_hard);
 }
 
 /* The shard: --shard I/N, else a Slurm job array, else 1/1. Shards beyond GCK_MAX_SHARDS are

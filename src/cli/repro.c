@@ -16,7 +16,7 @@
 static const char repro_help[] =
     "usage: gemmcheck repro --backend SPEC [--dump DIR] [--strict-ieee] [--rerun | --no-rerun]\n"
     "                       [--concurrency N] [--repeat N] [--no-guard-page]\n"
-    "                       [--timeout SECONDS] [--threads N] [--oracle KIND]\n"
+    "                       [--timeout SECONDS] [--threads N] [--oracle KIND] [--tier T]\n"
     "                       'gck1 ...' | FILE | -\n"
     "\n"
     "Runs one case (a reproducer string, docs/REPRO.md) on one backend in a child process and\n"
@@ -47,6 +47,8 @@ static const char repro_help[] =
     "                     concurrent calls). Only backend calls are timed.\n"
     "  --threads N        checker threads (default: one per core)\n"
     "  --oracle KIND      exact (default), mpfr, or both (a difference is an internal error)\n"
+    "  --tier stat|hard   stat (default): improbable_error (the statistical tier,\n"
+    "                     docs/TOLERANCE.md) is a finding; hard: it is only counted\n"
     "\n"
     "Exit status: 0 pass or unsupported, 1 findings, 2 usage or set-up error (bad string,\n"
     "unknown or unavailable backend), 3 internal error.\n";
@@ -92,9 +94,11 @@ static int report(const char *backend, const char *flags, const char *repro, con
     const gck_check_result *c = &r->check;
     if (c->elements) {
         printf("checked:  %" PRId64 " elements (%" PRId64 " exact-case bitwise, %" PRId64
-               " magnitude-only, %" PRId64 " passed by a declared leniency); max tight ratio "
-               "%.3g\n",
-               c->elements, c->exact_elements, c->degenerate, c->lenient, c->max_tight);
+               " magnitude-only, %" PRId64 " passed by a declared leniency)\n",
+               c->elements, c->exact_elements, c->degenerate, c->lenient);
+        char st[400];
+        gck_stat_describe(c, st, sizeof st);
+        printf("stat:     %s\n", st);
         if (c->sampled)
             printf("sampled:  %" PRId64 " of %" PRId64 " elements (%.2f%%): every element of the "
                    "first and last and of random rows and columns\n",
@@ -121,7 +125,7 @@ static int crash_or_hang(const char *backend, const char *flags, const char *rep
 
 /* The options, as given. */
 typedef struct repro_args {
-    const char *backend, *dump, *timeout, *threads, *text, *oracle, *conc, *repeat;
+    const char *backend, *dump, *timeout, *threads, *text, *oracle, *conc, *repeat, *tier;
     bool strict, rerun, no_guard, help;
 } repro_args;
 
@@ -137,7 +141,8 @@ static int scan(int argc, char **argv, repro_args *g) {
                             {"--threads", .value = &g->threads},
                             {"--oracle", .value = &g->oracle},
                             {"--concurrency", .value = &g->conc},
-                            {"--repeat", .value = &g->repeat}};
+                            {"--repeat", .value = &g->repeat},
+                            {"--tier", .value = &g->tier}};
     gck_opt_spec spec = {cmd, opts, (int)(sizeof opts / sizeof opts[0]), &g->text, 1, GCK_ONE_CASE};
     int nargs;
     return gck_opt_parse(&spec, argc, argv, &nargs, &g->help);
@@ -229,7 +234,14 @@ int gck_cmd_repro(int argc, char **argv) {
         fprintf(stderr, "gemmcheck repro: out of memory\n");
         return GCK_EXIT_INTERNAL;
     }
+    bool hard;
+    if ((rc = gck_cli_tier(cmd, g.tier, &hard))) {
+        free(res);
+        return rc;
+    }
     gck_run_isolated(g.backend, &spec, &o, limit, res);
+    if (hard && res->status == GCK_ISOLATED_RAN)
+        gck_run_result_drop(&res->run, GCK_KIND_IMPROBABLE_ERROR);
     if (o.repeat > 1 && res->status == GCK_ISOLATED_RAN)
         printf("attempts: %d of %d%s\n", res->run.attempts, o.repeat,
                res->run.outcome == GCK_OUTCOME_FINDINGS

@@ -15,12 +15,15 @@ static const char verify_help[] =
     "usage: gemmcheck verify --a A.npy --b B.npy [--c C.npy] --d D.npy [--alpha X] [--beta Y]\n"
     "                        [--transa N|T] [--transb N|T] [--a-type T] [--b-type T]\n"
     "                        [--c-type T] [--d-type T] [--model MODEL] [--strict-ieee]\n"
-    "                        [--threads N] [--oracle K]\n"
+    "                        [--threads N] [--oracle K] [--tier stat|hard] [--random yes|no]\n"
     "\n"
     "Checks D against the exact D = alpha*op(A)*op(B) + beta*C, every element: its exact error\n"
     "against the hard bound of the arithmetic MODEL the producer of D claims, and the IEEE/BLAS\n"
-    "rules for NaN, Inf and signed zeros (docs/TOLERANCE.md). Prints the verdict, the failing\n"
-    "elements per finding kind with the worst of each, and the distribution of error/bound.\n"
+    "rules for NaN, Inf and signed zeros (docs/TOLERANCE.md), and the statistical tier: an error\n"
+    "(or a lean in the errors' signs) that correct round-to-nearest arithmetic on random data\n"
+    "makes with probability below 1e-12 per element (improbable_error). Prints the verdict, the\n"
+    "failing elements per finding kind with the worst of each, the distribution of\n"
+    "error/bound and the statistical tier's line.\n"
     "\n"
     "  --a, --b, --c, --d   .npy arrays as gemmcheck oracle reads them (C or Fortran order;\n"
     "                       <f2, <f4, <f8, or <u2 bfloat16 bits with --X-type bf16; 2-D, or\n"
@@ -32,11 +35,15 @@ static const char verify_help[] =
     "                       block-FMA[/n] (n products fused before one rounding), epi=F (the\n"
     "                       format of alpha*AB + beta*C), FTZ (results may be flushed), DAZ\n"
     "                       (subnormal inputs may be read as zero), skip0 (terms with a zero\n"
-    "                       factor may be skipped). Default: \"compute=f64\" when an operand is\n"
+    "                       factor may be skipped), nearest or faithful (how D is rounded;\n"
+    "                       default nearest). Default: \"compute=f64\" when an operand is\n"
     "                       f64, else \"compute=f32\"; any evaluation order\n"
     "  --strict-ieee        no zero-skipping leniency\n"
     "  --threads N          worker threads (default: one per core)\n"
     "  --oracle KIND        exact (default), mpfr, or both (a difference is exit 3)\n"
+    "  --tier stat|hard     stat (default): improbable_error fails; hard: it is only counted\n"
+    "  --random yes|no      the operands are (not) independent random values; default: a\n"
+    "                       test on a sample of A and B decides where the tier applies\n"
     "\n"
     "Exit status: 0 pass, 1 findings, 2 bad arguments or input files, 3 internal error.\n";
 
@@ -59,6 +66,8 @@ enum {
     OPT_MODEL,
     OPT_THREADS,
     OPT_ORACLE,
+    OPT_TIER,
+    OPT_RANDOM,
     NOPT
 };
 
@@ -94,12 +103,17 @@ static int parse_model(const char *text, gck_model *m, bool *skip0) {
             m->daz = true;
         else if (!strcmp(tok, "skip0"))
             *skip0 = true;
+        else if (!strcmp(tok, "nearest"))
+            m->rounding = GCK_ROUND_NEAREST;
+        else if (!strcmp(tok, "faithful"))
+            m->rounding = GCK_ROUND_FAITHFUL;
         else
             ok = false;
         if (!ok)
             return gck_cli_usage_error(cmd,
                                        "--model: '%s' is not a model word (compute=F "
-                                       "in=F|exact scalar block-FMA[/n] epi=F FTZ DAZ skip0; "
+                                       "in=F|exact scalar block-FMA[/n] epi=F FTZ DAZ skip0 "
+                                       "nearest faithful; "
                                        "F: f16, bf16, tf32, f32, f64)",
                                        tok);
     }
@@ -172,10 +186,11 @@ static void model_words(const gck_support_row *row, char *buf, size_t len) {
     char acc[32] = "scalar";
     if (m->acc == GCK_ACC_BLOCK_FMA) snprintf(acc, sizeof acc, "block-FMA/%d", m->block);
     if (m->acc == GCK_ACC_BLOCK_FMA && m->block == 0) snprintf(acc, sizeof acc, "block-FMA");
-    snprintf(buf, len, "compute=%s in=%s %s epi=%s%s%s%s", gck_format_get(m->compute)->name,
+    snprintf(buf, len, "compute=%s in=%s %s epi=%s%s%s%s %s", gck_format_get(m->compute)->name,
              m->inputs_rounded ? gck_format_get(m->input_format)->name : "exact", acc,
              gck_format_get(m->epilogue)->name, m->ftz ? " FTZ" : "", m->daz ? " DAZ" : "",
-             row->promises & GCK_PROMISE_MAY_SKIP_ZERO ? " skip0" : "");
+             row->promises & GCK_PROMISE_MAY_SKIP_ZERO ? " skip0" : "",
+             gck_rounding_name(m->rounding));
 }
 
 static void print_report(const gck_case *gc, const gck_support_row *row, const gck_check_result *r,
@@ -209,6 +224,9 @@ static void print_report(const gck_case *gc, const gck_support_row *row, const g
     for (int b = 0; b < GCK_RATIO_BINS; b++)
         printf(" %s %" PRId64 "%s", bins[b], r->ratio_bins[b], b + 1 < GCK_RATIO_BINS ? "," : "\n");
     if (r->oracle_path[0]) printf("  sums: %s\n", r->oracle_path);
+    char st[400];
+    gck_stat_describe(r, st, sizeof st);
+    printf("  statistical tier: %s\n", st);
 }
 
 static int run(const char **o, bool strict) {
@@ -222,6 +240,14 @@ static int run(const char **o, bool strict) {
     if (rc) return rc;
     if (!o[OPT_D]) return gck_cli_usage_error(cmd, "missing --d (see gemmcheck verify --help)");
     opt.threads = (int)threads;
+    bool hard;
+    if ((rc = gck_cli_tier(cmd, o[OPT_TIER], &hard))) goto done0;
+    if (o[OPT_RANDOM] && strcmp(o[OPT_RANDOM], "yes") && strcmp(o[OPT_RANDOM], "no")) {
+        rc = gck_cli_usage_error(cmd, "--random '%s' must be yes or no", o[OPT_RANDOM]);
+        goto done0;
+    }
+    if (o[OPT_RANDOM])
+        opt.stat_data = !strcmp(o[OPT_RANDOM], "yes") ? GCK_STAT_RANDOM : GCK_STAT_OFF;
     gck_npy d = {0};
     gck_format td;
     gck_case gc;
@@ -242,22 +268,24 @@ static int run(const char **o, bool strict) {
                 s != GCK_OK ? msg : "the exact and MPFR oracles disagree");
         rc = GCK_EXIT_INTERNAL;
     } else {
+        if (hard) r.count[GCK_KIND_IMPROBABLE_ERROR] = 0; /* printed on the stat line */
         print_report(&gc, &row, &r, gck_inputs_batched(&ops));
         bool any = false;
         for (int k = 0; k < GCK_KIND_COUNT; k++) any = any || r.count[k];
         rc = any ? GCK_EXIT_FINDINGS : GCK_EXIT_OK;
     }
 done:
-    gck_inputs_free(&ops);
     gck_npy_free(&d);
+done0:
+    gck_inputs_free(&ops);
     return rc;
 }
 
 int gck_cmd_verify(int argc, char **argv) {
-    static const char *const names[NOPT] = {"--a",      "--b",       "--c",      "--d",
-                                            "--a-type", "--b-type",  "--c-type", "--d-type",
-                                            "--alpha",  "--beta",    "--transa", "--transb",
-                                            "--model",  "--threads", "--oracle"};
+    static const char *const names[NOPT] = {
+        "--a",      "--b",       "--c",      "--d",    "--a-type", "--b-type",
+        "--c-type", "--d-type",  "--alpha",  "--beta", "--transa", "--transb",
+        "--model",  "--threads", "--oracle", "--tier", "--random"};
     const char *vals[NOPT] = {0};
     bool strict = false;
     gck_opt opts[NOPT + 1];

@@ -171,8 +171,9 @@ static void guard_findings(const gck_case *c, operand_set *os, gck_run_result *r
 }
 
 static void value_findings(const gck_check_result *cr, gck_run_result *r) {
-    const gck_kind kinds[] = {GCK_KIND_OUT_OF_TOLERANCE, GCK_KIND_NONFINITE_MISMATCH};
-    for (size_t q = 0; q < 2; q++) {
+    const gck_kind kinds[] = {GCK_KIND_OUT_OF_TOLERANCE, GCK_KIND_NONFINITE_MISMATCH,
+                              GCK_KIND_IMPROBABLE_ERROR};
+    for (size_t q = 0; q < sizeof kinds / sizeof kinds[0]; q++) {
         gck_kind k = kinds[q];
         if (cr->count[k] == 0) continue;
         gck_finding *f = add_finding(r, k);
@@ -180,12 +181,40 @@ static void value_findings(const gck_check_result *cr, gck_run_result *r) {
         f->has_element = true;
         f->element = *e;
         f->count = cr->count[k];
-        snprintf(f->detail, sizeof f->detail,
-                 "%lld element(s); worst D[%lld](%lld,%lld): got %.17g, expected %.17g, error "
-                 "%.3g, bound %.3g (%s)",
-                 (long long)cr->count[k], (long long)e->batch, (long long)e->i, (long long)e->j,
-                 e->got, e->expected, e->error, e->bound, e->rule);
+        if (k == GCK_KIND_IMPROBABLE_ERROR)
+            snprintf(f->detail, sizeof f->detail,
+                     "%lld element(s); worst D[%lld](%lld,%lld): got %.17g, expected %.17g, "
+                     "error %.3g, %.3g times the statistical allowance, %.3g of the hard "
+                     "bound (%s)",
+                     (long long)cr->count[k], (long long)e->batch, (long long)e->i, (long long)e->j,
+                     e->got, e->expected, e->error, e->stat, e->ratio, e->rule);
+        else
+            snprintf(f->detail, sizeof f->detail,
+                     "%lld element(s); worst D[%lld](%lld,%lld): got %.17g, expected %.17g, "
+                     "error %.3g, bound %.3g (%s)",
+                     (long long)cr->count[k], (long long)e->batch, (long long)e->i, (long long)e->j,
+                     e->got, e->expected, e->error, e->bound, e->rule);
     }
+}
+
+void gck_run_result_drop(gck_run_result *r, gck_kind kind) {
+    int n = 0;
+    for (int f = 0; f < r->nfindings; f++)
+        if (r->findings[f].kind != kind) r->findings[n++] = r->findings[f];
+    r->nfindings = n;
+    if (n == 0 && r->outcome == GCK_OUTCOME_FINDINGS) r->outcome = GCK_OUTCOME_PASS;
+}
+
+/* The statistical tier's data assumption from the spec's distribution of A and B: the random
+ * ones (unif, normal, logu) qualify, the structured ones (int, cancel, subnormal, big) not. */
+static bool random_dist(gck_dist d) {
+    return d == GCK_DIST_UNIFORM || d == GCK_DIST_NORMAL || d == GCK_DIST_LOGU;
+}
+
+static gck_stat_data spec_stat_data(const gck_spec *s, gck_stat_data asked) {
+    if (asked != GCK_STAT_AUTO) return asked;
+    if (!random_dist(s->dist_ab)) return GCK_STAT_OFF;
+    return random_dist(s->dist_c) ? GCK_STAT_RANDOM : GCK_STAT_RANDOM_AB;
 }
 
 /* Dense (batch, rows, cols) copy of the stored operand at base, written as .npy. */
@@ -514,7 +543,9 @@ static gck_status run_once(gck_backend *be, const gck_spec *s, const gck_run_opt
         return GCK_OK;
     }
     guard_findings(c, &os, r);
-    st = gck_check_values(c, row, &o->check, gck_guarded_before(&os.g[GCK_A]),
+    gck_check_options co = o->check;
+    co.stat_data = spec_stat_data(s, co.stat_data);
+    st = gck_check_values(c, row, &co, gck_guarded_before(&os.g[GCK_A]),
                           gck_guarded_before(&os.g[GCK_B]), gck_guarded_before(&os.g[GCK_C]), ops.d,
                           &r->check, msg, len);
     if (st == GCK_OK) {

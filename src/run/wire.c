@@ -253,6 +253,7 @@ bool gck_wire_check_result(gck_run_result *r, char *why, size_t wlen) {
     CLEAN(r->check.max_ratio.rule);
     CLEAN(r->check.disagreement.rule);
     CLEAN(r->check.oracle_path);
+    CLEAN(r->check.stat_note);
     CLEAN(r->row);
     CLEAN(r->note);
     if (r->attempts < 0) r->attempts = 0;
