@@ -1402,13 +1402,19 @@ static void stat_describe(const gck_check_result *r, char *buf, size_t len) {
         snprintf(buf, len, "not applied (%s)", r->stat_note[0] ? r->stat_note : "no element");
         return;
     }
-    snprintf(buf, len,
-             "%lld elements, max error/allowance %.3g (above 1: p < 1e-12 per element for "
-             "correct round-to-nearest arithmetic on random data); error signs %lld up / %lld "
-             "down, %lld toward / %lld away from zero (p <= %.2g)",
-             (long long)r->stat_elements, r->max_stat, (long long)r->bias_up,
-             (long long)r->bias_down, (long long)r->bias_toward0, (long long)r->bias_away,
-             r->bias_p);
+    int n = snprintf(buf, len,
+                     "%lld elements, max statistical ratio %.3g (above 1: p < 1e-12 per element "
+                     "for correct round-to-nearest arithmetic on random data); ",
+                     (long long)r->stat_elements, r->max_stat);
+    if (n < 0 || (size_t)n >= len) return;
+    if (r->bias_up + r->bias_down == 0)
+        snprintf(buf + n, len - (size_t)n,
+                 "sign test not made (a rounding shared by many elements, or no inexact one)");
+    else
+        snprintf(buf + n, len - (size_t)n,
+                 "error signs %lld up / %lld down, %lld toward / %lld away from zero (p <= %.2g)",
+                 (long long)r->bias_up, (long long)r->bias_down, (long long)r->bias_toward0,
+                 (long long)r->bias_away, r->bias_p);
 }
 
 /* ---- the public functions, in gemmcheck's floating-point environment (fpenv.h) ------------ */

@@ -66,7 +66,7 @@ def test_the_claimed_model_decides(product, gemmcheck_binary):
     rc, out, _ = verify(gemmcheck_binary, d, "--a", "a.npy", "--b", "b.npy", "--d", "half.npy",
                         "--model", "compute=f32 in=f16")
     assert rc == 0, out
-    assert 'model "compute=f32 in=f16 scalar epi=f32"' in out, out
+    assert 'model "compute=f32 in=f16 scalar epi=f32 nearest"' in out, out
 
 
 def test_batches_transposes_c_and_bf16(tmp_path, gemmcheck_binary):
