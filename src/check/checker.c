@@ -384,6 +384,11 @@ static void case_consts(gather_plan *g, const gck_case *c, const gck_model *m) {
 #define STAT_LAMBDA 56.0
 /* The sign test's threshold on its p-value bound. */
 #define BIAS_P 1e-12
+/* The sign test's shortest sum: with fewer terms, rows or columns of 16-bit values repeat (up
+ * to a power of two) often enough that elements are the same computation and err alike (a
+ * campaign met K = 1, 2860 f16 rows of which many share a significand: p = 1e-24 on a correct
+ * library); 8 terms of bf16 (128 significands) coincide with probability 2^-56 per pair. */
+#define BIAS_MIN_K 8
 
 /* Whether a sample of the operands looks random: few integers, few powers of two, few
  * repeated values among their non-zero finite values (the generator's int, cancellation-free
@@ -425,9 +430,9 @@ static bool kept_by(double x, gck_format f) { return gck_fmt_round_to(x, f) == x
 /* The sign test needs independent error signs, so nothing rounded once and shared by many
  * elements: alpha and beta (and beta/alpha where it is formed) exact in the compute and
  * epilogue formats, alpha a power of two where an order forms alpha*b (one rounding shared by a
- * column), no input rounding (shared by a row or column), C random when it is read; and some
- * product (K > 0, alpha != 0). (fma's rounding error of r*alpha - beta is 0 only when exact, in
- * any rounding mode.) */
+ * column), no input rounding (shared by a row or column), C random when it is read; and sums
+ * long enough that no two elements are the same computation (K >= BIAS_MIN_K, alpha != 0). (fma's
+ * rounding error of r*alpha - beta is 0 only when exact, in any rounding mode.) */
 static bool bias_conditions(const gather_plan *g, const gck_case *c, const gck_model *m,
                             gck_stat_data d) {
     int e;
@@ -438,9 +443,9 @@ static bool bias_conditions(const gather_plan *g, const gck_case *c, const gck_m
         if (fma(r, c->alpha, -c->beta) != 0 || !kept_by(r, m->compute) || !kept_by(r, m->epilogue))
             return false;
     }
-    return c->k > 0 && c->alpha != 0 && input_eps(c, m) == 0 && kept_by(c->alpha, m->compute) &&
-           kept_by(c->alpha, m->epilogue) && kept_by(c->beta, m->compute) &&
-           kept_by(c->beta, m->epilogue) &&
+    return c->k >= BIAS_MIN_K && c->alpha != 0 && input_eps(c, m) == 0 &&
+           kept_by(c->alpha, m->compute) && kept_by(c->alpha, m->epilogue) &&
+           kept_by(c->beta, m->compute) && kept_by(c->beta, m->epilogue) &&
            (pow2 || !(gck_model_orders(m) & GCK_ORDER_ALPHA_ON_OPERAND)) &&
            (d == GCK_STAT_RANDOM || !g->rc || c->beta == 0);
 }
@@ -1409,7 +1414,8 @@ static void stat_describe(const gck_check_result *r, char *buf, size_t len) {
     if (n < 0 || (size_t)n >= len) return;
     if (r->bias_up + r->bias_down == 0)
         snprintf(buf + n, len - (size_t)n,
-                 "sign test not made (a rounding shared by many elements, or no inexact one)");
+                 "sign test not made (K < 8, a rounding shared by many elements, or no inexact "
+                 "one)");
     else
         snprintf(buf + n, len - (size_t)n,
                  "error signs %lld up / %lld down, %lld toward / %lld away from zero (p <= %.2g)",
