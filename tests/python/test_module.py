@@ -142,6 +142,32 @@ def test_large_products_are_checked_in_full_from_split_sums():
     assert bad.counts == {"out_of_tolerance": 1} and bad.worst[0].index == (200, 50)
 
 
+def test_the_statistical_tier_finds_what_the_hard_bound_lets_pass():
+    # a 1e-4 relative error on the largest of 64 x 64 f32 elements at K = 300: inside the hard
+    # bound, an improbable_error of the statistical tier; --tier hard counts it without failing
+    a = RNG.uniform(-1, 1, (64, 300)).astype(np.float32)
+    b = RNG.uniform(-1, 1, (300, 64)).astype(np.float32)
+    d = gc.oracle(a, b)
+    ok = gc.check(a, b, d)
+    assert ok and ok.stat_elements == 64 * 64 and 0 <= ok.max_stat < 0.1, ok.explain()
+    i, j = np.unravel_index(np.argmax(np.abs(d)), d.shape)
+    d[i, j] = np.float32(d[i, j] * (1 + 1e-4))
+    v = gc.check(a, b, d)
+    assert v.counts == {"improbable_error": 1} and v.worst[0].index == (i, j), v.explain()
+    assert v.worst[0].ratio < 1 < v.worst[0].stat and v.max_stat > 1
+    hard = gc.check(a, b, d, tier="hard")
+    assert hard.ok and hard.improbable == 1 and "statistical tier" in hard.explain()
+    # integers are structured: the tier says it did not apply
+    ints = gc.check(np.ones((4, 9), np.float32), np.ones((9, 3), np.float32),
+                    np.full((4, 3), 9, np.float32))
+    assert ints.ok and ints.stat_elements == 0 and "not applied" in ints.stat, ints.stat
+    with pytest.raises(gc.GemmcheckError, match="tier"):
+        gc.check(a, b, d, tier="soft")
+    # a model that declares faithful rounding: neither the interval's halving nor the tier
+    f = gc.check(a, b, d, model="compute=f32 faithful")
+    assert f.ok and f.stat_elements == 0 and "faithful" in f.stat, f.stat
+
+
 def test_check_finds_a_wrong_element_and_names_it():
     a = RNG.standard_normal((20, 50)).astype(np.float32)
     b = RNG.standard_normal((50, 10)).astype(np.float32)

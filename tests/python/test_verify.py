@@ -110,6 +110,8 @@ def test_a_nan_where_the_exact_result_is_finite_is_a_nonfinite_mismatch(product,
     ([], "missing --d"),
     (["--d", "d.npy", "--beta", "1"], "--beta 1 needs --c"),
     (["--d", "missing.npy"], "missing.npy"),
+    (["--d", "d.npy", "--tier", "soft"], "--tier 'soft' must be stat or hard"),
+    (["--d", "d.npy", "--random", "maybe"], "--random 'maybe' must be yes or no"),
 ])
 def test_bad_input_is_one_line_and_exit_2(product, gemmcheck_binary, extra, message):
     d, a, b = product
