@@ -315,6 +315,22 @@ Test(merge, refuses_other_campaigns_and_repeated_shards_unless_told, .init = set
 }
 
 /* 1100 shards, the only finding in the 1030th: every file is read, the finding kept. */
+/* The sum over a report's support matrix of a count, or of an array of counts. */
+static long long matrix_sum(json_t *report, const char *key) {
+    long long t = 0;
+    size_t i, b;
+    json_t *e, *v;
+    json_array_foreach(json_object_get(SUM(report), "support_matrix"), i, e) {
+        json_t *x = json_object_get(e, key);
+        if (json_is_array(x)) {
+            json_array_foreach(x, b, v) t += json_integer_value(v);
+        } else {
+            t += json_integer_value(x);
+        }
+    }
+    return t;
+}
+
 Test(merge, reads_any_number_of_shards, .init = setup, .fini = teardown, .timeout = 300) {
     campaign("ref", 3, 7, "1/1", at("clean.json"));
     campaign("segv", 2, 7, "1/1", at("crash.json"));
@@ -352,6 +368,12 @@ Test(merge, reads_any_number_of_shards, .init = setup, .fini = teardown, .timeou
     json_array_foreach(json_object_get(m, "findings"), i, f) crashes +=
         !strcmp(json_string_value(json_object_get(f, "kind")), "crash");
     cr_expect_gt(crashes, 0, "the crash in shard %d was lost", CRASH);
+    /* the per-tuple counts add up: the error/bound histogram and the statistical tier's */
+    cr_expect_eq(matrix_sum(m, "ratio_bins"),
+                 (N - 1) * matrix_sum(clean, "ratio_bins") + matrix_sum(crash, "ratio_bins"));
+    cr_expect_eq(matrix_sum(m, "stat_elements"),
+                 (N - 1) * matrix_sum(clean, "stat_elements") + matrix_sum(crash, "stat_elements"));
+    cr_expect_gt(matrix_sum(clean, "stat_elements"), 0);
     /* the merged report is itself a valid input */
     snprintf(args, sizeof args, "merge --report %s %s", at("again.json"), at("all.json"));
     cr_expect_eq(run_gemmcheck(args, out, sizeof out), 1, "%s", out);
