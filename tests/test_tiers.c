@@ -21,22 +21,16 @@ enum { CAND_RN, CAND_UP, CAND_DOWN, CAND_ZERO, NCAND };
  * f16 values are exact), so that the arithmetic's own part of the bound is negligible and the
  * verdict is the output interval's. */
 static gck_support_row f16_row(gck_rounding rounding, bool ftz) {
-    gck_model m = {.compute = GCK_F64,
-                   .input_format = GCK_F64,
-                   .acc = GCK_ACC_SCALAR,
-                   .epilogue = GCK_F64,
-                   .ftz = ftz,
-                   .orders = GCK_ORDERS_ANY,
-                   .rounding = rounding};
-    return (gck_support_row){.a = GCK_F16,
-                             .b = GCK_F16,
-                             .c = GCK_F16,
-                             .d = GCK_F16,
-                             .compute = GCK_F64,
-                             .model = m,
-                             .promises = GCK_PROMISE_ALPHA0_NO_READ_AB |
-                                         GCK_PROMISE_BETA0_NO_READ_C | GCK_PROMISE_D_SEPARATE,
-                             .entry = "test"};
+    gck_support_row r = {.a = GCK_F16, .b = GCK_F16, .c = GCK_F16, .d = GCK_F16};
+    r.compute = r.model.compute = r.model.input_format = r.model.epilogue = GCK_F64;
+    r.model.acc = GCK_ACC_SCALAR;
+    r.model.ftz = ftz;
+    r.model.orders = GCK_ORDERS_ANY;
+    r.model.rounding = rounding;
+    r.promises =
+        GCK_PROMISE_ALPHA0_NO_READ_AB | GCK_PROMISE_BETA0_NO_READ_C | GCK_PROMISE_D_SEPARATE;
+    r.entry = "test";
+    return r;
 }
 
 /* Whether candidate d may be D for the exact x (independent truth from MPFR's roundings):
