@@ -223,16 +223,14 @@ static void count_case(run_ctx *x, const gck_spec *s, gck_outcome outcome, const
     if (check->max_stat > e->max_stat) e->max_stat = check->max_stat;
     e->stat_elements += check->stat_elements;
     e->improbable += check->count[GCK_KIND_IMPROBABLE_ERROR];
-    e->bias_up += check->bias_up;
-    e->bias_down += check->bias_down;
-    e->bias_toward0 += check->bias_toward0;
-    e->bias_away += check->bias_away;
+    const int64_t signs[4] = {check->bias_up, check->bias_down, check->bias_toward0,
+                              check->bias_away};
+    for (int q = 0; q < 4; q++) e->error_signs[q] += signs[q];
 }
 
 double gck_matrix_sign_test_p(const gck_matrix_entry *e) {
-    double p = 2 * fmin(gck_sign_test_p(e->bias_up, e->bias_down),
-                        gck_sign_test_p(e->bias_toward0, e->bias_away));
-    return p < 1 ? p : 1.0;
+    const int64_t *s = e->error_signs;
+    return gck_sign_test(s[0], s[1], s[2], s[3]);
 }
 
 static void on_result(run_ctx *x, slot *s, const gck_run_result *in) {

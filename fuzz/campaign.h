@@ -79,15 +79,16 @@ typedef struct gck_matrix_entry {
     double max_stat; /**< the largest error / statistical allowance (0: the tier never applied) */
     int64_t stat_elements; /**< elements the statistical tier applied to */
     int64_t improbable;    /**< of which outside its allowance (whether or not --tier hard) */
-    /** the sign test's counts over the tuple's cases (checker.h) */
-    int64_t bias_up, bias_down, bias_toward0, bias_away;
+    /** the sign test's counts over the tuple's cases (checker.h): above, below the exact value;
+     *  nearer to, farther from zero (the report's error_signs) */
+    int64_t error_signs[4];
     int64_t ratio_bins[GCK_RATIO_BINS]; /**< checked elements by error/bound (checker.h's bins) */
     double seconds; /**< from handing its cases to a worker to their results, summed */
     bool fuzzed;    /**< cases of it were generated (false: declared, left out by --types) */
 } gck_matrix_entry;
 
-/** The tuple's sign test (gck_sign_test_p of both splits, the smaller doubled): at most 1e-12
- *  says its errors lean one way, which round to nearest does not do. */
+/** The tuple's sign test (gck_sign_test of its error_signs): at most 1e-12 says its errors lean
+ *  one way, which round to nearest does not do. */
 double gck_matrix_sign_test_p(const gck_matrix_entry *e);
 
 typedef struct gck_backend_info {

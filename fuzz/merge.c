@@ -110,6 +110,23 @@ static double get_amount(reader *rd, const json_t *o, const char *where, const c
 
 static bool add_to(int64_t *acc, int64_t v) { return !__builtin_add_overflow(*acc, v, acc); }
 
+/* The array of n counts under key added into `into`; false (with the reader failed) when it is
+ * not one. An absent key fails only when `required` (ratio_bins is absent in older reports). */
+static bool read_counts(reader *rd, const json_t *o, const char *where, const char *key,
+                        int64_t *into, int n, bool required) {
+    const json_t *a = required ? get(rd, o, where, key) : json_object_get(o, key);
+    if (!a) return !rd->bad;
+    if (!json_is_array(a) || json_array_size(a) != (size_t)n)
+        return fail(rd, "%s%s is not an array of %d counts", where, key, n);
+    for (int q = 0; q < n; q++) {
+        const json_t *c = json_array_get(a, (size_t)q);
+        if (!json_is_integer(c) || json_integer_value(c) < 0 ||
+            !add_to(&into[q], json_integer_value(c)))
+            return fail(rd, "%s%s[%d] is not a count", where, key, q);
+    }
+    return true;
+}
+
 /* ---- shards -------------------------------------------------------------------------------- */
 
 static bool parse_shard(const char *s, int *index, int *count) {
@@ -247,27 +264,12 @@ static bool read_matrix(reader *rd, const json_t *sum, gck_campaign_result *part
         if (isfinite(t) && t > e->max_stat) e->max_stat = t;
         int64_t se = get_count(rd, v, w, "stat_elements"),
                 ie = get_count(rd, v, w, "improbable_elements");
-        const json_t *signs = get_array(rd, v, w, "error_signs");
         if (rd->bad) return !rd->bad;
-        if (json_array_size(signs) != 4) return fail(rd, "%serror_signs is not 4 counts", w);
-        int64_t *sc[4] = {&e->bias_up, &e->bias_down, &e->bias_toward0, &e->bias_away};
-        for (int q = 0; q < 4; q++) {
-            const json_t *n = json_array_get(signs, (size_t)q);
-            if (!json_is_integer(n) || json_integer_value(n) < 0 ||
-                !add_to(sc[q], json_integer_value(n)))
-                return fail(rd, "%serror_signs[%d] is not a count", w, q);
-        }
         if (!add_to(&e->stat_elements, se) || !add_to(&e->improbable, ie))
             return fail(rd, "the support matrix's counts overflow");
-        const json_t *bins = json_object_get(v, "ratio_bins"); /* absent in older reports */
-        if (bins && (!json_is_array(bins) || json_array_size(bins) != GCK_RATIO_BINS))
-            return fail(rd, "%sratio_bins is not an array of %d counts", w, GCK_RATIO_BINS);
-        for (int b = 0; bins && b < GCK_RATIO_BINS; b++) {
-            const json_t *n = json_array_get(bins, (size_t)b);
-            if (!json_is_integer(n) || json_integer_value(n) < 0 ||
-                !add_to(&e->ratio_bins[b], json_integer_value(n)))
-                return fail(rd, "%sratio_bins[%d] is not a count", w, b);
-        }
+        if (!read_counts(rd, v, w, "error_signs", e->error_signs, 4, true) ||
+            !read_counts(rd, v, w, "ratio_bins", e->ratio_bins, GCK_RATIO_BINS, false))
+            return !rd->bad;
         e->seconds += secs;
         e->fuzzed = e->fuzzed || json_is_true(fz);
     }
@@ -538,10 +540,9 @@ static bool add_parts(gck_campaign_result *r, const gck_campaign_result *p) {
             !add_to(&e->unsupported, s->unsupported))
             return false;
         if (s->max_stat > e->max_stat) e->max_stat = s->max_stat;
-        bool ok = add_to(&e->stat_elements, s->stat_elements) &&
-                  add_to(&e->improbable, s->improbable) && add_to(&e->bias_up, s->bias_up) &&
-                  add_to(&e->bias_down, s->bias_down) &&
-                  add_to(&e->bias_toward0, s->bias_toward0) && add_to(&e->bias_away, s->bias_away);
+        bool ok =
+            add_to(&e->stat_elements, s->stat_elements) && add_to(&e->improbable, s->improbable);
+        for (int q = 0; ok && q < 4; q++) ok = add_to(&e->error_signs[q], s->error_signs[q]);
         for (int b = 0; ok && b < GCK_RATIO_BINS; b++)
             ok = add_to(&e->ratio_bins[b], s->ratio_bins[b]);
         if (!ok) return false;

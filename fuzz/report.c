@@ -248,8 +248,7 @@ static json_t *summary_json(const gck_campaign_result *r) {
         json_object_set_new(o, "stat_elements", json_integer(e->stat_elements));
         json_object_set_new(o, "improbable_elements", json_integer(e->improbable));
         json_t *signs = json_array();
-        const int64_t sc[4] = {e->bias_up, e->bias_down, e->bias_toward0, e->bias_away};
-        for (int q = 0; q < 4; q++) json_array_append_new(signs, json_integer(sc[q]));
+        for (int q = 0; q < 4; q++) json_array_append_new(signs, json_integer(e->error_signs[q]));
         json_object_set_new(o, "error_signs", signs);
         json_object_set_new(o, "sign_test_p", jnum(gck_matrix_sign_test_p(e)));
         json_t *bins = json_array();

@@ -142,6 +142,10 @@ GCK_API int gck_ratio_bin(double error, double ratio);
 /** A bound of the two-sided p-value of a sign test: the probability that a + b tosses of a fair
  *  coin split at least as unevenly as a : b (1 when even). The statistical tier's bias test. */
 GCK_API double gck_sign_test_p(int64_t a, int64_t b);
+/** The bias test of the statistical tier over counts of errors above and below the exact value
+ *  and nearer to and farther from zero: the smaller gck_sign_test_p of the two splits, doubled
+ *  (at most 1). What gck_check_result.bias_p holds and a campaign reports per type tuple. */
+GCK_API double gck_sign_test(int64_t up, int64_t down, int64_t toward0, int64_t away);
 
 /** One line on the statistical tier of a check: where it applied, its largest ratio (what 1
  *  means) and the sign test; or why it did not apply. */

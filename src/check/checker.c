@@ -1311,10 +1311,14 @@ static double sign_test_p(int64_t a, int64_t b) {
 /* The sign test of the elements the statistical tier applied to: both splits (above/below
  * the exact value, toward/away from zero), the smaller bound doubled; a finding of kind
  * improbable_error when it is at most BIAS_P. */
+static double sign_test_both(int64_t up, int64_t down, int64_t toward0, int64_t away) {
+    return fmin(1.0, 2 * fmin(sign_test_p(up, down), sign_test_p(toward0, away)));
+}
+
 static void sign_test(gck_check_result *r) {
     double p1 = sign_test_p(r->bias_up, r->bias_down);
     double p2 = sign_test_p(r->bias_toward0, r->bias_away);
-    r->bias_p = fmin(1.0, 2 * fmin(p1, p2));
+    r->bias_p = sign_test_both(r->bias_up, r->bias_down, r->bias_toward0, r->bias_away);
     if (r->bias_p > BIAS_P || !isfinite(r->max_ratio.error)) return;
     gck_kind k = GCK_KIND_IMPROBABLE_ERROR;
     gck_element_report e = r->max_ratio;
@@ -1430,6 +1434,8 @@ GCK_GUARDED(double, gck_bound, element_bound,
             (c, m, t, degenerate))
 GCK_GUARDED(int, gck_ratio_bin, ratio_bin, (double error, double ratio), (error, ratio))
 GCK_GUARDED(double, gck_sign_test_p, sign_test_p, (int64_t a, int64_t b), (a, b))
+GCK_GUARDED(double, gck_sign_test, sign_test_both,
+            (int64_t up, int64_t down, int64_t toward0, int64_t away), (up, down, toward0, away))
 GCK_GUARDED_VOID(gck_stat_describe, stat_describe,
                  (const gck_check_result *r, char *buf, size_t len), (r, buf, len))
 GCK_GUARDED(gck_status, gck_check_values, check_values,

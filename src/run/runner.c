@@ -181,19 +181,18 @@ static void value_findings(const gck_check_result *cr, gck_run_result *r) {
         f->has_element = true;
         f->element = *e;
         f->count = cr->count[k];
+        char against[96]; /* what the error was held to */
         if (k == GCK_KIND_IMPROBABLE_ERROR)
-            snprintf(f->detail, sizeof f->detail,
-                     "%lld element(s); worst D[%lld](%lld,%lld): got %.17g, expected %.17g, "
-                     "error %.3g, %.3g times the statistical allowance, %.3g of the hard "
-                     "bound (%s)",
-                     (long long)cr->count[k], (long long)e->batch, (long long)e->i, (long long)e->j,
-                     e->got, e->expected, e->error, e->stat, e->ratio, e->rule);
+            snprintf(against, sizeof against,
+                     "%.3g times the statistical allowance, %.3g of the hard bound", e->stat,
+                     e->ratio);
         else
-            snprintf(f->detail, sizeof f->detail,
-                     "%lld element(s); worst D[%lld](%lld,%lld): got %.17g, expected %.17g, "
-                     "error %.3g, bound %.3g (%s)",
-                     (long long)cr->count[k], (long long)e->batch, (long long)e->i, (long long)e->j,
-                     e->got, e->expected, e->error, e->bound, e->rule);
+            snprintf(against, sizeof against, "bound %.3g", e->bound);
+        snprintf(f->detail, sizeof f->detail,
+                 "%lld element(s); worst D[%lld](%lld,%lld): got %.17g, expected %.17g, error "
+                 "%.3g, %s (%s)",
+                 (long long)cr->count[k], (long long)e->batch, (long long)e->i, (long long)e->j,
+                 e->got, e->expected, e->error, against, e->rule);
     }
 }
 
