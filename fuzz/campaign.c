@@ -475,6 +475,15 @@ static bool start_workers(run_ctx *x, slot *slots, int jobs) {
 }
 
 /* A message from a busy worker. */
+/* Whether a returned call left a sticky device error (a `crash` finding in a result: a crash
+ * of the process itself never sends one). Every later call in that process fails with the
+ * same error, so the worker is replaced rather than charged with the next cases. */
+static bool result_has_device_fault(const gck_run_result *rr) {
+    for (int i = 0; i < rr->nfindings && i < GCK_KIND_COUNT; i++)
+        if (rr->findings[i].kind == GCK_KIND_CRASH) return true;
+    return false;
+}
+
 static void on_frame(run_ctx *x, slot *s, const gck_wire_frame *f) {
     const char *text;
     switch (f->tag) {
@@ -510,11 +519,17 @@ static void on_frame(run_ctx *x, slot *s, const gck_wire_frame *f) {
             s->lingering = false;
         }
         on_result(x, s, rr);
+        bool fault = result_has_device_fault(rr);
         free(rr);
         s->served++;
         s->prev = s->spec;
         if (s->confirming) x->res->deadline_retries++; /* missed once, met this time */
         s->busy = false;
+        if (fault) { /* the device context is gone: the next case gets a fresh worker */
+            gck_worker_kill(&s->w);
+            s->alive = false;
+            s->served = 0;
+        }
         return;
     }
     case GCK_WIRE_INTERNAL:

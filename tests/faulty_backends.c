@@ -30,6 +30,9 @@
  *   e4         the element of largest magnitude off by 1e-4 relative (a slightly wrong
  *              reduction, about 800 f32 ulps: inside the hard bound of a long sum)
  *   error      returns an error status for every call
+ *   sticky     a device fault on every case with m = 1, after which every call the process
+ *              makes fails with the same error (a sticky CUDA error such as cuBLASLt's
+ *              misaligned-address fault: the context is gone until the process ends)
  *
  * Hostile backends, each attacking gemmcheck's process model in one way (docs/ISOLATION.md):
  *   pipe13     writes 13 bytes to the worker's message descriptor (fd 4) during its call
@@ -298,6 +301,18 @@ static gck_call_status f_call(void *state, const gck_case *c, const gck_support_
         snprintf(msg, len, "CUBLAS_STATUS_EXECUTION_FAILED (simulated)");
         return GCK_CALL_ERROR;
     }
+    if (!strcmp(fault_name, "sticky")) {
+        static atomic_bool broken;
+        if (atomic_load(&broken)) {
+            snprintf(msg, len, "an earlier call's device error (simulated sticky error)");
+            return GCK_CALL_DEVICE_FAULT;
+        }
+        if (c->m == 1 && c->n > 0) {
+            atomic_store(&broken, true);
+            snprintf(msg, len, "misaligned address (simulated)");
+            return GCK_CALL_DEVICE_FAULT;
+        }
+    }
     if (!strcmp(fault_name, "badtext")) {
         for (size_t i = 0; i < len; i++) msg[i] = bad_bytes[i % (sizeof bad_bytes - 1)];
         return GCK_CALL_ERROR; /* the message is not terminated */
@@ -379,7 +394,7 @@ static const char *const names[] = {
     "unimpl",    "error",     "racy",    "crowd",    "late",   "stall",  "pipe13",   "pipejunk",
     "fpround",   "fpftz",     "fptrap",  "closefds", "norows", "badrow", "initsegv", "forkcrash",
     "forksleep", "killgroup", "after",   "badtext",  "stdout", "exit",   "abort",    "sigkill",
-    "spin",      "far",       "ownsegv", "trunc",    "flush",  "ulpup",  "e4"};
+    "spin",      "far",       "ownsegv", "trunc",    "flush",  "ulpup",  "e4",       "sticky"};
 
 GCK_PLUGIN_ABI_DECLARE
 const gck_backend_ops *gemmcheck_backend_plugin(const char *name);

@@ -11,7 +11,10 @@
  *   skip0-a, skip0-b  the default order, dropping terms whose op(A) / op(B) element is zero
  *   beta-over-alpha-undeclared  beta-over-alpha declaring the default order only (a control:
  *                     must be caught)
+ *   sticky-f64        blocked, but an f64 call leaves a sticky device error: it and every
+ *                     later call of the process fail (a CUDA context after a kernel fault)
  * Rows: f32 and f64 as CBLAS has them, and bf16/f16 inputs into f32 (exact in f32). */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,30 +31,33 @@ typedef struct zoo_kind {
     bool fma;
     gck_ref_skip skip;
     unsigned orders;
+    bool sticky_f64;
 } zoo_kind;
 
 #define ORD(a, b) (GCK_ORDER_ALPHA_##a | GCK_ORDER_BETA_##b)
 static const zoo_kind kinds[] = {
     {"netlib", GCK_REF_ALPHA_ON_B, GCK_REF_BETA_FIRST, GCK_REF_SUM_SEQUENTIAL, 1, false,
-     GCK_REF_SKIP_ZERO_B, ORD(ON_OPERAND, FIRST)},
+     GCK_REF_SKIP_ZERO_B, ORD(ON_OPERAND, FIRST), false},
     {"beta-over-alpha", GCK_REF_ALPHA_ON_SUM, GCK_REF_BETA_OVER_ALPHA, GCK_REF_SUM_SEQUENTIAL, 1,
-     false, GCK_REF_SKIP_NONE, ORD(ON_SUM, OVER_ALPHA)},
+     false, GCK_REF_SKIP_NONE, ORD(ON_SUM, OVER_ALPHA), false},
     {"alpha-each", GCK_REF_ALPHA_ON_PRODUCT, GCK_REF_BETA_LAST, GCK_REF_SUM_BLOCKED, 8, false,
-     GCK_REF_SKIP_NONE, ORD(ON_PRODUCT, LAST)},
+     GCK_REF_SKIP_NONE, ORD(ON_PRODUCT, LAST), false},
     {"blocked", GCK_REF_ALPHA_ON_SUM, GCK_REF_BETA_FIRST, GCK_REF_SUM_BLOCKED, 16, false,
-     GCK_REF_SKIP_NONE, ORD(ON_SUM, FIRST)},
+     GCK_REF_SKIP_NONE, ORD(ON_SUM, FIRST), false},
     {"pairwise", GCK_REF_ALPHA_ON_SUM, GCK_REF_BETA_LAST, GCK_REF_SUM_PAIRWISE, 4, false,
-     GCK_REF_SKIP_NONE, ORD(ON_SUM, LAST)},
+     GCK_REF_SKIP_NONE, ORD(ON_SUM, LAST), false},
     {"split-k", GCK_REF_ALPHA_ON_SUM, GCK_REF_BETA_FIRST, GCK_REF_SUM_SPLIT, 3, true,
-     GCK_REF_SKIP_NONE, ORD(ON_SUM, FIRST)},
+     GCK_REF_SKIP_NONE, ORD(ON_SUM, FIRST), false},
     {"skip0-a", GCK_REF_ALPHA_ON_SUM, GCK_REF_BETA_LAST, GCK_REF_SUM_SEQUENTIAL, 1, false,
-     GCK_REF_SKIP_ZERO_A, ORD(ON_SUM, LAST)},
+     GCK_REF_SKIP_ZERO_A, ORD(ON_SUM, LAST), false},
     {"skip0-b", GCK_REF_ALPHA_ON_SUM, GCK_REF_BETA_LAST, GCK_REF_SUM_SEQUENTIAL, 1, false,
-     GCK_REF_SKIP_ZERO_B, ORD(ON_SUM, LAST)},
+     GCK_REF_SKIP_ZERO_B, ORD(ON_SUM, LAST), false},
     /* a control: beta-over-alpha declaring only the default order, which the checker must
      * catch (the orders a backend declares decide its verdicts) */
     {"beta-over-alpha-undeclared", GCK_REF_ALPHA_ON_SUM, GCK_REF_BETA_OVER_ALPHA,
-     GCK_REF_SUM_SEQUENTIAL, 1, false, GCK_REF_SKIP_NONE, ORD(ON_SUM, LAST)},
+     GCK_REF_SUM_SEQUENTIAL, 1, false, GCK_REF_SKIP_NONE, ORD(ON_SUM, LAST), false},
+    {"sticky-f64", GCK_REF_ALPHA_ON_SUM, GCK_REF_BETA_FIRST, GCK_REF_SUM_BLOCKED, 16, false,
+     GCK_REF_SKIP_NONE, ORD(ON_SUM, FIRST), true},
 };
 
 static const zoo_kind *kind;
@@ -123,6 +129,12 @@ static size_t z_table(void *state, const gck_support_row **rows) {
 static gck_call_status z_call(void *state, const gck_case *c, const gck_support_row *row,
                               const gck_operands *ops, char *msg, size_t len) {
     (void)state;
+    static atomic_bool broken;
+    if (kind->sticky_f64 && (atomic_load(&broken) || row->compute == GCK_F64)) {
+        atomic_store(&broken, true);
+        snprintf(msg, len, "misaligned address (simulated sticky device error)");
+        return GCK_CALL_DEVICE_FAULT;
+    }
     gck_ref_model m = zoo_model(row->compute);
     return gck_ref_gemm(c, &m, ops->a, ops->b, ops->c, ops->d, msg, len) == GCK_OK ? GCK_CALL_OK
                                                                                    : GCK_CALL_ERROR;

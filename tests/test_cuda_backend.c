@@ -44,6 +44,13 @@ Test(cuda_backend, table_is_the_documented_gemmex_table) {
                 cr_expect(rows[r].model.compute == GCK_F32 &&
                           rows[r].model.input_format == GCK_TF32);
             if (doc[r].ct == CUBLAS_COMPUTE_16F) cr_expect_eq(rows[r].model.compute, GCK_F16);
+            /* 32F with a narrower output: reduced-precision reductions are cuBLAS's default,
+             * so partial sums and the epilogue may be in the output format */
+            if (doc[r].ct == CUBLAS_COMPUTE_32F && (doc[r].c == GCK_F16 || doc[r].c == GCK_BF16))
+                cr_expect(rows[r].model.compute == doc[r].c && rows[r].model.epilogue == doc[r].c,
+                          "row %zu", r);
+            if (doc[r].ct == CUBLAS_COMPUTE_32F && doc[r].c == GCK_F32)
+                cr_expect_eq(rows[r].model.compute, GCK_F32, "row %zu", r);
             cr_expect_eq((rows[r].promises & GCK_PROMISE_D_SEPARATE) != 0, lt == 1,
                          "only cuBLASLt takes a separate D");
             cr_expect(rows[r].promises & GCK_PROMISE_BETA0_NO_READ_C);
@@ -56,6 +63,18 @@ Test(cuda_backend, table_is_the_documented_gemmex_table) {
     cr_expect_eq(gck_cuda_scale_type(CUBLAS_COMPUTE_16F), CUDA_R_16F);
     cr_expect_eq(gck_cuda_scale_type(CUBLAS_COMPUTE_32F_FAST_TF32), CUDA_R_32F);
     cr_expect_eq(gck_cuda_scale_type(CUBLAS_COMPUTE_64F), CUDA_R_64F);
+}
+
+Test(cuda_backend, the_heuristic_is_told_each_pointers_alignment) {
+    static _Alignas(512) char buf[1024];
+    for (uintptr_t off = 0; off < 512; off++) {
+        uint32_t al = gck_cuda_pointer_alignment(buf + off), want = 256;
+        while (want > 1 && off % want != 0) want /= 2;
+        cr_assert_eq(al, want, "offset %zu", (size_t)off);
+    }
+    cr_expect_eq(gck_cuda_pointer_alignment(buf + 6), 2);
+    cr_expect_eq(gck_cuda_pointer_alignment(buf + 16), 16);
+    cr_expect_eq(gck_cuda_pointer_alignment(buf + 256), 256);
 }
 
 /* Run the mapped column-major call with the reference GEMM on the same buffers; it must give

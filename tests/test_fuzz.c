@@ -533,3 +533,31 @@ Test(fuzz, findings_carry_the_repro_flags_of_the_calls_that_showed_them, .init =
               json_string_value(json_object_get(f, "details")));
     json_decref(j);
 }
+
+/* A call that leaves a sticky device error (CUDA: every later call in the process fails the
+ * same way) is the crash of its own case only: the campaign replaces the worker, so the cases
+ * after it run in a fresh process and pass. Before, on an H100, one cuBLASLt fault turned the
+ * rest of a worker's cases into 172,005 crash findings. */
+Test(fuzz, a_sticky_device_error_is_charged_to_its_own_case_only, .init = setup, .fini = teardown,
+     .timeout = 300) {
+    json_t *j = faulty_campaign("sticky", "--jobs 1 --cases 200 --rerun-share 0");
+    json_t *sum = json_object_get(j, "summary");
+    json_int_t cases = json_integer_value(json_object_get(sum, "cases"));
+    json_int_t pass = json_integer_value(json_object_get(json_object_get(sum, "outcomes"), "pass"));
+    json_int_t crash =
+        json_integer_value(json_object_get(json_object_get(sum, "cases_by_kind"), "crash"));
+    cr_expect_eq(cases, 200);
+    cr_expect_gt(crash, 0, "no case with m = 1 faulted");
+    cr_expect_eq(pass + crash, cases, "pass %lld, crash %lld", (long long)pass, (long long)crash);
+    cr_expect_lt(crash, cases / 2, "crash %lld of %lld cases", (long long)crash, (long long)cases);
+    size_t i;
+    json_t *f;
+    json_array_foreach(json_object_get(j, "findings"), i, f) {
+        const char *d = json_string_value(json_object_get(f, "details"));
+        cr_expect(strstr(d, "simulated sticky") == NULL, "a case charged with another's fault: %s",
+                  d);
+        cr_expect(strstr(json_string_value(json_object_get(f, "case")), "gck1 m=1 ") != NULL, "%s",
+                  json_string_value(json_object_get(f, "case")));
+    }
+    json_decref(j);
+}

@@ -269,3 +269,50 @@ Test(tiers, the_statistical_tier_says_where_it_does_not_apply) {
     cr_expect_gt(r->check.bias_up + r->check.bias_down, 32);
     free(r);
 }
+
+/* ---- overflow under input rounding --------------------------------------------------------- */
+
+/* cuBLAS's FAST_16BF row (f32 operands rounded to bf16, f32 accumulation), as its backend
+ * declares it: an f32 operand between bf16's largest value and f32's rounds to Inf, so a
+ * correct result may be Inf where the exact one is finite. On an H100 the checker called such
+ * results "overflow impossible" until the overflow rules took the input rounding's growth. */
+static int inf_verdict(float a, float b) {
+    gck_case c;
+    gck_case_init(&c, 1, 1, 1);
+    c.type_a = c.type_b = c.type_c = c.type_d = GCK_F32;
+    c.compute = GCK_BF16;
+    c.scale_type = GCK_F32;
+    gck_support_row row = {.a = GCK_F32,
+                           .b = GCK_F32,
+                           .c = GCK_F32,
+                           .d = GCK_F32,
+                           .compute = GCK_BF16,
+                           .entry = "test"};
+    row.model.compute = row.model.epilogue = GCK_F32;
+    row.model.inputs_rounded = true;
+    row.model.input_format = GCK_BF16;
+    row.model.acc = GCK_ACC_BLOCK_FMA;
+    row.model.ftz = true;
+    row.model.orders = GCK_ORDERS_ANY;
+    row.promises = GCK_PROMISE_BETA0_NO_READ_C | GCK_PROMISE_D_SEPARATE;
+    float d = INFINITY;
+    gck_check_options opt = {.threads = 1, .stat_data = GCK_STAT_OFF};
+    gck_check_result r;
+    char msg[256];
+    cr_assert_eq(gck_check_values(&c, &row, &opt, &a, &b, NULL, &d, &r, msg, sizeof msg), GCK_OK,
+                 "%s", msg);
+    return (int)r.count[GCK_KIND_NONFINITE_MISMATCH];
+}
+
+Test(tiers, an_overflow_that_input_rounding_causes_is_possible_one_it_cannot_is_not) {
+    /* x*x is below f32's largest value, but x rounds up to 2^64 in bf16 and 2^128 overflows */
+    const float x = 1.8439e19f;
+    cr_expect_lt((double)x * x, 0x1.fffffep127);
+    cr_expect_eq(gck_round_to(x, GCK_BF16), 0x1p64);
+    cr_expect_eq(inf_verdict(x, x), 0, "Inf from bf16-rounded operands is possible");
+    /* 3.4e38 itself rounds to Inf in bf16 (above its largest value by more than half an ulp) */
+    cr_expect_eq(gck_round_to(3.4e38, GCK_BF16), INFINITY);
+    cr_expect_eq(inf_verdict(3.4e38f, 1.0f), 0, "Inf from a bf16-rounded operand is possible");
+    cr_expect_eq(inf_verdict(3.0e38f, 1.0f), 1, "3e38 rounds to a finite bf16: Inf is wrong");
+    cr_expect_eq(inf_verdict(1.0e19f, 1.0e19f), 1, "a product of 1e38: Inf is wrong");
+}

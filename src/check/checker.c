@@ -358,11 +358,15 @@ static void case_consts(gather_plan *g, const gck_case *c, const gck_model *m) {
     const gck_format_info *fo = gck_format_get(gck_case_type(c, GCK_D));
     g->fc_max = fc->max;
     g->fo_max = fo->max;
-    /* overflow_of's growth is a model quantity, not a bound to round up: to nearest */
+    /* overflow_of's growth is a model quantity, not a bound to round up: to nearest. It takes
+     * the input rounding too: A and B rounded to a narrower format (bf16, tf32) can grow each
+     * product by (1 + eps_in)^2, enough to carry a sum just below the largest finite value
+     * over it (cuBLAS's FAST_16BF and FAST_TF32 compute types did, on an H100). */
     g->ovf_thr = fmin(fc->max, fo->max);
     int old = fegetround();
     fesetround(FE_TONEAREST);
-    g->ovf_growth = exp((2 * (double)c->k + 4) * fc->epsilon) * MARGIN * MARGIN;
+    g->ovf_growth =
+        exp((2 * (double)c->k + 4) * fc->epsilon + 2 * input_eps(c, m)) * MARGIN * MARGIN;
     fesetround(old);
     g->fo = fo;
     g->nearest = m->rounding == GCK_ROUND_NEAREST;
@@ -1088,7 +1092,7 @@ static bool alpha0_may_nan(const gck_case *c, const gck_model *m, const void *A,
         fmin(fc->max, gck_format_get(m->inputs_rounded ? m->input_format : m->compute)->max);
     int old = fegetround();
     fesetround(FE_UPWARD);
-    double T = 0, growth = exp((2 * (double)c->k + 4) * fc->epsilon) * MARGIN;
+    double T = 0, growth = exp((2 * (double)c->k + 4) * fc->epsilon + 2 * input_eps(c, m)) * MARGIN;
     bool may = false;
     for (int64_t k = 0; k < c->k && !may; k++) {
         double a = fabs(gck_fmt_load(Ab, c->type_a, i * ars + k * acs));

@@ -253,7 +253,10 @@ static void threads_property(gck_backend *be, const gck_support_row *row, size_t
     free(d);
 }
 
-static json_t *probe_backend(const char *spec, const one_thread *ot) {
+/* One probing child's work: with first = 0 the backend's header (files loaded, version,
+ * availability) as well; then row `first` (every row from `first` on when the backend cannot
+ * run, none of which is probed), and the table's size as "row_count". */
+static json_t *probe_backend(const char *spec, const one_thread *ot, size_t first) {
     json_t *o = json_object();
     libs before = {0}, after = {0};
     dl_iterate_phdr(collect, &before);
@@ -264,20 +267,23 @@ static json_t *probe_backend(const char *spec, const one_thread *ot) {
         return o;
     }
     dl_iterate_phdr(collect, &after);
-    json_t *files = json_array();
-    for (int i = 0; i < after.n; i++)
-        if (!had(&before, after.paths[i]))
-            json_array_append_new(files, gck_json_text(after.paths[i]));
-    json_object_set_new(o, "library_files", files);
-    be.ops->version(be.state, msg, sizeof msg);
-    json_object_set_new(o, "version", gck_json_text(msg));
     bool avail = be.ops->available(be.state, msg, sizeof msg);
-    json_object_set_new(o, "available", json_boolean(avail));
-    if (!avail) json_object_set_new(o, "unavailable_reason", gck_json_text(msg));
+    if (first == 0) {
+        json_t *files = json_array();
+        for (int i = 0; i < after.n; i++)
+            if (!had(&before, after.paths[i]))
+                json_array_append_new(files, gck_json_text(after.paths[i]));
+        json_object_set_new(o, "library_files", files);
+        char version[512];
+        be.ops->version(be.state, version, sizeof version);
+        json_object_set_new(o, "version", gck_json_text(version));
+        json_object_set_new(o, "available", json_boolean(avail));
+        if (!avail) json_object_set_new(o, "unavailable_reason", gck_json_text(msg));
+    }
     const gck_support_row *rows;
     size_t n = be.ops->table(be.state, &rows);
     json_t *ra = json_array();
-    for (size_t r = 0; r < n; r++) {
+    for (size_t r = first; r < n && (!avail || r == first); r++) {
         json_t *row = json_object();
         char text[512];
         gck_certify_tuple(&rows[r], text, sizeof text);
@@ -295,25 +301,22 @@ static json_t *probe_backend(const char *spec, const one_thread *ot) {
         json_array_append_new(ra, row);
     }
     json_object_set_new(o, "rows", ra);
+    json_object_set_new(o, "row_count", json_integer((json_int_t)n));
     gck_backend_close(&be);
     return o;
 }
 
-/* The probes run in a child: a backend that crashes or hangs while probed takes the child
- * down, and the certificate says so. */
-static json_t *probe_isolated(const char *spec, unsigned timeout, char *err, size_t len) {
-    one_thread ot;
-    one_thread_run(spec, timeout / 3, &ot); /* one product per row: a fraction of the probes */
+/* One probing child for row `first` (see probe_backend), ended by SIGALRM after `timeout`
+ * seconds; its JSON, or NULL with the reason in err. */
+static json_t *probe_child(const char *spec, const one_thread *ot, size_t first, unsigned timeout,
+                           char *err, size_t len) {
     int fd[2];
     pid_t pid = pipe(fd) == 0 ? (fflush(NULL), fork()) : -1;
-    if (pid < 0) {
-        one_thread_free(&ot);
-        return snprintf(err, len, "pipe or fork: %s", strerror(errno)), NULL;
-    }
+    if (pid < 0) return snprintf(err, len, "pipe or fork: %s", strerror(errno)), NULL;
     if (pid == 0) {
         close(fd[0]);
         alarm(timeout); /* a hang ends the child */
-        json_t *o = probe_backend(spec, &ot);
+        json_t *o = probe_backend(spec, ot, first);
         char *s = json_dumps(o, JSON_COMPACT);
         size_t n = s ? strlen(s) : 0, off = 0;
         while (off < n) {
@@ -334,7 +337,6 @@ static json_t *probe_isolated(const char *spec, unsigned timeout, char *err, siz
         n += (size_t)r;
     }
     close(fd[0]);
-    one_thread_free(&ot);
     int st = 0;
     waitpid(pid, &st, 0);
     json_t *o = NULL;
@@ -350,6 +352,38 @@ static json_t *probe_isolated(const char *spec, unsigned timeout, char *err, siz
     else if (!o)
         snprintf(err, len, "the probing process failed (status %d)", st);
     free(buf);
+    return o;
+}
+
+/* The probes run in child processes, one per row: a backend that crashes or hangs while probed
+ * takes its child down, and the certificate says so; a row whose calls leave the process
+ * unusable (a sticky CUDA error: every later call fails the same way) spoils only itself. All
+ * rows together have `timeout` seconds. */
+static json_t *probe_isolated(const char *spec, unsigned timeout, char *err, size_t len) {
+    one_thread ot;
+    one_thread_run(spec, timeout / 3, &ot); /* one product per row: a fraction of the probes */
+    time_t end = time(NULL) + timeout;
+    json_t *o = probe_child(spec, &ot, 0, timeout, err, len);
+    json_t *rows = o ? json_object_get(o, "rows") : NULL;
+    size_t count = o ? (size_t)json_integer_value(json_object_get(o, "row_count")) : 0;
+    bool avail = o && json_is_true(json_object_get(o, "available"));
+    for (size_t r = 1; avail && rows && r < count; r++) {
+        time_t left = end - time(NULL);
+        json_t *next = left > 0 ? probe_child(spec, &ot, r, (unsigned)left, err, len) : NULL;
+        json_t *more = next ? json_object_get(next, "rows") : NULL;
+        if (!more || json_array_size(more) != 1) {
+            if (left <= 0)
+                snprintf(err, len, "the backend's probes did not finish within %u s", timeout);
+            json_decref(next);
+            json_decref(o);
+            o = NULL;
+            break;
+        }
+        json_array_append(rows, json_array_get(more, 0));
+        json_decref(next);
+    }
+    if (o) json_object_del(o, "row_count");
+    one_thread_free(&ot);
     return o;
 }
 

@@ -128,7 +128,7 @@ static int check_shapes(const gck_inputs *o, int64_t m, int64_t ka, int64_t kb, 
 }
 
 int gck_inputs_case(const gck_inputs *o, gck_format type_d, gck_case *gc) {
-    gck_format tA, tB, tC = type_d;
+    gck_format tA = type_d, tB = type_d, tC = type_d; /* set by gck_inputs_type on success */
     int rc;
     if ((rc = gck_inputs_type(o->cmd, o->a, &o->A, "--a-type", o->a_type, &tA)) ||
         (rc = gck_inputs_type(o->cmd, o->b, &o->B, "--b-type", o->b_type, &tB)) ||

@@ -30,6 +30,11 @@ typedef struct gck_cublas_args {
     int batch;
 } gck_cublas_args;
 
+/** The largest power of two, at most 256, that divides a pointer's address: what cuBLASLt's
+ *  heuristic is told of each operand (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES, whose
+ *  default of 256 would let it pick kernels the fuzzer's offset pointers break). */
+uint32_t gck_cuda_pointer_alignment(const void *p);
+
 /** The mapping of a case that passed the row's promises (dimensions fit in int). */
 gck_cublas_args gck_cublas_map(const gck_case *c);
 

@@ -27,11 +27,19 @@
 /* ---- the support table ------------------------------------------------------------------- */
 
 /* One line per row: element types of A/B and C/D, the case's compute type, cuBLAS's compute
- * type, the accumulation precision, what A and B are rounded to first, the epilogue's format. */
+ * type, the accumulation precision, what A and B are rounded to first, the epilogue's format.
+ *
+ * The 32F rows with bf16 or f16 output accumulate in f32, but cuBLAS by default allows
+ * "reduced precision reductions": split-K partial sums and the epilogue kept in the output
+ * type (cublasSetMathMode's CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION turns it off;
+ * cuBLASLt's reduction-scheme mask allows CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE unless told
+ * otherwise; PyTorch's allow_{fp16,bf16}_reduced_precision_reduction set the flag). Their
+ * declared precision is therefore the output format's: on an H100 (cuBLAS 13.1) results of
+ * these rows were off by an output-format rounding of alpha*AB before beta*C was added. */
 #define CUDA_ROWS(X)                                                                               \
     X(F16, F16, F16, CUBLAS_COMPUTE_16F, F16, F16, F16)                                            \
-    X(BF16, BF16, F32, CUBLAS_COMPUTE_32F, F32, F32, F32)                                          \
-    X(F16, F16, F32, CUBLAS_COMPUTE_32F, F32, F32, F32)                                            \
+    X(BF16, BF16, F32, CUBLAS_COMPUTE_32F, BF16, F32, BF16)                                        \
+    X(F16, F16, F32, CUBLAS_COMPUTE_32F, F16, F32, F16)                                            \
     X(BF16, F32, F32, CUBLAS_COMPUTE_32F, F32, F32, F32)                                           \
     X(F16, F32, F32, CUBLAS_COMPUTE_32F, F32, F32, F32)                                            \
     X(F32, F32, F32, CUBLAS_COMPUTE_32F, F32, F32, F32)                                            \
@@ -301,6 +309,33 @@ static cublasStatus_t layout(const gck_cuda_api *cu, cublasLtMatrixLayout_t *l, 
     return st;
 }
 
+uint32_t gck_cuda_pointer_alignment(const void *p) {
+    uintptr_t v = (uintptr_t)p;
+    uint32_t al = 256;
+    while (al > 1 && v % al != 0) al /= 2;
+    return al;
+}
+
+/* The heuristic's preference: the workspace it may use, and each operand's alignment. It
+ * assumes 256-byte aligned operands unless told otherwise (the attribute's default) and may then
+ * pick a kernel that needs that alignment, which the fuzzer's offset pointers do not have. */
+static cublasStatus_t preference(const gck_cuda_api *cu, cublasLtMatmulPreference_t *pref,
+                                 size_t ws_bytes, void *dev[4], const gck_cublas_args *a) {
+    static const cublasLtMatmulPreferenceAttributes_t align_attr[4] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    const void *ptrs[4] = {dev[a->x], dev[a->y], dev[GCK_C], dev[GCK_D]};
+    cublasStatus_t st = cu->cublasLtMatmulPreferenceCreate(pref);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cu->cublasLtMatmulPreferenceSetAttribute(
+            *pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes);
+    for (int i = 0; i < 4 && st == CUBLAS_STATUS_SUCCESS; i++) {
+        uint32_t al = gck_cuda_pointer_alignment(ptrs[i]);
+        st = cu->cublasLtMatmulPreferenceSetAttribute(*pref, align_attr[i], &al, sizeof al);
+    }
+    return st;
+}
+
 static gck_call_status run_lt(cuda_state *s, const gck_case *c, cublasComputeType_t ct,
                               void *dev[4], char *msg, size_t len) {
     gck_cublas_args a = gck_cublas_map(c);
@@ -333,10 +368,7 @@ static gck_call_status run_lt(cuda_state *s, const gck_case *c, cublasComputeTyp
         st = layout(s->cu, &lc, tc, a.m, a.n, a.ldc, a.batch, a.stride_c);
     if (st == CUBLAS_STATUS_SUCCESS)
         st = layout(s->cu, &ld, td, a.m, a.n, a.ldd, a.batch, a.stride_d);
-    if (st == CUBLAS_STATUS_SUCCESS) st = s->cu->cublasLtMatmulPreferenceCreate(&pref);
-    if (st == CUBLAS_STATUS_SUCCESS)
-        st = s->cu->cublasLtMatmulPreferenceSetAttribute(
-            pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes);
+    if (st == CUBLAS_STATUS_SUCCESS) st = preference(s->cu, &pref, ws_bytes, dev, &a);
     if (st != CUBLAS_STATUS_SUCCESS) {
         out = from_cublas(s->cu, st, "cublasLt descriptor set-up", msg, len);
         goto done;
@@ -345,6 +377,8 @@ static gck_call_status run_lt(cuda_state *s, const gck_case *c, cublasComputeTyp
     int found = 0;
     st = s->cu->cublasLtMatmulAlgoGetHeuristic(s->lt_handle, op, lx, ly, lc, ld, pref, 1, &heur,
                                                &found);
+    if (st == CUBLAS_STATUS_SUCCESS && found > 0 && heur.state != CUBLAS_STATUS_SUCCESS)
+        st = heur.state; /* the algorithm returned is not usable as configured */
     if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
         out = st != CUBLAS_STATUS_SUCCESS
                   ? from_cublas(s->cu, st, "cublasLtMatmulAlgoGetHeuristic", msg, len)

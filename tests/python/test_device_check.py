@@ -1,0 +1,86 @@
+"""The GPU run's scripts (scripts/device-check.sh, device_torch.py, device_summary.py) on a
+machine without a GPU: the script's logic (steps, budget, output folder, summary) and the
+PyTorch check on Debian's CPU PyTorch, whose f16 matmul is unimplemented and whose bf16 path
+accumulates in bf16 (docs/DEVIATIONS.md) - so the check must fail there, naming both."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import SOURCE
+
+SCRIPT = SOURCE / "scripts" / "device-check.sh"
+
+
+def run_script(out, build, **env):
+    e = dict(os.environ, GCK_BUILD=str(build), GCK_CAMPAIGN_S="2", GCK_CERTIFY_S="0",
+             GCK_TORCH_S="0", GCK_JOBS="1", GCK_PYTHON=sys.executable, **env)
+    return subprocess.run(["bash", str(SCRIPT), str(out)], env=e, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_the_script_runs_every_step_and_summarises_without_a_gpu(gemmcheck_binary, tmp_path):
+    build = Path(gemmcheck_binary).parent
+    out = tmp_path / "out"
+    r = run_script(out, build)
+    steps = [line.split("\t") for line in (out / "steps.tsv").read_text().splitlines()[1:]]
+    names = [s[0] for s in steps]
+    assert names[:2] == ["build", "backends"], names
+    assert steps[0][1] == "reused"
+    for want in ("fuzz-cublas", "fuzz-cublaslt", "certify-cublas", "certify-cublaslt", "total"):
+        assert want in names, names
+    summary = (out / "summary.txt").read_text()
+    for section in ("== steps", "== machine", "== campaigns", "== certificates"):
+        assert section in summary
+    backends = (out / "backends.txt").read_text()
+    has_gpu = "available, device 0" in backends
+    if not has_gpu:
+        # no device: the campaigns cannot run (exit 2), which the script reports as exit 1
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert dict((s[0], s[1]) for s in steps)["fuzz-cublas"] == "exit 2"
+        cert = json.loads((out / "certify-cublaslt.json").read_text())
+        assert cert["probed"]["available"] is False
+    # a second run into the same folder replaces the first; a foreign folder is refused
+    assert run_script(out, build).returncode == r.returncode
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "keep.txt").write_text("not the script's")
+    r2 = run_script(foreign, build)
+    assert r2.returncode == 2 and "not empty" in r2.stderr
+    assert (foreign / "keep.txt").exists()
+
+
+def test_the_budget_skips_the_remaining_steps_with_a_note(gemmcheck_binary, tmp_path):
+    out = tmp_path / "out"
+    r = run_script(out, Path(gemmcheck_binary).parent, GCK_BUDGET="0")
+    assert r.returncode == 1
+    steps = (out / "steps.tsv").read_text()
+    assert "certify-cublas\tskipped" in steps and "budget" in steps, steps
+
+
+def test_the_pytorch_check_fails_debians_cpu_pytorch_for_its_known_deviations(tmp_path):
+    torch = pytest.importorskip("torch", reason="python3-torch (install-deps.sh)")
+    log = tmp_path / "torch.jsonl"
+    # small cases (the CPU is slow), several seconds per setting even on a loaded machine
+    args = ["--device", "cpu", "--time", "12", "--seed", "3", "--max-flops", "2e5", "--out",
+            str(log), "--dumps", str(tmp_path / "dumps")]
+    r = subprocess.run([sys.executable, str(SOURCE / "scripts" / "device_torch.py"), *args],
+                       capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, PYTHONPATH=str(SOURCE / "python")))
+    table = {line.split()[0]: line for line in r.stdout.splitlines()[1:] if line.strip()}
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    by = {}
+    for x in rows:
+        by.setdefault(x["setting"], []).append(x)
+    # f32 on the CPU is a correct sgemm: every case passes its model
+    assert all(x.get("ok") for x in by["f32"]), table["f32"]
+    if torch.__version__.startswith("1."):
+        # PyTorch 1.13: f16 addmm is not implemented, bf16 sums products in bf16
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert all("not implemented for 'Half'" in x.get("error", "") for x in by["f16"])
+        assert any(x.get("ok") is False for x in by["bf16"]), table["bf16"]
+        assert list((tmp_path / "dumps").glob("bf16-*.npz"))
