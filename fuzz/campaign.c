@@ -84,14 +84,20 @@ static bool start(run_ctx *x, slot *s) {
 /* Read a started worker's handshake (READY, TABLE, rows) before `deadline`; false with a
  * reason (the worker is killed). */
 static bool handshake(run_ctx *x, slot *s, double deadline) {
+    double began = gck_wire_now();
     gck_support_row rows[GCK_FUZZ_MAX_TARGETS];
     size_t n;
     char why[1024];
     gck_handshake hs = gck_worker_handshake(&s->w, deadline, rows, x->entries_tmp,
                                             GCK_FUZZ_MAX_TARGETS, &n, why, sizeof why);
     if (hs != GCK_HANDSHAKE_READY) {
-        snprintf(x->setup_error, sizeof x->setup_error, "backend %.200s: %.800s", x->backend, why);
+        snprintf(x->setup_error, sizeof x->setup_error, "backend %.200s: %.700s", x->backend, why);
         if (hs != GCK_HANDSHAKE_BROKEN) snprintf(x->setup_error, sizeof x->setup_error, "%s", why);
+        if (hs == GCK_HANDSHAKE_BROKEN && !stop_requested && gck_wire_now() >= deadline)
+            snprintf(x->setup_error + strlen(x->setup_error),
+                     sizeof x->setup_error - strlen(x->setup_error),
+                     " (waited %.0f s, as long as --time allows: an init that hangs?)",
+                     deadline - began);
         gck_worker_kill(&s->w);
         return false;
     }
@@ -464,14 +470,15 @@ static void kill_all(slot *slots, int jobs) {
 }
 
 /* Start the run's first worker (whether the backend opens at all is a set-up fact, given up
- * to 120 s); the others start in the main loop, one at a time and only while the run accepts
- * cases, so that spawning never outlasts --time. */
+ * to 120 s, and never past this backend's share of --time); the others start in the main loop, one
+ * at a time and only while the run accepts cases, so that spawning never outlasts --time. */
 static bool start_workers(run_ctx *x, slot *slots, int jobs) {
     for (int j = 0; j < jobs; j++) {
         slots[j].w.pid = -1;
         slots[j].w.dead = true;
     }
-    return spawn(x, &slots[0], gck_wire_now() + 120.0);
+    double end = x->end + 3.0, ready_by = gck_wire_now() + 120.0;
+    return spawn(x, &slots[0], ready_by < end ? ready_by : end);
 }
 
 /* A message from a busy worker. */
@@ -745,23 +752,31 @@ static void install_stop_handlers(void) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    gck_worker_stop_flag(&stop_requested); /* a stop ends every wait, a hanging init's too */
+}
+
+/* How long a backend may take to open: 120 s, but never past the campaign's end (--time). */
+static double open_deadline(const gck_campaign_options *o, double t0) {
+    double now = gck_wire_now(), end = t0 + o->time_limit + 3.0;
+    return now + 120.0 < end ? now + 120.0 : end;
 }
 
 /* Which backends can run here: a worker's handshake says (the supervisor itself never opens a
  * backend); why[b] holds the reason of one that cannot. A backend the user named that cannot
  * run ends the campaign before the others run (GCK_EXIT_USAGE). */
-static int probe_backends(const gck_campaign_options *o, run_ctx *x, bool *usable,
+static int probe_backends(const gck_campaign_options *o, run_ctx *x, double t0, bool *usable,
                           char (*why)[1024], int *nusable) {
     *nusable = 0;
-    for (int b = 0; b < o->nbackends; b++) {
+    for (int b = 0; b < o->nbackends && !stop_requested; b++) {
         memset(x, 0, sizeof *x);
         x->o = o;
         x->backend = o->backends[b];
         gck_backend_info probe_info;
         x->info = &probe_info;
         slot s = {0};
-        usable[b] = spawn(x, &s, gck_wire_now() + 120.0);
+        usable[b] = spawn(x, &s, open_deadline(o, t0));
         if (usable[b]) gck_worker_kill(&s.w);
+        if (stop_requested) break; /* interrupted, not a set-up error: finish says so */
         snprintf(why[b], sizeof why[b], "%s", x->setup_error);
         *nusable += usable[b];
         if (!usable[b] && o->backends_explicit && !o->skip_unavailable) {
@@ -833,9 +848,7 @@ static int finish(const gck_campaign_options *o, gck_campaign_result *res, int r
                                           : "signal");
         fprintf(stderr, "gemmcheck fuzz: interrupted by %s after %lld cases\n", res->interrupted,
                 (long long)res->cases);
-        if (res->cases == 0 && rc == GCK_EXIT_OK) rc = GCK_EXIT_USAGE;
-    }
-    if (rc == GCK_EXIT_OK && ran == 0) {
+    } else if (rc == GCK_EXIT_OK && ran == 0) {
         fprintf(stderr, "gemmcheck fuzz: no backend could run\n");
         rc = GCK_EXIT_USAGE;
     } else if (rc == GCK_EXIT_OK && res->cases == 0) {
@@ -870,6 +883,9 @@ static int finish(const gck_campaign_options *o, gck_campaign_result *res, int r
         rc = res->internal_errors ? GCK_EXIT_INTERNAL
              : res->nfindings     ? GCK_EXIT_FINDINGS
                                   : GCK_EXIT_OK;
+    /* an interrupted run is never a pass, nor a plain "findings": 128 + the signal, as a shell
+     * reports a command the signal ended (130 for SIGINT, 143 for SIGTERM), its reports written */
+    if (stop_signal && rc != GCK_EXIT_INTERNAL) rc = 128 + stop_signal;
     return rc;
 }
 
@@ -888,7 +904,7 @@ int gck_campaign_run(const gck_campaign_options *o) {
     bool usable[GCK_MAX_BACKENDS];
     char why[GCK_MAX_BACKENDS][1024];
     int nusable, ran = 0;
-    int rc = probe_backends(o, x, usable, why, &nusable);
+    int rc = probe_backends(o, x, t0, usable, why, &nusable);
     /* the findings file is created once the campaign can start: a usage error leaves none */
     if (rc == GCK_EXIT_OK && o->jsonl_path) {
         char msg[600];

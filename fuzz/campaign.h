@@ -14,6 +14,9 @@
  *  run that shows it (races in real libraries took up to a few thousand runs). */
 #define GCK_NONDET_REPEAT 10000
 
+/** The size of the command line a report records (`command`), its terminating NUL included. */
+#define GCK_COMMAND_LINE_MAX 4096
+
 typedef struct gck_campaign_options {
     const char *backends[GCK_MAX_BACKENDS];
     int nbackends;
@@ -195,6 +198,10 @@ size_t gck_cause_of(const gck_campaign_result *r, const gck_cause *c, size_t nc,
  *  with any write error named. */
 FILE *gck_report_open(const char *path, char *msg, size_t len);
 bool gck_report_close(FILE *f, const char *path, char *msg, size_t len);
+/** A JSON document written as a report file is (whole or not at all: gck_report_open). */
+struct json_t;
+bool gck_report_write_json_file(const struct json_t *root, const char *path, size_t flags,
+                                char *msg, size_t len);
 /** Reports. */
 bool gck_report_write_json(const gck_campaign_result *r, const char *path, const char *command,
                            char *msg, size_t len);

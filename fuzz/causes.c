@@ -1,22 +1,75 @@
 /* Findings grouped by cause. A finding's signature separates type tuples and shape classes, so
  * one defect hit from many tuples and shapes is many findings; a cause is the backend, the kind
- * and what the kind tells of the mechanism (the checker's rule for numeric kinds, the signal
- * for crashes), so that a report leads with one line per defect and its smallest reproducer. */
+ * and what the kind tells of the mechanism (the checker's rule for numeric kinds; for a crash
+ * the signal, exit status, pipe abuse, late death or device error; for a hang the call; for an
+ * error or unimplemented path the backend's message without its numbers; for a guard finding the
+ * operand and zone; for the floating-point environment what was left set), so that a report leads
+ * with one line per defect and its smallest reproducer. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "campaign.h"
 
+/* At most `max` bytes of text from `from` up to `stop` (or its end), digit runs as '#': a
+ * message's words without the numbers that differ from case to case. */
+static void words_of(const char *from, const char *stop, size_t max, char *buf, size_t len) {
+    size_t o = 0;
+    for (const char *p = from; *p && p != stop && (size_t)(p - from) < max && o + 1 < len; p++) {
+        if (*p >= '0' && *p <= '9') {
+            if (o == 0 || buf[o - 1] != '#') buf[o++] = '#';
+        } else {
+            buf[o++] = *p;
+        }
+    }
+    buf[o] = '\0';
+}
+
+/* The mechanism of a crash, from the worker's death or the call's status. */
+static void crash_rule(const char *d, char *buf, size_t len) {
+    const char *p;
+    int n;
+    if ((p = strstr(d, "signal ")) && sscanf(p, "signal %d", &n) == 1)
+        snprintf(buf, len, "signal %d", n); /* "the worker died by signal 11 (...) ..." */
+    else if ((p = strstr(d, "exited with status ")) && sscanf(p, "exited with status %d", &n) == 1)
+        snprintf(buf, len, "exit status %d", n);
+    else if (strstr(d, "closed gemmcheck's message pipe"))
+        snprintf(buf, len, "closed gemmcheck's message pipe");
+    else if (strstr(d, "message pipe carried"))
+        snprintf(buf, len, "wrote into gemmcheck's message pipe");
+    else if (strstr(d, "died after the backend's calls"))
+        snprintf(buf, len, "died after its calls returned");
+    else if ((p = strstr(d, "sticky device error")) && (p = strstr(p, "(cuda")))
+        words_of(p + 1, strchr(p, ')'), 60, buf, len); /* "cudaErrorMisalignedAddress" */
+    else if (strstr(d, "sticky device error"))
+        snprintf(buf, len, "sticky device error");
+}
+
 void gck_cause_rule(const gck_fuzz_finding *f, char *buf, size_t len) {
     buf[0] = '\0';
+    const char *d = f->detail, *p;
     if (f->has_element) {
         snprintf(buf, len, "%s", f->element.rule);
     } else if (f->kind == GCK_KIND_CRASH) {
-        /* "the worker died by signal 11 (Segmentation fault) ...": "signal 11" */
-        const char *p = strstr(f->detail, "signal ");
-        int sig;
-        if (p && sscanf(p, "signal %d", &sig) == 1) snprintf(buf, len, "signal %d", sig);
+        crash_rule(d, buf, len);
+    } else if (f->kind == GCK_KIND_HANG && (p = strstr(d, "the backend's "))) {
+        /* "the backend's first call did not return ...": which call */
+        words_of(p + 14, strstr(p, " did not return"), 60, buf, len);
+    } else if ((f->kind == GCK_KIND_ERROR || f->kind == GCK_KIND_UNIMPLEMENTED) &&
+               ((p = strstr(d, "returned an error: ")) || (p = strstr(d, "not supported: ")))) {
+        words_of(strchr(p, ':') + 2, NULL, 80, buf, len); /* the backend's own words */
+    } else if (f->kind == GCK_KIND_INPUT_MODIFIED || f->kind == GCK_KIND_OUT_OF_BOUNDS_WRITE) {
+        /* "D: 4 byte(s) changed in the guard zone, ...": "D, guard zone" */
+        p = strstr(d, " changed in the ");
+        if (p && strchr(d, ':') && strchr(d, ':') < p) {
+            char zone[64];
+            words_of(p + 16, strchr(p + 16, ','), 40, zone, sizeof zone);
+            snprintf(buf, len, "%.*s, %s", (int)(strchr(d, ':') - d), d, zone);
+        }
+    } else if (f->kind == GCK_KIND_FPENV_MODIFIED && (p = strstr(d, "(now "))) {
+        /* what the backend left set, without the register's value (its sticky flags vary) */
+        const char *end = strstr(p, " (MXCSR");
+        words_of(p + 5, end ? end : strstr(p, "); "), 80, buf, len);
     }
 }
 

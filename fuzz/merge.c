@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <jansson.h>
 
@@ -396,6 +397,12 @@ static bool read_finding(reader *rd, const json_t *v, size_t k, gck_fuzz_finding
 
 /* Read and check one report completely into `part`. */
 static bool read_report(reader *rd, gck_campaign_result *part, char *version, size_t vlen) {
+    struct stat st;
+    if (stat(rd->path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        /* a FIFO or a device would block the read, or never end */
+        snprintf(rd->msg, rd->len, "%s: not a regular file", rd->path);
+        return false;
+    }
     json_error_t err;
     json_t *root = json_load_file(rd->path, JSON_REJECT_DUPLICATES, &err);
     if (!root) {
@@ -429,6 +436,10 @@ static bool read_report(reader *rd, gck_campaign_result *part, char *version, si
     if (read_summary(rd, sum, part, &distinct) && read_matrix(rd, sum, part) &&
         read_backends(rd, root, part))
         read_environments(rd, root, part);
+    json_t *cmd = json_object_get(root, "command");
+    if (!rd->bad && (!json_is_string(cmd) || json_string_length(cmd) >= GCK_COMMAND_LINE_MAX))
+        fail(rd, "command is not a string of at most %d bytes (what gemmcheck writes)",
+             GCK_COMMAND_LINE_MAX - 1);
     if (!rd->bad && !json_is_array(json_object_get(root, "causes")))
         fail(rd, "causes is missing or not an array");
     if (!rd->bad && json_array_size(fs) != distinct)

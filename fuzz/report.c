@@ -4,9 +4,12 @@
  * invalid UTF-8, and a refused string would silently vanish from the report). */
 #define _DEFAULT_SOURCE 1
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -332,13 +335,9 @@ static json_t *report_json(const gck_campaign_result *r, const char *command) {
 bool gck_report_write_json(const gck_campaign_result *r, const char *path, const char *command,
                            char *msg, size_t len) {
     json_t *root = report_json(r, command);
-    int rc = json_dump_file(root, path, JSON_INDENT(2) | JSON_ENSURE_ASCII);
+    bool ok = gck_report_write_json_file(root, path, JSON_INDENT(2) | JSON_ENSURE_ASCII, msg, len);
     json_decref(root);
-    if (rc != 0) {
-        snprintf(msg, len, "cannot write the report %s: %s", path, strerror(errno));
-        return false;
-    }
-    return true;
+    return ok;
 }
 
 /* The findings as the summary shows them: one line per cause with its smallest reproducer. */
@@ -415,10 +414,25 @@ bool gck_report_write_html(const gck_campaign_result *r, const char *path, const
     return ok;
 }
 
-/* A report file opened for writing, and closed with any write error named. */
+/* Reports are written whole or not at all: into "PATH.tmp.PID" beside PATH, renamed over PATH
+ * once complete, so that a kill mid-write, a full disk or two campaigns given the same --report
+ * never leave a truncated file (the last complete one wins). A PATH that exists and is not a
+ * regular file (/dev/stdout, a FIFO) is written directly. */
+static bool written_in_place(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && !S_ISREG(st.st_mode);
+}
+
+static void temp_name(const char *path, char *buf, size_t len) {
+    snprintf(buf, len, "%s.tmp.%ld", path, (long)getpid());
+}
+
 FILE *gck_report_open(const char *path, char *msg, size_t len) {
-    FILE *f = fopen(path, "w");
-    if (!f) snprintf(msg, len, "cannot write %s: %s", path, strerror(errno));
+    char tmp[PATH_MAX];
+    temp_name(path, tmp, sizeof tmp);
+    const char *name = written_in_place(path) ? path : tmp;
+    FILE *f = fopen(name, "w");
+    if (!f) snprintf(msg, len, "cannot write %s: %s", name, strerror(errno));
     return f;
 }
 
@@ -426,5 +440,27 @@ bool gck_report_close(FILE *f, const char *path, char *msg, size_t len) {
     bool ok = !ferror(f);
     ok = fclose(f) == 0 && ok;
     if (!ok) snprintf(msg, len, "cannot write %s", path);
+    if (!written_in_place(path)) {
+        char tmp[PATH_MAX];
+        temp_name(path, tmp, sizeof tmp);
+        if (ok && rename(tmp, path) != 0) {
+            snprintf(msg, len, "cannot write %s: %s", path, strerror(errno));
+            ok = false;
+        }
+        if (!ok) remove(tmp);
+    }
     return ok;
+}
+
+bool gck_report_write_json_file(const struct json_t *root, const char *path, size_t flags,
+                                char *msg, size_t len) {
+    FILE *f = gck_report_open(path, msg, len);
+    if (!f) return false;
+    if (json_dumpf(root, f, flags) == 0) return gck_report_close(f, path, msg, len);
+    fclose(f); /* not written whole: nothing replaces PATH */
+    char tmp[PATH_MAX];
+    temp_name(path, tmp, sizeof tmp);
+    if (!written_in_place(path)) remove(tmp);
+    snprintf(msg, len, "cannot write %s", path);
+    return false;
 }

@@ -43,7 +43,11 @@
  *   closefds   closes descriptors 0-20 and then blocks
  *   norows     declares an empty support table
  *   badrow     declares a row whose type of A is the format 17
+ *   badpromise declares a row with a promise bit gemmcheck does not define
  *   initsegv   crashes in its init
+ *   inithang   never returns from its init
+ *   nodeathsig clears its parent-death signal, ignores SIGTERM, then spins in its call (a
+ *              backend that would outlive a killed supervisor)
  *   forkcrash  forks a child that sleeps 30 s (holding every descriptor), then crashes
  *   forksleep  forks a child that sleeps 30 s, then computes D correctly
  *   killgroup  sends SIGTERM to its process group
@@ -65,6 +69,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "gemmcheck/backend.h"
@@ -85,6 +90,8 @@ __attribute__((no_sanitize("undefined"))) static void write_to_null_page(void) {
 static gck_status f_init(void **state, const char *arg, char *msg, size_t len) {
     (void)arg;
     if (!strcmp(fault_name, "initsegv")) write_to_null_page();
+    if (!strcmp(fault_name, "inithang"))
+        for (;;) pause();
     faulty_state *s = calloc(1, sizeof *s);
     if (!s) return GCK_ENOMEM;
     gck_status st = gck_backend_open(&s->ref, "ref", msg, len);
@@ -123,11 +130,14 @@ static size_t f_table(void *state, const gck_support_row **rows) {
     faulty_state *s = state;
     size_t n = s->ref.ops->table(s->ref.state, rows);
     if (!strcmp(fault_name, "norows")) return 0;
-    if (!strcmp(fault_name, "badrow")) {
+    if (!strcmp(fault_name, "badrow") || !strcmp(fault_name, "badpromise")) {
         static gck_support_row bad[2];
         bad[0] = (*rows)[0];
         bad[1] = (*rows)[1];
-        bad[1].a = (gck_format)17;
+        if (!strcmp(fault_name, "badrow"))
+            bad[1].a = (gck_format)17;
+        else
+            bad[1].promises |= 1u << 20;
         *rows = bad;
         return 2;
     }
@@ -177,6 +187,11 @@ static void hostile(void) {
     } else if (!strcmp(fault_name, "sigkill")) {
         raise(SIGKILL);
     } else if (!strcmp(fault_name, "spin")) {
+        for (volatile unsigned long i = 0;; i++) {
+        }
+    } else if (!strcmp(fault_name, "nodeathsig")) {
+        prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
+        signal(SIGTERM, SIG_IGN);
         for (volatile unsigned long i = 0;; i++) {
         }
     } else if (!strcmp(fault_name, "far")) {
@@ -390,11 +405,12 @@ static gck_call_status f_call(void *state, const gck_case *c, const gck_support_
 }
 
 static const char *const names[] = {
-    "tolerance", "nan",       "betanan", "oob",      "input",  "segv",   "hang",     "nondet",
-    "unimpl",    "error",     "racy",    "crowd",    "late",   "stall",  "pipe13",   "pipejunk",
-    "fpround",   "fpftz",     "fptrap",  "closefds", "norows", "badrow", "initsegv", "forkcrash",
-    "forksleep", "killgroup", "after",   "badtext",  "stdout", "exit",   "abort",    "sigkill",
-    "spin",      "far",       "ownsegv", "trunc",    "flush",  "ulpup",  "e4",       "sticky"};
+    "tolerance", "nan",        "betanan",   "oob",      "input",  "segv",   "hang",     "nondet",
+    "unimpl",    "error",      "racy",      "crowd",    "late",   "stall",  "pipe13",   "pipejunk",
+    "fpround",   "fpftz",      "fptrap",    "closefds", "norows", "badrow", "initsegv", "forkcrash",
+    "forksleep", "killgroup",  "after",     "badtext",  "stdout", "exit",   "abort",    "sigkill",
+    "spin",      "far",        "ownsegv",   "trunc",    "flush",  "ulpup",  "e4",       "sticky",
+    "inithang",  "nodeathsig", "badpromise"};
 
 GCK_PLUGIN_ABI_DECLARE
 const gck_backend_ops *gemmcheck_backend_plugin(const char *name);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gemmcheck/gemmcheck.h"
@@ -95,36 +96,47 @@ static int jsonl_lines(const char *path) {
     return n;
 }
 
+/* A small valid case. */
+#define SMALL_CASE                                                                                 \
+    "gck1 m=5 n=4 k=3 order=col ta=N tb=N types=f32,f32,f32,f32 compute=f32 scale=f32 alpha=1 "    \
+    "beta=0 lda=5 ldb=3 ldc=5 ldd=5 d=sep batch=1 sa=0 sb=0 sc=0 sd=0 off=0,0,0,0 vab=unif "       \
+    "vc=unif sp=0 cnan=1 seed=3"
+
 typedef struct mode {
     const char *name;
     int exit;         /* the campaign's exit status */
     const char *kind; /* the kind every finding has (NULL: none) */
     const char *extra;
-    int cases; /* 0: 8 */
+    int cases;        /* 0: 8 */
+    const char *rule; /* the rule of every cause: the mechanism (NULL: not checked) */
 } mode;
 
 static const mode modes[] = {
-    {"pipe13", 1, "crash", "", 0},
-    {"pipejunk", 1, "crash", "", 0},
-    {"fpround", 1, "fpenv_modified", "", 0},
-    {"fpftz", 1, "fpenv_modified", "", 0},
-    {"fptrap", 1, "fpenv_modified", "", 0},
-    {"closefds", 1, "crash", "", 0},
-    {"forkcrash", 1, "crash", "", 0},
-    {"forksleep", 0, NULL, "", 0},
-    {"killgroup", 1, "crash", "", 0},
-    {"after", 1, "crash", "", 40},
-    {"badtext", 1, "error", "", 0},
-    {"stdout", 0, NULL, "", 0},
-    {"exit", 1, "crash", "", 0},
-    {"abort", 1, "crash", "", 0},
-    {"sigkill", 1, "crash", "", 0},
-    {"far", 1, "crash", "", 0},
-    {"ownsegv", 1, "crash", "", 0},
-    {"spin", 1, "hang", "--timeout-floor 1", 0},
-    {"segv", 1, "crash", "", 0},
-    {"input", 1, "input_modified", "", 0},
-    {"oob", 1, "out_of_bounds_write", "", 0},
+    {"pipe13", 1, "crash", "", 0, "wrote into gemmcheck's message pipe"},
+    {"pipejunk", 1, "crash", "", 0, "wrote into gemmcheck's message pipe"},
+    {"fpround", 1, "fpenv_modified", "", 0,
+     "rounding toward zero, exception traps off, FTZ off, DAZ off"},
+    {"fpftz", 1, "fpenv_modified", "", 0,
+     "rounding to nearest, exception traps off, FTZ on, DAZ on"},
+    {"fptrap", 1, "fpenv_modified", "", 0,
+     "rounding to nearest, exception traps enabled, FTZ off, DAZ off"},
+    {"closefds", 1, "crash", "", 0, "closed gemmcheck's message pipe"},
+    {"forkcrash", 1, "crash", "", 0, "signal 11"},
+    {"forksleep", 0, NULL, "", 0, NULL},
+    {"killgroup", 1, "crash", "", 0, "signal 15"},
+    {"after", 1, "crash", "", 40, NULL},
+    {"badtext", 1, "error", "", 0, NULL},
+    {"stdout", 0, NULL, "", 0, NULL},
+    {"exit", 1, "crash", "", 0, "exit status 7"},
+    {"abort", 1, "crash", "", 0, "signal 6"},
+    {"sigkill", 1, "crash", "", 0, "signal 9"},
+    {"far", 1, "crash", "", 0, "signal 11"},
+    {"ownsegv", 1, "crash", "", 0, "exit status 0"},
+    {"spin", 1, "hang", "--timeout-floor 1", 0, "first call"},
+    {"segv", 1, "crash", "", 0, "signal 11"},
+    {"input", 1, "input_modified", "", 0, "A, valid element"},
+    {"oob", 1, "out_of_bounds_write", "", 0, "C, guard zone"},
+    {"error", 1, "error", "", 0, "CUBLAS_STATUS_EXECUTION_FAILED (simulated)"},
 };
 
 static void campaign(const mode *m) {
@@ -153,6 +165,14 @@ static void campaign(const mode *m) {
         cr_expect(json_is_string(json_object_get(f, "details")), "%s: no details", m->name);
     }
     cr_expect_eq(nf > 0, m->kind != NULL, "%s: %zu findings\n%s", m->name, nf, out);
+    /* one cause per mechanism, named by it (exit statuses, pipe abuse, hangs, messages: they
+     * were one cause "crash|" with an empty rule) */
+    json_array_foreach(json_object_get(j, "causes"), i, f) {
+        const char *rule = json_string_value(json_object_get(f, "rule"));
+        cr_expect(!m->rule || !strcmp(rule, m->rule), "%s: cause rule '%s', expected '%s'", m->name,
+                  rule, m->rule);
+    }
+    if (m->rule) cr_expect_eq(json_array_size(json_object_get(j, "causes")), 1, "%s", m->name);
     int streamed = jsonl_lines(jsonl);
     cr_expect(nf == 0 ? streamed == 0 : streamed >= (int)nf,
               "%s: %d streamed finding records for %zu findings", m->name, streamed, nf);
@@ -172,10 +192,10 @@ Test(hostile, every_mode_gives_its_kind_valid_reports_and_no_strays, .init = set
 
 Test(hostile, a_backend_that_cannot_be_opened_is_a_set_up_error_everywhere, .init = setup,
      .fini = teardown, .timeout = 300) {
-    static const char *const bad[] = {"norows", "badrow", "initsegv"};
+    static const char *const bad[] = {"norows", "badrow", "initsegv", "badpromise"};
     static const char *const says[] = {"no rows", "row 1: its type of A is out of range",
-                                       "signal 11"};
-    for (size_t i = 0; i < 3; i++) {
+                                       "signal 11", "row 1: its set of promises is out of range"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char args[2048], out[1 << 14];
         snprintf(args, sizeof args, "backends plugin:%s:%s", GCK_FAULTY_PLUGIN, bad[i]);
         cr_expect_eq(run(args, out, sizeof out), 2, "backends %s:\n%s", bad[i], out);
@@ -186,6 +206,12 @@ Test(hostile, a_backend_that_cannot_be_opened_is_a_set_up_error_everywhere, .ini
                  GCK_FAULTY_PLUGIN, bad[i], dir);
         cr_expect_eq(run(args, out, sizeof out), 2, "fuzz %s:\n%s", bad[i], out);
         cr_expect(strstr(out, says[i]), "fuzz %s:\n%s", bad[i], out);
+        /* repro too: an init that crashes is no case's crash (it was `crash`, exit 1) */
+        snprintf(args, sizeof args, "repro --backend plugin:%s:%s '%s'", GCK_FAULTY_PLUGIN, bad[i],
+                 SMALL_CASE);
+        cr_expect_eq(run(args, out, sizeof out), 2, "repro %s:\n%s", bad[i], out);
+        cr_expect(strstr(out, says[i]), "repro %s:\n%s", bad[i], out);
+        cr_expect(strstr(out, "verdict") == NULL, "repro %s:\n%s", bad[i], out);
     }
     /* plugins built for another plugin ABI, or without saying which: refused before any call */
     static const struct {
@@ -280,7 +306,7 @@ Test(hostile, killing_or_stopping_the_supervisor_leaves_nothing_behind, .init = 
     pid = start(hang);
     sleep(3);
     kill(pid, SIGTERM);
-    cr_expect_eq(wait_exit(pid), 2);
+    cr_expect_eq(wait_exit(pid), 128 + SIGTERM);
     json_error_t err;
     json_t *j = json_load_file(report, 0, &err);
     cr_assert(j, "%s", err.text);
@@ -289,6 +315,116 @@ Test(hostile, killing_or_stopping_the_supervisor_leaves_nothing_behind, .init = 
     cr_expect_eq(json_integer_value(json_object_get(sum, "cases")), 0);
     json_decref(j);
     cr_expect_eq(strays(), 0);
+    /* a backend that clears its parent-death signal and ignores SIGTERM, spinning: the
+     * worker's lifeline thread ends it once its supervisor is gone */
+    snprintf(backend, sizeof backend, "plugin:%s:nodeathsig", GCK_FAULTY_PLUGIN);
+    const char *nodeath[] = {GCK_BINARY, "fuzz", "--backend",       backend, "--jobs",        "2",
+                             "--time",   "60",   "--timeout-floor", "50",    "--no-progress", NULL};
+    pid = start(nodeath);
+    sleep(3);
+    cr_expect_gt(marked_processes(), 1, "no workers started");
+    kill(pid, SIGKILL);
+    wait_exit(pid);
+    cr_expect_eq(strays(), 0,
+                 "a worker whose backend cleared its parent-death signal outlived "
+                 "its killed supervisor");
+    /* an interrupted campaign that found nothing is not a pass: 128 + the signal */
+    snprintf(report, sizeof report, "%s/int.json", dir);
+    const char *clean[] = {GCK_BINARY, "fuzz", "--backend",     "ref",      "--jobs", "1",
+                           "--time",   "60",   "--no-progress", "--report", report,   NULL};
+    pid = start(clean);
+    sleep(3);
+    kill(pid, SIGINT);
+    cr_expect_eq(wait_exit(pid), 128 + SIGINT);
+    j = json_load_file(report, 0, &err);
+    cr_assert(j, "%s", err.text);
+    sum = json_object_get(j, "summary");
+    cr_expect_str_eq(json_string_value(json_object_get(sum, "interrupted")), "SIGINT");
+    cr_expect_gt(json_integer_value(json_object_get(sum, "cases")), 0);
+    cr_expect_eq(json_array_size(json_object_get(j, "findings")), 0);
+    json_decref(j);
+    cr_expect_eq(strays(), 0);
+}
+
+/* Seconds since `t0` (a CLOCK_MONOTONIC reading). */
+static double since(const struct timespec *t0) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) * 1e-9;
+}
+
+Test(hostile, a_hanging_init_honours_time_timeout_and_signals, .init = setup, .fini = teardown,
+     .timeout = 200) {
+    char backend[1024], args[2048], out[1 << 14], report[512];
+    snprintf(backend, sizeof backend, "plugin:%s:inithang", GCK_FAULTY_PLUGIN);
+    struct timespec t0;
+    /* fuzz --time 4: the wait for the backend to open ends with the campaign (was 120 s) */
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    snprintf(args, sizeof args, "fuzz --backend %s --time 4 --jobs 1 --no-progress", backend);
+    cr_expect_eq(run(args, out, sizeof out), 2, "%s", out);
+    cr_expect_lt(since(&t0), 20.0, "%s", out);
+    cr_expect(strstr(out, "did not finish opening the backend") && strstr(out, "waited 7 s"), "%s",
+              out);
+    /* repro --timeout 3: the same deadline bounds the opening; a set-up error, not a crash */
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    snprintf(args, sizeof args, "repro --backend %s --timeout 3 '%s'", backend, SMALL_CASE);
+    cr_expect_eq(run(args, out, sizeof out), 2, "%s", out);
+    cr_expect_lt(since(&t0), 15.0, "%s", out);
+    cr_expect(strstr(out, "waited 3 s") != NULL, "%s", out);
+    /* SIGINT while the init hangs: the campaign ends at once, interrupted, its report written */
+    snprintf(report, sizeof report, "%s/inithang.json", dir);
+    const char *argv[] = {GCK_BINARY, "fuzz",          "--backend", backend, "--time",
+                          "100",      "--no-progress", "--report",  report,  NULL};
+    pid_t pid = start(argv);
+    sleep(2);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    kill(pid, SIGINT);
+    cr_expect_eq(wait_exit(pid), 128 + SIGINT);
+    cr_expect_lt(since(&t0), 5.0);
+    json_error_t err;
+    json_t *j = json_load_file(report, 0, &err);
+    cr_assert(j, "%s", err.text);
+    cr_expect_str_eq(
+        json_string_value(json_object_get(json_object_get(j, "summary"), "interrupted")), "SIGINT");
+    json_decref(j);
+    cr_expect_eq(strays(), 0);
+}
+
+/* Reports are written whole or not at all: a campaign killed while writing its report (here by
+ * SIGXFSZ, a file-size limit below the report's size) leaves the previous report intact. */
+Test(hostile, a_report_is_never_left_half_written, .init = setup, .fini = teardown,
+     .timeout = 120) {
+    char cmd[4096], out[1 << 14], report[512];
+    snprintf(report, sizeof report, "%s/r.json", dir);
+    snprintf(cmd, sizeof cmd, "'%s' fuzz --backend ref --cases 20 --no-progress --report %s",
+             GCK_BINARY, report);
+    cr_assert_eq(run_shell(cmd, out, sizeof out), 0, "%s", out);
+    json_error_t err;
+    json_t *before = json_load_file(report, 0, &err);
+    cr_assert(before, "%s", err.text);
+    /* 8 KiB at most per file: the report (tens of KiB) cannot be written */
+    snprintf(cmd, sizeof cmd,
+             "ulimit -f 16; exec '%s' fuzz --backend ref --cases 30 --seed 9 --no-progress "
+             "--report %s",
+             GCK_BINARY, report);
+    cr_expect_neq(run_shell(cmd, out, sizeof out), 0, "%s", out);
+    json_t *after = json_load_file(report, 0, &err);
+    cr_expect(after != NULL, "the report was left half written: %s", err.text);
+    cr_expect(after && json_equal(before, after), "the report changed");
+    json_decref(before);
+    json_decref(after);
+}
+
+/* cblas:NAME without a slash: the loader finds NAME by its own rules; the version line and the
+ * report name the file it opened, never one of that name in the current directory. */
+Test(hostile, cblas_names_the_file_the_loader_opened, .init = setup, .fini = teardown) {
+    char cmd[2048], out[1 << 14];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && : > libblas.so.3 && env %s '%s' backends cblas:libblas.so.3 2>&1", dir,
+             tag, GCK_BINARY);
+    cr_assert_eq(run_shell(cmd, out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, "(/usr/lib/") != NULL, "%s", out);
+    cr_expect(strstr(out, dir) == NULL, "the planted file was named:\n%s", out);
 }
 
 Test(hostile, a_findings_file_in_use_is_refused, .init = setup, .fini = teardown, .timeout = 120) {

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -122,6 +123,7 @@ Test(merge, refuses_a_report_gemmcheck_could_not_have_written, .init = setup, .f
         {"summary.shards[0].shard '0/3' is not I/N", NULL, 12},
         {"duplicate object key", "{\"gemmcheck\":\"0.1.0\",\"gemmcheck\":\"0.1.0\"}", 0},
         {"count is 0", NULL, 13},
+        {"command is not a string of at most 4095 bytes", NULL, 19},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const char *path = at("bad.json");
@@ -180,6 +182,11 @@ Test(merge, refuses_a_report_gemmcheck_could_not_have_written, .init = setup, .f
                 json_object_set_new(json_array_get(json_object_get(sum, "support_matrix"), 0),
                                     "fuzzed", json_integer(1));
                 break;
+            case 19: /* a command line longer than the campaign's buffer can hold */
+                memset(longcase, 'x', sizeof longcase - 1);
+                longcase[sizeof longcase - 1] = '\0';
+                json_object_set_new(r, "command", json_string(longcase));
+                break;
             }
             save(r, path);
             json_decref(r);
@@ -194,6 +201,13 @@ Test(merge, refuses_a_report_gemmcheck_could_not_have_written, .init = setup, .f
         cr_expect(strchr(out, '\n') == strrchr(out, '\n'), "case %zu: not one line: %s", c, out);
         cr_expect_neq(access(at("merged.json"), F_OK), 0, "case %zu: a report was written", c);
     }
+    /* a FIFO (or any file that is not regular) is refused at once: reading it would block */
+    const char *fifo = at("fifo.json");
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    char inputs[1200];
+    snprintf(inputs, sizeof inputs, "%s %s", at("good.json"), fifo);
+    cr_expect_eq(merge(inputs, out, sizeof out), 2, "%s", out);
+    cr_expect(strstr(out, "not a regular file") != NULL, "%s", out);
     json_decref(good);
 }
 

@@ -35,6 +35,7 @@ enum {
     GCK_PROMISE_SCALE_F64 = 1u << 8,         /**< alpha/beta are taken as f64 */
     GCK_PROMISE_INT32_DIMS = 1u << 9,        /**< a limit: dimensions and lds must fit in int */
     GCK_PROMISE_SCALE_F16 = 1u << 10,        /**< alpha/beta are taken as f16 (cuBLAS 16F) */
+    /* (the highest bit: a table with a bit above it is refused; src/backends/backends.c) */
 };
 
 /** One row of a support table: a type tuple, its model, its promises, and what is called. */

@@ -100,8 +100,9 @@ GCK_API void gck_run_result_drop(gck_run_result *r, gck_kind kind);
 /** How an isolated run ended. */
 typedef enum gck_isolated_status {
     GCK_ISOLATED_RAN = 0,     /**< the case ran; `run` holds its result */
-    GCK_ISOLATED_SETUP_ERROR, /**< bad backend spec, library or device unavailable, no memory */
-    GCK_ISOLATED_CRASH,       /**< the worker died (inside the backend call or its set-up) */
+    GCK_ISOLATED_SETUP_ERROR, /**< bad backend spec, library or device unavailable, no memory,
+                                   or a backend whose opening (init) crashed, hung or misbehaved */
+    GCK_ISOLATED_CRASH,       /**< the worker died in or after the backend's calls for the case */
     GCK_ISOLATED_HANG,        /**< a backend call did not return before the deadline */
     GCK_ISOLATED_INTERNAL     /**< gemmcheck itself failed after the call had returned */
 } gck_isolated_status;

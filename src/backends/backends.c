@@ -146,6 +146,9 @@ gck_status gck_backend_open(gck_backend *be, const char *spec, char *msg, size_t
 
 static bool format_ok(gck_format f) { return (unsigned)f < GCK_FORMAT_COUNT; }
 
+/* Every promise bit gemmcheck defines (gemmcheck/backend.h): a row with another is refused. */
+#define PROMISES_DEFINED ((GCK_PROMISE_SCALE_F16 << 1) - 1u)
+
 bool gck_backend_check_table(const gck_support_row *rows, size_t n, char *why, size_t len) {
     if (n == 0 || !rows) {
         snprintf(why, len, "no rows");
@@ -169,6 +172,7 @@ bool gck_backend_check_table(const gck_support_row *rows, size_t n, char *why, s
                           : (unsigned)m->acc > GCK_ACC_BLOCK_FMA    ? "accumulation"
                           : m->block < 0                            ? "block width"
                           : (m->orders & ~(unsigned)GCK_ORDERS_ANY) ? "evaluation orders"
+                          : (w->promises & ~PROMISES_DEFINED)       ? "set of promises"
                                                                     : NULL;
         if (bad) {
             snprintf(why, len, "row %zu: its %s is out of range", r, bad);

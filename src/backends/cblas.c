@@ -6,9 +6,10 @@
  * tested side by side without one interposing on another. Optional extensions are declared
  * only when their symbols are present: OpenBLAS cblas_sbgemm / cblas_shgemm, MKL
  * cblas_gemm_bf16bf16f32 / cblas_gemm_f16f16f32. */
-#define _DEFAULT_SOURCE 1
+#define _GNU_SOURCE 1 /* dlinfo */
 #include <dlfcn.h>
 #include <limits.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,8 +130,13 @@ static gck_status cblas_open(cblas_state *s, const char *path, flavour fl, char 
     *(void **)&mkl_version = dlsym(s->handle, "MKL_Get_Version_String");
     const char *(*bli_version)(void) = NULL;
     *(void **)&bli_version = dlsym(s->handle, "bli_info_get_version_str");
+    /* the file the loader opened (a name without a slash is looked up by the loader's rules,
+     * not in the current directory), resolved through its links */
     char real[PATH_MAX];
-    if (!realpath(path, real)) snprintf(real, sizeof real, "%s", path);
+    struct link_map *lm = NULL;
+    const char *opened =
+        dlinfo(s->handle, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name[0] ? lm->l_name : path;
+    if (!realpath(opened, real)) snprintf(real, sizeof real, "%s", opened);
     if (ob_config) {
         snprintf(s->version, sizeof s->version, "%.120s (%.120s)", ob_config(), real);
     } else if (mkl_version) {

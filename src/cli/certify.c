@@ -523,9 +523,12 @@ int gck_cmd_certify(int argc, char **argv) {
         json_object_set_new(cert, "probe_failure", gck_json_text(err));
     json_object_set_new(cert, "campaign", camp ? camp : json_null());
     if (seconds > 0 && !camp) json_object_set_new(cert, "campaign_failure", gck_json_text(err));
-    rc = json_dump_file(cert, out, JSON_INDENT(1)) == 0 ? GCK_EXIT_OK : GCK_EXIT_INTERNAL;
+    char werr[600];
+    rc = gck_report_write_json_file(cert, out, JSON_INDENT(1), werr, sizeof werr)
+             ? GCK_EXIT_OK
+             : GCK_EXIT_INTERNAL;
     if (rc != GCK_EXIT_OK)
-        fprintf(stderr, "gemmcheck certify: cannot write %s: %s\n", out, strerror(errno));
+        fprintf(stderr, "gemmcheck certify: %s\n", werr);
     else if (html && !gck_certify_html(cert, html, err, sizeof err)) {
         fprintf(stderr, "gemmcheck certify: %s\n", err);
         rc = GCK_EXIT_USAGE;

@@ -62,7 +62,8 @@ static const char fuzz_help[] =
     "                      docs/TOLERANCE.md) is a finding; hard: it is counted per type tuple\n"
     "                      (improbable_elements) and not a finding\n"
     "\n"
-    "Exit status: 0 no findings, 1 findings, 2 usage or set-up error, 3 internal error.\n";
+    "Exit status: 0 no findings, 1 findings, 2 usage or set-up error, 3 internal error,\n"
+    "128 + the signal (130, 143) when SIGINT or SIGTERM stopped the campaign.\n";
 
 /* A decimal count >= 1 in the first n bytes of s (at most 12 digits). */
 static bool parse_count(const char *s, size_t n, long long *out) {
@@ -274,7 +275,7 @@ int gck_cmd_fuzz(int argc, char **argv) {
             snprintf(jsonl, sizeof jsonl, "gemmcheck-findings.jsonl");
         o.jsonl_path = jsonl;
     }
-    char cmdline[4096] = "gemmcheck";
+    char cmdline[GCK_COMMAND_LINE_MAX] = "gemmcheck";
     size_t pos = strlen(cmdline);
     for (int i = 0; i < argc && pos < sizeof cmdline - 2; i++)
         pos += (size_t)snprintf(cmdline + pos, sizeof cmdline - pos, " %s", argv[i]);

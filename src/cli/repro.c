@@ -51,7 +51,8 @@ static const char repro_help[] =
     "                     docs/TOLERANCE.md) is a finding; hard: it is only counted\n"
     "\n"
     "Exit status: 0 pass or unsupported, 1 findings, 2 usage or set-up error (bad string,\n"
-    "unknown or unavailable backend), 3 internal error.\n";
+    "unknown or unavailable backend, a backend whose init crashes or does not return within\n"
+    "--timeout), 3 internal error.\n";
 
 static const char *const cmd = "repro";
 

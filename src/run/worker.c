@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backends.h"
@@ -112,7 +114,45 @@ static int refuse(const gck_fpenv *env, int tag, const char *text) {
     return GCK_EXIT_USAGE;
 }
 
+/* The supervisor's lifeline: a thread that kills the worker's process group (the worker and
+ * what its backend started in it) as soon as the worker's parent is no longer the supervisor
+ * that started it. The parent-death signal does the same at once, but a backend can clear it
+ * (prctl(PR_SET_PDEATHSIG, 0)) or ignore SIGTERM; short of killing the process it cannot stop
+ * this thread. It looks every 50 ms, and at once when the request pipe hangs up (a copy of its
+ * read end, placed high among the descriptors; a backend that closes it only costs the early
+ * wake-up). docs/ISOLATION.md states the limits. */
+static pid_t lifeline_parent;
+static int lifeline_fd = -1;
+
+static void *lifeline(void *arg) {
+    (void)arg;
+    for (;;) {
+        struct pollfd p = {.fd = lifeline_fd, .events = 0};
+        if (lifeline_fd < 0 || poll(&p, 1, 50) < 0 || (p.revents & (POLLNVAL | POLLHUP))) {
+            lifeline_fd = -1; /* hung up (the parent is checked below) or gone: poll no more */
+            nanosleep(&(struct timespec){.tv_nsec = 50 * 1000 * 1000}, NULL);
+        }
+        if (getppid() != lifeline_parent) {
+            kill(0, SIGKILL); /* the whole process group, this process included */
+            _exit(GCK_EXIT_USAGE);
+        }
+    }
+    return NULL;
+}
+
+static void start_lifeline(void) {
+    lifeline_parent = getppid();
+    lifeline_fd = fcntl(GCK_WORKER_IN_FD, F_DUPFD_CLOEXEC, 900);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* signals stay the main thread's */
+    pthread_t t;
+    if (pthread_create(&t, NULL, lifeline, NULL) == 0) pthread_detach(t);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 static int serve(const char *backend, bool strict, gck_oracle_kind oracle) {
+    start_lifeline();
     signal(SIGPIPE, SIG_IGN);
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     char msg[1024];
@@ -408,6 +448,10 @@ static bool ended_within(gck_worker *w, double seconds) {
     }
 }
 
+static volatile sig_atomic_t *stop_flag;
+
+void gck_worker_stop_flag(volatile sig_atomic_t *flag) { stop_flag = flag; }
+
 gck_worker_event gck_worker_next(gck_worker *w, double deadline, gck_wire_frame *f, char *why,
                                  size_t wlen) {
     bool eof = w->from < 0;
@@ -416,6 +460,7 @@ gck_worker_event gck_worker_next(gck_worker *w, double deadline, gck_wire_frame 
         if (r > 0) return GCK_WORKER_FRAME;
         if (r < 0) return GCK_WORKER_MALFORMED;
         if (w->dead) return GCK_WORKER_DIED; /* bytes left over: a death mid-message */
+        if (stop_flag && *stop_flag) return GCK_WORKER_NOTHING; /* a stop request: no waiting */
         struct pollfd p[2];
         nfds_t np = 0;
         if (!eof) p[np++] = (struct pollfd){.fd = w->from, .events = POLLIN};

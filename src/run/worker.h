@@ -11,6 +11,7 @@
 #ifndef GEMMCHECK_WORKER_H
 #define GEMMCHECK_WORKER_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -80,6 +81,11 @@ typedef enum gck_worker_event {
     GCK_WORKER_DIED,        /**< the worker ended (reaped: `status`, `pipe_closed`) */
     GCK_WORKER_MALFORMED    /**< bytes that are not a frame gemmcheck wrote (why) */
 } gck_worker_event;
+
+/** A flag the caller's SIGINT/SIGTERM handler sets: while it is non-zero every wait for a worker
+ *  (gck_worker_next, hence the handshake) returns GCK_WORKER_NOTHING at once, as if its deadline
+ *  had passed, so that a stop request is honoured even while a backend's init hangs. NULL: none. */
+void gck_worker_stop_flag(volatile sig_atomic_t *flag);
 
 /** The next thing the worker does before `deadline` (now or earlier: do not wait). Frames sent
  *  before a death are returned before the death. */
