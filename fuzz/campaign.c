@@ -373,8 +373,10 @@ static bool dispatch(run_ctx *x, slot *s) {
     return false;
 }
 
-static void progress(const run_ctx *x, bool final) {
-    if (!x->o->progress) return;
+/* The display: on a terminal one line redrawn in place; piped, a plain line each log_every
+ * seconds (`line` true). */
+static void progress(const run_ctx *x, bool final, bool line) {
+    if (!x->o->progress && !line) return;
     double now = gck_wire_now(), el = now - x->t0;
     char kinds[512] = "";
     size_t n = 0;
@@ -383,6 +385,13 @@ static void progress(const run_ctx *x, bool final) {
             n += (size_t)snprintf(kinds + n, sizeof kinds - n, " %s=%lld",
                                   gck_kind_name((gck_kind)k), (long long)x->res->kind_cases[k]);
     double left = x->end - now;
+    if (line) {
+        fprintf(stderr,
+                "gemmcheck fuzz: %.0f s: %s: %lld cases (%.1f/s), findings:%s; %.0f s left\n", el,
+                x->backend, (long long)x->res->cases, el > 0 ? (double)x->res->cases / el : 0.0,
+                n ? kinds : " none", left > 0 ? left : 0.0);
+        return;
+    }
     fprintf(stderr, "\r\033[K%s: %.0fs %lld cases %.1f/s findings:%s%s left %.0fs", x->backend, el,
             (long long)x->res->cases, el > 0 ? (double)x->res->cases / el : 0.0,
             n ? kinds : " none", "", left > 0 ? left : 0.0);
@@ -718,7 +727,7 @@ static bool run_backend(run_ctx *x) {
     x->next_prelude = 0;
     x->next_index = 0;
     x->dispatched = 0;
-    double last_progress = 0;
+    double last_progress = 0, last_log = gck_wire_now();
     for (;;) {
         double now = gck_wire_now();
         bool in_time = !stop_requested && now < x->end;
@@ -733,11 +742,15 @@ static bool run_backend(run_ctx *x) {
         if (!wait_and_service(x, slots, jobs, now)) break;
         now = gck_wire_now();
         if (now - last_progress > 0.5) {
-            progress(x, false);
+            progress(x, false, false);
             last_progress = now;
         }
+        if (x->o->log_every > 0 && now - last_log >= x->o->log_every) {
+            progress(x, false, true);
+            last_log = now;
+        }
     }
-    progress(x, true);
+    progress(x, true, false);
     kill_all(slots, jobs);
     free(x->prelude);
     x->prelude = NULL;
@@ -837,6 +850,25 @@ static int run_backends(const gck_campaign_options *o, run_ctx *x, gck_campaign_
     return GCK_EXIT_OK;
 }
 
+/* The files the campaign wrote, named at the end of its summary. */
+static void print_files(const gck_campaign_options *o, const gck_campaign_result *res) {
+    const struct {
+        const char *what, *path;
+    } f[] = {{"report", o->report_path},
+             {"JUnit", o->junit_path},
+             {"HTML", o->html_path},
+             {"matrix CSV", o->matrix_csv_path},
+             {"backends CSV", o->backends_csv_path},
+             {"findings (JSON Lines)", res->nbackends ? o->jsonl_path : NULL}};
+    const char *sep = "files written: ";
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (f[i].path) {
+            printf("%s%s %s", sep, f[i].what, f[i].path);
+            sep = ", ";
+        }
+    if (sep[0] == ',') putchar('\n');
+}
+
 /* The end of a campaign: an interruption noted, the reports written, the summary printed; the
  * exit status (a campaign that ran nothing is not a pass). */
 static int finish(const gck_campaign_options *o, gck_campaign_result *res, int rc, int ran,
@@ -863,10 +895,12 @@ static int finish(const gck_campaign_options *o, gck_campaign_result *res, int r
     if (reports && !gck_result_capture_environment(res, started))
         fprintf(stderr, "gemmcheck fuzz: out of memory describing the machine\n");
     char msg[512];
+    bool written = true;
     if (o->report_path &&
         !gck_report_write_json(res, o->report_path, o->command_line, msg, sizeof msg)) {
         fprintf(stderr, "gemmcheck fuzz: %s\n", msg);
         rc = rc ? rc : GCK_EXIT_USAGE;
+        written = false;
     }
     if ((o->junit_path && !gck_report_write_junit(res, o->junit_path, msg, sizeof msg)) ||
         (o->html_path &&
@@ -877,8 +911,10 @@ static int finish(const gck_campaign_options *o, gck_campaign_result *res, int r
          !gck_report_write_backends_csv(res, o->backends_csv_path, msg, sizeof msg))) {
         fprintf(stderr, "gemmcheck fuzz: %s\n", msg);
         rc = rc ? rc : GCK_EXIT_USAGE;
+        written = false;
     }
     gck_report_print_summary(res, stdout);
+    if (written) print_files(o, res); /* (a failed write was named above) */
     if (rc == GCK_EXIT_OK)
         rc = res->internal_errors ? GCK_EXIT_INTERNAL
              : res->nfindings     ? GCK_EXIT_FINDINGS

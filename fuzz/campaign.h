@@ -38,8 +38,9 @@ typedef struct gck_campaign_options {
     const char *report_path, *junit_path, *jsonl_path, *corpus_dir, *html_path;
     const char *matrix_csv_path, *backends_csv_path; /**< --matrix-csv, --backends-csv */
     bool skip_unavailable; /**< named backends that cannot run here are skipped, not errors */
-    bool progress;
-    bool stop_on_finding; /**< end the campaign at the first distinct finding */
+    bool progress;         /**< the one-line display on a terminal (\r, escape codes) */
+    double log_every;      /**< a plain progress line every so many seconds (0: none) */
+    bool stop_on_finding;  /**< end the campaign at the first distinct finding */
     const char *command_line;
 } gck_campaign_options;
 
@@ -224,6 +225,7 @@ void gck_report_stream_finding(FILE *f, const gck_fuzz_finding *fd);
 typedef struct gck_merge {
     bool allow_mixed;   /**< shards of different seeds or gemmcheck versions may merge */
     bool allow_overlap; /**< the same shard twice, or case streams that overlap, may merge */
+    bool allow_missing; /**< a set with shards missing may merge (otherwise: an error) */
     gck_campaign_result total;
     /* internal */
     const char *first_path;
@@ -235,8 +237,9 @@ typedef struct gck_merge {
 /** Read one report, check it against the report schema and its invariants and against the
  *  shards already merged, and add it into m->total. False with a one-line reason in msg. */
 bool gck_merge_add(gck_merge *m, const char *path, char *msg, size_t len);
-/** A note per seed and shard count whose shards are not all among the inputs. */
-void gck_merge_print_missing(const gck_merge *m, FILE *out);
+/** Shards of each seed that are not among the inputs, one line each on `out` (an error, or a
+ *  note when `as_error` is false); how many are missing in all. */
+int gck_merge_missing(const gck_merge *m, FILE *out, bool as_error);
 void gck_merge_free(gck_merge *m);
 /** The summary table printed at the end of a campaign. */
 void gck_report_print_summary(const gck_campaign_result *r, FILE *out);

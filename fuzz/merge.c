@@ -642,17 +642,21 @@ bool gck_merge_add(gck_merge *m, const char *path, char *msg, size_t len) {
     return ok;
 }
 
-void gck_merge_print_missing(const gck_merge *m, FILE *out) {
+int gck_merge_missing(const gck_merge *m, FILE *out, bool as_error) {
+    int missing = 0;
     for (size_t g = 0; g < m->ngroups; g++) {
         const gck_merge_group *G = &m->groups[g];
         if (G->covered == G->count) continue;
         int first = 1;
         while (G->in[first]) first++;
+        missing += G->count - G->covered;
         fprintf(out,
-                "gemmcheck merge: note: %d of the %d shards of seed %" PRIu64
-                " are not among the inputs (the first: %d/%d)\n",
-                G->count - G->covered, G->count, G->seed, first, G->count);
+                "gemmcheck merge: %s%d of the %d shards of seed %" PRIu64
+                " are not among the inputs (the first: %d/%d)%s\n",
+                as_error ? "" : "note: ", G->count - G->covered, G->count, G->seed, first, G->count,
+                as_error ? "; --allow-missing-shards merges the others anyway" : "");
     }
+    return missing;
 }
 
 void gck_merge_free(gck_merge *m) {

@@ -306,6 +306,8 @@ Test(certify, certify_and_compare_from_the_command_line, .timeout = 600) {
     snprintf(cmd, sizeof cmd, "%s compare %s %s", GCK_BINARY, blocked, blocked);
     cr_expect_eq(sh(cmd, out, sizeof out), 0, "%s", out);
     cr_expect(strstr(out, "identical:") != NULL, "%s", out);
+    /* the decision comes first */
+    cr_expect(!strncmp(out, "NO REGRESSION (exit 0): identical\n", 34), "%s", out);
     /* blocked -> split-k: reordered and FMA, named; no regression unless asked */
     snprintf(cmd, sizeof cmd, "%s compare %s %s", GCK_BINARY, blocked, split);
     cr_expect_eq(sh(cmd, out, sizeof out), 0, "%s", out);
@@ -317,6 +319,10 @@ Test(certify, certify_and_compare_from_the_command_line, .timeout = 600) {
               "%s", out);
     cr_expect(strstr(out, "pinned cases changed bits (the fingerprint changed too)") != NULL, "%s",
               out);
+    cr_expect(!strncmp(out, "NO REGRESSION (exit 0): ", 24) &&
+                  strstr(out, " arithmetic-model change") < strstr(out, " reordered only") &&
+                  strchr(out, '\n') > strstr(out, " reordered only"),
+              "the decision line does not lead with the counts by class:\n%s", out);
     snprintf(cmd, sizeof cmd, "%s compare %s %s --fail-on-fingerprint", GCK_BINARY, blocked, split);
     cr_expect_eq(sh(cmd, out, sizeof out), 1, "%s", out);
     /* a backend that crashes while probed: the certificate says so, compare calls it a
@@ -325,6 +331,7 @@ Test(certify, certify_and_compare_from_the_command_line, .timeout = 600) {
              "%s certify --backend plugin:%s:segv --out %s --time 0 && %s compare %s %s",
              GCK_BINARY, GCK_FAULTY_PLUGIN, segv, GCK_BINARY, blocked, segv);
     cr_expect_eq(sh(cmd, out, sizeof out), 1, "%s", out);
+    cr_expect(strstr(out, "\nREGRESSION (exit 1): ") != NULL, "%s", out);
     /* (under ASan the child reports the SEGV and exits instead of dying of the signal) */
     cr_expect(strstr(out, "[REGRESSION: crash or missing path] the new backend could not be "
                           "probed: the ") != NULL,
@@ -368,6 +375,8 @@ Test(certify, certify_and_compare_from_the_command_line, .timeout = 600) {
 /* A synthetic upgrade (tests/upgrade_pairs.c): both sides certified without a campaign, then
  * compared; the verdict, the exit status, a line naming what changed and, for a regression,
  * the smallest reproducer. */
+static const char *compare_flags = ""; /* extra options of the comparison */
+
 static void upgrade(const char *before, const char *after, const char *env, int status,
                     const char *verdict, const char *line, const char *line2) {
     char cmd[4096], out[32768], a[128], b[128];
@@ -377,9 +386,9 @@ static void upgrade(const char *before, const char *after, const char *env, int 
     snprintf(
         cmd, sizeof cmd,
         "%s %s certify --backend plugin:%s:%s --out %s --time 0 >/dev/null && "
-        "%s %s certify --backend plugin:%s:%s --out %s --time 0 >/dev/null && %s compare %s %s",
+        "%s %s certify --backend plugin:%s:%s --out %s --time 0 >/dev/null && %s compare %s %s %s",
         env ? "OMP_NUM_THREADS=1" : "", GCK_BINARY, GCK_UPGRADE_PLUGIN, before, a, env ? env : "",
-        GCK_BINARY, GCK_UPGRADE_PLUGIN, after, b, GCK_BINARY, a, b);
+        GCK_BINARY, GCK_UPGRADE_PLUGIN, after, b, GCK_BINARY, compare_flags, a, b);
     cr_expect_eq(sh(cmd, out, sizeof out), status, "%s -> %s: %s", before, after, out);
     char v[256];
     snprintf(v, sizeof v, "verdict: %s", verdict);
@@ -388,7 +397,7 @@ static void upgrade(const char *before, const char *after, const char *env, int 
     if (line2)
         cr_expect(strstr(out, line2) != NULL, "%s -> %s: no '%s' in\n%s", before, after, line2,
                   out);
-    if (status == 1)
+    if (status == 1 && !compare_flags[0])
         cr_expect(strstr(out, "smallest reproducer of a regression: gemmcheck repro --backend ") !=
                       NULL,
                   "%s", out);
@@ -429,9 +438,16 @@ Test(certify, upgrade_kc_is_reordered_only, .timeout = 600) {
             "824 ulps apart");
 }
 
-Test(certify, upgrade_thread_count_is_reordered_only, .timeout = 600) {
-    upgrade("threads", "threads", "OMP_NUM_THREADS=2", 0, "reordered only (same arithmetic model)",
-            "threads: the same bits with one thread -> the bits depend on the thread count", NULL);
+Test(certify, upgrade_thread_count_is_its_own_class, .timeout = 900) {
+    /* thread dependence is its own class: no regression, unless asked */
+    upgrade("threads", "threads", "OMP_NUM_THREADS=2", 0, "bits depend on the thread count",
+            "[bits depend on the thread count] f32 f32 f32 f32 | f32: threads: the same bits with "
+            "one thread -> the bits depend on the thread count",
+            "order K=2048 (M=2)");
+    compare_flags = "--fail-on-nondeterminism";
+    upgrade("threads", "threads", "OMP_NUM_THREADS=2", 1, "bits depend on the thread count",
+            "[REGRESSION: bits depend on the thread count] f32 f32 f32 f32 | f32: threads:", NULL);
+    compare_flags = "";
 }
 
 Test(certify, upgrade_beta_reading_c_as_bf16_is_beyond_the_bound, .timeout = 600) {

@@ -306,3 +306,27 @@ Test(format, load_and_store_round_trip_every_storage_type) {
         }
     }
 }
+
+Test(format, names_users_write_are_read_and_the_short_ones_written) {
+    static const struct {
+        const char *name;
+        gck_format fmt;
+    } ok[] = {{"f16", GCK_F16},     {"fp16", GCK_F16},    {"half", GCK_F16},
+              {"float16", GCK_F16}, {"BF16", GCK_BF16},   {"bfloat16", GCK_BF16},
+              {"tf32", GCK_TF32},   {"fp32", GCK_F32},    {"float32", GCK_F32},
+              {"float", GCK_F32},   {"single", GCK_F32},  {"F64", GCK_F64},
+              {"fp64", GCK_F64},    {"float64", GCK_F64}, {"double", GCK_F64}};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        gck_format f = GCK_FORMAT_COUNT;
+        cr_expect(gck_format_parse(ok[i].name, &f) && f == ok[i].fmt, "%s", ok[i].name);
+    }
+    static const char *const bad[] = {"", "fp8", "f 32", "float128", "int8", "bf"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        gck_format f;
+        cr_expect(!gck_format_parse(bad[i], &f), "'%s' was taken", bad[i]);
+    }
+    /* what gemmcheck writes is the short name, whatever was read */
+    gck_format f;
+    cr_assert(gck_format_parse("bfloat16", &f));
+    cr_expect_str_eq(gck_format_get(f)->name, "bf16");
+}

@@ -438,6 +438,13 @@ Test(fuzz, bad_arguments_exit_2_naming_the_problem, .init = setup, .fini = teard
     static const char *const bad[][2] = {
         {"fuzz --shard 3/2", "--shard '3/2'"},
         {"fuzz --backend bogus --time 1", "unknown backend 'bogus'"},
+        {"fuzz --backend openbla --time 1", "did you mean 'openblas'?"},
+        {"repro --backend cublsa 'gck1 m=1 n=1 k=1 order=col ta=N tb=N types=f32,f32,f32,f32 "
+         "compute=f32 scale=f32 alpha=1 beta=0 lda=1 ldb=1 ldc=1 ldd=1 d=c batch=1 sa=0 sb=0 "
+         "sc=0 sd=0 off=0,0,0,0 vab=unif vc=unif sp=0 cnan=0 seed=1'",
+         "did you mean 'cublas'?"},
+        {"repro --backend ref 'gck1 m=1 n=2 types=f32,f32,f32,f32'",
+         "missing keys k, order, ta, tb, compute"},
         {"fuzz --time abc", "--time 'abc'"},
         {"fuzz --jobs 0", "--jobs '0'"},
         {"fuzz --types f16,f16 --backend ref --time 1", "--types"},
@@ -560,4 +567,35 @@ Test(fuzz, a_sticky_device_error_is_charged_to_its_own_case_only, .init = setup,
                   json_string_value(json_object_get(f, "case")));
     }
     json_decref(j);
+}
+
+/* Piped output (CI logs): plain progress lines at the chosen interval, no carriage returns or
+ * terminal escapes, and the summary names every file written. */
+Test(fuzz, piped_runs_log_plain_lines_and_name_their_files, .init = setup, .fini = teardown,
+     .timeout = 120) {
+    char args[2048], out[1 << 16];
+    snprintf(args, sizeof args,
+             "fuzz --backend ref --time 4 --jobs 1 --log-every 1 --report %s/log.json --junit "
+             "%s/log.xml",
+             dir, dir);
+    cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);
+    int lines = 0;
+    for (const char *p = out; (p = strstr(p, "gemmcheck fuzz: ")) != NULL; p++) {
+        int secs;
+        long long cases;
+        if (sscanf(p, "gemmcheck fuzz: %d s: ref: %lld cases", &secs, &cases) == 2) lines++;
+    }
+    cr_expect_geq(lines, 2, "%d progress lines:\n%s", lines, out);
+    cr_expect_eq(strchr(out, '\r'), NULL, "a carriage return in piped output");
+    cr_expect_eq(strchr(out, 0x1b), NULL, "an escape code in piped output");
+    char files[1200];
+    snprintf(files, sizeof files,
+             "files written: report %s/log.json, JUnit %s/log.xml, findings (JSON Lines) "
+             "%s/log.json.findings.jsonl\n",
+             dir, dir, dir);
+    cr_expect(strstr(out, files) != NULL, "%s", out);
+    /* --no-progress: no display and no log lines */
+    snprintf(args, sizeof args, "fuzz --backend ref --time 3 --jobs 1 --log-every 1 --no-progress");
+    cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, " s: ref: ") == NULL, "%s", out);
 }

@@ -268,10 +268,20 @@ Test(merge, refuses_other_campaigns_and_repeated_shards_unless_told, .init = set
     json_t *b6 = json_deep_copy(a2);
     set_shard(b6, 5, 2, 6); /* 2/6: indices 1, 7, 13: odd, not in 1/2 */
     save(b6, at("b6.json"));
+    /* an incomplete set is refused (a lost shard must not look like a pass), named, no report */
     snprintf(in, sizeof in, "%s %s", at("a1.json"), at("b6.json"));
-    cr_expect_eq(merge(in, out, sizeof out), 1, "disjoint 1/2 and 2/6: %s", out);
+    cr_expect_eq(merge(in, out, sizeof out), 2, "disjoint 1/2 and 2/6: %s", out);
     cr_expect(strstr(out, "5 of the 6 shards of seed 5") != NULL, "%s", out);
     cr_expect(strstr(out, "1 of the 2 shards of seed 5") != NULL, "%s", out);
+    cr_expect(strstr(out, "--allow-missing-shards") != NULL, "%s", out);
+    cr_expect_neq(access(at("merged.json"), F_OK), 0, "a report was written");
+    snprintf(in, sizeof in, "--allow-missing-shards %s %s", at("a1.json"), at("b6.json"));
+    cr_expect_eq(merge(in, out, sizeof out), 1, "disjoint 1/2 and 2/6: %s", out);
+    cr_expect(strstr(out, "note: 5 of the 6 shards of seed 5") != NULL, "%s", out);
+    /* one shard of a pair alone: the same */
+    cr_expect_eq(merge(at("a2.json"), out, sizeof out), 2, "%s", out);
+    cr_expect(strstr(out, "1 of the 2 shards of seed 5 are not among the inputs (the first: 1/2)"),
+              "%s", out);
 
     static const struct {
         const char *a, *b, *expect;
@@ -286,10 +296,11 @@ Test(merge, refuses_other_campaigns_and_repeated_shards_unless_told, .init = set
         cr_expect(strstr(out, refused[i].expect) != NULL, "%s", out);
         cr_expect(strstr(out, "--allow-overlap") != NULL, "%s", out);
         char args[2100];
-        snprintf(args, sizeof args, "--allow-overlap %s", in);
+        snprintf(args, sizeof args, "--allow-overlap --allow-missing-shards %s", in);
         cr_expect_eq(merge(args, out, sizeof out), 1, "%s", out);
     }
-    snprintf(in, sizeof in, "--allow-overlap %s %s", at("a1.json"), at("a1.json"));
+    snprintf(in, sizeof in, "--allow-overlap --allow-missing-shards %s %s", at("a1.json"),
+             at("a1.json"));
     cr_expect_eq(merge(in, out, sizeof out), 1, "%s", out);
     m = load(at("merged.json"));
     cr_expect_eq(summary_int(m, "cases"), 2 * summary_int(a1, "cases"));
@@ -308,7 +319,8 @@ Test(merge, refuses_other_campaigns_and_repeated_shards_unless_told, .init = set
     snprintf(in, sizeof in, "%s %s", at("a1.json"), at("seed6.json"));
     cr_expect_eq(merge(in, out, sizeof out), 2, "%s", out);
     cr_expect(strstr(out, "different campaigns") != NULL, "%s", out);
-    snprintf(in, sizeof in, "--allow-mixed %s %s", at("a1.json"), at("seed6.json"));
+    snprintf(in, sizeof in, "--allow-mixed --allow-missing-shards %s %s", at("a1.json"),
+             at("seed6.json"));
     cr_expect_eq(merge(in, out, sizeof out), 1, "%s", out);
     m = load(at("merged.json"));
     cr_expect_str_eq(json_string_value(json_object_get(SUM(m), "seed")), "mixed");
@@ -316,7 +328,8 @@ Test(merge, refuses_other_campaigns_and_repeated_shards_unless_told, .init = set
     snprintf(in, sizeof in, "%s %s", at("a1.json"), at("older.json"));
     cr_expect_eq(merge(in, out, sizeof out), 2, "%s", out);
     cr_expect(strstr(out, "gemmcheck 0.0.9") != NULL, "%s", out);
-    snprintf(in, sizeof in, "--allow-mixed %s %s", at("a1.json"), at("older.json"));
+    snprintf(in, sizeof in, "--allow-mixed --allow-missing-shards %s %s", at("a1.json"),
+             at("older.json"));
     cr_expect_eq(merge(in, out, sizeof out), 1, "%s", out);
 
     json_decref(a1);

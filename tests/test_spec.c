@@ -60,7 +60,7 @@ Test(spec, malformed_strings_are_refused_with_the_reason) {
     } edits[] = {
         {"gck1", "gck2", "must start with 'gck1'"},
         {" m=3", " m=x", "m='x' is not an integer"},
-        {" m=3", "", "missing key 'm'"},
+        {" m=3", "", "missing key m"},
         {" n=4", " n=4 n=4", "key 'n' given twice"},
         {" k=5", " k=5 zz=1", "unknown key 'zz'"},
         {"order=col", "order=diag", "order='diag' must be col or row"},

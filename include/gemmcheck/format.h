@@ -41,7 +41,9 @@ typedef struct gck_format_info {
 
 /** The format table; `fmt` must be a valid gck_format. */
 GCK_API const gck_format_info *gck_format_get(gck_format fmt);
-/** Parse "f16", "bf16", "tf32", "f32", "f64"; returns false for anything else. */
+/** Parse "f16", "bf16", "tf32", "f32", "f64", or an alias: fp16, half, float16, bfloat16, fp32,
+ *  float32, float, single, fp64, float64, double (any letter case); false for anything else.
+ *  gemmcheck itself always writes the short names. */
 GCK_API bool gck_format_parse(const char *name, gck_format *out);
 
 /** Classes of a value. */

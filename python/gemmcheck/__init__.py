@@ -28,6 +28,19 @@ __all__ = ["oracle", "check", "Model", "Verdict", "Element", "GemmcheckError", "
 _F16, _BF16, _TF32, _F32, _F64 = range(5)
 _FORMATS = {"f16": _F16, "bf16": _BF16, "tf32": _TF32, "f32": _F32, "f64": _F64}
 _FORMAT_NAMES = {v: k for k, v in _FORMATS.items()}
+# other names users write (NumPy's, PyTorch's, C's, fpN), as gck_format_parse takes them
+_ALIASES = {"fp16": "f16", "half": "f16", "float16": "f16", "bfloat16": "bf16", "fp32": "f32",
+            "float32": "f32", "float": "f32", "single": "f32", "fp64": "f64", "float64": "f64",
+            "double": "f64"}
+
+
+def _canonical(name):
+    """A format name as gemmcheck writes it ("fp32", "float32", "F32" -> "f32"); other values
+    are returned unchanged (and refused where they are used)."""
+    if not isinstance(name, str):
+        return name
+    low = name.lower()
+    return _ALIASES.get(low, low if low in _FORMATS else name)
 _STORAGE = {_F16: np.float16, _BF16: np.uint16, _F32: np.float32, _F64: np.float64}
 _KINDS = ("out_of_tolerance", "nonfinite_mismatch", "out_of_bounds_write", "input_modified",
           "crash", "hang", "nondeterministic", "unimplemented", "error", "fpenv_modified",
@@ -156,6 +169,7 @@ def _load():
 def _format_of(arr, named, what):
     """The gemmcheck format of an operand: its dtype, or the name given for a uint16 array."""
     dt = arr.dtype
+    named = _canonical(named)
     if named is not None:
         if named not in _FORMATS or named == "tf32":
             raise GemmcheckError(f"{what}: unknown element type '{named}' (f16, bf16, f32, f64)")
@@ -254,6 +268,7 @@ def _out_format(out_dtype, a, b, types):
             return fa
         return _F64 if _F64 in (fa, fb) else _F32  # mixed inputs: the wider IEEE type
     if isinstance(out_dtype, str):
+        out_dtype = _canonical(out_dtype)
         if out_dtype not in _FORMATS or out_dtype == "tf32":
             raise GemmcheckError(f"out_dtype '{out_dtype}' is not an element type "
                                  "(f16, bf16, f32, f64)")
@@ -327,6 +342,7 @@ class Model:
 
     def __init__(self, compute="f32", inputs=None, acc="scalar", block=0, epilogue=None,
                  ftz=False, daz=False, skip_zero=False, rounding="nearest"):
+        compute, inputs, epilogue = _canonical(compute), _canonical(inputs), _canonical(epilogue)
         for what, v in (("compute", compute), ("inputs", inputs), ("epilogue", epilogue)):
             if v is not None and v not in _FORMATS:
                 raise GemmcheckError(f"model {what} '{v}' is not a format (f16, bf16, tf32, "
@@ -404,10 +420,11 @@ class Element:
     the exact error |got - exact| (rounded up), the hard bound and their ratio, and the
     statistical ratio (None where that tier did not apply)."""
 
-    __slots__ = ("kind", "index", "got", "expected", "error", "bound", "ratio", "stat", "rule")
+    __slots__ = ("kind", "index", "got", "expected", "error", "bound", "ratio", "stat", "rule",
+                 "d_type")
 
-    def __init__(self, kind, e, batched):
-        self.kind = kind
+    def __init__(self, kind, e, batched, d_type="D's type"):
+        self.kind, self.d_type = kind, d_type
         self.index = (e.batch, e.i, e.j) if batched else (e.i, e.j)
         self.got, self.expected, self.error = e.got, e.expected, e.error
         self.bound, self.ratio = e.bound, e.ratio
@@ -415,11 +432,11 @@ class Element:
         self.rule = e.rule.decode(errors="replace")
 
     def __repr__(self):
-        return (f"{self.kind} at {self.index}: got {self.got!r}, exact result rounded "
-                f"{self.expected!r}, error {self.error:.3g}, bound {self.bound:.3g} "
-                f"(error/bound {self.ratio:.3g}"
-                f"{'' if self.stat is None else f', statistical ratio {self.stat:.3g}'}; "
-                f"{self.rule})")
+        return (f"{self.kind} at {self.index}: got {self.got!r}, exact (rounded to "
+                f"{self.d_type}) {self.expected!r}, error {self.error:.3g}, bound "
+                f"{self.bound:.3g} (error/bound {self.ratio:.3g}"
+                f"{'' if self.stat is None else f', statistical ratio {self.stat:.3g}'}"
+                f"{f'; {self.rule}' if self.rule else ''})")
 
 
 class Verdict:
@@ -441,17 +458,17 @@ class Verdict:
     tier      "stat" (improbable_error fails the check, the default) or "hard"
     """
 
-    def __init__(self, r, batched, model, tier="stat"):
+    def __init__(self, r, batched, model, tier="stat", d_type="D's type"):
         self.model, self.tier = model, tier
         self.elements, self.total_elements = r.elements, r.total_elements
         self.exact_elements, self.lenient, self.sampled = r.exact_elements, r.lenient, r.sampled
         failing = [i for i, k in enumerate(_KINDS)
                    if r.count[i] and (tier == "stat" or k != "improbable_error")]
         self.counts = {_KINDS[i]: r.count[i] for i in failing}
-        self.worst = sorted((Element(_KINDS[i], r.worst[i], batched) for i in failing),
+        self.worst = sorted((Element(_KINDS[i], r.worst[i], batched, d_type) for i in failing),
                             key=lambda e: -r.count[_KINDS.index(e.kind)])
         self.improbable = r.count[_KINDS.index("improbable_error")]
-        self.max_ratio = Element("max_ratio", r.max_ratio, batched)
+        self.max_ratio = Element("max_ratio", r.max_ratio, batched, d_type)
         self.max_stat, self.stat_elements = r.max_stat, r.stat_elements
         self.sign_test_p = r.bias_p
         buf = ctypes.create_string_buffer(512)
@@ -530,4 +547,4 @@ def check(a, b, d, c=None, alpha=1, beta=0, *, trans_a=False, trans_b=False, a_t
                                pb, pc, dd.ctypes.data, ctypes.byref(res), buf, len(buf)), buf)
     if res.oracle_disagreements:
         raise RuntimeError("internal error: the exact and MPFR oracles differ on this input")
-    return Verdict(res, pr.batch is not None, model, tier)
+    return Verdict(res, pr.batch is not None, model, tier, _FORMAT_NAMES[out_fmt])

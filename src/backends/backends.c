@@ -97,6 +97,37 @@ static gck_status open_plugin(gck_backend *be, const char *arg, char *msg, size_
     return GCK_OK;
 }
 
+/* Edit distance between a[0..na) and b (insertions, deletions, substitutions), capped at 9. */
+static int edit_distance(const char *a, size_t na, const char *b) {
+    size_t nb = strlen(b);
+    if (na > 30 || nb > 30) return 9;
+    int row[32];
+    for (size_t j = 0; j <= nb; j++) row[j] = (int)j;
+    for (size_t i = 1; i <= na; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= nb; j++) {
+            int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            diag = up;
+            row[j] = best;
+        }
+    }
+    return row[nb] < 9 ? row[nb] : 9;
+}
+
+/* The registered backend name nearest to a mistyped one (at most 2 edits), or NULL. */
+static const char *nearest_backend(const char *name, size_t n) {
+    const char *best = NULL;
+    int bd = 3;
+    for (const char *const *b = gck_backend_names(); *b; b++) {
+        int d = edit_distance(name, n, *b);
+        if (d < bd) bd = d, best = *b;
+    }
+    return best;
+}
+
 gck_status gck_backend_open(gck_backend *be, const char *spec, char *msg, size_t len) {
     memset(be, 0, sizeof *be);
     snprintf(be->spec, sizeof be->spec, "%s", spec);
@@ -117,7 +148,10 @@ gck_status gck_backend_open(gck_backend *be, const char *spec, char *msg, size_t
             size_t k = 0;
             for (const char *const *b = gck_backend_names(); *b && k < sizeof known; b++)
                 k += (size_t)snprintf(known + k, sizeof known - k, "%s%s", k ? ", " : "", *b);
-            return gck_fail(GCK_EINVAL, msg, len, "unknown backend '%s' (known: %s)", spec, known);
+            const char *near = nearest_backend(spec, n);
+            return gck_fail(GCK_EINVAL, msg, len, "unknown backend '%s'%s%s%s (known: %s)", spec,
+                            near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "",
+                            known);
         }
         arg = colon ? colon + 1 : NULL;
     }
@@ -260,6 +294,18 @@ static void describe_orders(unsigned o, char *buf, size_t len) {
                                                  : "",
                               first_of_kind ? (b < 3 ? "alpha:" : "beta:") : "", names[b]);
     }
+}
+
+void gck_row_model_words(const gck_support_row *row, char *buf, size_t len) {
+    const gck_model *m = &row->model;
+    char acc[32] = "scalar";
+    if (m->acc == GCK_ACC_BLOCK_FMA)
+        snprintf(acc, sizeof acc, m->block ? "block-FMA/%d" : "block-FMA", m->block);
+    snprintf(buf, len, "compute=%s in=%s %s epi=%s%s%s%s %s", gck_format_get(m->compute)->name,
+             m->inputs_rounded ? gck_format_get(m->input_format)->name : "exact", acc,
+             gck_format_get(m->epilogue)->name, m->ftz ? " FTZ" : "", m->daz ? " DAZ" : "",
+             row->promises & GCK_PROMISE_MAY_SKIP_ZERO ? " skip0" : "",
+             gck_rounding_name(m->rounding));
 }
 
 static void row_describe(const gck_support_row *row, char *buf, size_t len) {

@@ -19,4 +19,8 @@ const gck_backend_ops *gck_cublaslt_backend_ops(void);
 #define GCK_MAX_ROWS 1024
 bool gck_backend_check_table(const gck_support_row *rows, size_t n, char *why, size_t len);
 
+/** A row's model in the words `gemmcheck verify --model` and Python's Model.parse take
+ *  ("compute=f32 in=exact block-FMA epi=f32 FTZ nearest"; the evaluation orders have no words). */
+void gck_row_model_words(const gck_support_row *row, char *buf, size_t len);
+
 #endif

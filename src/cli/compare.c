@@ -17,16 +17,22 @@
 
 static const char compare_help[] =
     "usage: gemmcheck compare OLD.json NEW.json [--fail-on-fingerprint] [--ignore-findings]\n"
-    "                         [--ratio-growth F] [--html DIFF.html]\n"
+    "                         [--fail-on-nondeterminism] [--ratio-growth F] [--html DIFF.html]\n"
     "\n"
     "Explains what changed between two certificates of `gemmcheck certify`: the environment\n"
     "(CPU, OS, variables), the library files (SHA-256) and version, support rows gained or\n"
     "lost or whose exercise changed, each row's fingerprint properties that changed (old -> new),\n"
     "the share of its pinned cases whose bits changed and their largest error/bound before and\n"
-    "after, and the campaigns' findings new and fixed. Each difference is classified:\n"
-    "  environment, library, reordered only (summation order: same arithmetic model),\n"
-    "  arithmetic-model change (products, subnormals), special values (alpha/beta reads, Inf*0),\n"
-    "  regression.\n"
+    "after, and the campaigns' findings new and fixed. The first line is the decision:\n"
+    "  NO REGRESSION (exit 0): ...   or   REGRESSION (exit 1): ...\n"
+    "with the differences counted by class. Each difference is one line \"[CLASS] what\"\n"
+    "(\"[REGRESSION: CLASS]\" when it is one); the classes, from the mildest:\n"
+    "  environment, library, support (a row gained, or its exercise changed),\n"
+    "  reordered only (same arithmetic model), bits depend on the thread count (a regression\n"
+    "  with --fail-on-nondeterminism), bits changed, no probe explains why,\n"
+    "  arithmetic-model change (products, normalisation, alpha/beta, subnormals, Inf*0),\n"
+    "  precision change (input or accumulator bits), accuracy beyond the bound,\n"
+    "  crash or missing path.\n"
     "Regressions: a row lost or no longer running, a probe reading a wrong value, run-to-run\n"
     "bits lost, a probe failure, a pinned case now outside its bound or whose largest\n"
     "error/bound grew more than F times (default 4) past 0.01, and new findings (unless\n"
@@ -42,6 +48,7 @@ static const char compare_help[] =
  * reported but are no verdict of the arithmetic. */
 static const char *const classes[] = {"identical",
                                       "reordered only (same arithmetic model)",
+                                      "bits depend on the thread count",
                                       "bits changed, no probe explains why",
                                       "arithmetic-model change",
                                       "precision change",
@@ -56,8 +63,9 @@ typedef struct tally {
     char smallest[1024];  /* the smallest case reproducing a regression ("" none) */
     json_t *notes;        /* every difference: {class, regression, text} */
     double smallest_size; /* its M*N*K*batch */
-    bool fail_on_fingerprint, ignore_findings;
+    bool fail_on_fingerprint, ignore_findings, fail_on_nondeterminism;
     double ratio_growth; /* a pinned case's largest error/bound growing past this factor */
+    FILE *out;           /* the lines, printed after the decision */
 } tally;
 
 static void note(tally *t, bool regression, const char *cls, const char *fmt, ...)
@@ -69,7 +77,7 @@ static void note(tally *t, bool regression, const char *cls, const char *fmt, ..
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    printf("  [%s%s] %s\n", regression ? "REGRESSION: " : "", cls, text);
+    fprintf(t->out, "  [%s%s] %s\n", regression ? "REGRESSION: " : "", cls, text);
     json_array_append_new(t->notes, json_pack("{s:s, s:b, s:o}", "class", cls, "regression",
                                               regression, "text", gck_json_text(text)));
     t->differences++;
@@ -196,6 +204,8 @@ static const char *classify(const char *name, const char *now, bool *regression)
         *regression = strcmp(now, "different bits") == 0;
         return *regression ? "crash or missing path" : "reordered only (same arithmetic model)";
     }
+    if (strcmp(name, "threads") == 0 && strstr(now, "depend on the thread count"))
+        return "bits depend on the thread count"; /* a regression with --fail-on-nondeterminism */
     if (strncmp(name, "order", 5) == 0 || strcmp(name, "threads") == 0)
         return "reordered only (same arithmetic model)";
     if (strncmp(name, "inputs", 6) == 0 || strcmp(name, "accumulator bits") == 0)
@@ -294,9 +304,10 @@ static void fingerprint(tally *t, const char *tuple, const json_t *a, const json
         if (!name || !was || (now && strcmp(was, now) == 0)) continue;
         bool reg;
         const char *cls = classify(name, now ? now : "absent", &reg);
-        note(t, reg || t->fail_on_fingerprint, cls, "%s: %s: %s -> %s%s%s", tuple, name, was,
-             now ? now : "not probed", probe ? "; probe: " : "",
-             probe ? json_string_value(probe) : "");
+        reg = reg || t->fail_on_fingerprint ||
+              (t->fail_on_nondeterminism && !strcmp(cls, "bits depend on the thread count"));
+        note(t, reg, cls, "%s: %s: %s -> %s%s%s", tuple, name, was, now ? now : "not probed",
+             probe ? "; probe: " : "", probe ? json_string_value(probe) : "");
     }
 }
 
@@ -326,7 +337,7 @@ static void rows(tally *t, const json_t *a, const json_t *b) {
         fingerprint(t, tuple, json_object_get(r, "fingerprint"), json_object_get(n, "fingerprint"));
         pinned(t, tuple, json_object_get(r, "pinned"), json_object_get(n, "pinned"),
                t->differences > before);
-        if (t->differences > before) printf("    => %s: %s\n", tuple, classes[t->worst]);
+        if (t->differences > before) fprintf(t->out, "    => %s: %s\n", tuple, classes[t->worst]);
         t->worst = t->worst > worst ? t->worst : worst;
     }
     json_array_foreach(rb, i, r) {
@@ -389,16 +400,16 @@ static int conclude(tally *t, const json_t *a, const json_t *b, const char *html
             n += (size_t)snprintf(verdict + n, sizeof verdict - n, "; %s: %d", classes[c],
                                   t->count[c]);
     if (t->differences == 0)
-        printf("identical: no difference in environment, library, support, fingerprint, "
-               "pinned cases or findings\n");
+        fprintf(t->out, "identical: no difference in environment, library, support, fingerprint, "
+                        "pinned cases or findings\n");
     else
-        printf("%d difference%s, %d regression%s\nverdict: %s\n", t->differences,
-               t->differences == 1 ? "" : "s", t->regressions, t->regressions == 1 ? "" : "s",
-               verdict);
+        fprintf(t->out, "%d difference%s, %d regression%s\nverdict: %s\n", t->differences,
+                t->differences == 1 ? "" : "s", t->regressions, t->regressions == 1 ? "" : "s",
+                verdict);
     if (t->smallest[0]) {
         snprintf(smallest, sizeof smallest, "gemmcheck repro --backend %s '%s'",
                  json_string_value(json_object_get(b, "backend")), t->smallest);
-        printf("smallest reproducer of a regression: %s\n", smallest);
+        fprintf(t->out, "smallest reproducer of a regression: %s\n", smallest);
     }
     char err[512];
     if (html && !gck_compare_html(a, b, t->notes, t->differences ? verdict : "identical", smallest,
@@ -409,6 +420,27 @@ static int conclude(tally *t, const json_t *a, const json_t *b, const char *html
     return t->regressions ? 1 : GCK_EXIT_OK;
 }
 
+/* The first line: the decision, then the differences by class (most severe first). */
+static void decision(const tally *t, int rc) {
+    printf("%s (exit %d)", t->regressions ? "REGRESSION" : "NO REGRESSION", rc);
+    int other = t->differences;
+    const char *sep = ": ";
+    for (int c = N_CLASSES - 1; c > 0; c--)
+        if (t->count[c]) {
+            printf("%s%d %s", sep, t->count[c], classes[c]);
+            other -= t->count[c];
+            sep = ", ";
+        }
+    if (other > 0)
+        printf("%s%d environment, library or support difference%s", sep, other,
+               other == 1 ? "" : "s");
+    else if (t->differences == 0)
+        printf(": identical");
+    if (t->regressions)
+        printf(" (%d of them regression%s)", t->regressions, t->regressions == 1 ? "" : "s");
+    putchar('\n');
+}
+
 int gck_cmd_compare(int argc, char **argv) {
     const char *cmd = "compare", *files[2] = {NULL, NULL};
     tally t = {0};
@@ -417,6 +449,7 @@ int gck_cmd_compare(int argc, char **argv) {
         {"--ratio-growth", .value = &growth},
         {"--html", .value = &html},
         {"--fail-on-fingerprint", .flag = &t.fail_on_fingerprint, .flag_value = true},
+        {"--fail-on-nondeterminism", .flag = &t.fail_on_nondeterminism, .flag_value = true},
         {"--ignore-findings", .flag = &t.ignore_findings, .flag_value = true}};
     gck_opt_spec os = {cmd,   opts, (int)(sizeof opts / sizeof opts[0]),
                        files, 2,    "compare takes two certificates: OLD.json NEW.json"};
@@ -436,9 +469,18 @@ int gck_cmd_compare(int argc, char **argv) {
         return GCK_EXIT_USAGE;
     }
     t.notes = json_array();
-    printf("compare %s (%s) -> %s (%s)\n", files[0],
-           json_string_value(json_object_get(a, "backend")), files[1],
-           json_string_value(json_object_get(b, "backend")));
+    char *body = NULL;
+    size_t blen = 0;
+    t.out = open_memstream(&body, &blen);
+    if (!t.out) {
+        json_decref(a);
+        json_decref(b);
+        json_decref(t.notes);
+        return gck_cli_usage_error(cmd, "out of memory");
+    }
+    fprintf(t.out, "compare %s (%s) -> %s (%s)\n", files[0],
+            json_string_value(json_object_get(a, "backend")), files[1],
+            json_string_value(json_object_get(b, "backend")));
     environment(&t, json_object_get(a, "environment"), json_object_get(b, "environment"), "");
     const json_t *pa = json_object_get(a, "probed"), *pb = json_object_get(b, "probed");
     if (!pb && pa)
@@ -450,6 +492,10 @@ int gck_cmd_compare(int argc, char **argv) {
     }
     findings(&t, a, b);
     rc = conclude(&t, a, b, html);
+    fclose(t.out);
+    if (rc == GCK_EXIT_OK || rc == 1) decision(&t, rc);
+    fputs(body ? body : "", stdout);
+    free(body);
     json_decref(a);
     json_decref(b);
     json_decref(t.notes);

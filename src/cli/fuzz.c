@@ -22,7 +22,8 @@ static const char fuzz_help[] =
     "                      [--corpus DIR] [--shard I/N] [--jobs N] [--types LIST]\n"
     "                      [--rerun-share F] [--concurrency T] [--concurrency-share F]\n"
     "                      [--max-flops X] [--max-bytes X] [--timeout-floor S] [--strict-ieee]\n"
-    "                      [--progress | --no-progress] [--stop-on-finding] [--tier T]\n"
+    "                      [--progress | --no-progress] [--log-every S] [--stop-on-finding]\n"
+    "                      [--tier T]\n"
     "\n"
     "Throws generated cases (docs/REPRO.md) at backends from worker processes and reports\n"
     "distinct findings with one-line reproducers. Without --backend: ref, kernels, openblas,\n"
@@ -57,6 +58,12 @@ static const char fuzz_help[] =
     "  --strict-ieee       no zero-skipping leniency\n"
     "  --oracle KIND       exact (default: the integer superaccumulator), mpfr, or both (every\n"
     "                      element by both; a difference is an internal error)\n"
+    "  --progress          a one-line display on stderr, redrawn in place (the default on a\n"
+    "                      terminal outside CI); --no-progress: no display and no log\n"
+    "                      lines, whatever --log-every says\n"
+    "  --log-every S       piped or in CI (the default there: every 30 s): one plain line\n"
+    "                      per S seconds on stderr (elapsed, backend, cases, rate, findings\n"
+    "                      by kind, time left), no carriage returns or escape codes; 0: none\n"
     "  --stop-on-finding   end the campaign at the first distinct finding\n"
     "  --tier stat|hard    stat (default): improbable_error (the statistical tier,\n"
     "                      docs/TOLERANCE.md) is a finding; hard: it is counted per type tuple\n"
@@ -89,13 +96,14 @@ static bool parse_count0(const char *s, long long *out) {
 /* Option values parsed after the scan. */
 typedef struct fuzz_args {
     const char *time_s, *cases, *seed, *shard, *jobs, *rerun, *conc, *conc_share, *flops, *bytes,
-        *tfloor, *oracle, *tier;
-    bool help;
+        *tfloor, *oracle, *tier, *log_every;
+    bool help, progress_on, progress_off;
 } fuzz_args;
 
 static void default_options(gck_campaign_options *o) {
     gck_campaign_defaults(o);
     o->progress = isatty(STDERR_FILENO) && !getenv("CI");
+    o->log_every = o->progress ? 0 : 30; /* piped or in CI: a plain line every 30 s */
 }
 
 /* The arguments: flags and strings into the options, the numbers into g. */
@@ -103,8 +111,9 @@ static int scan(const char *cmd, int argc, char **argv, gck_campaign_options *o,
     int nbackends = 0;
     const gck_opt opts[] = {
         {"--strict-ieee", .flag = &o->strict_ieee, .flag_value = true},
-        {"--progress", .flag = &o->progress, .flag_value = true},
-        {"--no-progress", .flag = &o->progress, .flag_value = false},
+        {"--progress", .flag = &g->progress_on, .flag_value = true},
+        {"--no-progress", .flag = &g->progress_off, .flag_value = true},
+        {"--log-every", .value = &g->log_every},
         {"--stop-on-finding", .flag = &o->stop_on_finding, .flag_value = true},
         {"--skip-unavailable", .flag = &o->skip_unavailable, .flag_value = true},
         {"--backend", .list = o->backends, .count = &nbackends, .max = GCK_MAX_BACKENDS},
@@ -247,6 +256,12 @@ int gck_cmd_fuzz(int argc, char **argv) {
         return GCK_EXIT_OK;
     }
     if ((rc = parse_numbers(cmd, &g, &o)) || (rc = parse_shard(cmd, g.shard, &o))) return rc;
+    if (g.progress_on && g.progress_off)
+        return gck_cli_usage_error(cmd, "--progress and --no-progress together");
+    if (g.log_every && !gck_parse_real_opt(cmd, "--log-every", g.log_every, 0, &o.log_every))
+        return GCK_EXIT_USAGE;
+    if (g.progress_on) o.progress = true, o.log_every = g.log_every ? o.log_every : 0;
+    if (g.progress_off) o.progress = false, o.log_every = 0; /* no output of either kind */
     if (o.corpus_dir) {
         struct stat st;
         if (stat(o.corpus_dir, &st) == 0 && !S_ISDIR(st.st_mode))

@@ -9,7 +9,7 @@
 static const char merge_help[] =
     "usage: gemmcheck merge --report OUT.json [--junit OUT.xml] [--matrix-csv OUT.csv]\n"
     "                       [--backends-csv OUT.csv] [--html OUT.html] [--allow-mixed]\n"
-    "                       [--allow-overlap]\n"
+    "                       [--allow-overlap] [--allow-missing-shards]\n"
     "                       SHARD.json...\n"
     "\n"
     "Merges the JSON reports of shards (gemmcheck fuzz --shard I/N) into one: counts add up,\n"
@@ -22,22 +22,27 @@ static const char merge_help[] =
     "                    they are not parts of one campaign)\n"
     "  --allow-overlap   merge the same shard twice, or shards of one seed whose case\n"
     "                    streams share cases (refused: their cases would count twice)\n"
+    "  --allow-missing-shards\n"
+    "                    merge a set from which shards of summary.shards are missing (refused:\n"
+    "                    a lost task of a Slurm array would otherwise look like a pass; with\n"
+    "                    the option each missing shard is noted on stderr)\n"
     "\n"
-    "Shards of a seed missing from the inputs are noted on stderr.\n"
-    "Exit status: 0 no findings, 1 findings, 2 bad input.\n";
+    "Exit status: 0 no findings, 1 findings, 2 bad input or missing shards.\n";
 
 int gck_cmd_merge(int argc, char **argv) {
     const char *cmd = "merge", *report = NULL, *junit = NULL, *mcsv = NULL, *bcsv = NULL,
                *html = NULL;
     gck_merge m;
     memset(&m, 0, sizeof m);
-    const gck_opt opts[] = {{"--allow-mixed", .flag = &m.allow_mixed, .flag_value = true},
-                            {"--allow-overlap", .flag = &m.allow_overlap, .flag_value = true},
-                            {"--report", .value = &report},
-                            {"--junit", .value = &junit},
-                            {"--html", .value = &html},
-                            {"--matrix-csv", .value = &mcsv},
-                            {"--backends-csv", .value = &bcsv}};
+    const gck_opt opts[] = {
+        {"--allow-mixed", .flag = &m.allow_mixed, .flag_value = true},
+        {"--allow-overlap", .flag = &m.allow_overlap, .flag_value = true},
+        {"--allow-missing-shards", .flag = &m.allow_missing, .flag_value = true},
+        {"--report", .value = &report},
+        {"--junit", .value = &junit},
+        {"--html", .value = &html},
+        {"--matrix-csv", .value = &mcsv},
+        {"--backends-csv", .value = &bcsv}};
     const char **inputs = calloc((size_t)(argc > 0 ? argc : 1), sizeof *inputs);
     if (!inputs) return gck_cli_usage_error(cmd, "out of memory");
     gck_opt_spec spec = {cmd, opts, (int)(sizeof opts / sizeof opts[0]), inputs, argc, NULL};
@@ -59,7 +64,10 @@ int gck_cmd_merge(int argc, char **argv) {
         gck_merge_free(&m);
         return rc;
     }
-    gck_merge_print_missing(&m, stderr);
+    if (gck_merge_missing(&m, stderr, !m.allow_missing) > 0 && !m.allow_missing) {
+        gck_merge_free(&m);
+        return GCK_EXIT_USAGE; /* no report: the set is incomplete */
+    }
     gck_campaign_result *r = &m.total;
     if (!gck_report_write_json(r, report, "gemmcheck merge", msg, sizeof msg) ||
         (junit && !gck_report_write_junit(r, junit, msg, sizeof msg)) ||

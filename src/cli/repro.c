@@ -28,7 +28,8 @@ static const char repro_help[] =
     "\n"
     "  --backend SPEC     ref, kernels[:path], openblas, blis, cblas:/path/lib.so, cublas,\n"
     "                     cublaslt, plugin:/path/lib.so[:name]\n"
-    "  --dump DIR         write A, B, C, D_expected, D_got (.npy) and case.txt into DIR\n"
+    "  --dump DIR         write A, B, C, D_expected, D_got (.npy), case.txt and verify.sh\n"
+    "                     (the gemmcheck verify command that re-checks D_got) into DIR\n"
     "  --strict-ieee      no zero-skipping leniency, whatever the backend declares\n"
     "  --rerun            a second call on fresh buffers, compared bit for bit (determinism\n"
     "                     check; the default)\n"
@@ -249,7 +250,10 @@ int gck_cmd_repro(int argc, char **argv) {
                    ? " (stopped at the first one with a finding)"
                    : ", none with a finding");
     switch (res->status) {
-    case GCK_ISOLATED_RAN: rc = report(g.backend, flags, repro, res->version, &res->run); break;
+    case GCK_ISOLATED_RAN:
+        rc = report(g.backend, flags, repro, res->version, &res->run);
+        if (g.dump) printf("dump:     %s (re-check: sh %s/verify.sh)\n", g.dump, g.dump);
+        break;
     case GCK_ISOLATED_SETUP_ERROR:
         fprintf(stderr, "gemmcheck repro: %s\n", res->message);
         rc = GCK_EXIT_USAGE;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends.h"
 #include "cli.h"
 #include "gemmcheck/gemmcheck.h"
 #include "inputs.h"
@@ -170,27 +171,17 @@ static int check_d_shape(const char **o, const gck_inputs *ops, const gck_npy *d
                                o[OPT_D], got, gc->m, gc->n);
 }
 
-static void print_element(const char *what, const gck_element_report *e, bool batched) {
+static void print_element(const char *what, const gck_element_report *e, bool batched,
+                          gck_format d) {
     char at[96];
     if (batched)
         snprintf(at, sizeof at, "D[%" PRId64 ", %" PRId64 ", %" PRId64 "]", e->batch, e->i, e->j);
     else
         snprintf(at, sizeof at, "D[%" PRId64 ", %" PRId64 "]", e->i, e->j);
-    printf("  %s %s = %.17g, exact %.17g, error %.3e, bound %.3e, error/bound %.3g%s%s\n", what, at,
-           e->got, e->expected, e->error, e->bound, e->ratio, e->rule[0] ? "; " : "", e->rule);
-}
-
-/* The model in the words --model takes. */
-static void model_words(const gck_support_row *row, char *buf, size_t len) {
-    const gck_model *m = &row->model;
-    char acc[32] = "scalar";
-    if (m->acc == GCK_ACC_BLOCK_FMA) snprintf(acc, sizeof acc, "block-FMA/%d", m->block);
-    if (m->acc == GCK_ACC_BLOCK_FMA && m->block == 0) snprintf(acc, sizeof acc, "block-FMA");
-    snprintf(buf, len, "compute=%s in=%s %s epi=%s%s%s%s %s", gck_format_get(m->compute)->name,
-             m->inputs_rounded ? gck_format_get(m->input_format)->name : "exact", acc,
-             gck_format_get(m->epilogue)->name, m->ftz ? " FTZ" : "", m->daz ? " DAZ" : "",
-             row->promises & GCK_PROMISE_MAY_SKIP_ZERO ? " skip0" : "",
-             gck_rounding_name(m->rounding));
+    printf("  %s %s = %.17g, exact (rounded to %s) %.17g, error %.3e, bound %.3e, error/bound "
+           "%.3g%s%s\n",
+           what, at, e->got, gck_format_get(d)->name, e->expected, e->error, e->bound, e->ratio,
+           e->rule[0] ? "; " : "", e->rule);
 }
 
 static void print_report(const gck_case *gc, const gck_support_row *row, const gck_check_result *r,
@@ -201,7 +192,7 @@ static void print_report(const gck_case *gc, const gck_support_row *row, const g
            " failing\n",
            failing ? "FAIL" : "pass", r->elements, r->total_elements, failing);
     char model[160];
-    model_words(row, model, sizeof model);
+    gck_row_model_words(row, model, sizeof model);
     printf("  D (%" PRId64 "x%" PRId64 "%s, %s) = alpha*op(A)*op(B)%s, K = %" PRId64
            ", %s x %s -> %s, model \"%s\"\n",
            gc->m, gc->n, gc->batch > 1 ? ", batched" : "", gck_format_get(gc->type_d)->name,
@@ -215,9 +206,10 @@ static void print_report(const gck_case *gc, const gck_support_row *row, const g
             char what[64];
             snprintf(what, sizeof what, "%s: %" PRId64 " element(s); worst", gck_kind_name(k),
                      r->count[k]);
-            print_element(what, &r->worst[k], batched);
+            print_element(what, &r->worst[k], batched, gc->type_d);
         }
-    if (isfinite(r->max_ratio.error)) print_element("largest error/bound:", &r->max_ratio, batched);
+    if (isfinite(r->max_ratio.error))
+        print_element("largest error/bound:", &r->max_ratio, batched, gc->type_d);
     static const char *const bins[GCK_RATIO_BINS] = {
         "0", "<=1e-6", "<=1e-5", "<=1e-4", "<=1e-3", "<=1e-2", "<=0.1", "<=1", ">1"};
     printf("  error/bound:");

@@ -10,6 +10,7 @@
 
 #include <math.h>
 #include <string.h>
+#include <strings.h>
 
 static const gck_format_info format_table[GCK_FORMAT_COUNT] = {
     [GCK_F16] = {"f16", 2, 11, -14, 15, 0x1.ffcp+15, 0x1p-14, 0x1p-24, 0x1p-10, true},
@@ -22,13 +23,28 @@ static const gck_format_info format_table[GCK_FORMAT_COUNT] = {
 
 const gck_format_info *gck_format_get(gck_format fmt) { return &format_table[fmt]; }
 
+/* Other names users write for the formats (NumPy's, PyTorch's, C's, the fpN spelling). */
+static const struct {
+    const char *alias;
+    gck_format fmt;
+} aliases[] = {
+    {"fp16", GCK_F16}, {"half", GCK_F16},    {"float16", GCK_F16}, {"bfloat16", GCK_BF16},
+    {"fp32", GCK_F32}, {"float32", GCK_F32}, {"float", GCK_F32},   {"single", GCK_F32},
+    {"fp64", GCK_F64}, {"float64", GCK_F64}, {"double", GCK_F64},
+};
+
 bool gck_format_parse(const char *name, gck_format *out) {
     for (int f = 0; f < GCK_FORMAT_COUNT; f++) {
-        if (strcmp(name, format_table[f].name) == 0) {
+        if (strcasecmp(name, format_table[f].name) == 0) {
             *out = (gck_format)f;
             return true;
         }
     }
+    for (size_t a = 0; a < sizeof aliases / sizeof aliases[0]; a++)
+        if (strcasecmp(name, aliases[a].alias) == 0) {
+            *out = aliases[a].fmt;
+            return true;
+        }
     return false;
 }
 

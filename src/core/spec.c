@@ -335,8 +335,18 @@ static gck_status spec_parse(const char *text, gck_spec *s, char *msg, size_t le
         gck_status st = parse_value(s, key, eq + 1, msg, len);
         if (st != GCK_OK) return st;
     }
+    /* every missing key at once: a partial string is completed in one go */
+    char missing[512] = "";
+    int nmissing = 0;
     for (int k = 0; k < K_COUNT; k++)
-        if (!seen[k]) return gck_fail(GCK_EINVAL, msg, len, "missing key '%s'", key_names[k]);
+        if (!seen[k]) {
+            size_t used = strlen(missing);
+            snprintf(missing + used, sizeof missing - used, "%s%s", nmissing ? ", " : "",
+                     key_names[k]);
+            nmissing++;
+        }
+    if (nmissing)
+        return gck_fail(GCK_EINVAL, msg, len, "missing key%s %s", nmissing > 1 ? "s" : "", missing);
     return gck_case_validate(&s->c, msg, len);
 }
 

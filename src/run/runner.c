@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backends.h"
 #include "format_internal.h"
 #include "fpenv.h"
 #include "gemmcheck/oracle.h"
@@ -247,7 +248,47 @@ static gck_status dump_operand(const char *dir, const char *name, const gck_case
     return s;
 }
 
-static gck_status dump(const char *dir, const gck_spec *s, operand_set *os, char *msg, size_t len) {
+/* DIR/verify.sh: the `gemmcheck verify` command that re-checks the dumped D (D_got) against the
+ * dumped operands under the row's model, from any directory. */
+/* DIR/NAME written whole with `text` (mode 0755 when executable). */
+static gck_status write_text(const char *dir, const char *name, const char *text, bool executable,
+                             char *msg, size_t len) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        snprintf(msg, len, "cannot create %s", path);
+        return GCK_EIO;
+    }
+    fputs(text, f);
+    bool ok = !ferror(f);
+    ok = fclose(f) == 0 && ok;
+    if (ok && executable) chmod(path, 0755);
+    if (!ok) snprintf(msg, len, "cannot write %s", path);
+    return ok ? GCK_OK : GCK_EIO;
+}
+
+/* DIR/verify.sh: the `gemmcheck verify` command that re-checks the dumped D (D_got) against the
+ * dumped operands under the row's model, from any directory. */
+static gck_status write_verify(const char *dir, const gck_case *c, const gck_support_row *row,
+                               char *msg, size_t len) {
+    char model[256], text[2048];
+    gck_row_model_words(row, model, sizeof model);
+    snprintf(text, sizeof text,
+             "#!/bin/sh\n# Re-checks D_got.npy, the backend's result, against the exact result "
+             "(gemmcheck verify).\ncd \"$(dirname \"$0\")\" || exit 2\n"
+             "exec \"${GEMMCHECK:-gemmcheck}\" verify --a A.npy --b B.npy --c C.npy --d D_got.npy "
+             "--alpha %.17g --beta %.17g --transa %s --transb %s --a-type %s --b-type %s "
+             "--c-type %s --d-type %s --model '%s' \"$@\"\n",
+             c->alpha, c->beta, c->transa == GCK_OP_N ? "N" : "T",
+             c->transb == GCK_OP_N ? "N" : "T", gck_format_get(c->type_a)->name,
+             gck_format_get(c->type_b)->name, gck_format_get(c->type_c)->name,
+             gck_format_get(gck_case_type(c, GCK_D))->name, model);
+    return write_text(dir, "verify.sh", text, true, msg, len);
+}
+
+static gck_status dump(const char *dir, const gck_spec *s, const gck_support_row *row,
+                       operand_set *os, char *msg, size_t len) {
     const gck_case *c = &s->c;
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
         snprintf(msg, len, "cannot create %s: %s", dir, strerror(errno));
@@ -277,17 +318,11 @@ static gck_status dump(const char *dir, const gck_spec *s, operand_set *os, char
     if (st == GCK_OK) st = dump_operand(dir, "D_expected", &oc, GCK_D, de, msg, len);
     free(de);
     if (st != GCK_OK) return st;
-    char path[4096], repro[2048];
-    snprintf(path, sizeof path, "%s/case.txt", dir);
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        snprintf(msg, len, "cannot create %s", path);
-        return GCK_EIO;
-    }
-    gck_spec_format(s, repro, sizeof repro);
-    fprintf(f, "%s\n", repro);
-    fclose(f);
-    return GCK_OK;
+    char repro[2048];
+    gck_spec_format(s, repro, sizeof repro - 1);
+    strcat(repro, "\n");
+    if ((st = write_text(dir, "case.txt", repro, false, msg, len))) return st;
+    return write_verify(dir, c, row, msg, len);
 }
 
 typedef struct conc_job {
@@ -558,7 +593,7 @@ static gck_status run_once(gck_backend *be, const gck_spec *s, const gck_run_opt
     }
     if (o->concurrency > 1) concurrency_check(be, s, row, o, r, fpenv, sizeof fpenv);
     fpenv_finding(r, fpenv);
-    if (o->dump_dir) st = dump(o->dump_dir, s, &os, msg, len);
+    if (o->dump_dir) st = dump(o->dump_dir, s, row, &os, msg, len);
     free_set(&os);
     return st;
 }

@@ -2,6 +2,7 @@
 np.asfortranarray, read into C order) and 3-D batches, so the operands a dump leaves recompute
 its D_expected bit for bit."""
 
+import os
 import re
 import subprocess
 
@@ -48,3 +49,28 @@ def test_repro_dump_operands_recompute_d_expected(tmp_path, order, gemmcheck_bin
     got, want = np.load(d / "D.npy"), np.load(d / "D_expected.npy")
     assert got.shape == want.shape == (3, 4, 5)
     assert got.tobytes() == want.tobytes()
+
+
+def test_repro_dump_writes_the_verify_command_that_rechecks_it(tmp_path, gemmcheck_binary):
+    """verify.sh re-checks the dumped D under the row's model: the reference GEMM's D passes,
+    a faulty backend's (one element off by 25%) fails, with the same finding kind."""
+    case = ("gck1 m=4 n=5 k=6 order=row ta=N tb=T types=bf16,bf16,f32,f32 compute=f32 scale=f32 "
+            "alpha=2 beta=1 lda=6 ldb=6 ldc=5 ldd=5 d=c batch=1 sa=0 sb=0 sc=0 sd=0 "
+            "off=0,0,0,0 vab=normal vc=unif sp=0 cnan=0 seed=4")
+    env = dict(os.environ, GEMMCHECK=gemmcheck_binary)
+    backends = [("ref", 0)]
+    faulty = os.environ.get("GEMMCHECK_FAULTY_PLUGIN")
+    if faulty:
+        backends.append((f"plugin:{faulty}:tolerance", 1))
+    for backend, want in backends:
+        d = tmp_path / backend.split(":")[-1]
+        r = subprocess.run([gemmcheck_binary, "repro", "--backend", backend, "--dump", str(d),
+                            case], capture_output=True, text=True, timeout=120)
+        assert r.returncode == want, r.stdout + r.stderr
+        assert f"re-check: sh {d}/verify.sh" in r.stdout, r.stdout
+        v = subprocess.run(["sh", str(d / "verify.sh")], capture_output=True, text=True,
+                           timeout=120, env=env, cwd="/")
+        assert v.returncode == want, v.stdout + v.stderr
+        assert ("pass:" in v.stdout) == (want == 0), v.stdout
+        if want:
+            assert "out_of_tolerance" in v.stdout, v.stdout

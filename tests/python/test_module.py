@@ -275,3 +275,16 @@ def test_the_callers_fp_environment_changes_nothing(env):
         base = gc.check(x, y, wrong, alpha=0.5)
         assert not base.ok and failed.counts == base.counts
         assert failed.max_ratio.ratio == base.max_ratio.ratio
+
+
+def test_format_names_users_write_are_taken():
+    """fp32, float32, bfloat16, half ... name the formats wherever a name is read."""
+    assert gc.Model(compute="fp32", inputs="TF32").compute == "f32"
+    assert gc.Model.parse("compute=float32 in=bfloat16").inputs == "bf16"
+    a = np.array([[1.5, -2.0]], dtype=np.float32)
+    b = np.array([[2.0], [0.25]], dtype=np.float32)
+    bits = (a.view(np.uint32) >> 16).astype(np.uint16)  # exact: these values fit in bf16
+    assert gc.check(bits, b, a @ b, a_type="bfloat16", model="compute=float32").ok
+    assert gc.oracle(a, b, out_dtype="float32").dtype == np.float32
+    with pytest.raises(gc.GemmcheckError):
+        gc.Model(compute="fp8")
