@@ -299,6 +299,11 @@ Test(certify, certify_and_compare_from_the_command_line, .timeout = 600) {
     snprintf(cmd, sizeof cmd, "%s certify --backend plugin:%s:blocked --out %s --time 0",
              GCK_BINARY, GCK_ZOO_PLUGIN, blocked);
     cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    /* the fingerprint's key facts on stdout, one line per group of rows */
+    cr_expect(strstr(out, "fingerprint, key facts:\n  1 row (f32 f32 f32 f32 | f32): products: "
+                          "rounded to f32 before the addition (no FMA); normalisation: after "
+                          "every addition;") != NULL,
+              "%s", out);
     snprintf(cmd, sizeof cmd, "%s certify --backend plugin:%s:split-k --out %s --time 0",
              GCK_BINARY, GCK_ZOO_PLUGIN, split);
     cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
