@@ -219,6 +219,14 @@ static void print_report(const gck_case *gc, const gck_support_row *row, const g
     char st[400];
     gck_stat_describe(r, st, sizeof st);
     printf("  statistical tier: %s\n", st);
+    /* the usual cause of an f64 D failing nearly everywhere: computed in f32, then widened */
+    int64_t off = r->count[GCK_KIND_OUT_OF_TOLERANCE] + r->count[GCK_KIND_IMPROBABLE_ERROR];
+    if (gc->type_d == GCK_F64 && gc->type_a != GCK_F64 && gc->type_b != GCK_F64 &&
+        row->model.compute == GCK_F64 && r->elements > 0 && off * 10 >= r->elements * 9)
+        printf("  hint: A and B are %s x %s but the model computes in f64 (the default for an "
+               "f64 D); if D was computed in f32 and then widened, check it with --model "
+               "compute=f32\n",
+               gck_format_get(gc->type_a)->name, gck_format_get(gc->type_b)->name);
 }
 
 static int run(const char **o, bool strict) {

@@ -156,3 +156,17 @@ def test_a_large_result_is_checked_in_full_and_says_how(tmp_path, gemmcheck_bina
     code, out, err = verify(gemmcheck_binary, tmp_path, "--a", "s.npy", "--b", "t.npy", "--d",
                             "u.npy", "--model", "compute=f32 in=f16")
     assert code == 0 and "products one by one" in out, out + err
+
+
+def test_an_f64_d_of_f32_arithmetic_gets_the_hint(product, gemmcheck_binary):
+    """f32 inputs, D computed in f32 and saved as f64: every element fails the default model
+    (f64 arithmetic, because D is f64), and verify says what to try; that model passes."""
+    d, a, b = product
+    np.save(d / "d64.npy", (a @ b).astype(np.float64))
+    rc, out, err = verify(gemmcheck_binary, d, "--a", "a.npy", "--b", "b.npy", "--d", "d64.npy")
+    assert rc == 1, out + err
+    assert "hint: A and B are f32 x f32 but the model computes in f64" in out, out
+    assert "--model compute=f32" in out, out
+    rc, out, err = verify(gemmcheck_binary, d, "--a", "a.npy", "--b", "b.npy", "--d", "d64.npy",
+                          "--model", "compute=f32")
+    assert rc == 0 and "hint" not in out, out + err
