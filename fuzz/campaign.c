@@ -478,6 +478,10 @@ static void kill_all(slot *slots, int jobs) {
     }
 }
 
+/* When a worker started at `now` must have opened the backend: 120 s, but never past `end` (the
+ * end of --time, or of this backend's share of it, plus 3 s). */
+static double open_by(double now, double end) { return now + 120.0 < end ? now + 120.0 : end; }
+
 /* Start the run's first worker (whether the backend opens at all is a set-up fact, given up
  * to 120 s, and never past this backend's share of --time); the others start in the main loop, one
  * at a time and only while the run accepts cases, so that spawning never outlasts --time. */
@@ -486,8 +490,7 @@ static bool start_workers(run_ctx *x, slot *slots, int jobs) {
         slots[j].w.pid = -1;
         slots[j].w.dead = true;
     }
-    double end = x->end + 3.0, ready_by = gck_wire_now() + 120.0;
-    return spawn(x, &slots[0], ready_by < end ? ready_by : end);
+    return spawn(x, &slots[0], open_by(gck_wire_now(), x->end + 3.0));
 }
 
 /* A message from a busy worker. */
@@ -672,7 +675,7 @@ static int fill_slots(run_ctx *x, slot *slots, int jobs, double now, bool in_tim
          * workers served in one pass once ran one case over the count */
         bool fresh = accepting && (x->o->max_cases <= 0 || x->dispatched < x->o->max_cases);
         bool serve = fresh || owes;
-        double ready_by = now + 120.0 < x->end + 3.0 ? now + 120.0 : x->end + 3.0;
+        double ready_by = open_by(now, x->end + 3.0);
         if (!s->alive && serve && !spawn(x, s, ready_by)) {
             fprintf(stderr, "\ngemmcheck fuzz: %s\n", x->setup_error);
             continue;
@@ -768,10 +771,10 @@ static void install_stop_handlers(void) {
     gck_worker_stop_flag(&stop_requested); /* a stop ends every wait, a hanging init's too */
 }
 
-/* How long a backend may take to open: 120 s, but never past the campaign's end (--time). */
+/* How long a backend may take to open while the backends are probed: until the whole
+ * campaign's end at most. */
 static double open_deadline(const gck_campaign_options *o, double t0) {
-    double now = gck_wire_now(), end = t0 + o->time_limit + 3.0;
-    return now + 120.0 < end ? now + 120.0 : end;
+    return open_by(gck_wire_now(), t0 + o->time_limit + 3.0);
 }
 
 /* Which backends can run here: a worker's handshake says (the supervisor itself never opens a
