@@ -48,7 +48,11 @@ static const char *const variables[] = {"OPENBLAS_NUM_THREADS",
                                         "GEMMCHECK_CUDA_LIBRARY_PATH",
                                         "CUDA_VISIBLE_DEVICES",
                                         "CUBLAS_WORKSPACE_CONFIG",
-                                        "NVIDIA_TF32_OVERRIDE"};
+                                        "NVIDIA_TF32_OVERRIDE",
+                                        "ONEDNN_MAX_CPU_ISA",
+                                        "DNNL_MAX_CPU_ISA",
+                                        "ONEDNN_DEFAULT_FPMATH_MODE",
+                                        "GEMMCHECK_PYTHON"};
 
 /* The instruction-set extensions that decide which kernels libraries pick (/proc/cpuinfo). */
 static const char *const cpu_flags[] = {

@@ -210,6 +210,7 @@ void gck_fuzz_generate(const gck_fuzz_config *cfg, uint64_t index, gck_spec *out
                                                           : GCK_F16;
     c.alpha = pick_scale(&d, scale_vals);
     c.beta = pick_scale(&d, scale_vals);
+    if (p & GCK_PROMISE_PRODUCT_ONLY) c.alpha = 1, c.beta = 0; /* (the draws above still made) */
     if ((p & GCK_PROMISE_BATCHED) && next(&d) % 4 == 0) c.batch = uniform(&d, 2, 5);
     /* the cost budget: halve the largest of m, n, k until the product fits */
     while ((double)c.m * (double)c.n * (double)c.k * (double)c.batch > cfg->max_flops)
@@ -250,7 +251,7 @@ size_t gck_fuzz_edge_cases(const gck_fuzz_config *cfg, gck_spec *out, size_t cap
             case_for_target(&c, t, edges[e].m, edges[e].n, edges[e].k, inplace_ok);
             c.ldd = c.d_is_c ? c.ldc : c.ldd;
             c.ldb += edges[e].ldb_extra;
-            c.beta = edges[e].beta;
+            c.beta = (t->promises & GCK_PROMISE_PRODUCT_ONLY) ? 0.0 : edges[e].beta;
             c.scale_type = (t->promises & GCK_PROMISE_SCALE_F64) ? GCK_F64 : GCK_F32;
             if (gck_case_validate(&c, NULL, 0) != GCK_OK) continue;
             gck_spec_init(&out[n], &c);

@@ -7,8 +7,11 @@ pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev clang-format
       # de_DE's source, compiled by tests/test_fpenv.c for its decimal-comma locale
       locales
       python3 python3-numpy python3-pytest python3-yaml python3-jsonschema libxml2-utils
-      # PyTorch on the CPU: the dry run of the GPU run's PyTorch check (scripts/device_torch.py)
+      # PyTorch on the CPU: the python: backends' tests and example (docs/FRAMEWORKS.md), the dry
+      # run of the GPU run's PyTorch check (scripts/device_torch.py)
       python3-torch
+      # oneDNN: the headers to build the onednn backend in; libdnnl2 comes with them
+      libdnnl-dev
       # the control suite (scripts/controls.sh): every CBLAS implementation and threading
       # flavour Debian 12 packages for x86-64, and a load generator
       libblas3 libopenblas0-pthread libopenblas0-openmp libopenblas0-serial

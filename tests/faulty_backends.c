@@ -9,6 +9,8 @@
  *   segv       a write through a null pointer
  *   hang       never returns
  *   nondet     every second call differs in the last bit of one element (racy reduction)
+ *   nansign    a NaN in the last element, its sign flipping from call to call (which NaN an
+ *              operation returns depends on its operands' order; IEEE 754 leaves the sign open)
  *   racy       correct alone, but keeps its result in one static buffer shared by all
  *              threads (calls from several threads at once overwrite each other's D)
  *   crowd      correct alone, but crashes when another call is in flight (a library whose
@@ -396,6 +398,8 @@ static gck_call_status f_call(void *state, const gck_case *c, const gck_support_
         gck_store(ops->d, td, -1, 1.0); /* one element before D: an edge store off by one */
     } else if (!strcmp(fault_name, "input") && c->alpha != 0 && c->k > 0) {
         gck_store((void *)ops->a, c->type_a, 0, 42.0);
+    } else if (!strcmp(fault_name, "nansign")) {
+        gck_store(ops->d, td, last, copysign(NAN, s->calls % 2 ? 1.0 : -1.0));
     } else if (!strcmp(fault_name, "nondet") && s->calls % 2 == 0) {
         double d = gck_load(ops->d, td, last);
         gck_store(ops->d, td, last, isfinite(d) ? gck_next_up(d, td) : 0.0);
@@ -405,12 +409,13 @@ static gck_call_status f_call(void *state, const gck_case *c, const gck_support_
 }
 
 static const char *const names[] = {
-    "tolerance", "nan",        "betanan",   "oob",      "input",  "segv",   "hang",     "nondet",
-    "unimpl",    "error",      "racy",      "crowd",    "late",   "stall",  "pipe13",   "pipejunk",
-    "fpround",   "fpftz",      "fptrap",    "closefds", "norows", "badrow", "initsegv", "forkcrash",
-    "forksleep", "killgroup",  "after",     "badtext",  "stdout", "exit",   "abort",    "sigkill",
-    "spin",      "far",        "ownsegv",   "trunc",    "flush",  "ulpup",  "e4",       "sticky",
-    "inithang",  "nodeathsig", "badpromise"};
+    "tolerance",  "nan",      "betanan",   "oob",       "input",     "segv",     "hang",
+    "nondet",     "unimpl",   "error",     "racy",      "crowd",     "late",     "stall",
+    "pipe13",     "pipejunk", "fpround",   "fpftz",     "fptrap",    "closefds", "norows",
+    "badrow",     "initsegv", "forkcrash", "forksleep", "killgroup", "after",    "badtext",
+    "stdout",     "exit",     "abort",     "sigkill",   "spin",      "far",      "ownsegv",
+    "trunc",      "flush",    "ulpup",     "e4",        "sticky",    "inithang", "nodeathsig",
+    "badpromise", "nansign"};
 
 GCK_PLUGIN_ABI_DECLARE
 const gck_backend_ops *gemmcheck_backend_plugin(const char *name);

@@ -111,4 +111,23 @@ echo "backends: $tries files tried by the loader, all by absolute path"
 grep -q 'trying file=\./libmpfr.so.6' "$T/ld2.log" ||
     fail "control: LD_LIBRARY_PATH=. did not make the loader try ./libmpfr.so.6 (test is blind)"
 echo "control: with LD_LIBRARY_PATH=. the loader tries ./libmpfr.so.6, and the check sees it"
+echo "== 5. the installed Python module and a python: backend, with no variable pointing at them"
+pydir=$(dirname "$(dirname "$(find "$T/prefix" -path '*/gemmcheck/worker.py' | head -n 1)")")
+[ -d "$pydir" ] || fail "the Python module is not installed"
+cat > "$T/mine.py" <<'PY'
+import numpy as np
+import gemmcheck
+def product(a, b, c, alpha, beta):
+    return alpha * (a @ b) + (beta * c if beta != 0 else 0)
+mine = gemmcheck.Backend(product, [gemmcheck.Row("f64,f64,f64,f64", "compute=f64",
+                                                 "b0 row_major d_separate scale_f64")])
+PY
+env -u GEMMCHECK_LIBRARY -u GEMMCHECK_BINARY -u PYTHONPATH "$bin" fuzz \
+    --backend "python:$T/mine.py:mine" --cases 40 --seed 1 --jobs 1 --no-progress \
+    > "$T/pyfuzz.txt" 2>&1 || { cat "$T/pyfuzz.txt"; fail "fuzz of a python: backend"; }
+grep -E "^python:" "$T/pyfuzz.txt"
+found=$(env -u GEMMCHECK_LIBRARY -u GEMMCHECK_BINARY PYTHONPATH="$pydir" /usr/bin/python3 -c \
+    'import gemmcheck; print(gemmcheck.binary_path()); print(gemmcheck.library_path())')
+[ "$(echo "$found" | head -n 1)" = "$bin" ] || fail "the module names $found, not $bin"
+echo "module: command $(echo "$found" | head -n 1), library $(echo "$found" | tail -n 1)"
 echo "installed: all checks passed"

@@ -337,10 +337,24 @@ Test(certify, certify_and_compare_from_the_command_line, .timeout = 600) {
              GCK_BINARY, GCK_FAULTY_PLUGIN, segv, GCK_BINARY, blocked, segv);
     cr_expect_eq(sh(cmd, out, sizeof out), 1, "%s", out);
     cr_expect(strstr(out, "\nREGRESSION (exit 1): ") != NULL, "%s", out);
-    /* (under ASan the child reports the SEGV and exits instead of dying of the signal) */
-    cr_expect(strstr(out, "[REGRESSION: crash or missing path] the new backend could not be "
-                          "probed: the ") != NULL,
+    /* each row's probes crashed, in a process of their own: the rows say so, the header
+     * (version, files) is there (under ASan the child reports the SEGV and exits instead of
+     * dying of the signal) */
+    cr_expect(strstr(out, "[REGRESSION: crash or missing path] f32 f32 f32 f32") != NULL &&
+                  strstr(out, ": probes ran -> the ") != NULL,
               "%s", out);
+    json_t *crashed = json_load_file(segv, 0, NULL);
+    json_t *probed = json_object_get(crashed, "probed");
+    cr_expect(json_string_value(json_object_get(probed, "version")) != NULL, "no header");
+    size_t i;
+    json_t *crow;
+    json_array_foreach(json_object_get(probed, "rows"), i, crow) {
+        cr_expect(json_string_value(json_object_get(crow, "probe_failure")) != NULL &&
+                      !json_object_get(crow, "fingerprint"),
+                  "row %zu has no probe_failure", i);
+    }
+    cr_expect_gt(json_array_size(json_object_get(probed, "rows")), 0);
+    json_decref(crashed);
     remove(segv);
     /* a row whose calls leave a sticky device error (f64 here) spoils only itself: each row is
      * probed in a process of its own (on an H100 a cuBLASLt fault in the first row had left

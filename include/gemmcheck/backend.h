@@ -35,6 +35,8 @@ enum {
     GCK_PROMISE_SCALE_F64 = 1u << 8,         /**< alpha/beta are taken as f64 */
     GCK_PROMISE_INT32_DIMS = 1u << 9,        /**< a limit: dimensions and lds must fit in int */
     GCK_PROMISE_SCALE_F16 = 1u << 10,        /**< alpha/beta are taken as f16 (cuBLAS 16F) */
+    GCK_PROMISE_PRODUCT_ONLY = 1u << 11,     /**< a limit: alpha = 1 and beta = 0 only, a plain
+                                                  product (torch.matmul); C is never read */
     /* (the highest bit: a table with a bit above it is refused; src/backends/backends.c) */
 };
 
@@ -112,6 +114,18 @@ struct gck_backend {
  *  not be loaded), with one line in msg. */
 GCK_API gck_status gck_backend_open(gck_backend *be, const char *spec, char *msg, size_t len);
 GCK_API void gck_backend_close(gck_backend *be);
+/** A backend served by a function of this process, as `call` of gck_backend_ops with `ctx` for
+ *  the state: the Python module's workers define the user's function so (docs/FRAMEWORKS.md). */
+typedef gck_call_status (*gck_defined_call)(void *ctx, const gck_case *c,
+                                            const gck_support_row *row, const gck_operands *ops,
+                                            char *msg, size_t len);
+/** Define (or redefine) the backend that gck_backend_open(spec) opens in this process: its
+ *  version line, its support table (copied, checked as any backend's) and its call. The spec
+ *  is at most 255 bytes without blanks and is not a built-in name; up to 16 are defined. On
+ *  failure GCK_EINVAL with one line in msg. */
+GCK_API gck_status gck_backend_define(const char *spec, const char *version,
+                                      const gck_support_row *rows, size_t nrows,
+                                      gck_defined_call call, void *ctx, char *msg, size_t len);
 /** The names of the built-in backends, NULL-terminated. */
 GCK_API const char *const *gck_backend_names(void);
 

@@ -123,6 +123,14 @@ GCK_API gck_status gck_run_isolated(const char *backend, const gck_spec *s,
                                     const gck_run_options *o, double call_timeout,
                                     gck_isolated_result *out);
 
+/** The worker's side of a campaign or repro: serves cases on descriptors 3 (requests) and 4
+ *  (messages) until the supervisor closes them, and returns the exit status. The arguments are
+ *  those the supervisor gives `gemmcheck __worker`: --backend SPEC, --oracle KIND, --parent PID,
+ *  --strict-ieee, and --setup-error TEXT, which reports TEXT as the backend's set-up error and
+ *  serves nothing. The Python module's worker (`python3 -m gemmcheck.worker`) calls it after
+ *  defining the user's callable (gck_backend_define). */
+GCK_API int gck_worker_main(int argc, char **argv);
+
 #ifdef __cplusplus
 }
 #endif

@@ -21,7 +21,8 @@ import os
 import numpy as np
 
 __all__ = ["oracle", "check", "Model", "Verdict", "Element", "GemmcheckError", "library_path",
-           "RATIO_BINS"]
+           "RATIO_BINS", "Row", "Backend", "fuzz", "shrink", "given", "FuzzResult", "Finding",
+           "binary_path"]
 
 # ---- the library ------------------------------------------------------------------------------
 
@@ -187,6 +188,69 @@ def _format_of(arr, named, what):
                          "or uint16 holding bfloat16)")
 
 
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):  # dlpack.h, DLTensor (the layout every framework exports)
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(_i64)),
+                ("strides", ctypes.POINTER(_i64)), ("byte_offset", ctypes.c_uint64)]
+
+
+_DL_CPU, _DL_FLOAT, _DL_BFLOAT = 1, 2, 4
+_DL_TYPES = {(_DL_FLOAT, 16): (np.float16, None), (_DL_FLOAT, 32): (np.float32, None),
+             (_DL_FLOAT, 64): (np.float64, None), (_DL_BFLOAT, 16): (np.uint16, "bf16")}
+
+
+def _host(x, named, what):
+    """An operand as a NumPy array and its element type's name: NumPy arrays as they are, a
+    framework's tensor (anything with __dlpack__: PyTorch, JAX, CuPy, TensorFlow) as a view of
+    its memory, bfloat16 included (uint16 bits, type "bf16"). The framework is not imported."""
+    if x is None or isinstance(x, np.ndarray) or not hasattr(x, "__dlpack__"):
+        return x, named
+    try:
+        cap = x.__dlpack__()
+    except (RuntimeError, TypeError, BufferError) as e:
+        if not hasattr(x, "detach"):
+            raise GemmcheckError(f"{what}: its __dlpack__ failed: {e}") from None
+        x = x.detach()  # a tensor that requires grad exports only detached
+        cap = x.__dlpack__()
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    t = _DLTensor.from_address(get(cap, b"dltensor"))
+    if t.device.device_type != _DL_CPU:
+        raise GemmcheckError(f"{what} is on a device (DLPack device type "
+                             f"{t.device.device_type}): pass a host copy (.cpu())")
+    key = (t.dtype.code, t.dtype.bits)
+    if key not in _DL_TYPES or t.dtype.lanes != 1:
+        raise GemmcheckError(f"{what}: DLPack type code {t.dtype.code} with {t.dtype.bits} bits "
+                             "is not an element type (f16, bf16, f32, f64)")
+    dtype, implied = _DL_TYPES[key]
+    item = np.dtype(dtype).itemsize
+    shape = tuple(t.shape[i] for i in range(t.ndim))
+    if t.strides:
+        strides = tuple(t.strides[i] for i in range(t.ndim))
+    else:
+        strides = tuple(int(np.prod(shape[i + 1:], dtype=np.int64)) for i in range(t.ndim))
+    if any(s < 0 for s in strides):
+        raise GemmcheckError(f"{what} has a negative stride: pass a copy")
+    span = 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+    addr = (t.data or 0) + t.byte_offset
+    base = (np.frombuffer((ctypes.c_char * (span * item)).from_address(addr), dtype=dtype)
+            if span else np.zeros(0, dtype))
+    arr = np.lib.stride_tricks.as_strided(base, shape, tuple(s * item for s in strides))
+    arr = np.array(arr)  # a copy while the tensor is alive: the check never sees it change
+    named = _canonical(named)
+    if implied and named not in (None, implied):
+        raise GemmcheckError(f"{what} is a bfloat16 tensor, not {named}")
+    return arr, named or implied
+
+
 def _operand(x, what):
     """A C-contiguous 2-D or 3-D array: (batch or None, rows, cols, array)."""
     a = np.asarray(x)
@@ -297,6 +361,8 @@ def oracle(a, b, c=None, alpha=1, beta=0, out_dtype=None, *, trans_a=False, tran
     out_dtype: np.float16, np.float32, np.float64 or "bf16" (returned as uint16 bits); default
     the inputs' type. method: "exact" (integer superaccumulator), "mpfr", or "both" (compared).
     """
+    (a, a_type), (b, b_type) = _host(a, a_type, "a"), _host(b, b_type, "b")
+    c, c_type = _host(c, c_type, "c")
     types = {"a": a_type, "b": b_type, "c": c_type}
     out_fmt = _out_format(out_dtype, a, b, types)
     pr = _Problem(a, b, c, alpha, beta, trans_a, trans_b, types, out_fmt)
@@ -515,6 +581,8 @@ def check(a, b, d, c=None, alpha=1, beta=0, *, trans_a=False, trans_b=False, a_t
     statistical tier fails a correct one with probability below 1e-12 per element."""
     if tier not in ("stat", "hard"):
         raise GemmcheckError(f"tier '{tier}' is not stat or hard")
+    (a, a_type), (b, b_type) = _host(a, a_type, "a"), _host(b, b_type, "b")
+    (c, c_type), (d, d_type) = _host(c, c_type, "c"), _host(d, d_type, "d")
     if model is None:
         types = {np.asarray(x).dtype for x in (a, b, c, d) if x is not None}
         model = Model(compute="f64" if np.dtype(np.float64) in types else "f32")
@@ -548,3 +616,342 @@ def check(a, b, d, c=None, alpha=1, beta=0, *, trans_a=False, trans_b=False, a_t
     if res.oracle_disagreements:
         raise RuntimeError("internal error: the exact and MPFR oracles differ on this input")
     return Verdict(res, pr.batch is not None, model, tier, _FORMAT_NAMES[out_fmt])
+
+
+# ---- a Python callable as a backend -----------------------------------------------------------
+# A Backend is a function plus the support table it declares, as a C backend's table: type
+# tuples, the arithmetic model of each, the promises. `gemmcheck fuzz --backend
+# python:FILE.py:NAME` (or python:MODULE:NAME) runs it in worker processes started with
+# `python3 -m gemmcheck.worker`, which import the file (and so the framework) and serve cases to
+# the function exactly as to any backend; `fuzz()` below runs that command and reads its report.
+# docs/FRAMEWORKS.md.
+
+_PROMISES = {"a0": 1 << 0, "b0": 1 << 1, "skip0": 1 << 2, "row_major": 1 << 3,
+             "batched": 1 << 4, "d_separate": 1 << 5, "d_in_place": 1 << 6, "scale_f32": 1 << 7,
+             "scale_f64": 1 << 8, "int32_dims": 1 << 9, "scale_f16": 1 << 10,
+             "product_only": 1 << 11}
+_SETUP_EXIT = 2
+
+
+def _tuple(text):
+    """"A,B,C,D[:compute]" (format aliases allowed) -> the five format codes."""
+    if not isinstance(text, str):
+        raise GemmcheckError(f"row types must be a string 'A,B,C,D[:compute]', not {text!r}")
+    head, _, comp = text.partition(":")
+    names = [_canonical(t.strip()) for t in head.split(",")]
+    if len(names) != 4 or any(n not in _FORMATS or n == "tf32" for n in names):
+        raise GemmcheckError(f"row types '{text}': A,B,C,D[:compute] with types f16, bf16, f32, "
+                             "f64")
+    comp = _canonical(comp.strip()) if comp else ("f64" if names[3] == "f64" else "f32")
+    if comp not in _FORMATS:
+        raise GemmcheckError(f"row types '{text}': unknown compute type '{comp}'")
+    return tuple(_FORMATS[n] for n in names) + (_FORMATS[comp],)
+
+
+class Row:
+    """One row of a Python backend's support table: the type tuple ("A,B,C,D[:compute]"), the
+    arithmetic model it promises (a Model or its words; default scalar arithmetic in the compute
+    type), the promises by name (a0: alpha = 0 reads neither A nor B; b0: beta = 0 does not read
+    C; skip0; row_major; batched; d_separate; d_in_place; scale_f32 / scale_f64 / scale_f16: the
+    type alpha and beta are taken in; product_only: alpha = 1 and beta = 0 only), and the entry
+    (what the row calls, for the reports)."""
+
+    def __init__(self, types, model=None, promises=("row_major", "d_separate", "scale_f64"),
+                 entry=None):
+        self.types = types
+        self.formats = _tuple(types)
+        comp = _FORMAT_NAMES[self.formats[4]]
+        if model is None:
+            model = Model(compute=comp)
+        elif isinstance(model, str):
+            model = Model.parse(model)
+        elif not isinstance(model, Model):
+            raise GemmcheckError(f"row {types}: model must be a Model or its words")
+        self.model = model
+        if isinstance(promises, str):
+            promises = promises.replace(",", " ").split()
+        bad = [p for p in promises if p not in _PROMISES]
+        if bad:
+            raise GemmcheckError(f"row {types}: unknown promise '{bad[0]}' (known: "
+                                 f"{', '.join(_PROMISES)})")
+        if not {"d_separate", "d_in_place"} & set(promises):
+            raise GemmcheckError(f"row {types}: promise d_separate, d_in_place or both (where D "
+                                 "may be)")
+        if not {"scale_f16", "scale_f32", "scale_f64"} & set(promises):
+            raise GemmcheckError(f"row {types}: promise the type of alpha and beta (scale_f64, "
+                                 "scale_f32 or scale_f16)")
+        self.promises = tuple(promises)
+        self.entry = entry or ""
+
+    def _c(self):
+        r = _Row()
+        r.a, r.b, r.c, r.d, r.compute = self.formats
+        mc = Model(self.model.compute, self.model.inputs, self.model.acc, self.model.block,
+                   self.model.epilogue, self.model.ftz, self.model.daz, self.model.skip_zero,
+                   self.model.rounding)
+        case = _Case()
+        case.type_a, case.type_b, case.type_c, case.type_d = self.formats[:4]
+        r.model = mc._row(case).model
+        r.promises = sum(_PROMISES[p] for p in set(self.promises))
+        if self.model.skip_zero:
+            r.promises |= _PROMISES["skip0"]
+        r.entry = self.entry.encode()[:95]
+        return r
+
+    def __repr__(self):
+        return f"Row({self.types!r}, {self.model!r}, promises={self.promises!r})"
+
+
+class Backend:
+    """A Python GEMM as a gemmcheck backend: `fn`, its support table `rows` (Row objects), the
+    framework whose tensors it takes ("torch" or "numpy"), and how it gives D:
+
+        fn(a, b, c, alpha, beta) -> D        (writes="return", the default)
+        fn(a, b, c, alpha, beta, out=D)      (writes="out": fn writes D's view)
+
+    a and b are op(A) and op(B) as views of the guarded buffers (m x k and k x n; batch x m x k
+    for a row that promises "batched"), c and D views of C and D; bf16 and f16 travel as the
+    framework's own types (NumPy: bf16 as uint16 bits). A returned D must have D's shape and
+    type. `name` labels the reports; `version` (a string or a function returning one, called in
+    the worker) is the version line.
+
+    A Backend must be reachable by name from its module (a module-level variable, or a test
+    decorated with @gemmcheck.given): each worker process imports the module afresh."""
+
+    def __init__(self, fn, rows, *, framework="numpy", writes="return", name=None, version=None):
+        if not callable(fn):
+            raise GemmcheckError(f"Backend: fn must be callable, not {fn!r}")
+        rows = list(rows)
+        if not rows or not all(isinstance(r, Row) for r in rows):
+            raise GemmcheckError("Backend: rows must be a non-empty list of gemmcheck.Row")
+        if framework not in ("torch", "numpy"):
+            raise GemmcheckError(f"Backend: framework '{framework}' is not torch or numpy")
+        if writes not in ("return", "out"):
+            raise GemmcheckError(f"Backend: writes '{writes}' is not return or out")
+        self.fn, self.rows, self.framework, self.writes = fn, rows, framework, writes
+        self.name = name or getattr(fn, "__qualname__", "python")
+        self.version = version
+
+    def version_line(self):
+        v = self.version() if callable(self.version) else self.version
+        import sys
+        return v or f"{self.name} (Python {sys.version.split()[0]})"
+
+    def __repr__(self):
+        return f"<gemmcheck.Backend {self.name}: {len(self.rows)} rows>"
+
+
+def _reference(target):
+    """The `python:` spec that names target in a fresh interpreter: python:/abs/file.py:NAME,
+    found among the globals of the module that defines target's function (or __main__)."""
+    import sys
+    if isinstance(target, str):
+        return target if target.startswith("python:") else "python:" + target
+    fn = getattr(target, "fn", target)
+    mods = [sys.modules.get(getattr(fn, "__module__", None) or ""), sys.modules.get("__main__")]
+    for mod in (m for m in mods if m is not None):
+        names = [n for n, v in vars(mod).items()
+                 if v is target or getattr(v, "__gemmcheck_backend__", None) is target]
+        if names:
+            path = getattr(mod, "__file__", None)
+            where = os.path.abspath(path) if path else mod.__name__
+            return f"python:{where}:{names[0]}"
+    raise GemmcheckError(f"{target!r} is not reachable by name from its module: a worker "
+                         "process imports the module afresh, so define the Backend as a "
+                         "module-level variable (not inside a function)")
+
+
+def binary_path():
+    """The gemmcheck command: $GEMMCHECK_BINARY if set, else the one installed with this module,
+    else `gemmcheck` on PATH."""
+    env = os.environ.get("GEMMCHECK_BINARY")
+    if env:
+        return env
+    try:
+        from . import _install
+        rel = getattr(_install, "BINARY", None)
+        if rel:
+            return os.path.normpath(os.path.join(os.path.dirname(__file__), rel))
+    except ImportError:
+        pass
+    return "gemmcheck"
+
+
+class Finding:
+    """One cause of a campaign's findings (findings grouped by kind and rule, as the report's
+    "causes"): kind, cause (the rule: the mechanism, or the backend's own message), findings
+    (distinct findings behind it), case (its smallest reproducer string) and, once shrunk,
+    minimal (the smallest case that fails the same way), details (the campaign's words on the
+    finding behind `case`: the backend's message in full, what differed), worst (its worst
+    element, a dict: batch, i, j, got, expected, error, bound, ratio, rule), and replay(), the
+    one command that re-runs it."""
+
+    def __init__(self, c, spec, finding):
+        self.kind, self.cause, self.case = c["kind"], c.get("rule", ""), c["case"]
+        worst, self.details = finding.get("worst"), finding.get("details", "")
+        self.findings, self.cases = c.get("findings", 1), c.get("cases", 1)
+        self.worst, self.minimal, self.spec = worst, None, spec
+
+    def replay(self):
+        return f"gemmcheck repro --backend '{self.spec}' '{self.minimal or self.case}'"
+
+    def line(self):
+        w, where = self.worst, ""
+        if w:
+            where = (f"; worst element ({w.get('batch', 0)}, {w.get('i')}, {w.get('j')}): got "
+                     f"{w.get('got')}, exact {w.get('expected')}, error {w.get('error')}, bound "
+                     f"{w.get('bound')} (error/bound {w.get('ratio')})")
+        return (f"{self.kind} ({self.findings} finding(s), {self.cases} case(s)): {self.cause}"
+                f"{where}\n    replay: {self.replay()}")
+
+    def __repr__(self):
+        return f"<gemmcheck.Finding {self.kind}: {self.cause[:60]}>"
+
+
+class FuzzResult:
+    """What fuzz() found: `ok` (no finding), `findings` (one Finding per cause), `cases`,
+    `matrix` (the support matrix: per type tuple, cases passed, failed, unsupported), `report`
+    (the campaign's JSON report as a dict), `exit_status` (gemmcheck fuzz's), `command` and
+    `output` (its summary)."""
+
+    def __init__(self, status, report, spec, command, output):
+        self.exit_status, self.report, self.command, self.output = status, report, command, output
+        summ = report.get("summary", {})
+        self.cases = summ.get("cases", 0)
+        found = {f.get("signature"): f for f in report.get("findings", [])}
+        self.findings = [Finding(c, spec, found.get(c.get("signature"), {}))
+                         for c in report.get("causes", [])]
+        self.matrix = summ.get("support_matrix", [])
+        self.ok = status == 0 and not self.findings
+
+    def __bool__(self):
+        return self.ok
+
+    def by_kind(self):
+        out = {}
+        for f in self.findings:
+            out[f.kind] = out.get(f.kind, 0) + 1
+        return out
+
+    def explain(self):
+        lines = [f"{'pass' if self.ok else 'FAIL'}: {self.cases} cases, "
+                 f"{len(self.findings)} cause(s) of findings {self.by_kind() or ''}"]
+        lines += ["  " + f.line() for f in self.findings[:10]]
+        return "\n".join(lines)
+
+    __str__ = explain
+
+    def assert_ok(self):
+        if not self.ok:
+            raise AssertionError(self.explain())
+        return self
+
+
+def _run_tool(args, binary, env):
+    import subprocess
+    try:
+        return subprocess.run([binary] + args, capture_output=True, text=True, env=env)
+    except OSError as e:
+        raise GemmcheckError(f"cannot run {binary}: {e}; set GEMMCHECK_BINARY to the gemmcheck "
+                             "command") from None
+
+
+def _tool_env():
+    import sys
+    env = dict(os.environ)
+    env.setdefault("GEMMCHECK_PYTHON", sys.executable)
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    if "GEMMCHECK_LIBRARY" not in env:
+        env["GEMMCHECK_LIBRARY"] = os.path.abspath(library_path()) if os.sep in library_path() \
+            else library_path()
+    return env
+
+
+def shrink(target, case, *, kind=None, time=60, binary=None):
+    """The smallest case that still fails like `case` on target (gemmcheck shrink): the minimal
+    reproducer string, or None when the case does not fail."""
+    spec = _reference(target)
+    args = ["shrink", "--backend", spec, "--time", str(time)] + (["--kind", kind] if kind else [])
+    p = _run_tool(args + [case], binary or binary_path(), _tool_env())
+    if p.returncode == _SETUP_EXIT:
+        raise GemmcheckError((p.stderr.strip().splitlines() or ["gemmcheck shrink failed"])[-1])
+    for line in p.stdout.splitlines():
+        if line.startswith("minimal:"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
+def fuzz(target, *, time=10, cases=None, types=None, seed=None, jobs=None, report=None,
+         junit=None, html=None, shrink_findings=True, shrink_time=30, tier="stat", args=(),
+         binary=None):
+    """Fuzz a Backend (or a test decorated with @given) with gemmcheck's case stream, checker and
+    shrinker: runs `gemmcheck fuzz --backend python:FILE:NAME` (the same generator, reproducer
+    strings, reports and exit statuses as any campaign) and returns a FuzzResult. Each worker is
+    a fresh interpreter that imports target's module: a crash or a hang of the function is a
+    finding, not the end of the test. types: "A,B,C,D[:compute]" tuples (a list or ;-joined)
+    instead of the table; report/junit/html: files to keep; args: more `gemmcheck fuzz`
+    options. The first cause of each numerical kind is shrunk (gemmcheck shrink, up to
+    shrink_time seconds: each attempt starts a worker, about 1 s with PyTorch)."""
+    import json
+    import tempfile
+    if os.environ.get("GEMMCHECK_IN_WORKER"):
+        raise GemmcheckError("fuzz() called while a worker imports the backend's module: guard "
+                             "the script's campaign with `if __name__ == \"__main__\":`")
+    spec = _reference(target)
+    if isinstance(types, (list, tuple)):
+        types = ";".join(types)
+    with tempfile.TemporaryDirectory(prefix="gemmcheck-fuzz-") as tmp:
+        rep = report or os.path.join(tmp, "report.json")
+        cmd = ["fuzz", "--backend", spec, "--report", rep, "--no-progress", "--tier", tier]
+        cmd += ["--cases", str(int(cases))] if cases is not None else ["--time", str(time)]
+        for opt, val in (("--types", types), ("--seed", seed), ("--jobs", jobs),
+                         ("--junit", junit), ("--html", html)):
+            if val is not None:
+                cmd += [opt, str(val)]
+        cmd += [str(a) for a in args]
+        binary = binary or binary_path()
+        p = _run_tool(cmd, binary, _tool_env())
+        if p.returncode in (_SETUP_EXIT, 3) or not os.path.exists(rep):
+            err = [ln for ln in p.stderr.splitlines() if ln.startswith("gemmcheck")]
+            raise GemmcheckError((err or p.stderr.strip().splitlines() or
+                                  [f"gemmcheck fuzz exited {p.returncode}"])[-1])
+        with open(rep) as f:
+            data = json.load(f)
+    res = FuzzResult(p.returncode, data, spec, [binary] + cmd, p.stdout)
+    if shrink_findings:
+        done = set()
+        for f in res.findings:
+            if f.kind in ("crash", "hang", "unimplemented", "error") or f.kind in done:
+                continue  # the first cause of each numerical kind: a crash, a hang or an
+            done.add(f.kind)  # exception says all there is with the case the campaign found
+            try:
+                f.minimal = shrink(spec, f.case, kind=f.kind, time=shrink_time, binary=binary)
+            except GemmcheckError:
+                f.minimal = None
+    return res
+
+
+def given(rows=None, *, backend=None, framework="torch", writes="return", time=5, cases=None,
+          types=None, seed=None, jobs=None, name=None, **kw):
+    """A pytest test that fuzzes the function it decorates:
+
+        @gemmcheck.given(rows=[gemmcheck.Row("f32,f32,f32,f32", promises=...)], time=10)
+        def test_addmm(a, b, c, alpha, beta):
+            return torch.addmm(c, a, b, beta=beta, alpha=alpha)
+
+    The test fails with every distinct finding (kind, cause, the worst element and a one-line
+    replay, shrunk to the smallest failing case). `backend=` takes a ready Backend instead of
+    rows (e.g. gemmcheck.frameworks.torch_addmm). Other keywords go to fuzz()."""
+    def wrap(fn):
+        be = backend or Backend(fn, rows or [], framework=framework, writes=writes,
+                                name=name or fn.__qualname__)
+
+        def test():
+            fuzz(be, time=time, cases=cases, types=types, seed=seed, jobs=jobs,
+                 **kw).assert_ok()
+        test.__name__, test.__qualname__ = fn.__name__, fn.__qualname__
+        test.__module__, test.__doc__ = fn.__module__, fn.__doc__
+        test.__gemmcheck_backend__ = be
+        return test
+    return wrap

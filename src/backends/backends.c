@@ -27,16 +27,18 @@ static const registered registry[] = {
     {"cblas64", "cblas64:<lib.so>", gck_cblas64_backend_ops},
     {"cublas", "cublas", gck_cublas_backend_ops},
     {"cublaslt", "cublaslt", gck_cublaslt_backend_ops},
+    {"onednn", "onednn[:sgemm]", gck_onednn_backend_ops},
 };
 #define NREGISTERED (sizeof registry / sizeof registry[0])
 
-static const char *usage_names[NREGISTERED + 2];
+static const char *usage_names[NREGISTERED + 3];
 static pthread_once_t names_once = PTHREAD_ONCE_INIT;
 
 static void fill_names(void) {
     for (size_t r = 0; r < NREGISTERED; r++) usage_names[r] = registry[r].usage;
     usage_names[NREGISTERED] = "plugin:<lib.so>[:name]";
-    usage_names[NREGISTERED + 1] = NULL;
+    usage_names[NREGISTERED + 1] = "python:<file.py|module>:<name>";
+    usage_names[NREGISTERED + 2] = NULL;
 }
 
 const char *const *gck_backend_names(void) {
@@ -128,11 +130,28 @@ static const char *nearest_backend(const char *name, size_t n) {
     return best;
 }
 
+bool gck_backend_is_builtin(const char *spec) {
+    const char *colon = strchr(spec, ':');
+    size_t n = colon ? (size_t)(colon - spec) : strlen(spec);
+    if (n == 6 && strncmp(spec, "plugin", 6) == 0) return true;
+    for (size_t r = 0; r < NREGISTERED; r++)
+        if (strlen(registry[r].name) == n && strncmp(spec, registry[r].name, n) == 0) return true;
+    return false;
+}
+
 gck_status gck_backend_open(gck_backend *be, const char *spec, char *msg, size_t len) {
     memset(be, 0, sizeof *be);
     snprintf(be->spec, sizeof be->spec, "%s", spec);
     const char *arg = NULL;
-    if (strncmp(spec, "plugin:", 7) == 0) {
+    if (gck_backend_defined(spec)) {
+        be->ops = gck_defined_backend_ops();
+        arg = spec;
+    } else if (strncmp(spec, "python:", 7) == 0) {
+        return gck_fail(GCK_EINVAL, msg, len,
+                        "backend %s is a Python callable: it runs in a worker started by "
+                        "`python3 -m gemmcheck.worker`, which defines it (docs/FRAMEWORKS.md)",
+                        spec);
+    } else if (strncmp(spec, "plugin:", 7) == 0) {
         gck_status s = open_plugin(be, spec + 7, msg, len);
         if (s != GCK_OK) return s;
         const char *colon = strchr(spec + 7, ':');
@@ -181,7 +200,7 @@ gck_status gck_backend_open(gck_backend *be, const char *spec, char *msg, size_t
 static bool format_ok(gck_format f) { return (unsigned)f < GCK_FORMAT_COUNT; }
 
 /* Every promise bit gemmcheck defines (gemmcheck/backend.h): a row with another is refused. */
-#define PROMISES_DEFINED ((GCK_PROMISE_SCALE_F16 << 1) - 1u)
+#define PROMISES_DEFINED ((GCK_PROMISE_PRODUCT_ONLY << 1) - 1u)
 
 bool gck_backend_check_table(const gck_support_row *rows, size_t n, char *why, size_t len) {
     if (n == 0 || !rows) {
@@ -253,6 +272,8 @@ static const char *missing_promise(const gck_support_row *row, const gck_case *c
         !((p & GCK_PROMISE_SCALE_F16) && f16))
         return "alpha/beta not representable in the backend's scale type";
     if ((p & GCK_PROMISE_INT32_DIMS) && !fits_int32(c)) return "dimensions beyond 32-bit int";
+    if ((p & GCK_PROMISE_PRODUCT_ONLY) && (c->alpha != 1 || c->beta != 0))
+        return "alpha other than 1 or beta other than 0 (a plain product)";
     return NULL;
 }
 
@@ -319,7 +340,8 @@ static void row_describe(const gck_support_row *row, char *buf, size_t len) {
         snprintf(acc, sizeof acc, "scalar");
     snprintf(
         buf, len,
-        "%-4s %-4s %-4s %-4s | %-4s | in=%s%s %s epi=%s%s%s out=%s order=%s | %s%s%s%s%s%s%s | %s",
+        "%-4s %-4s %-4s %-4s | %-4s | in=%s%s %s epi=%s%s%s out=%s order=%s | %s%s%s%s%s%s%s%s | "
+        "%s",
         gck_format_get(row->a)->name, gck_format_get(row->b)->name, gck_format_get(row->c)->name,
         gck_format_get(row->d)->name, gck_format_get(row->compute)->name,
         m->inputs_rounded ? gck_format_get(m->input_format)->name : "exact", "", acc,
@@ -327,8 +349,8 @@ static void row_describe(const gck_support_row *row, char *buf, size_t len) {
         gck_rounding_name(m->rounding), ord, p & GCK_PROMISE_ALPHA0_NO_READ_AB ? "a0 " : "",
         p & GCK_PROMISE_BETA0_NO_READ_C ? "b0 " : "", p & GCK_PROMISE_MAY_SKIP_ZERO ? "skip0 " : "",
         p & GCK_PROMISE_ROW_MAJOR ? "row " : "", p & GCK_PROMISE_BATCHED ? "batch " : "",
-        p & GCK_PROMISE_D_SEPARATE ? "Dsep " : "", p & GCK_PROMISE_D_IN_PLACE ? "Dinpl" : "",
-        row->entry);
+        p & GCK_PROMISE_D_SEPARATE ? "Dsep " : "", p & GCK_PROMISE_D_IN_PLACE ? "Dinpl " : "",
+        p & GCK_PROMISE_PRODUCT_ONLY ? "product-only" : "", row->entry);
 }
 
 /* ---- the public functions, in gemmcheck's floating-point environment (fpenv.h) ------------ */

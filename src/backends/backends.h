@@ -12,6 +12,13 @@ const gck_backend_ops *gck_cblas64_backend_ops(void);
 const gck_backend_ops *gck_blis_backend_ops(void);
 const gck_backend_ops *gck_cublas_backend_ops(void);
 const gck_backend_ops *gck_cublaslt_backend_ops(void);
+const gck_backend_ops *gck_onednn_backend_ops(void);
+const gck_backend_ops *gck_defined_backend_ops(void);
+
+/** Whether gck_backend_define has defined `spec` in this process (src/backends/defined.c). */
+bool gck_backend_defined(const char *spec);
+/** Whether a spec names a built-in backend or plugin: "ref", "cblas:/x.so", "plugin:...". */
+bool gck_backend_is_builtin(const char *spec);
 
 /** Check a support table a backend declared: at least one row, at most GCK_MAX_ROWS, every
  *  format and enumeration in range, block >= 0, the entry (if any) a terminated string.

@@ -257,9 +257,14 @@ static void threads_property(gck_backend *be, const gck_support_row *row, size_t
     free(d);
 }
 
-/* One probing child's work: with first = 0 the backend's header (files loaded, version,
- * availability) as well; then row `first` (every row from `first` on when the backend cannot
- * run, none of which is probed), and the table's size as "row_count". */
+#define HEADER ((size_t)-1) /* probe_backend's `first` for the header alone */
+/* or'ed into `first`: the row's pinned cases alone (a child of their own, so that a library
+ * that crashes on some of them, such as oneDNN 2.6.3 on K = 0, keeps its fingerprint) */
+#define PINNED_ONLY ((size_t)1 << (sizeof(size_t) * 8 - 2))
+
+/* One probing child's work: with first = HEADER the backend's header (files loaded, version,
+ * availability) and every row's tuple and declaration, unprobed; else row `first`, probed. The
+ * table's size as "row_count". */
 static json_t *probe_backend(const char *spec, const one_thread *ot, size_t first) {
     json_t *o = json_object();
     libs before = {0}, after = {0};
@@ -272,7 +277,7 @@ static json_t *probe_backend(const char *spec, const one_thread *ot, size_t firs
     }
     dl_iterate_phdr(collect, &after);
     bool avail = be.ops->available(be.state, msg, sizeof msg);
-    if (first == 0) {
+    if (first == HEADER) {
         json_t *files = json_array();
         for (int i = 0; i < after.n; i++)
             if (!had(&before, after.paths[i]))
@@ -287,20 +292,23 @@ static json_t *probe_backend(const char *spec, const one_thread *ot, size_t firs
     const gck_support_row *rows;
     size_t n = be.ops->table(be.state, &rows);
     json_t *ra = json_array();
-    for (size_t r = first; r < n && (!avail || r == first); r++) {
+    bool pinned_only = first != HEADER && (first & PINNED_ONLY);
+    if (first != HEADER) first &= ~PINNED_ONLY;
+    for (size_t r = first == HEADER ? 0 : first; r < n && (first == HEADER || r == first); r++) {
         json_t *row = json_object();
         char text[512];
         gck_certify_tuple(&rows[r], text, sizeof text);
         json_object_set_new(row, "tuple", json_string(text));
         gck_row_describe(&rows[r], text, sizeof text);
         json_object_set_new(row, "declared", gck_json_text(text));
-        if (avail) {
+        if (avail && pinned_only) {
+            json_object_set_new(row, "pinned", pinned_json(&be, &rows[r], n));
+        } else if (avail && first != HEADER) {
             json_object_set_new(row, "support", exercise(&be, &rows[r]));
             gck_fingerprint fp;
             gck_fingerprint_row(&be, &rows[r], &fp);
             threads_property(&be, &rows[r], r, ot, &fp);
             json_object_set_new(row, "fingerprint", fingerprint_json(&fp));
-            json_object_set_new(row, "pinned", pinned_json(&be, &rows[r], n));
         }
         json_array_append_new(ra, row);
     }
@@ -359,32 +367,53 @@ static json_t *probe_child(const char *spec, const one_thread *ot, size_t first,
     return o;
 }
 
-/* The probes run in child processes, one per row: a backend that crashes or hangs while probed
- * takes its child down, and the certificate says so; a row whose calls leave the process
- * unusable (a sticky CUDA error: every later call fails the same way) spoils only itself. All
- * rows together have `timeout` seconds. */
+/* The probes run in child processes, one for the header and one per row: a backend that
+ * crashes or hangs while probed takes its child down, and the certificate says so — in the
+ * row ("probe_failure"), the other rows probed as usual (oneDNN 2.6.3 dies of SIGFPE on the
+ * pinned cases with K = 0); a row whose calls leave the process unusable (a sticky CUDA error:
+ * every later call fails the same way) spoils only itself. Only a header that cannot be read
+ * (the backend's opening crashes) or the end of `timeout` seconds for all rows together fails
+ * the whole probe. */
+/* Row r probed in two children, its fingerprint then its pinned cases, merged into rows[r];
+ * what a child could not give is said in the row ("probe_failure", "pinned_failure"). */
+static void probe_row(const char *spec, const one_thread *ot, json_t *rows, size_t r, time_t end) {
+    static const char *const failure[] = {"probe_failure", "pinned_failure"};
+    for (int part = 0; part < 2; part++) {
+        time_t left = end - time(NULL);
+        char why[512] = "no time left";
+        json_t *next = left > 0 ? probe_child(spec, ot, part ? r | PINNED_ONLY : r, (unsigned)left,
+                                              why, sizeof why)
+                                : NULL;
+        json_t *more = next ? json_object_get(next, "rows") : NULL;
+        json_t *got = more && json_array_size(more) == 1 ? json_array_get(more, 0) : NULL;
+        if (got && part)
+            json_object_set(json_array_get(rows, r), "pinned", json_object_get(got, "pinned"));
+        else if (got)
+            json_array_set(rows, r, got);
+        else /* crashed or hung: said in the row, the others go on */
+            json_object_set_new(json_array_get(rows, r), failure[part],
+                                gck_json_text(why[0] ? why : "no result"));
+        json_decref(next);
+    }
+}
+
 static json_t *probe_isolated(const char *spec, unsigned timeout, char *err, size_t len) {
     one_thread ot;
     one_thread_run(spec, timeout / 3, &ot); /* one product per row: a fraction of the probes */
     time_t end = time(NULL) + timeout;
-    json_t *o = probe_child(spec, &ot, 0, timeout, err, len);
+    json_t *o = probe_child(spec, &ot, HEADER, timeout, err, len);
     json_t *rows = o ? json_object_get(o, "rows") : NULL;
     size_t count = o ? (size_t)json_integer_value(json_object_get(o, "row_count")) : 0;
     bool avail = o && json_is_true(json_object_get(o, "available"));
-    for (size_t r = 1; avail && rows && r < count; r++) {
+    for (size_t r = 0; avail && rows && r < count && r < json_array_size(rows); r++) {
         time_t left = end - time(NULL);
-        json_t *next = left > 0 ? probe_child(spec, &ot, r, (unsigned)left, err, len) : NULL;
-        json_t *more = next ? json_object_get(next, "rows") : NULL;
-        if (!more || json_array_size(more) != 1) {
-            if (left <= 0)
-                snprintf(err, len, "the backend's probes did not finish within %u s", timeout);
-            json_decref(next);
+        if (left <= 0) {
+            snprintf(err, len, "the backend's probes did not finish within %u s", timeout);
             json_decref(o);
             o = NULL;
             break;
         }
-        json_array_append(rows, json_array_get(more, 0));
-        json_decref(next);
+        probe_row(spec, &ot, rows, r, end);
     }
     if (o) json_object_del(o, "row_count");
     one_thread_free(&ot);

@@ -56,7 +56,9 @@ static void rows_table(FILE *f, const json_t *rows) {
         fputs("</td><td class=\"small\">", f);
         gck_html_json(f, json_object_get(r, "declared"));
         fputs("</td><td>", f);
-        gck_html_text(f, st ? st : "not exercised");
+        const char *pf = json_string_value(json_object_get(r, "probe_failure"));
+        gck_html_text(f, pf ? "probes failed: " : st ? st : "not exercised");
+        if (pf) gck_html_text(f, pf);
         fputs("</td><td>", f);
         int64_t bins[GCK_RATIO_BINS];
         pinned_bins(json_object_get(r, "pinned"), bins);

@@ -334,9 +334,24 @@ static void rows(tally *t, const json_t *a, const json_t *b) {
                  tuple, sa, sb);
         int before = t->differences, worst = t->worst;
         t->worst = 0;
-        fingerprint(t, tuple, json_object_get(r, "fingerprint"), json_object_get(n, "fingerprint"));
-        pinned(t, tuple, json_object_get(r, "pinned"), json_object_get(n, "pinned"),
-               t->differences > before);
+        const char *fa = json_string_value(json_object_get(r, "probe_failure")),
+                   *fb = json_string_value(json_object_get(n, "probe_failure"));
+        if (fa || fb) { /* a row whose probes crashed has no fingerprint to compare */
+            if (!fa || !fb || strcmp(fa, fb) != 0)
+                note(t, fb != NULL, "crash or missing path", "%s: probes %s -> %s", tuple,
+                     fa ? fa : "ran", fb ? fb : "ran");
+        } else
+            fingerprint(t, tuple, json_object_get(r, "fingerprint"),
+                        json_object_get(n, "fingerprint"));
+        const char *pa = json_string_value(json_object_get(r, "pinned_failure")),
+                   *pb = json_string_value(json_object_get(n, "pinned_failure"));
+        if (pa || pb) { /* pinned cases that crashed or hung have no digests to compare */
+            if (!pa || !pb || strcmp(pa, pb) != 0)
+                note(t, pb != NULL, "crash or missing path", "%s: pinned cases %s -> %s", tuple,
+                     pa ? pa : "ran", pb ? pb : "ran");
+        } else
+            pinned(t, tuple, json_object_get(r, "pinned"), json_object_get(n, "pinned"),
+                   t->differences > before);
         if (t->differences > before) fprintf(t->out, "    => %s: %s\n", tuple, classes[t->worst]);
         t->worst = t->worst > worst ? t->worst : worst;
     }

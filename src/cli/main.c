@@ -3,6 +3,7 @@
 #include <gmp.h>
 #include <limits.h>
 #include <mpfr.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -98,6 +99,30 @@ static int unknown_command(const char *cmd) {
     return GCK_EXIT_USAGE;
 }
 
+static bool exists(const char *path) { return access(path, R_OK) == 0; }
+
+/* Where a `python:` backend's worker finds the gemmcheck module and libgemmcheck: installed
+ * beside this binary (PREFIX/bin and PREFIX/<python dir>), or this build tree's (the library
+ * next to the binary, the module in the source tree). */
+static void find_python(const char *exe) {
+    char dir[4096], mod[4096 + 64], lib[4096 + 64];
+    snprintf(dir, sizeof dir, "%s", exe);
+    gck_worker_set_python(GCK_PYTHON_EXE, NULL, NULL);
+    char *slash = strrchr(dir, '/');
+    if (!slash) return;
+    *slash = '\0';
+    snprintf(mod, sizeof mod, "%s/../%s/gemmcheck/__init__.py", dir, GCK_INSTALL_PYTHON_DIR);
+    if (exists(mod)) {
+        snprintf(mod, sizeof mod, "%s/../%s", dir, GCK_INSTALL_PYTHON_DIR);
+        gck_worker_set_python(GCK_PYTHON_EXE, mod,
+                              NULL); /* the installed module knows its library */
+        return;
+    }
+    snprintf(lib, sizeof lib, "%s/libgemmcheck.so.0", dir);
+    if (exists(lib) && exists(GCK_SOURCE_PYTHON_DIR "/gemmcheck/__init__.py"))
+        gck_worker_set_python(GCK_PYTHON_EXE, GCK_SOURCE_PYTHON_DIR, lib);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fputs(main_help, stderr);
@@ -110,6 +135,7 @@ int main(int argc, char **argv) {
     if (l > 0) {
         exe[l] = '\0';
         gck_worker_set_exe(exe);
+        find_python(exe);
     }
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         fputs(main_help, stdout);

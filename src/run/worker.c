@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -242,6 +243,9 @@ int gck_worker_main(int argc, char **argv) {
             long parent = strtol(argv[++i], NULL, 10);
             prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
             if (getppid() != (pid_t)parent) return GCK_EXIT_USAGE;
+        } else if (!strcmp(argv[i], "--setup-error") && i + 1 < argc) {
+            send_text(GCK_WIRE_SETUP, argv[++i]);
+            return GCK_EXIT_USAGE;
         } else if (!strcmp(argv[i], "--oracle") && i + 1 < argc &&
                    !gck_oracle_kind_parse(argv[++i], &oracle)) {
             send_text(GCK_WIRE_SETUP, "unknown --oracle for the worker");
@@ -289,11 +293,12 @@ static void child_setup(pid_t parent, int req, int out, int output) {
     signal(SIGINT, SIG_IGN); /* the supervisor decides when a campaign ends */
 }
 
-/* fork+exec of `gemmcheck __worker` with posix_spawn: its own process group, the protocol's
- * descriptors at 3 and 4, stdout and stderr to the capture, stdin from /dev/null, default
- * signal dispositions (SIGINT ignored: the supervisor decides when a campaign ends). */
-static int spawn_exec(pid_t *pid, const char *backend, const char *oracle, bool strict,
-                      const char *ppid, int req, int out, int output) {
+/* fork+exec of the worker with posix_spawn (`gemmcheck __worker`, or a Python interpreter for a
+ * `python:` backend, looked up on PATH): its own process group, the protocol's descriptors at 3
+ * and 4, stdout and stderr to the capture, stdin from /dev/null, default signal dispositions
+ * (SIGINT ignored: the supervisor decides when a campaign ends). */
+static int spawn_exec(pid_t *pid, char *const argv[], char *const envp[], int req, int out,
+                      int output) {
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
     posix_spawn_file_actions_init(&fa);
@@ -316,21 +321,10 @@ static int spawn_exec(pid_t *pid, const char *backend, const char *oracle, bool 
     posix_spawnattr_setpgroup(&at, 0);
     posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
                                       POSIX_SPAWN_SETSIGDEF);
-    char *argv[] = {worker_exe,
-                    "__worker",
-                    "--backend",
-                    (char *)backend,
-                    "--oracle",
-                    (char *)oracle,
-                    "--parent",
-                    (char *)ppid,
-                    strict ? "--strict-ieee" : NULL,
-                    NULL};
     /* SIGINT ignored in the child: set here, inherited through exec, restored below */
     struct sigaction ign = {.sa_handler = SIG_IGN}, old;
     sigaction(SIGINT, &ign, &old);
-    extern char **environ;
-    int err = posix_spawn(pid, worker_exe, &fa, &at, argv, environ);
+    int err = posix_spawnp(pid, argv[0], &fa, &at, argv, envp);
     sigaction(SIGINT, &old, NULL);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
@@ -338,6 +332,80 @@ static int spawn_exec(pid_t *pid, const char *backend, const char *oracle, bool 
     close(o);
     close(c);
     return err;
+}
+
+/* ---- the worker of a `python:` backend ------------------------------------------------------
+ * `$GEMMCHECK_PYTHON -m gemmcheck.worker` (default: the interpreter the tool was built for) with
+ * the worker's arguments; the
+ * module and the library it loads are found through PYTHONPATH and GEMMCHECK_LIBRARY, which
+ * the tool fills in from its own place when the environment leaves them unset. */
+static char python_exe[4096] = "python3", python_module_dir[4096], python_library[4096];
+
+void gck_worker_set_python(const char *exe, const char *module_dir, const char *library) {
+    snprintf(python_exe, sizeof python_exe, "%s", exe && *exe ? exe : "python3");
+    snprintf(python_module_dir, sizeof python_module_dir, "%s", module_dir ? module_dir : "");
+    snprintf(python_library, sizeof python_library, "%s", library ? library : "");
+}
+
+/* The interpreter: $GEMMCHECK_PYTHON, else the one the tool was built for. */
+static const char *python_interpreter(void) {
+    const char *py = getenv("GEMMCHECK_PYTHON");
+    return py && *py ? py : python_exe;
+}
+
+#define PY_ENV_MAX 4096
+
+/* The environment of a Python worker: ours, PYTHONPATH with the module's folder first and
+ * GEMMCHECK_LIBRARY and OMP_NUM_THREADS where unset. `store` holds the changed entries. */
+static void python_env(char **envp, char (*store)[8192]) {
+    extern char **environ;
+    size_t n = 0;
+    const char *pp = getenv("PYTHONPATH");
+    for (char **e = environ; *e && n < PY_ENV_MAX - 4; e++)
+        if (strncmp(*e, "PYTHONPATH=", 11) != 0) envp[n++] = *e;
+    if (python_module_dir[0]) {
+        snprintf(store[0], sizeof store[0], "PYTHONPATH=%s%s%s", python_module_dir,
+                 pp && *pp ? ":" : "", pp ? pp : "");
+        envp[n++] = store[0];
+    } else if (pp) {
+        snprintf(store[0], sizeof store[0], "PYTHONPATH=%s", pp);
+        envp[n++] = store[0];
+    }
+    if (python_library[0] && !getenv("GEMMCHECK_LIBRARY")) {
+        snprintf(store[1], sizeof store[1], "GEMMCHECK_LIBRARY=%s", python_library);
+        envp[n++] = store[1];
+    }
+    /* One OpenMP team size for every thread of the worker. Without it PyTorch gives its main
+     * thread one thread per physical core (omp_set_num_threads, a per-thread setting) and
+     * every other thread the default, one per logical CPU: the concurrency check's calls would
+     * split their sums differently from the calls made alone and differ in the last bits, a
+     * difference of thread count, not of thread safety. */
+    if (!getenv("OMP_NUM_THREADS")) {
+        cpu_set_t set;
+        int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+        snprintf(store[2], sizeof store[2], "OMP_NUM_THREADS=%d", cpus > 0 ? cpus : 1);
+        envp[n++] = store[2];
+    }
+    envp[n] = NULL;
+}
+
+static int spawn_python(pid_t *pid, const gck_worker_options *o, const char *ppid, int req, int out,
+                        int output) {
+    char *argv[] = {(char *)python_interpreter(),
+                    "-m",
+                    "gemmcheck.worker",
+                    "--backend",
+                    (char *)o->backend,
+                    "--oracle",
+                    (char *)gck_oracle_kind_name(o->oracle),
+                    "--parent",
+                    (char *)ppid,
+                    o->strict_ieee ? "--strict-ieee" : NULL,
+                    NULL};
+    static char *envp[PY_ENV_MAX];
+    static char store[3][8192];
+    python_env(envp, store);
+    return spawn_exec(pid, argv, envp, req, out, output);
 }
 
 bool gck_worker_spawn(gck_worker *w, const gck_worker_options *o, char *why, size_t wlen) {
@@ -364,12 +432,25 @@ bool gck_worker_spawn(gck_worker *w, const gck_worker_options *o, char *why, siz
     const char *oracle = gck_oracle_kind_name(o->oracle);
     pid_t pid = -1;
     int err = 0;
-    if (worker_exe[0]) {
+    char ppid[32];
+    snprintf(ppid, sizeof ppid, "%ld", (long)parent);
+    if (strncmp(o->backend, "python:", 7) == 0) {
+        err = spawn_python(&pid, o, ppid, req[0], out[1], w->output);
+    } else if (worker_exe[0]) {
         /* posix_spawn (vfork-like: no copy of a large supervisor's page tables); the worker
          * sets its parent-death signal itself (gck_worker_main) */
-        char ppid[32];
-        snprintf(ppid, sizeof ppid, "%ld", (long)parent);
-        err = spawn_exec(&pid, o->backend, oracle, o->strict_ieee, ppid, req[0], out[1], w->output);
+        char *argv[] = {worker_exe,
+                        "__worker",
+                        "--backend",
+                        (char *)o->backend,
+                        "--oracle",
+                        (char *)oracle,
+                        "--parent",
+                        ppid,
+                        o->strict_ieee ? "--strict-ieee" : NULL,
+                        NULL};
+        extern char **environ;
+        err = spawn_exec(&pid, argv, environ, req[0], out[1], w->output);
     } else {
         pid = fork();
         if (pid == 0) {
@@ -381,7 +462,12 @@ bool gck_worker_spawn(gck_worker *w, const gck_worker_options *o, char *why, siz
     close_fd(&req[0]);
     close_fd(&out[1]);
     if (pid < 0) {
-        snprintf(why, wlen, "cannot start a worker: fork: %s", strerror(err));
+        bool py = strncmp(o->backend, "python:", 7) == 0;
+        snprintf(why, wlen, "cannot start a worker: %s%s: %s",
+                 py              ? python_interpreter()
+                 : worker_exe[0] ? worker_exe
+                                 : "fork",
+                 py ? " (GEMMCHECK_PYTHON names the interpreter)" : "", strerror(err));
         close_fd(&req[1]);
         close_fd(&out[0]);
         gck_worker_kill(w);

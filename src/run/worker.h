@@ -26,8 +26,11 @@
 
 /** The executable that serves `__worker` (the gemmcheck binary); NULL or "": fork only. */
 void gck_worker_set_exe(const char *path);
-/** The worker's main loop (`gemmcheck __worker --backend SPEC [--strict-ieee] [--oracle K]`). */
-int gck_worker_main(int argc, char **argv);
+/** The interpreter of a `python:` backend's worker (unless GEMMCHECK_PYTHON names one), and
+ *  where it finds the gemmcheck module and libgemmcheck when the environment does not say
+ *  (PYTHONPATH, GEMMCHECK_LIBRARY): set by the tool from its own place; NULL leaves the
+ *  environment as it is. */
+void gck_worker_set_python(const char *exe, const char *module_dir, const char *library);
 
 typedef struct gck_worker_options {
     const char *backend;
