@@ -754,7 +754,9 @@ def _reference(target):
                  if v is target or getattr(v, "__gemmcheck_backend__", None) is target]
         if names:
             path = getattr(mod, "__file__", None)
-            where = os.path.abspath(path) if path else mod.__name__
+            # a package's module by its name (importable anywhere); a script or a test file,
+            # whose name depends on how it was run, by its path
+            where = mod.__name__ if "." in mod.__name__ or not path else os.path.abspath(path)
             return f"python:{where}:{names[0]}"
     raise GemmcheckError(f"{target!r} is not reachable by name from its module: a worker "
                          "process imports the module afresh, so define the Backend as a "
