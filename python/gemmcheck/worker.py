@@ -170,7 +170,7 @@ def main(args):
     lib = _g._load()
     _prototypes(lib)
     spec = args[args.index("--backend") + 1] if "--backend" in args[:-1] else ""
-    keep = []
+    keep = []  # the table and the callback stay alive while libgemmcheck serves with them
     try:
         be = resolve(spec)
         rows = (_g._Row * len(be.rows))(*[r._c() for r in be.rows])

@@ -114,8 +114,8 @@ static void find_python(const char *exe) {
     snprintf(mod, sizeof mod, "%s/../%s/gemmcheck/__init__.py", dir, GCK_INSTALL_PYTHON_DIR);
     if (exists(mod)) {
         snprintf(mod, sizeof mod, "%s/../%s", dir, GCK_INSTALL_PYTHON_DIR);
-        gck_worker_set_python(GCK_PYTHON_EXE, mod,
-                              NULL); /* the installed module knows its library */
+        /* (the installed module knows where its library is) */
+        gck_worker_set_python(GCK_PYTHON_EXE, mod, NULL);
         return;
     }
     snprintf(lib, sizeof lib, "%s/libgemmcheck.so.0", dir);

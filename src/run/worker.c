@@ -336,9 +336,9 @@ static int spawn_exec(pid_t *pid, char *const argv[], char *const envp[], int re
 
 /* ---- the worker of a `python:` backend ------------------------------------------------------
  * `$GEMMCHECK_PYTHON -m gemmcheck.worker` (default: the interpreter the tool was built for) with
- * the worker's arguments; the
- * module and the library it loads are found through PYTHONPATH and GEMMCHECK_LIBRARY, which
- * the tool fills in from its own place when the environment leaves them unset. */
+ * the worker's arguments; the module and the library it loads are found through PYTHONPATH and
+ * GEMMCHECK_LIBRARY, which the tool fills in from its own place when the environment leaves
+ * them unset. */
 static char python_exe[4096] = "python3", python_module_dir[4096], python_library[4096];
 
 void gck_worker_set_python(const char *exe, const char *module_dir, const char *library) {
@@ -402,10 +402,13 @@ static int spawn_python(pid_t *pid, const gck_worker_options *o, const char *ppi
                     (char *)ppid,
                     o->strict_ieee ? "--strict-ieee" : NULL,
                     NULL};
-    static char *envp[PY_ENV_MAX];
-    static char store[3][8192];
-    python_env(envp, store);
-    return spawn_exec(pid, argv, envp, req, out, output);
+    char **envp = malloc(PY_ENV_MAX * sizeof *envp);
+    char(*store)[8192] = malloc(3 * sizeof *store);
+    int err = envp && store ? (python_env(envp, store), 0) : ENOMEM;
+    if (!err) err = spawn_exec(pid, argv, envp, req, out, output);
+    free(envp);
+    free(store);
+    return err;
 }
 
 bool gck_worker_spawn(gck_worker *w, const gck_worker_options *o, char *why, size_t wlen) {
