@@ -686,12 +686,9 @@ class Row:
     def _c(self):
         r = _Row()
         r.a, r.b, r.c, r.d, r.compute = self.formats
-        mc = Model(self.model.compute, self.model.inputs, self.model.acc, self.model.block,
-                   self.model.epilogue, self.model.ftz, self.model.daz, self.model.skip_zero,
-                   self.model.rounding)
         case = _Case()
         case.type_a, case.type_b, case.type_c, case.type_d = self.formats[:4]
-        r.model = mc._row(case).model
+        r.model = self.model._row(case).model
         r.promises = sum(_PROMISES[p] for p in set(self.promises))
         if self.model.skip_zero:
             r.promises |= _PROMISES["skip0"]

@@ -77,13 +77,10 @@ typedef struct onednn_state {
  * type or f32. oneDNN 2.6 has no f64 on the CPU. */
 static const struct {
     gck_format in, out;
-    dnnl_data_type_t din, dout;
 } candidates[] = {
-    {GCK_F32, GCK_F32, dnnl_f32, dnnl_f32},   {GCK_BF16, GCK_BF16, dnnl_bf16, dnnl_bf16},
-    {GCK_BF16, GCK_F32, dnnl_bf16, dnnl_f32}, {GCK_F16, GCK_F16, dnnl_f16, dnnl_f16},
-    {GCK_F16, GCK_F32, dnnl_f16, dnnl_f32},
+    {GCK_F32, GCK_F32}, {GCK_BF16, GCK_BF16}, {GCK_BF16, GCK_F32},
+    {GCK_F16, GCK_F16}, {GCK_F16, GCK_F32},
 };
-
 /* The bf16 and f16 dot-product instructions (AVX512-BF16's VDPBF16PS, AMX's TDPBF16PS and
  * TDPFP16PS) read subnormal inputs as zero and flush subnormal results whatever MXCSR says
  * (Intel SDM, vol. 2): the ISAs from avx512_core_bf16 up flush in those types. */
@@ -129,8 +126,13 @@ static dnnl_status_t plain_md(const onednn_state *s, dnnl_memory_desc_t *md, dnn
     return s->dnnl_memory_desc_init_by_strides(md, 3, dims, t, strides);
 }
 
+static dnnl_data_type_t dnnl_type(gck_format f) {
+    return f == GCK_BF16 ? dnnl_bf16 : f == GCK_F16 ? dnnl_f16 : dnnl_f32;
+}
+
 /* Whether oneDNN creates a matmul primitive for the tuple here (a 2 x 2 x 2 product). */
-static bool probe(const onednn_state *s, dnnl_data_type_t in, dnnl_data_type_t out) {
+static bool probe(const onednn_state *s, gck_format fin, gck_format fout) {
+    dnnl_data_type_t in = dnnl_type(fin), out = dnnl_type(fout);
     dnnl_memory_desc_t a, b, d;
     dnnl_matmul_desc_t op;
     dnnl_primitive_desc_t pd = NULL;
@@ -203,18 +205,18 @@ static gck_status onednn_init(void **state, const char *arg, char *msg, size_t l
         s->rows[s->nrows++] = sgemm_row;
     else
         for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++)
-            if (probe(s, candidates[i].din, candidates[i].dout))
+            if (probe(s, candidates[i].in, candidates[i].out))
                 s->rows[s->nrows++] =
                     matmul_row(candidates[i].in, candidates[i].out, flushing_isa(isa));
     const dnnl_version_t *v = s->dnnl_version();
     Dl_info info = {0};
     dladdr(*(void **)&s->dnnl_version, &info);
-    const char *cap = getenv("ONEDNN_MAX_CPU_ISA");
-    if (!cap) cap = getenv("DNNL_MAX_CPU_ISA");
-    snprintf(s->version, sizeof s->version, "oneDNN %d.%d.%d (%.12s), %s, ISA %s%s%s%s (%.200s)",
-             v->major, v->minor, v->patch, v->hash ? v->hash : "?",
-             s->sgemm ? "dnnl_sgemm" : "matmul primitive", isa_name(isa),
-             cap ? " (ONEDNN_MAX_CPU_ISA=" : "", cap ? cap : "", cap ? ")" : "",
+    const char *var = getenv("ONEDNN_MAX_CPU_ISA") ? "ONEDNN_MAX_CPU_ISA" : "DNNL_MAX_CPU_ISA",
+               *cap = getenv(var);
+    snprintf(s->version, sizeof s->version,
+             "oneDNN %d.%d.%d (%.12s), %s, ISA %s%s%s%s%s%s (%.200s)", v->major, v->minor, v->patch,
+             v->hash ? v->hash : "?", s->sgemm ? "dnnl_sgemm" : "matmul primitive", isa_name(isa),
+             cap ? " (" : "", cap ? var : "", cap ? "=" : "", cap ? cap : "", cap ? ")" : "",
              info.dli_fname ? info.dli_fname : LIBDNNL);
     *state = s;
     return GCK_OK;
@@ -237,10 +239,6 @@ static size_t onednn_table(void *state, const gck_support_row **rows) {
 }
 
 /* ---- calls --------------------------------------------------------------------------------- */
-
-static dnnl_data_type_t dnnl_type(gck_format f) {
-    return f == GCK_BF16 ? dnnl_bf16 : f == GCK_F16 ? dnnl_f16 : dnnl_f32;
-}
 
 /* The descriptor of op(X) for `members` batch members from `first` on: dims (members or 1 for
  * a broadcast, rows, cols), strides of the logical matrix. */
@@ -290,17 +288,15 @@ static void release(const onednn_state *s, call_objects *o) {
     if (o->stream) s->dnnl_stream_destroy(o->stream);
 }
 
-/* A status oneDNN returned: while describing the problem or choosing an implementation, a
- * refusal of the case (unimplemented, or strides its descriptors do not take); once the
- * primitive exists, an error. */
-static gck_call_status refused(dnnl_status_t st, const char *what, char *msg, size_t len) {
+/* A status oneDNN returned: while describing the problem or choosing an implementation
+ * (`describing`), a refusal of the case (unimplemented, or strides its descriptors do not
+ * take); once the primitive exists, an error. */
+static gck_call_status refused(dnnl_status_t st, const char *what, bool describing, char *msg,
+                               size_t len) {
     snprintf(msg, len, "oneDNN: %s failed (status %d%s)", what, (int)st,
              st == dnnl_unimplemented       ? ": unimplemented"
              : st == dnnl_invalid_arguments ? ": invalid arguments"
                                             : "");
-    bool describing = strncmp(what, "dnnl_memory_desc", 16) == 0 ||
-                      strncmp(what, "dnnl_matmul_desc", 16) == 0 ||
-                      strcmp(what, "dnnl_primitive_desc_create") == 0;
     return describing && (st == dnnl_unimplemented || st == dnnl_invalid_arguments)
                ? GCK_CALL_NOT_SUPPORTED
                : GCK_CALL_ERROR;
@@ -314,16 +310,15 @@ static gck_call_status matmul(const onednn_state *s, const gck_case *c, int64_t 
     call_objects o = {0};
     float alpha = (float)c->alpha, beta = (float)c->beta; /* exact: the row's scale promise */
     dnnl_status_t st;
-    gck_call_status ret = GCK_CALL_OK;
-    const char *what = "dnnl_memory_desc_init_by_strides";
     if ((st = operand_md(s, c, GCK_A, members, c->m, c->k, &ma)) != dnnl_success ||
         (st = operand_md(s, c, GCK_B, members, c->k, c->n, &mb)) != dnnl_success ||
         (st = operand_md(s, c, GCK_D, members, c->m, c->n, &md)) != dnnl_success)
-        return refused(st, what, msg, len);
+        return refused(st, "dnnl_memory_desc_init_by_strides", true, msg, len);
     if ((st = s->dnnl_matmul_desc_init(&op, &ma, &mb, NULL, &md)) != dnnl_success)
-        return refused(st, "dnnl_matmul_desc_init", msg, len);
+        return refused(st, "dnnl_matmul_desc_init", true, msg, len);
+    const char *what = "setting alpha and beta";
+    bool describing = false; /* choosing an implementation: a refusal is not an error */
     if ((st = s->dnnl_primitive_attr_create(&o.attr)) != dnnl_success) goto fail;
-    what = "setting alpha and beta";
     if (alpha != 1.0f &&
         (st = s->dnnl_primitive_attr_set_output_scales(o.attr, 1, 0, &alpha)) != dnnl_success)
         goto fail;
@@ -334,9 +329,11 @@ static gck_call_status matmul(const onednn_state *s, const gck_case *c, int64_t 
             goto fail;
     }
     what = "dnnl_primitive_desc_create";
+    describing = true;
     if ((st = s->dnnl_primitive_desc_create(&o.pd, &op, o.attr, s->engine, NULL)) != dnnl_success)
         goto fail;
     what = "creating the primitive, memories and stream";
+    describing = false;
     /* the memories take the descriptors as the primitive descriptor states them (it may
      * normalise the strides of dimensions of size 1; execution wants them equal) */
     const dnnl_memory_desc_t *qa = s->dnnl_primitive_desc_query_md(o.pd, dnnl_query_src_md, 0),
@@ -360,10 +357,10 @@ static gck_call_status matmul(const onednn_state *s, const gck_case *c, int64_t 
         (st = s->dnnl_stream_wait(o.stream)) != dnnl_success)
         goto fail;
     release(s, &o);
-    return ret;
+    return GCK_CALL_OK;
 fail:
     release(s, &o);
-    return refused(st, what, msg, len);
+    return refused(st, what, describing, msg, len);
 }
 
 static gck_call_status call_matmul(const onednn_state *s, const gck_case *c,
@@ -396,7 +393,7 @@ static gck_call_status call_sgemm(const onednn_state *s, const gck_case *c, cons
     else
         st = s->dnnl_sgemm(tb, ta, c->n, c->m, c->k, (float)c->alpha, ops->b, c->ldb, ops->a,
                            c->lda, (float)c->beta, ops->d, c->ldc);
-    return st == dnnl_success ? GCK_CALL_OK : refused(st, "dnnl_sgemm", msg, len);
+    return st == dnnl_success ? GCK_CALL_OK : refused(st, "dnnl_sgemm", false, msg, len);
 }
 
 static gck_call_status onednn_call(void *state, const gck_case *c, const gck_support_row *row,

@@ -257,15 +257,16 @@ static void threads_property(gck_backend *be, const gck_support_row *row, size_t
     free(d);
 }
 
-#define HEADER ((size_t)-1) /* probe_backend's `first` for the header alone */
-/* or'ed into `first`: the row's pinned cases alone (a child of their own, so that a library
- * that crashes on some of them, such as oneDNN 2.6.3 on K = 0, keeps its fingerprint) */
-#define PINNED_ONLY ((size_t)1 << (sizeof(size_t) * 8 - 2))
+/* What one probing child does: the header, or one row's fingerprint, or one row's pinned cases
+ * (children of their own, so that a library that crashes on some pinned cases, such as oneDNN
+ * 2.6.3 on K = 0, keeps its fingerprint). */
+typedef enum probe_part { PART_HEADER, PART_FINGERPRINT, PART_PINNED } probe_part;
 
-/* One probing child's work: with first = HEADER the backend's header (files loaded, version,
- * availability) and every row's tuple and declaration, unprobed; else row `first`, probed. The
- * table's size as "row_count". */
-static json_t *probe_backend(const char *spec, const one_thread *ot, size_t first) {
+/* One probing child's work: for PART_HEADER the backend's header (files loaded, version,
+ * availability) and every row's tuple and declaration, unprobed; else row `first` with its
+ * support and fingerprint, or its pinned cases. The table's size as "row_count". */
+static json_t *probe_backend(const char *spec, const one_thread *ot, probe_part part,
+                             size_t first) {
     json_t *o = json_object();
     libs before = {0}, after = {0};
     dl_iterate_phdr(collect, &before);
@@ -277,7 +278,8 @@ static json_t *probe_backend(const char *spec, const one_thread *ot, size_t firs
     }
     dl_iterate_phdr(collect, &after);
     bool avail = be.ops->available(be.state, msg, sizeof msg);
-    if (first == HEADER) {
+    bool header = part == PART_HEADER;
+    if (header) {
         json_t *files = json_array();
         for (int i = 0; i < after.n; i++)
             if (!had(&before, after.paths[i]))
@@ -292,18 +294,16 @@ static json_t *probe_backend(const char *spec, const one_thread *ot, size_t firs
     const gck_support_row *rows;
     size_t n = be.ops->table(be.state, &rows);
     json_t *ra = json_array();
-    bool pinned_only = first != HEADER && (first & PINNED_ONLY);
-    if (first != HEADER) first &= ~PINNED_ONLY;
-    for (size_t r = first == HEADER ? 0 : first; r < n && (first == HEADER || r == first); r++) {
+    for (size_t r = header ? 0 : first; r < n && (header || r == first); r++) {
         json_t *row = json_object();
         char text[512];
         gck_certify_tuple(&rows[r], text, sizeof text);
         json_object_set_new(row, "tuple", json_string(text));
         gck_row_describe(&rows[r], text, sizeof text);
         json_object_set_new(row, "declared", gck_json_text(text));
-        if (avail && pinned_only) {
+        if (avail && part == PART_PINNED) {
             json_object_set_new(row, "pinned", pinned_json(&be, &rows[r], n));
-        } else if (avail && first != HEADER) {
+        } else if (avail && part == PART_FINGERPRINT) {
             json_object_set_new(row, "support", exercise(&be, &rows[r]));
             gck_fingerprint fp;
             gck_fingerprint_row(&be, &rows[r], &fp);
@@ -318,17 +318,17 @@ static json_t *probe_backend(const char *spec, const one_thread *ot, size_t firs
     return o;
 }
 
-/* One probing child for row `first` (see probe_backend), ended by SIGALRM after `timeout`
- * seconds; its JSON, or NULL with the reason in err. */
-static json_t *probe_child(const char *spec, const one_thread *ot, size_t first, unsigned timeout,
-                           char *err, size_t len) {
+/* One probing child for `part` of row `first` (see probe_backend), ended by SIGALRM after
+ * `timeout` seconds; its JSON, or NULL with the reason in err. */
+static json_t *probe_child(const char *spec, const one_thread *ot, probe_part part, size_t first,
+                           unsigned timeout, char *err, size_t len) {
     int fd[2];
     pid_t pid = pipe(fd) == 0 ? (fflush(NULL), fork()) : -1;
     if (pid < 0) return snprintf(err, len, "pipe or fork: %s", strerror(errno)), NULL;
     if (pid == 0) {
         close(fd[0]);
         alarm(timeout); /* a hang ends the child */
-        json_t *o = probe_backend(spec, ot, first);
+        json_t *o = probe_backend(spec, ot, part, first);
         char *s = json_dumps(o, JSON_COMPACT);
         size_t n = s ? strlen(s) : 0, off = 0;
         while (off < n) {
@@ -367,13 +367,6 @@ static json_t *probe_child(const char *spec, const one_thread *ot, size_t first,
     return o;
 }
 
-/* The probes run in child processes, one for the header and one per row: a backend that
- * crashes or hangs while probed takes its child down, and the certificate says so — in the
- * row ("probe_failure"), the other rows probed as usual (oneDNN 2.6.3 dies of SIGFPE on the
- * pinned cases with K = 0); a row whose calls leave the process unusable (a sticky CUDA error:
- * every later call fails the same way) spoils only itself. Only a header that cannot be read
- * (the backend's opening crashes) or the end of `timeout` seconds for all rows together fails
- * the whole probe. */
 /* Row r probed in two children, its fingerprint then its pinned cases, merged into rows[r];
  * what a child could not give is said in the row ("probe_failure", "pinned_failure"). */
 static void probe_row(const char *spec, const one_thread *ot, json_t *rows, size_t r, time_t end) {
@@ -381,8 +374,8 @@ static void probe_row(const char *spec, const one_thread *ot, json_t *rows, size
     for (int part = 0; part < 2; part++) {
         time_t left = end - time(NULL);
         char why[512] = "no time left";
-        json_t *next = left > 0 ? probe_child(spec, ot, part ? r | PINNED_ONLY : r, (unsigned)left,
-                                              why, sizeof why)
+        json_t *next = left > 0 ? probe_child(spec, ot, part ? PART_PINNED : PART_FINGERPRINT, r,
+                                              (unsigned)left, why, sizeof why)
                                 : NULL;
         json_t *more = next ? json_object_get(next, "rows") : NULL;
         json_t *got = more && json_array_size(more) == 1 ? json_array_get(more, 0) : NULL;
@@ -397,11 +390,17 @@ static void probe_row(const char *spec, const one_thread *ot, json_t *rows, size
     }
 }
 
+/* The probes run in child processes, one for the header and two per row (probe_row): a
+ * backend that crashes or hangs while probed takes its child down, and the certificate says so
+ * in the row, the other rows probed as usual; a row whose calls leave the process unusable (a
+ * sticky CUDA error: every later call fails the same way) spoils only itself. Only a header
+ * that cannot be read (the backend's opening crashes) or the end of `timeout` seconds for all
+ * rows together fails the whole probe. */
 static json_t *probe_isolated(const char *spec, unsigned timeout, char *err, size_t len) {
     one_thread ot;
     one_thread_run(spec, timeout / 3, &ot); /* one product per row: a fraction of the probes */
     time_t end = time(NULL) + timeout;
-    json_t *o = probe_child(spec, &ot, HEADER, timeout, err, len);
+    json_t *o = probe_child(spec, &ot, PART_HEADER, 0, timeout, err, len);
     json_t *rows = o ? json_object_get(o, "rows") : NULL;
     size_t count = o ? (size_t)json_integer_value(json_object_get(o, "row_count")) : 0;
     bool avail = o && json_is_true(json_object_get(o, "available"));
