@@ -19,6 +19,8 @@
 #   GCK_CERTIFY      the backends to certify ("cublas cublaslt");
 #   GCK_REPROS       a file of `BACKEND 'gck1 ...'` lines to run with `repro --dump` as well;
 #   GCK_TORCH_S      seconds for the PyTorch check (60; 0 skips it); GCK_JOBS workers (4)
+#   GCK_TORCH_FUZZ_S seconds for gemmcheck.fuzz of torch.matmul, all six math modes together
+#                    (90; 0 skips it)
 #   GCK_PYTHON       the Python that holds PyTorch (python3); GCK_TORCH_DEVICE its device (cuda;
 #                    cpu for a dry run on a machine without a GPU)
 # Exit status: 0 every step ran (findings are in the summary, not in the exit status), 1 a step
@@ -43,6 +45,7 @@ budget=${GCK_BUDGET:-450}
 campaign_s=${GCK_CAMPAIGN_S:-90}
 certify_s=${GCK_CERTIFY_S:-30}
 torch_s=${GCK_TORCH_S:-60}
+torch_fuzz_s=${GCK_TORCH_FUZZ_S:-90}
 jobs=${GCK_JOBS:-4}
 py=${GCK_PYTHON:-python3}
 torch_device=${GCK_TORCH_DEVICE:-cuda}
@@ -181,6 +184,18 @@ if [ "$torch_s" -gt 0 ]; then
         GEMMCHECK_LIBRARY="$build/libgemmcheck.so.0" PYTHONUNBUFFERED=1 \
         "$py" "$root/scripts/device_torch.py" --device "$torch_device" --time "$torch_s" \
         --out "$out/torch.jsonl" --dumps "$out/torch-dumps" || failed=1
+fi
+
+# torch.matmul through the Python fuzz: gemmcheck's own generator, guard, checks and shrinker,
+# with workers that are fresh interpreters of this Python (scripts/device_torch_fuzz.py)
+if [ "$torch_fuzz_s" -gt 0 ]; then
+    step torch-fuzz $((torch_fuzz_s + 120)) env \
+        PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}" \
+        GEMMCHECK_LIBRARY="$build/libgemmcheck.so.0" GEMMCHECK_BINARY="$gck" \
+        GEMMCHECK_PYTHON="$(command -v "$py")" GCK_TORCH_DEVICE="$torch_device" \
+        PYTHONUNBUFFERED=1 "$py" "$root/scripts/device_torch_fuzz.py" --time "$torch_fuzz_s" \
+        --jobs "$jobs" --seed 46 --out "$out/torch-fuzz"
+    [ $? -le 1 ] || failed=1 # exit 1 = findings, read in the summary
 fi
 
 # ---- summary -------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The summary of a scripts/device-check.sh run, from the files it wrote into OUTDIR: the steps
 with their times, the machine, each campaign's rows exercised, cases and findings by cause,
-each certificate's rows and fingerprint, and the PyTorch table.
+each certificate's rows and fingerprint, the PyTorch table and the PyTorch campaigns.
 
     device_summary.py OUTDIR
 
@@ -84,6 +84,12 @@ def main():
     try:
         lines = open(os.path.join(out, "torch.log")).read().rstrip().splitlines()
         print("\n".join(lines[-8:]))
+    except OSError as e:
+        print(f"  ({e})")
+    print("== PyTorch through gemmcheck.fuzz")
+    try:
+        lines = open(os.path.join(out, "torch-fuzz.log")).read().rstrip().splitlines()
+        print("\n".join(ln for ln in lines if not ln.startswith("      gemmcheck repro")))
     except OSError as e:
         print(f"  ({e})")
     return 0

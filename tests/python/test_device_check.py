@@ -84,3 +84,34 @@ def test_the_pytorch_check_fails_debians_cpu_pytorch_for_its_known_deviations(tm
         assert all("not implemented for 'Half'" in x.get("error", "") for x in by["f16"])
         assert any(x.get("ok") is False for x in by["bf16"]), table["bf16"]
         assert list((tmp_path / "dumps").glob("bf16-*.npz"))
+
+
+def test_the_pytorch_campaign_runs_through_the_python_route_on_the_cpu(gemmcheck_binary,
+                                                                       tmp_path):
+    """scripts/device_torch_fuzz.py dry-run on Debian's CPU PyTorch: gemmcheck's own campaign
+    serves torch.matmul through python: workers; f32 is correct there, f16 is refused."""
+    torch = pytest.importorskip("torch", reason="python3-torch (install-deps.sh)")
+    lib = os.environ.get("GEMMCHECK_LIBRARY") or str(Path(gemmcheck_binary).parent /
+                                                     "libgemmcheck.so.0")
+    env = dict(os.environ, GCK_TORCH_DEVICE="cpu", GEMMCHECK_BINARY=gemmcheck_binary,
+               GEMMCHECK_LIBRARY=lib, PYTHONPATH=str(SOURCE / "python"),
+               GEMMCHECK_PYTHON=os.environ.get("GEMMCHECK_PYTHON", sys.executable))
+    out = tmp_path / "tf"
+    r = subprocess.run([sys.executable, str(SOURCE / "scripts" / "device_torch_fuzz.py"),
+                        "--time", "16", "--jobs", "1", "--shrink-time", "5", "--settings",
+                        "f32,f16", "--out", str(out)], env=env, capture_output=True, text=True,
+                       timeout=300)
+    recs = {x["setting"]: x for x in json.loads((out / "torch-fuzz.json").read_text())}
+    assert set(recs) == {"f32", "f16"}, r.stdout + r.stderr
+    # the campaign served cases and wrote its report, with the backend's own version line
+    assert recs["f32"]["cases"] > 20, recs["f32"]
+    assert "PyTorch" in recs["f32"]["version"] and "CPU" in recs["f32"]["version"]
+    assert json.loads((out / "torch-fuzz-f32.json").read_text())["summary"]["cases"] == \
+        recs["f32"]["cases"]
+    assert recs["f32"]["findings"] == [], recs["f32"]["findings"]
+    if torch.__version__.startswith("1."):
+        assert r.returncode == 1, r.stdout + r.stderr
+        f16 = recs["f16"]["findings"]
+        assert f16 and all(f["kind"] == "unimplemented" for f in f16), f16
+        assert any("not implemented for 'Half'" in f["cause"] for f in f16), f16
+        assert all(f["replay"].startswith("gemmcheck repro --backend 'python:") for f in f16)

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""torch.matmul on CUDA fuzzed by gemmcheck's own campaign (gemmcheck.fuzz): the generator's
+shapes, strides, transposed and broadcast batch views, special values and reproducer strings,
+the guard pages, the rerun and concurrency checks, and the shrinker, for one backend per math
+mode that changes the arithmetic:
+
+    f32        allow_tf32 off            f32 products, f32 sums
+    f32+tf32   allow_tf32 on             inputs rounded to tf32, f32 sums
+    f16        reduced precision off     f16 inputs, f32 sums, D rounded once
+    f16+rr     reduced precision on      f16 inputs, sums allowed in f16
+    bf16       reduced precision off     bf16 inputs, f32 sums, D rounded once
+    bf16+rr    reduced precision on      bf16 inputs, sums allowed in bf16
+
+Each backend's function copies the operands (views of gemmcheck's guarded host buffers) to the
+device, calls torch.matmul there and copies D back into its view. Every model allows blocks of
+products fused before one rounding (tensor cores) and flushed subnormals.
+
+    device_torch_fuzz.py --time 90 --out DIR [--jobs 4] [--seed 46] [--shrink-time 15]
+
+GCK_TORCH_DEVICE (cuda, or cpu for a dry run) picks the device; the workers read it too.
+Writes DIR/torch-fuzz-SETTING.json (the campaign reports) and DIR/torch-fuzz.json (one record
+per setting: cases, findings by cause with their replay lines, the minimal case of each
+numerical kind); prints a table. Exit status: 0 no finding, 1 findings, 2 usage or set-up error
+(no PyTorch, no device)."""
+import argparse
+import json
+import os
+import sys
+
+import gemmcheck
+
+DEVICE = os.environ.get("GCK_TORCH_DEVICE", "cuda")
+PROMISES = ("product_only", "b0", "row_major", "batched", "d_separate", "scale_f32")
+
+# name: (types, the torch.backends.cuda.matmul flags, the model the setting promises)
+SETTINGS = {
+    "f32": ("f32,f32,f32,f32:f32", {"allow_tf32": False}, "compute=f32 block-FMA FTZ DAZ"),
+    "f32+tf32": ("f32,f32,f32,f32:f32", {"allow_tf32": True},
+                 "compute=f32 in=tf32 block-FMA FTZ DAZ"),
+    "f16": ("f16,f16,f16,f16:f32", {"allow_fp16_reduced_precision_reduction": False},
+            "compute=f32 block-FMA FTZ DAZ"),
+    "f16+rr": ("f16,f16,f16,f16:f16", {"allow_fp16_reduced_precision_reduction": True},
+               "compute=f16 block-FMA FTZ DAZ"),
+    "bf16": ("bf16,bf16,bf16,bf16:f32", {"allow_bf16_reduced_precision_reduction": False},
+             "compute=f32 block-FMA FTZ DAZ"),
+    "bf16+rr": ("bf16,bf16,bf16,bf16:bf16", {"allow_bf16_reduced_precision_reduction": True},
+                "compute=bf16 block-FMA FTZ DAZ"),
+}
+
+
+def _apply(flags):
+    """Set the math-mode flags once per worker; a flag this PyTorch lacks is an error (a
+    setting that cannot be made is not checked under its model). They are CUDA's: the CPU dry
+    run leaves them alone."""
+    import torch
+    if DEVICE == "cpu":
+        return
+    for k, v in flags.items():
+        setattr(torch.backends.cuda.matmul, k, v)
+
+
+def _function(flags):
+    done = []
+
+    def matmul(a, b, c, alpha, beta, out):
+        import torch
+        if not done:
+            _apply(flags)
+            done.append(True)
+        d = torch.matmul(a.to(DEVICE), b.to(DEVICE))
+        out.copy_(d)
+        if DEVICE != "cpu":
+            torch.cuda.synchronize()
+    return matmul
+
+
+def _version(name):
+    def version():
+        import torch
+        where = "the CPU"
+        if DEVICE != "cpu":
+            where = f"{torch.cuda.get_device_name(0)} (CUDA {torch.version.cuda})"
+        return f"torch.matmul ({name}) of PyTorch {torch.__version__} on {where}"
+    return version
+
+
+def _backend(name):
+    types, flags, model = SETTINGS[name]
+    row = gemmcheck.Row(types, model, PROMISES, entry=f"torch.matmul {name}")
+    return gemmcheck.Backend(_function(flags), [row], framework="torch", writes="out",
+                             name=f"torch.matmul {name}", version=_version(name))
+
+
+f32 = _backend("f32")
+f32_tf32 = _backend("f32+tf32")
+f16 = _backend("f16")
+f16_rr = _backend("f16+rr")
+bf16 = _backend("bf16")
+bf16_rr = _backend("bf16+rr")
+BACKENDS = {"f32": f32, "f32+tf32": f32_tf32, "f16": f16, "f16+rr": f16_rr, "bf16": bf16,
+            "bf16+rr": bf16_rr}
+
+
+def _record(name, res, report):
+    s = res.report.get("summary", {})
+    return dict(setting=name, model=SETTINGS[name][2], cases=res.cases, exit=res.exit_status,
+                report=report, by_kind=res.by_kind(), seconds=s.get("seconds"),
+                version=next((b.get("version", "") for b in
+                              res.report.get("environment", {}).get("backends", [])), ""),
+                findings=[dict(kind=f.kind, cause=f.cause, findings=f.findings, cases=f.cases,
+                               worst=f.worst, details=f.details, case=f.case,
+                               minimal=f.minimal, replay=f.replay()) for f in res.findings])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--time", type=float, default=90, help="seconds for all settings together")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--jobs", type=int, default=4)
+    ap.add_argument("--seed", type=int, default=46)
+    ap.add_argument("--shrink-time", type=float, default=15)
+    ap.add_argument("--settings", default=",".join(SETTINGS))
+    o = ap.parse_args()
+    names = o.settings.split(",")
+    bad = [n for n in names if n not in SETTINGS]
+    if bad:
+        print(f"device_torch_fuzz.py: unknown setting '{bad[0]}' (known: {', '.join(SETTINGS)})",
+              file=sys.stderr)
+        return 2
+    try:
+        import torch
+    except ImportError as e:
+        print(f"device_torch_fuzz.py: PyTorch is not importable: {e}", file=sys.stderr)
+        return 2
+    if DEVICE != "cpu" and not torch.cuda.is_available():
+        print(f"device_torch_fuzz.py: no CUDA device visible to PyTorch {torch.__version__}",
+              file=sys.stderr)
+        return 2
+    os.makedirs(o.out, exist_ok=True)
+    each = max(o.time / len(names), 1.0)
+    records = []
+    for name in names:
+        report = os.path.join(o.out, f"torch-fuzz-{name.replace('+', '-')}.json")
+        try:
+            res = gemmcheck.fuzz(BACKENDS[name], time=each, seed=o.seed, jobs=o.jobs,
+                                 report=report, shrink_time=o.shrink_time, tier="hard")
+        except gemmcheck.GemmcheckError as e:
+            records.append(dict(setting=name, model=SETTINGS[name][2], setup_error=str(e)))
+            continue
+        records.append(_record(name, res, report))
+    with open(os.path.join(o.out, "torch-fuzz.json"), "w") as f:
+        json.dump(records, f, indent=1)
+    print(f"{'setting':9} {'model':40} {'cases':>6}  findings by kind")
+    for r in records:
+        if "setup_error" in r:
+            print(f"{r['setting']:9} {r['model']:40} {'-':>6}  set-up error: {r['setup_error']}")
+            continue
+        print(f"{r['setting']:9} {r['model']:40} {r['cases']:6}  {r['by_kind'] or 'none'}")
+        for fd in r["findings"][:4]:
+            print(f"    {fd['kind']}: {fd['cause'][:90]}\n      {fd['replay']}")
+    if any("setup_error" in r for r in records):
+        return 2
+    return 1 if any(r["findings"] for r in records) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
