@@ -194,7 +194,7 @@ if [ "$torch_fuzz_s" -gt 0 ]; then
         GEMMCHECK_LIBRARY="$build/libgemmcheck.so.0" GEMMCHECK_BINARY="$gck" \
         GEMMCHECK_PYTHON="$(command -v "$py")" GCK_TORCH_DEVICE="$torch_device" \
         PYTHONUNBUFFERED=1 "$py" "$root/scripts/device_torch_fuzz.py" --time "$torch_fuzz_s" \
-        --jobs "$jobs" --seed 46 --out "$out/torch-fuzz"
+        --jobs "$jobs" --seed 46 --shrink-time 10 --out "$out/torch-fuzz"
     [ $? -le 1 ] || failed=1 # exit 1 = findings, read in the summary
 fi
 

@@ -74,6 +74,21 @@ def _function(flags):
     return matmul
 
 
+def _warm_up():
+    """In a worker, before it serves: CUDA's context, cuBLAS's handle and the kernels' modules
+    load on the first call (seconds), which the first case's deadline should not pay for."""
+    import torch
+    for dt in (torch.float32, torch.float16, torch.bfloat16):
+        x = torch.ones(16, 16, dtype=dt, device=DEVICE)
+        torch.matmul(x, x)
+        torch.matmul(x.unsqueeze(0).expand(2, 16, 16), x)
+    torch.cuda.synchronize()
+
+
+if os.environ.get("GEMMCHECK_IN_WORKER") and DEVICE != "cpu":
+    _warm_up()
+
+
 def _version(name):
     def version():
         import torch
@@ -112,6 +127,16 @@ def _record(name, res, report):
                                minimal=f.minimal, replay=f.replay()) for f in res.findings])
 
 
+def _print(r):
+    if "setup_error" in r:
+        print(f"{r['setting']:9} {r['model']:40} {'-':>6}  set-up error: {r['setup_error']}")
+        return
+    print(f"{r['setting']:9} {r['model']:40} {r['cases']:6}  {r['by_kind'] or 'none'}")
+    for fd in r["findings"][:4]:
+        print(f"    {fd['kind']}: {fd['cause'][:90]}\n      {fd['replay']}")
+    sys.stdout.flush()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--time", type=float, default=90, help="seconds for all settings together")
@@ -139,25 +164,21 @@ def main():
     os.makedirs(o.out, exist_ok=True)
     each = max(o.time / len(names), 1.0)
     records = []
+    print(f"{'setting':9} {'model':40} {'cases':>6}  findings by kind", flush=True)
     for name in names:
         report = os.path.join(o.out, f"torch-fuzz-{name.replace('+', '-')}.json")
         try:
             res = gemmcheck.fuzz(BACKENDS[name], time=each, seed=o.seed, jobs=o.jobs,
-                                 report=report, shrink_time=o.shrink_time, tier="hard")
+                                 report=report, shrink_time=o.shrink_time, tier="hard",
+                                 args=("--timeout-floor", "10"))
         except gemmcheck.GemmcheckError as e:
             records.append(dict(setting=name, model=SETTINGS[name][2], setup_error=str(e)))
-            continue
-        records.append(_record(name, res, report))
-    with open(os.path.join(o.out, "torch-fuzz.json"), "w") as f:
-        json.dump(records, f, indent=1)
-    print(f"{'setting':9} {'model':40} {'cases':>6}  findings by kind")
-    for r in records:
-        if "setup_error" in r:
-            print(f"{r['setting']:9} {r['model']:40} {'-':>6}  set-up error: {r['setup_error']}")
-            continue
-        print(f"{r['setting']:9} {r['model']:40} {r['cases']:6}  {r['by_kind'] or 'none'}")
-        for fd in r["findings"][:4]:
-            print(f"    {fd['kind']}: {fd['cause'][:90]}\n      {fd['replay']}")
+        else:
+            records.append(_record(name, res, report))
+        # written after every setting: a run cut short keeps what it did
+        with open(os.path.join(o.out, "torch-fuzz.json"), "w") as f:
+            json.dump(records, f, indent=1)
+        _print(records[-1])
     if any("setup_error" in r for r in records):
         return 2
     return 1 if any(r["findings"] for r in records) else 0
