@@ -18,9 +18,12 @@
 #   GCK_CAMPAIGN_S   seconds per campaign (90); GCK_CERTIFY_S certify's campaign (30);
 #   GCK_CERTIFY      the backends to certify ("cublas cublaslt");
 #   GCK_REPROS       a file of `BACKEND 'gck1 ...'` lines to run with `repro --dump` as well;
-#   GCK_TORCH_S      seconds for the PyTorch check (60; 0 skips it); GCK_JOBS workers (4)
-#   GCK_TORCH_FUZZ_S seconds for gemmcheck.fuzz of torch.matmul, all six math modes together
-#                    (90; 0 skips it)
+#   GCK_TORCH_S      seconds for the PyTorch check (30; 0 skips it); GCK_JOBS workers (4)
+#   GCK_TORCH_FUZZ_S seconds for gemmcheck.fuzz of torch.matmul, all modes together (120; 0
+#                    skips it; a mode needs well over 15 s, as each of its workers imports
+#                    PyTorch and starts CUDA first); GCK_TORCH_JOBS its workers (4);
+#                    GCK_TORCH_SETTINGS the modes (f32,f32+tf32,f16,bf16; device_torch_fuzz.py
+#                    also has f16+rr and bf16+rr)
 #   GCK_PYTHON       the Python that holds PyTorch (python3); GCK_TORCH_DEVICE its device (cuda;
 #                    cpu for a dry run on a machine without a GPU)
 # Exit status: 0 every step ran (findings are in the summary, not in the exit status), 1 a step
@@ -44,8 +47,9 @@ touch "$out/.device-check"
 budget=${GCK_BUDGET:-450}
 campaign_s=${GCK_CAMPAIGN_S:-90}
 certify_s=${GCK_CERTIFY_S:-30}
-torch_s=${GCK_TORCH_S:-60}
-torch_fuzz_s=${GCK_TORCH_FUZZ_S:-90}
+torch_s=${GCK_TORCH_S:-30}
+torch_fuzz_s=${GCK_TORCH_FUZZ_S:-120}
+torch_jobs=${GCK_TORCH_JOBS:-4}
 jobs=${GCK_JOBS:-4}
 py=${GCK_PYTHON:-python3}
 torch_device=${GCK_TORCH_DEVICE:-cuda}
@@ -150,10 +154,10 @@ for be in cublas cublaslt; do
     [ -s "$f" ] || continue
     "$py" -c '
 import json, shlex, sys
-for line in open(sys.argv[1]):
-    if line.strip():
-        args = shlex.split(json.loads(line)["reproduce"])[2:]  # after "gemmcheck repro"
-        print(" ".join(shlex.quote(a) for a in args))' "$f" | head -n 10 >"$out/repros-$be.txt"
+lines = [line for line in open(sys.argv[1]) if line.strip()][:10]
+for line in lines:
+    args = shlex.split(json.loads(line)["reproduce"])[2:]  # after "gemmcheck repro"
+    print(" ".join(shlex.quote(a) for a in args))' "$f" >"$out/repros-$be.txt"
 done
 if [ -n "${GCK_REPROS:-}" ] && [ -s "$GCK_REPROS" ]; then
     while read -r be r; do
@@ -194,7 +198,8 @@ if [ "$torch_fuzz_s" -gt 0 ]; then
         GEMMCHECK_LIBRARY="$build/libgemmcheck.so.0" GEMMCHECK_BINARY="$gck" \
         GEMMCHECK_PYTHON="$(command -v "$py")" GCK_TORCH_DEVICE="$torch_device" \
         PYTHONUNBUFFERED=1 "$py" "$root/scripts/device_torch_fuzz.py" --time "$torch_fuzz_s" \
-        --jobs "$jobs" --seed 46 --shrink-time 10 --out "$out/torch-fuzz"
+        --jobs "$torch_jobs" --seed 46 --shrink-time 10 --out "$out/torch-fuzz" \
+        --settings "${GCK_TORCH_SETTINGS:-f32,f32+tf32,f16,bf16}"
     [ $? -le 1 ] || failed=1 # exit 1 = findings, read in the summary
 fi
 

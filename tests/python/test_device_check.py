@@ -3,6 +3,7 @@ machine without a GPU: the script's logic (steps, budget, output folder, summary
 PyTorch check on Debian's CPU PyTorch, whose f16 matmul is unimplemented and whose bf16 path
 accumulates in bf16 (docs/DEVIATIONS.md) - so the check must fail there, naming both."""
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -18,7 +19,8 @@ SCRIPT = SOURCE / "scripts" / "device-check.sh"
 
 def run_script(out, build, **env):
     e = dict(os.environ, GCK_BUILD=str(build), GCK_CAMPAIGN_S="2", GCK_CERTIFY_S="0",
-             GCK_TORCH_S="0", GCK_JOBS="1", GCK_PYTHON=sys.executable, **env)
+             GCK_TORCH_S="0", GCK_TORCH_FUZZ_S="0", GCK_JOBS="1", GCK_PYTHON=sys.executable)
+    e.update(env)
     return subprocess.run(["bash", str(SCRIPT), str(out)], env=e, capture_output=True, text=True,
                           timeout=300)
 
@@ -26,7 +28,12 @@ def run_script(out, build, **env):
 def test_the_script_runs_every_step_and_summarises_without_a_gpu(gemmcheck_binary, tmp_path):
     build = Path(gemmcheck_binary).parent
     out = tmp_path / "out"
-    r = run_script(out, build)
+    # the PyTorch campaign step runs where PyTorch is
+    torch = {}
+    if importlib.util.find_spec("torch") is not None:
+        torch = dict(GCK_TORCH_FUZZ_S="10", GCK_TORCH_SETTINGS="f32", GCK_TORCH_JOBS="1",
+                     GCK_TORCH_DEVICE="cpu")
+    r = run_script(out, build, **torch)
     steps = [line.split("\t") for line in (out / "steps.tsv").read_text().splitlines()[1:]]
     names = [s[0] for s in steps]
     assert names[:2] == ["build", "backends"], names
@@ -36,6 +43,12 @@ def test_the_script_runs_every_step_and_summarises_without_a_gpu(gemmcheck_binar
     summary = (out / "summary.txt").read_text()
     for section in ("== steps", "== machine", "== campaigns", "== certificates"):
         assert section in summary
+    if torch:
+        # the campaign step ran torch.matmul through python: workers and summarised it
+        assert dict((s[0], s[1]) for s in steps)["torch-fuzz"] == "ok", steps
+        rec = json.loads((out / "torch-fuzz" / "torch-fuzz.json").read_text())
+        assert [x["setting"] for x in rec] == ["f32"] and rec[0]["cases"] > 0, rec
+        assert "== PyTorch through gemmcheck.fuzz" in summary
     backends = (out / "backends.txt").read_text()
     has_gpu = "available, device 0" in backends
     if not has_gpu:
