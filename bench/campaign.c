@@ -116,10 +116,13 @@ int main(int argc, char **argv) {
         if (!be[b].ops->available(be[b].state, why, sizeof why)) die(names[b], why);
     }
     static gck_fuzz_target peer_t[GCK_FUZZ_MAX_TARGETS], own_t[GCK_FUZZ_MAX_TARGETS];
-    gck_fuzz_config shared = {co.seed, co.max_flops, co.max_bytes, peer_t,
-                              targets_of(&be[1], types, peer_t, GCK_FUZZ_MAX_TARGETS)};
-    gck_fuzz_config own = {co.seed, co.max_flops, co.max_bytes, own_t,
-                           targets_of(&be[0], types, own_t, GCK_FUZZ_MAX_TARGETS)};
+    gck_fuzz_config shared = {
+        .seed = co.seed, .max_flops = co.max_flops, .max_bytes = co.max_bytes};
+    gck_fuzz_config own = shared;
+    shared.targets = peer_t;
+    shared.ntargets = targets_of(&be[1], types, peer_t, GCK_FUZZ_MAX_TARGETS);
+    own.targets = own_t;
+    own.ntargets = targets_of(&be[0], types, own_t, GCK_FUZZ_MAX_TARGETS);
 
     tally t[3] = {{0}};
     for (long i = 0; i < cases; i++) {

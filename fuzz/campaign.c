@@ -19,6 +19,7 @@
 
 #include "exitcode.h"
 #include "generator.h"
+#include "known.h"
 #include "mix.h"
 #include "parallel.h"
 #include "wire.h"
@@ -637,8 +638,8 @@ static bool set_targets(run_ctx *x) {
         snprintf(x->setup_error, sizeof x->setup_error, "%s", msg);
         return false;
     }
-    x->gen =
-        (gck_fuzz_config){x->o->seed, x->o->max_flops, x->o->max_bytes, x->targets, x->ntargets};
+    x->gen = (gck_fuzz_config){x->o->seed, x->o->max_flops, x->o->max_bytes,
+                               x->targets, x->ntargets,     false};
     declare_tuples(x);
     return true;
 }
@@ -892,6 +893,11 @@ static int finish(const gck_campaign_options *o, gck_campaign_result *res, int r
                 res->seconds);
         rc = GCK_EXIT_USAGE;
     }
+    /* known findings marked before anything is written (an overread entry re-runs crashes) */
+    if (o->known && !gck_known_apply(o->known, res)) {
+        fprintf(stderr, "gemmcheck fuzz: out of memory marking known findings\n");
+        rc = GCK_EXIT_INTERNAL;
+    }
     /* the machine, for the reports (describing it opens the CUDA runtime if there is one) */
     bool reports = o->report_path || o->junit_path || o->matrix_csv_path || o->backends_csv_path ||
                    o->html_path;
@@ -918,10 +924,11 @@ static int finish(const gck_campaign_options *o, gck_campaign_result *res, int r
     }
     gck_report_print_summary(res, stdout);
     if (written) print_files(o, res); /* (a failed write was named above) */
+    gck_report_print_verdict(res, stdout);
     if (rc == GCK_EXIT_OK)
-        rc = res->internal_errors ? GCK_EXIT_INTERNAL
-             : res->nfindings     ? GCK_EXIT_FINDINGS
-                                  : GCK_EXIT_OK;
+        rc = res->internal_errors                   ? GCK_EXIT_INTERNAL
+             : gck_result_unknown_findings(res) > 0 ? GCK_EXIT_FINDINGS
+                                                    : GCK_EXIT_OK;
     /* an interrupted run is never a pass, nor a plain "findings": 128 + the signal, as a shell
      * reports a command the signal ended (130 for SIGINT, 143 for SIGTERM), its reports written */
     if (stop_signal && rc != GCK_EXIT_INTERNAL) rc = 128 + stop_signal;

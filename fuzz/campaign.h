@@ -37,10 +37,11 @@ typedef struct gck_campaign_options {
     const char *types;      /**< --types, or NULL */
     const char *report_path, *junit_path, *jsonl_path, *corpus_dir, *html_path;
     const char *matrix_csv_path, *backends_csv_path; /**< --matrix-csv, --backends-csv */
-    bool skip_unavailable; /**< named backends that cannot run here are skipped, not errors */
-    bool progress;         /**< the one-line display on a terminal (\r, escape codes) */
-    double log_every;      /**< a plain progress line every so many seconds (0: none) */
-    bool stop_on_finding;  /**< end the campaign at the first distinct finding */
+    bool skip_unavailable;   /**< named backends that cannot run here are skipped, not errors */
+    bool progress;           /**< the one-line display on a terminal (\r, escape codes) */
+    double log_every;        /**< a plain progress line every so many seconds (0: none) */
+    bool stop_on_finding;    /**< end the campaign at the first distinct finding */
+    struct gck_known *known; /**< --known / --baseline entries (fuzz/known.h), or NULL */
     const char *command_line;
 } gck_campaign_options;
 
@@ -69,6 +70,9 @@ typedef struct gck_fuzz_finding {
     gck_element_report element;
     int64_t count; /**< cases that showed it */
     double time_s; /**< seconds since the campaign started when first seen */
+    /** the reference of the known-findings entry that covers it (fuzz/known.h), or "": a
+     *  known finding is reported apart and does not fail the run */
+    char known[200];
 } gck_fuzz_finding;
 
 /** The command that re-runs a finding: gemmcheck repro --backend B[ flags] 'CASE'. */
@@ -143,6 +147,10 @@ typedef struct gck_campaign_result {
      *  (gck_result_capture_environment) or a merge reads them. */
     char **environments;
     size_t nenvironments, cap_environments;
+    /** known-findings entries that covered no finding ("FILE:LINE: the entry"), set by
+     *  gck_known_apply */
+    char **stale;
+    size_t nstale;
 } gck_campaign_result;
 
 /** The version of the JSON report's schema (docs/report.schema.json), written as
@@ -193,6 +201,8 @@ size_t gck_result_causes(const gck_campaign_result *r, gck_cause **out);
 /** What separates causes of one backend and kind: the checker's rule for numeric kinds, the
  *  signal ("signal 11") for crashes, else "". */
 void gck_cause_rule(const gck_fuzz_finding *f, char *buf, size_t len);
+/** The reference of cause k when every finding of it is known (fuzz/known.h), else NULL. */
+const char *gck_cause_known(const gck_campaign_result *r, const gck_cause *c, size_t nc, size_t k);
 /** The index of the cause that finding `f` belongs to. */
 size_t gck_cause_of(const gck_campaign_result *r, const gck_cause *c, size_t nc, size_t f);
 /** A report file opened for writing (NULL, the reason in msg, when it cannot be), and closed
@@ -243,5 +253,9 @@ int gck_merge_missing(const gck_merge *m, FILE *out, bool as_error);
 void gck_merge_free(gck_merge *m);
 /** The summary table printed at the end of a campaign. */
 void gck_report_print_summary(const gck_campaign_result *r, FILE *out);
+/** The line that decides, printed last: "PASS: no findings in N cases", "PASS: known
+ *  deviations only (N distinct findings)", "FAIL: N distinct findings not known", "ERROR: N
+ *  internal error(s) of gemmcheck", "INTERRUPTED by SIGINT ..." or "NOTHING CHECKED ...". */
+void gck_report_print_verdict(const gck_campaign_result *r, FILE *out);
 
 #endif

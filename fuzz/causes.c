@@ -168,3 +168,9 @@ size_t gck_result_causes(const gck_campaign_result *r, gck_cause **out) {
     *out = c;
     return nc;
 }
+
+const char *gck_cause_known(const gck_campaign_result *r, const gck_cause *c, size_t nc, size_t k) {
+    for (size_t i = 0; i < r->nfindings; i++)
+        if (!r->findings[i].known[0] && gck_cause_of(r, c, nc, i) == k) return NULL;
+    return r->findings[c[k].first].known[0] ? r->findings[c[k].first].known : NULL;
+}

@@ -24,9 +24,13 @@ typedef struct gck_fuzz_config {
     double max_bytes; /**< budget for the bytes spanned by all operands */
     const gck_fuzz_target *targets;
     size_t ntargets;
+    /** each case's target drawn at random, as streams were before the targets were taken in
+     *  turn (tests/test_fuzz.c pins that stream: everything else about a case is unchanged) */
+    bool random_targets;
 } gck_fuzz_config;
 
-/** Case number `index` of the stream. */
+/** Case number `index` of the stream. Case i is of target (i + r) mod ntargets, r drawn from
+ *  the seed: every ntargets consecutive cases reach every target (unless random_targets). */
 void gck_fuzz_generate(const gck_fuzz_config *cfg, uint64_t index, gck_spec *out);
 
 /** The built-in edge cases from real bug reports, adapted to the targets; returns how many were

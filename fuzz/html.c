@@ -18,6 +18,7 @@ static const char style[] =
     "text-align:left;vertical-align:top}th{background:#f0f0f0}"
     "td.num{text-align:right;font-variant-numeric:tabular-nums}"
     ".ok{background:#d9f2d9}.bad{background:#f8d0d0}.unsup{background:#e4e4e4}"
+    ".known{background:#fbeec4}.banner{font-size:1.3em;font-weight:bold;padding:.4em .7em}"
     ".none{background:#fafafa;color:#888}.warn{background:#fbeac2}.info{background:#e3ecfa}"
     "pre.repro{background:#f6f6f6;border:1px solid #ddd;padding:4px;white-space:pre-wrap;"
     "word-break:break-all;user-select:all;font-size:12px}"
@@ -72,6 +73,18 @@ void gck_html_repro(FILE *f, const char *command) {
 const char *const gck_html_ratio_labels[GCK_RATIO_BINS] = {"0",    "1e-6", "1e-5", "1e-4", "1e-3",
                                                            "1e-2", "0.1",  "1",    ">1"};
 
+/* A count in at most 5 characters: 7, 812, 4.1k, 53k, 1.4M. */
+static void compact(int64_t n, char *buf, size_t len) {
+    static const char unit[] = {'\0', 'k', 'M', 'G', 'T'};
+    double v = (double)n;
+    int u = 0;
+    while (v >= 1000 && u < 4) v /= 1000, u++;
+    if (!u)
+        snprintf(buf, len, "%lld", (long long)n);
+    else
+        snprintf(buf, len, v < 10 ? "%.1f%c" : "%.0f%c", v, unit[u]);
+}
+
 void gck_html_histogram(FILE *f, const int64_t *counts, int n, const char *const *labels, int w,
                         int h, int bad_from) {
     int64_t top = 0, total = 0;
@@ -93,6 +106,15 @@ void gck_html_histogram(FILE *f, const int64_t *counts, int n, const char *const
         if (labels)
             fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"9\" text-anchor=\"middle\">%s</text>",
                     i * bar_w + bar_w / 2, h - 2, labels[i][0] == '>' ? "&gt;1" : labels[i]);
+        if (counts[i]) { /* the count, inside the bar's top or above a short one */
+            char num[16];
+            compact(counts[i], num, sizeof num);
+            int y = h - label_h - bh + (bh > 12 ? 9 : -1);
+            fprintf(f,
+                    "<text x=\"%d\" y=\"%d\" font-size=\"8\" text-anchor=\"middle\" "
+                    "fill=\"%s\">%s</text>",
+                    i * bar_w + bar_w / 2, y < 8 ? 8 : y, bh > 12 ? "#fff" : "#000", num);
+        }
     }
     fprintf(f, "<title>%lld in all</title></svg>", (long long)total);
 }
@@ -202,22 +224,16 @@ void gck_html_ratio_histogram(FILE *f, const int64_t *bins) {
     gck_html_histogram(f, bins, GCK_RATIO_BINS, gck_html_ratio_labels, 270, 40, GCK_RATIO_BINS - 1);
 }
 
-void gck_html_matrix(FILE *f, const json_t *summary) {
-    const json_t *mat = json_object_get(summary, "support_matrix");
-    fputs("<h2>Support matrix</h2>\n<p class=\"small\">One row per backend and type tuple (A, B, "
-          "C, D element types and the compute type), coloured by outcome: pass, findings, "
-          "unsupported (refused as the backend declares), not run. The statistical ratio is the "
-          "largest error over the statistical tier's allowance: above 1 happens with "
-          "probability below 1e-12 per element for correct round-to-nearest arithmetic on "
-          "random data. The histogram counts the "
-          "checked elements by error/bound (log scale; red: beyond the bound).</p>\n"
-          "<table><tr><th>backend</th><th>types</th><th>compute</th><th>outcome</th><th>pass</th>"
+/* The matrix's table, of every entry or of those with findings only. */
+static void matrix_table(FILE *f, const json_t *mat, bool failing_only) {
+    fputs("<table><tr><th>backend</th><th>types</th><th>compute</th><th>outcome</th><th>pass</th>"
           "<th>findings</th><th>unsupported</th><th>max statistical ratio</th>"
-          "<th>error/bound of the elements</th></tr>\n",
+          "<th>checked elements by error/bound (count above each bar)</th></tr>\n",
           f);
     size_t i;
     json_t *e;
     json_array_foreach(mat, i, e) {
+        if (failing_only && !count(e, "fail")) continue;
         const char *word, *cls = entry_class(e, &word);
         fprintf(f, "<tr class=\"%s\"><td>", cls);
         gck_html_json(f, json_object_get(e, "backend"));
@@ -243,19 +259,43 @@ void gck_html_matrix(FILE *f, const json_t *summary) {
     fputs("</table>\n", f);
 }
 
+void gck_html_matrix(FILE *f, const json_t *summary) {
+    const json_t *mat = json_object_get(summary, "support_matrix");
+    size_t i, failing = 0;
+    json_t *e;
+    json_array_foreach(mat, i, e) failing += count(e, "fail") > 0;
+    fputs("<h2>Support matrix</h2>\n<p class=\"small\">One row per backend and type tuple (A, B, "
+          "C, D element types and the compute type), coloured by outcome: pass, findings, "
+          "unsupported (refused as the backend declares), not run. The statistical ratio is the "
+          "largest error over the statistical tier's allowance: above 1 happens with "
+          "probability below 1e-12 per element for correct round-to-nearest arithmetic on "
+          "random data. The histogram counts the checked elements by error/bound, the bins' "
+          "lower edges under the bars (log scale; red: beyond the bound).</p>\n",
+          f);
+    fprintf(f, "<h3>Tuples with findings: %zu of %zu</h3>\n", failing, json_array_size(mat));
+    if (failing) matrix_table(f, mat, true);
+    fprintf(f, "<details><summary>Every tuple (%zu)</summary>\n", json_array_size(mat));
+    matrix_table(f, mat, false);
+    fputs("</details>\n", f);
+}
+
 void gck_html_findings(FILE *f, const json_t *causes, const json_t *findings) {
-    fprintf(f, "<h2>Findings: %zu distinct, from %zu causes</h2>\n", json_array_size(findings),
-            json_array_size(causes));
+    fprintf(f, "<h2>Findings: %zu distinct, from %zu cause%s</h2>\n", json_array_size(findings),
+            json_array_size(causes), json_array_size(causes) == 1 ? "" : "s");
     size_t i;
     json_t *c;
     json_array_foreach(causes, i, c) {
-        fputs("<details open=\"open\"><summary class=\"bad\">", f);
-        gck_html_printf(f, "%s in %s: %s (%lld findings, %lld cases, %lld tuples, %lld shapes)",
+        const char *known = json_string_value(json_object_get(c, "known"));
+        fprintf(f, "<details open=\"open\"><summary class=\"%s\">", known ? "known" : "bad");
+        if (known) gck_html_printf(f, "known, does not fail the run (%s): ", known);
+        gck_html_printf(f, "%s in %s: %s (%lld finding%s, %lld case%s, %lld tuple%s, %lld shape%s)",
                         json_string_value(json_object_get(c, "kind")),
                         json_string_value(json_object_get(c, "backend")),
                         json_string_value(json_object_get(c, "rule")),
-                        (long long)count(c, "findings"), (long long)count(c, "cases"),
-                        (long long)count(c, "tuples"), (long long)count(c, "shapes"));
+                        (long long)count(c, "findings"), count(c, "findings") == 1 ? "" : "s",
+                        (long long)count(c, "cases"), count(c, "cases") == 1 ? "" : "s",
+                        (long long)count(c, "tuples"), count(c, "tuples") == 1 ? "" : "s",
+                        (long long)count(c, "shapes"), count(c, "shapes") == 1 ? "" : "s");
         fputs("</summary>\n<p>Its smallest reproducer:</p>\n", f);
         gck_html_repro(f, json_string_value(json_object_get(c, "reproduce")));
         fputs("</details>\n", f);
@@ -270,9 +310,29 @@ void gck_html_findings(FILE *f, const json_t *causes, const json_t *findings) {
     fputs("</details>\n", f);
 }
 
+/* The page's verdict first: PASS, PASS with known deviations only, or FAIL. */
+static void banner(FILE *f, const json_t *sum) {
+    int64_t distinct = count(sum, "distinct_findings"), known = count(sum, "known_findings");
+    int64_t internal = count(sum, "internal_errors");
+    const char *cls = internal || distinct > known ? "bad" : known ? "known" : "ok";
+    fprintf(f, "<p class=\"banner %s\">", cls);
+    if (internal)
+        gck_html_printf(f, "ERROR: %lld internal error(s) of gemmcheck", (long long)internal);
+    else if (distinct > known)
+        gck_html_printf(f, "FAIL: %lld distinct finding%s not known", (long long)(distinct - known),
+                        distinct - known == 1 ? "" : "s");
+    else if (known)
+        gck_html_printf(f, "PASS: known deviations only (%lld distinct finding%s)",
+                        (long long)known, known == 1 ? "" : "s");
+    else
+        gck_html_printf(f, "PASS: no findings");
+    fputs("</p>\n", f);
+}
+
 void gck_html_campaign(FILE *f, const json_t *report) {
     const json_t *sum = json_object_get(report, "summary");
     gck_html_begin(f, "gemmcheck campaign");
+    banner(f, sum);
     gck_html_printf(f, "%lld cases in %.1f s, %lld with findings; seed ",
                     (long long)count(sum, "cases"),
                     json_number_value(json_object_get(sum, "seconds")),

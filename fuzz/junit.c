@@ -1,10 +1,13 @@
 /* Reports for CI tools: JUnit XML (tests/junit.xsd describes what is written) and CSV.
  *
  * The JUnit test set is stable: one test suite per backend and one test case per type tuple the
- * backend declares, whatever the campaign found; a tuple no case reached and a backend that could
- * not run are `skipped` with the reason. A test case holds at most one <failure> (common CI
- * reporters show only the first), whose body says everything: the worst element with its error
- * and bound, the reproducer, the cause it belongs to and the other kinds seen in the tuple. */
+ * backend declares, whatever the campaign found and whatever its seed (the generator takes the
+ * tuples in turn, so any run of as many cases as there are tuples reaches each); the tuples a
+ * campaign too short for that did not reach are one skipped summary test case, those its --types
+ * left out another, and a backend that could not run one skipped test case. A test case holds at
+ * most one <failure> (common CI reporters show only the first), whose body says everything: the
+ * worst element with its error and bound, the reproducer, the cause it belongs to and the other
+ * kinds seen in the tuple. */
 #define _DEFAULT_SOURCE 1
 #include <stdarg.h>
 #include <stdlib.h>
@@ -51,6 +54,18 @@ static const gck_fuzz_finding *primary(const gck_campaign_result *r, const gck_m
             best = f;
     }
     return best;
+}
+
+/* Whether every finding of test case e is known (and it has some): the tuple passes, naming
+ * them. */
+static bool known_only(const gck_campaign_result *r, const gck_matrix_entry *e) {
+    bool any = false;
+    for (size_t i = 0; i < r->nfindings; i++) {
+        if (!of_entry(&r->findings[i], e)) continue;
+        if (!r->findings[i].known[0]) return false;
+        any = true;
+    }
+    return any;
 }
 
 /* One line of a failure's body: the text as character data, then a line break. */
@@ -124,15 +139,19 @@ static void failure_body(FILE *f, const gck_campaign_result *r, const gck_matrix
     }
 }
 
-/* Why a test case with no case run is skipped. */
+/* How a declared tuple appears in the JUnit file: a test case of its own once a case of it ran
+ * (or the backend refused its cases), else counted into one of the backend's two summary test
+ * cases, so that which tuples a short campaign reached adds no test cases of its own. */
+enum { OWN_CASE, NOT_REACHED, NOT_FUZZED };
+static int placement(const gck_matrix_entry *e) {
+    if (e->pass + e->fail > 0 || e->unsupported > 0) return OWN_CASE;
+    return e->fuzzed ? NOT_REACHED : NOT_FUZZED;
+}
+
+/* Why a tuple's own test case with no case run is skipped: the backend refused them all. */
 static void skip_reason(const gck_matrix_entry *e, char *buf, size_t len) {
-    if (!e->fuzzed)
-        snprintf(buf, len, "not fuzzed: the campaign's --types left this tuple out");
-    else if (e->unsupported)
-        snprintf(buf, len, "no case of this tuple ran: the backend refused all %lld as unsupported",
-                 (long long)e->unsupported);
-    else
-        snprintf(buf, len, "no case of this tuple ran in this campaign (more --time reaches it)");
+    snprintf(buf, len, "no case of this tuple ran: the backend refused all %lld as unsupported",
+             (long long)e->unsupported);
 }
 
 static void testcase(FILE *f, const gck_campaign_result *r, const gck_matrix_entry *e,
@@ -142,7 +161,19 @@ static void testcase(FILE *f, const gck_campaign_result *r, const gck_matrix_ent
     fprintf(f, "\" name=\"%s:%s\" time=\"%.3f\">\n", e->types, e->compute, e->seconds);
     const gck_fuzz_finding *p = e->fail ? primary(r, e) : NULL;
     char msg[1200];
-    if (p) {
+    if (p && known_only(r, e)) {
+        fputs("      <system-out>", f);
+        body_line(f, "%lld of %lld cases had known findings only (they do not fail the run):",
+                  (long long)e->fail, (long long)(e->pass + e->fail));
+        for (size_t i = 0; i < r->nfindings; i++) {
+            const gck_fuzz_finding *o = &r->findings[i];
+            char cmd[3000];
+            gck_fuzz_finding_command(o, cmd, sizeof cmd);
+            if (of_entry(o, e))
+                body_line(f, "known %s (%s): %s", gck_kind_name(o->kind), o->known, cmd);
+        }
+        fputs("</system-out>\n", f);
+    } else if (p) {
         snprintf(msg, sizeof msg, "%s in %lld of %lld cases: %s", gck_kind_name(p->kind),
                  (long long)e->fail, (long long)(e->pass + e->fail), p->detail);
         fprintf(f, "      <failure type=\"%s\" message=\"", gck_kind_name(p->kind));
@@ -173,11 +204,55 @@ static void property(FILE *f, const char *name, const char *value) {
 /* A test suite's counts: test cases, failures, skipped. */
 static void suite_counts(const gck_campaign_result *r, const gck_backend_info *b, size_t *tests,
                          size_t *failures, size_t *skipped) {
-    gck_backend_totals t = gck_result_backend_totals(r, b->spec);
-    *tests = (size_t)t.tuples;
-    *failures = (size_t)t.failing;
-    *skipped = (size_t)t.unreached;
+    size_t own = 0, unsup = 0, fail = 0;
+    bool summary[3] = {false};
+    for (size_t m = 0; m < r->nmatrix; m++) {
+        const gck_matrix_entry *e = &r->matrix[m];
+        if (strcmp(e->backend, b->spec)) continue;
+        int p = placement(e);
+        summary[p] = true;
+        if (p != OWN_CASE) continue;
+        own++;
+        unsup += e->pass + e->fail == 0;
+        fail += e->fail && !known_only(r, e);
+    }
+    *tests = own + summary[NOT_REACHED] + summary[NOT_FUZZED];
+    *failures = fail;
+    *skipped = unsup + summary[NOT_REACHED] + summary[NOT_FUZZED];
     if (*tests == 0) *tests = *skipped = 1; /* the backend's one skipped test case */
+}
+
+/* The backend's summary test case of the tuples placed `which` (NOT_REACHED, NOT_FUZZED): one
+ * skipped test case naming how many and the first of them. */
+static void summary_case(FILE *f, const gck_campaign_result *r, const gck_backend_info *b,
+                         int which) {
+    size_t n = 0, total = 0;
+    char list[700] = "";
+    for (size_t m = 0; m < r->nmatrix; m++) {
+        const gck_matrix_entry *e = &r->matrix[m];
+        if (strcmp(e->backend, b->spec)) continue;
+        total++;
+        if (placement(e) != which) continue;
+        size_t o = strlen(list);
+        if (n++ < 12)
+            snprintf(list + o, sizeof list - o, "%s%s:%s", o ? ", " : "", e->types, e->compute);
+    }
+    if (!n) return;
+    char msg[1000];
+    snprintf(msg, sizeof msg,
+             which == NOT_REACHED
+                 ? "%zu of %zu declared tuples: the campaign ran fewer cases than the backend "
+                   "declares tuples (a run of as many cases after its edge cases reaches every "
+                   "one: more --time or --cases): %s%s"
+                 : "%zu of %zu declared tuples left out by the campaign's --types: %s%s",
+             n, total, list, n > 12 ? ", ..." : "");
+    fputs("    <testcase classname=\"", f);
+    gck_text_xml(f, b->spec);
+    fprintf(f, "\" name=\"%s\" time=\"0.000\">\n      <skipped message=\"",
+            which == NOT_REACHED ? "(declared tuples no case reached)"
+                                 : "(declared tuples left out by --types)");
+    gck_text_xml(f, msg);
+    fputs("\"/>\n    </testcase>\n", f);
 }
 
 /* What every test suite states of the campaign: its start, host, build and CPU (what the shards'
@@ -225,9 +300,11 @@ static void testsuite(FILE *f, const gck_campaign_result *r, const gck_backend_i
     bool any = false;
     for (size_t m = 0; m < r->nmatrix; m++)
         if (!strcmp(r->matrix[m].backend, b->spec)) {
-            testcase(f, r, &r->matrix[m], causes, nc);
+            if (placement(&r->matrix[m]) == OWN_CASE) testcase(f, r, &r->matrix[m], causes, nc);
             any = true;
         }
+    summary_case(f, r, b, NOT_REACHED);
+    summary_case(f, r, b, NOT_FUZZED);
     if (!any) {
         fputs("    <testcase classname=\"", f);
         gck_text_xml(f, b->spec);

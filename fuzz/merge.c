@@ -370,6 +370,8 @@ static bool read_finding(reader *rd, const json_t *v, size_t k, gck_fuzz_finding
     snprintf(f->repro, sizeof f->repro, "%s", get_string(rd, v, w, "case", sizeof f->repro));
     snprintf(f->flags, sizeof f->flags, "%s", get_string(rd, v, w, "repro_flags", sizeof f->flags));
     snprintf(f->detail, sizeof f->detail, "%s", get_string(rd, v, w, "details", sizeof f->detail));
+    const char *known = json_string_value(json_object_get(v, "known")); /* optional */
+    snprintf(f->known, sizeof f->known, "%s", known ? known : "");
     f->cost = get_amount(rd, v, w, "cost");
     f->count = get_count(rd, v, w, "count");
     f->time_s = get_amount(rd, v, w, "time_s");

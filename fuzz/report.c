@@ -17,6 +17,7 @@
 #include "environment.h"
 #include "gemmcheck/version.h"
 #include "html.h"
+#include "known.h"
 #include "text.h"
 #include "wire.h"
 
@@ -24,6 +25,9 @@ bool gck_result_add_finding(gck_campaign_result *r, const gck_fuzz_finding *f) {
     for (size_t i = 0; i < r->nfindings; i++) {
         gck_fuzz_finding *g = &r->findings[i];
         if (strcmp(g->signature, f->signature) != 0) continue;
+        /* known only where every occurrence is (a merge of shards that disagree: not known) */
+        char known[sizeof g->known];
+        snprintf(known, sizeof known, "%s", g->known[0] && f->known[0] ? g->known : "");
         g->count += f->count;
         if (f->time_s < g->time_s) g->time_s = f->time_s;
         bool smaller =
@@ -35,6 +39,7 @@ bool gck_result_add_finding(gck_campaign_result *r, const gck_fuzz_finding *f) {
             g->time_s = t;
             g->count = n;
         }
+        memcpy(g->known, known, sizeof known);
         return smaller;
     }
     if (r->nfindings == r->cap_findings) {
@@ -90,6 +95,8 @@ void gck_result_free(gck_campaign_result *r) {
     free(r->findings);
     free(r->matrix);
     free(r->shards);
+    for (size_t i = 0; i < r->nstale; i++) free(r->stale[i]);
+    free(r->stale);
     memset(r, 0, sizeof *r);
 }
 
@@ -142,6 +149,7 @@ static json_t *finding_json(const gck_fuzz_finding *f) {
     gck_fuzz_finding_command(f, cmd, sizeof cmd);
     json_object_set_new(o, "repro_flags", gck_json_text(f->flags));
     json_object_set_new(o, "reproduce", gck_json_text(cmd));
+    if (f->known[0]) json_object_set_new(o, "known", gck_json_text(f->known));
     if (f->has_element) {
         const gck_element_report *e = &f->element;
         json_t *w = json_object();
@@ -229,6 +237,11 @@ static json_t *summary_json(const gck_campaign_result *r) {
         json_object_set_new(byk, gck_kind_name((gck_kind)k), json_integer(r->kind_cases[k]));
     json_object_set_new(sum, "cases_by_kind", byk);
     json_object_set_new(sum, "distinct_findings", json_integer((json_int_t)r->nfindings));
+    json_object_set_new(sum, "known_findings",
+                        json_integer((json_int_t)(r->nfindings - gck_result_unknown_findings(r))));
+    json_t *stale = json_array();
+    for (size_t i = 0; i < r->nstale; i++) json_array_append_new(stale, gck_json_text(r->stale[i]));
+    json_object_set_new(sum, "stale_known", stale);
     json_object_set_new(sum, "internal_errors", json_integer(r->internal_errors));
     json_object_set_new(sum, "deadline_retries", json_integer(r->deadline_retries));
     json_object_set_new(sum, "seconds", jnum(r->seconds));
@@ -309,6 +322,8 @@ static json_t *causes_json(const gck_campaign_result *r) {
         char cmd[3000];
         gck_fuzz_finding_command(f, cmd, sizeof cmd);
         json_object_set_new(o, "reproduce", gck_json_text(cmd));
+        const char *known = gck_cause_known(r, c, nc, i);
+        if (known) json_object_set_new(o, "known", gck_json_text(known));
         json_array_append_new(arr, o);
     }
     free(c);
@@ -340,25 +355,31 @@ bool gck_report_write_json(const gck_campaign_result *r, const char *path, const
     return ok;
 }
 
-/* The findings as the summary shows them: one line per cause with its smallest reproducer. */
+/* The findings as the summary shows them: one line per cause with its smallest reproducer,
+ * the known ones marked with their reference. */
 static void print_causes(const gck_campaign_result *r, FILE *out) {
     char seed[32], shard[32];
     gck_result_seed_and_shard(r, seed, shard, sizeof seed);
     gck_cause *c;
-    size_t nc = gck_result_causes(r, &c);
+    size_t nc = gck_result_causes(r, &c), nknown = 0;
+    for (size_t i = 0; i < nc; i++) nknown += gck_cause_known(r, c, nc, i) != NULL;
     fprintf(out, "seed %s, %s%s, %.1f s, %zu distinct finding%s", seed,
             strcmp(shard, "merged") ? "shard " : "",
             strcmp(shard, "merged") ? shard : "merged shards", r->seconds, r->nfindings,
             r->nfindings == 1 ? "" : "s");
     if (r->nfindings)
-        fprintf(out, " from %zu cause%s (backend, kind and rule):", nc, nc == 1 ? "" : "s");
+        fprintf(out, " from %zu cause%s (backend, kind and rule)%s", nc, nc == 1 ? "" : "s",
+                nknown ? "" : ":");
+    if (nknown) fprintf(out, ", %zu of them known (they do not fail the run):", nknown);
     fprintf(out, "\n");
     const size_t shown = 12;
     for (size_t i = 0; i < nc && i < shown; i++) {
         const gck_fuzz_finding *f = &r->findings[c[i].first];
         char rule[128];
         gck_cause_rule(f, rule, sizeof rule);
-        fprintf(out, "  %s in %s: %lld case%s, %zu tuple%s, %zu shape class%s%s%s\n",
+        const char *known = gck_cause_known(r, c, nc, i);
+        fprintf(out, "  %s%s%s%s in %s: %lld case%s, %zu tuple%s, %zu shape class%s%s%s\n",
+                known ? "known (" : "", known ? known : "", known ? "): " : "",
                 gck_kind_name(f->kind), f->backend, (long long)c[i].cases,
                 c[i].cases == 1 ? "" : "s", c[i].ntuples, c[i].ntuples == 1 ? "" : "s",
                 c[i].nshapes, c[i].nshapes == 1 ? "" : "es", rule[0] ? "; " : "", rule);
@@ -370,7 +391,31 @@ static void print_causes(const gck_campaign_result *r, FILE *out) {
     if (r->nfindings > nc)
         fprintf(out, "  (each distinct finding, by type tuple and shape class: the JSON report and "
                      "the JSON Lines file)\n");
+    for (size_t i = 0; i < r->nstale; i++)
+        fprintf(out, "%s%s\n", i ? "  " : "known entries that covered nothing in this run:\n  ",
+                r->stale[i]);
     free(c);
+}
+
+/* One line that decides: PASS, PASS with known deviations only, or FAIL. */
+void gck_report_print_verdict(const gck_campaign_result *r, FILE *out) {
+    size_t unknown = gck_result_unknown_findings(r);
+    if (r->interrupted[0])
+        fprintf(out,
+                "INTERRUPTED by %s after %lld cases: not a pass (%zu distinct finding%s not "
+                "known so far)\n",
+                r->interrupted, (long long)r->cases, unknown, unknown == 1 ? "" : "s");
+    else if (r->cases == 0)
+        fprintf(out, "NOTHING CHECKED: no case ran\n");
+    else if (r->internal_errors)
+        fprintf(out, "ERROR: %lld internal error(s) of gemmcheck\n", (long long)r->internal_errors);
+    else if (unknown)
+        fprintf(out, "FAIL: %zu distinct finding%s not known\n", unknown, unknown == 1 ? "" : "s");
+    else if (r->nfindings)
+        fprintf(out, "PASS: known deviations only (%zu distinct finding%s)\n", r->nfindings,
+                r->nfindings == 1 ? "" : "s");
+    else
+        fprintf(out, "PASS: no findings in %lld cases\n", (long long)r->cases);
 }
 
 void gck_report_print_summary(const gck_campaign_result *r, FILE *out) {

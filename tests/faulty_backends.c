@@ -59,6 +59,9 @@
  *   stdout     prints terminal escapes and garbage to stdout and stderr, computes D correctly
  *   exit       calls _exit(7)         abort     calls abort()       sigkill  raises SIGKILL
  *   spin       spins forever          far       writes to a wild address
+ *   overread   reads the first byte of the page after B's last element, then computes D
+ *              correctly (BLIS 0.9.0's load past B's last column: a fault only where B ends
+ *              near a page boundary that is not mapped, docs/DEVIATIONS.md)
  *   ownsegv    installs its own SIGSEGV handler (which exits 0), then crashes */
 #define _GNU_SOURCE 1
 #include <fcntl.h>
@@ -334,6 +337,12 @@ static gck_call_status f_call(void *state, const gck_case *c, const gck_support_
         for (size_t i = 0; i < len; i++) msg[i] = bad_bytes[i % (sizeof bad_bytes - 1)];
         return GCK_CALL_ERROR; /* the message is not terminated */
     }
+    if (!strcmp(fault_name, "overread") && gck_case_extent(c, GCK_B) > 0) {
+        uintptr_t end = (uintptr_t)ops->b +
+                        (uintptr_t)gck_case_extent(c, GCK_B) *
+                            (uintptr_t)gck_format_get(gck_case_type(c, GCK_B))->storage_bytes;
+        (void)*(volatile const char *)((end + 4095) & ~(uintptr_t)4095);
+    }
     if (nonempty) hostile();
     if (!strcmp(fault_name, "unimpl") && (c->type_a == GCK_F64 || c->type_b == GCK_F64)) {
         snprintf(msg, len, "f64 inputs not implemented");
@@ -415,7 +424,7 @@ static const char *const names[] = {
     "badrow",     "initsegv", "forkcrash", "forksleep", "killgroup", "after",    "badtext",
     "stdout",     "exit",     "abort",     "sigkill",   "spin",      "far",      "ownsegv",
     "trunc",      "flush",    "ulpup",     "e4",        "sticky",    "inithang", "nodeathsig",
-    "badpromise", "nansign"};
+    "badpromise", "nansign",  "overread"};
 
 GCK_PLUGIN_ABI_DECLARE
 const gck_backend_ops *gemmcheck_backend_plugin(const char *name);

@@ -144,7 +144,7 @@ static void one(gck_backend *be, const gck_support_row *row, const gck_spec *s,
 int gck_pinned_row(gck_backend *be, const gck_support_row *row, int count, gck_pinned_case *out) {
     gck_fuzz_target t;
     if (gck_fuzz_targets_from_rows(row, 1, &t, 1) != 1) return 0;
-    gck_fuzz_config cfg = {PINNED_SEED, 2e5, 4e6, &t, 1};
+    gck_fuzz_config cfg = {PINNED_SEED, 2e5, 4e6, &t, 1, false};
     for (int i = 0; i < count; i++) {
         gck_spec s;
         gck_fuzz_generate(&cfg, (uint64_t)i, &s);

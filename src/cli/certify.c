@@ -23,11 +23,12 @@
 #include "format_internal.h"
 #include "gemmcheck/backend.h"
 #include "gemmcheck/version.h"
+#include "known.h"
 #include "pinned.h"
 
 static const char certify_help[] =
     "usage: gemmcheck certify --backend SPEC --out CERT.json [--html CERT.html] [--time S]\n"
-    "                         [--seed N]\n"
+    "                         [--seed N] [--known FILE]\n"
     "\n"
     "Writes one certificate of the backend on this machine: the environment (CPU and its\n"
     "instruction-set flags, OS, libc, the variables that change GEMM arithmetic or threading),\n"
@@ -44,7 +45,9 @@ static const char certify_help[] =
     "seconds (a few rows) to minutes (ref's 560 rows: about 3.5 min on 2 cores), 30 minutes at\n"
     "most. The fingerprint's key facts (products, normalisation, accumulator, threads) are\n"
     "printed on stdout, rows with the same facts together.\n"
-    "--html writes the certificate as one self-contained page as well.\n"
+    "--html writes the certificate as one self-contained page as well. --known FILE marks the\n"
+    "campaign's findings a known-findings file covers (docs/KNOWN.md): compare then counts a\n"
+    "new finding that the new certificate marks known as no regression.\n"
     "Compare two certificates with `gemmcheck compare OLD.json NEW.json`.\n"
     "\n"
     "Exit status: 0 written; 2 bad arguments or a backend that cannot be opened; 3 internal.\n";
@@ -515,8 +518,8 @@ static json_t *environment_now(void) {
 
 /* `gemmcheck fuzz` on the backend for `seconds`, its report read back: summary, findings and
  * the environment it recorded. */
-static json_t *campaign(const char *spec, const char *seconds, const char *seed, char *err,
-                        size_t len) {
+static json_t *campaign(const char *spec, const char *seconds, const char *seed, const char *known,
+                        char *err, size_t len) {
     char report[] = "/tmp/gemmcheck-certify-XXXXXX";
     int fd = mkstemp(report);
     if (fd < 0) return snprintf(err, len, "mkstemp: %s", strerror(errno)), NULL;
@@ -525,8 +528,11 @@ static json_t *campaign(const char *spec, const char *seconds, const char *seed,
     pid_t pid = fork();
     if (pid == 0) {
         dup2(2, 1); /* its progress goes to our stderr */
-        execl("/proc/self/exe", "gemmcheck", "fuzz", "--backend", spec, "--time", seconds, "--seed",
-              seed, "--report", report, (char *)NULL);
+        const char *args[] = {"gemmcheck", "fuzz",   "--backend", spec,       "--time",
+                              seconds,     "--seed", seed,        "--report", report,
+                              "--known",   known,    NULL};
+        if (!known) args[10] = NULL; /* no --known */
+        execv("/proc/self/exe", (char *const *)args);
         _exit(127);
     }
     int st = 0;
@@ -550,12 +556,11 @@ static json_t *campaign(const char *spec, const char *seconds, const char *seed,
 }
 
 int gck_cmd_certify(int argc, char **argv) {
-    const char *cmd = "certify", *spec = NULL, *out = NULL, *tm = NULL, *seed = NULL, *html = NULL;
-    const gck_opt opts[] = {{"--backend", .value = &spec},
-                            {"--out", .value = &out},
-                            {"--html", .value = &html},
-                            {"--time", .value = &tm},
-                            {"--seed", .value = &seed}};
+    const char *cmd = "certify", *spec = NULL, *out = NULL, *tm = NULL, *seed = NULL, *html = NULL,
+               *known = NULL;
+    const gck_opt opts[] = {{"--backend", .value = &spec}, {"--known", .value = &known},
+                            {"--out", .value = &out},      {"--html", .value = &html},
+                            {"--time", .value = &tm},      {"--seed", .value = &seed}};
     gck_opt_spec os = {cmd,  opts, (int)(sizeof opts / sizeof opts[0]),
                        NULL, 0,    "certify takes no plain arguments"};
     int nargs;
@@ -575,7 +580,10 @@ int gck_cmd_certify(int argc, char **argv) {
                                    "--seed '%s' must be a "
                                    "non-negative integer",
                                    seed);
-    char err[512] = "";
+    char err[600] = "";
+    gck_known *k = known ? gck_known_open(&known, 1, NULL, 0, err, sizeof err) : NULL;
+    if (known && !k) return gck_cli_usage_error(cmd, "%s", err); /* before anything runs */
+    gck_known_free(k);
     json_t *probed = probe_isolated(spec, 1800, err, sizeof err);
     if (probed && json_object_get(probed, "open_error")) {
         gck_cli_usage_error(cmd, "%s", json_string_value(json_object_get(probed, "open_error")));
@@ -586,7 +594,7 @@ int gck_cmd_certify(int argc, char **argv) {
     json_object_set_new(cert, "certificate_version", json_integer(GCK_CERTIFICATE_VERSION));
     json_object_set_new(cert, "gemmcheck", json_string(GEMMCHECK_VERSION));
     json_object_set_new(cert, "backend", gck_json_text(spec));
-    json_t *camp = seconds > 0 ? campaign(spec, tm, seed, err, sizeof err) : NULL;
+    json_t *camp = seconds > 0 ? campaign(spec, tm, seed, known, err, sizeof err) : NULL;
     json_t *env = camp ? json_incref(json_object_get(camp, "environment")) : environment_now();
     if (camp) json_object_del(camp, "environment");
     json_object_set_new(cert, "environment", env);

@@ -13,11 +13,13 @@
 #include "cli.h"
 #include "gemmcheck/format.h"
 #include "gemmcheck/spec.h"
+#include "gemmcheck/version.h"
 #include "pinned.h"
 
 static const char compare_help[] =
     "usage: gemmcheck compare OLD.json NEW.json [--fail-on-fingerprint] [--ignore-findings]\n"
     "                         [--fail-on-nondeterminism] [--ratio-growth F] [--html DIFF.html]\n"
+    "                         [--json DIFF.json]\n"
     "\n"
     "Explains what changed between two certificates of `gemmcheck certify`: the environment\n"
     "(CPU, OS, variables), the library files (SHA-256) and version, support rows gained or\n"
@@ -36,9 +38,11 @@ static const char compare_help[] =
     "Regressions: a row lost or no longer running, a probe reading a wrong value, run-to-run\n"
     "bits lost, a probe failure, a pinned case now outside its bound or whose largest\n"
     "error/bound grew more than F times (default 4) past 0.01, and new findings (unless\n"
-    "--ignore-findings); with\n"
+    "--ignore-findings, or marked known in NEW: certify --known); with\n"
     "--fail-on-fingerprint, any fingerprint change. --html writes the comparison as one\n"
-    "self-contained page as well (differences, fingerprints side by side, histograms).\n"
+    "self-contained page as well (differences, fingerprints side by side, histograms); --json\n"
+    "writes the decision, the counts by class and every difference as JSON\n"
+    "(docs/compare.schema.json, compare_version %d).\n"
     "\n"
     "Exit status: 0 no regression (\"identical\" when nothing differs), 1 regression, 2 bad\n"
     "input or certificates of another certificate_version.\n";
@@ -56,6 +60,9 @@ static const char *const classes[] = {"identical",
                                       "crash or missing path"};
 enum { N_CLASSES = sizeof classes / sizeof *classes };
 
+/** The version of the JSON that compare --json writes (docs/compare.schema.json). */
+#define GCK_COMPARE_VERSION 1
+
 typedef struct tally {
     int differences, regressions;
     int worst;            /* index into classes */
@@ -64,8 +71,9 @@ typedef struct tally {
     json_t *notes;        /* every difference: {class, regression, text} */
     double smallest_size; /* its M*N*K*batch */
     bool fail_on_fingerprint, ignore_findings, fail_on_nondeterminism;
-    double ratio_growth; /* a pinned case's largest error/bound growing past this factor */
-    FILE *out;           /* the lines, printed after the decision */
+    double ratio_growth;  /* a pinned case's largest error/bound growing past this factor */
+    FILE *out;            /* the lines, printed after the decision */
+    const char *files[2]; /* OLD.json, NEW.json */
 } tally;
 
 static void note(tally *t, bool regression, const char *cls, const char *fmt, ...)
@@ -243,7 +251,8 @@ static double element_shift(const json_t *x, const json_t *y) {
 
 /* The pinned cases, index by index: how many changed bits, the largest error/bound and
  * distance in ulps from the exact result before and after, the largest change of a case's
- * distance; a case now out of its bound, or a growth past --ratio-growth, is a regression, and
+ * distance; a case now out of its bound that was inside it before, or a growth past
+ * --ratio-growth, is a regression, and
  * the smallest such case is kept as the reproducer. `explained`: the row's fingerprint changed. */
 static void pinned(tally *t, const char *tuple, const json_t *a, const json_t *b, bool explained) {
     size_t n = json_array_size(a), changed = 0, over = 0, kept = 0;
@@ -265,7 +274,7 @@ static void pinned(tally *t, const char *tuple, const json_t *a, const json_t *b
                uy = json_real_value(json_object_get(y, "ulps"));
         was = rx > was ? rx : was, now = ry > now ? ry : now;
         ulps_was = ux > ulps_was ? ux : ulps_was, ulps_now = uy > ulps_now ? uy : ulps_now;
-        if (ry > 1) over++, smallest(t, spec);
+        if (ry > 1 && !(rx > 1)) over++, smallest(t, spec); /* newly out (not: still out) */
         if ((dx || dy) && !(dx && dy && !strcmp(dx, dy))) {
             changed++;
             double es = element_shift(x, y);
@@ -386,23 +395,50 @@ static void findings(tally *t, const json_t *a, const json_t *b) {
             }
             if (seen || !sig) continue;
             const char *kind = json_string_value(json_object_get(f, "kind"));
+            const char *known = json_string_value(json_object_get(f, "known"));
             bool numeric =
                 kind && (!strcmp(kind, "out_of_tolerance") || !strcmp(kind, "nonfinite_mismatch"));
-            bool reg = side == 0 && !t->ignore_findings;
+            bool reg = side == 0 && !t->ignore_findings && !known;
             note(t, reg,
-                 side                 ? "fixed finding"
-                 : t->ignore_findings ? "new finding"
-                 : numeric            ? "accuracy beyond the bound"
-                                      : "crash or missing path",
-                 "%s %s; reproduce: %s", side ? "no longer found:" : "new finding", sig,
-                 json_string_value(json_object_get(f, "reproduce")));
+                 side                          ? "fixed finding"
+                 : t->ignore_findings || known ? "new finding"
+                 : numeric                     ? "accuracy beyond the bound"
+                                               : "crash or missing path",
+                 "%s %s%s%s%s; reproduce: %s", side ? "no longer found:" : "new finding", sig,
+                 known && !side ? " (known: " : "", known && !side ? known : "",
+                 known && !side ? ")" : "", json_string_value(json_object_get(f, "reproduce")));
             if (reg) smallest(t, json_string_value(json_object_get(f, "case")));
         }
     }
 }
 
+/* The comparison as JSON (compare --json): the decision, the counts by class, every difference. */
+static bool write_json(const tally *t, const json_t *a, const json_t *b, const char *verdict,
+                       const char *smallest, int rc, const char *path, char *err, size_t len) {
+    json_t *by = json_object();
+    for (int c = 1; c < N_CLASSES; c++)
+        if (t->count[c]) json_object_set_new(by, classes[c], json_integer(t->count[c]));
+    json_t *side[2];
+    for (int i = 0; i < 2; i++)
+        side[i] =
+            json_pack("{s:o, s:o}", "file", gck_json_text(t->files[i]), "backend",
+                      gck_json_text(json_string_value(json_object_get(i ? b : a, "backend"))));
+    json_t *o =
+        json_pack("{s:i, s:s, s:o, s:o, s:s, s:i, s:i, s:i, s:o, s:o, s:O, s:o}", "compare_version",
+                  GCK_COMPARE_VERSION, "gemmcheck", GEMMCHECK_VERSION, "old", side[0], "new",
+                  side[1], "decision", t->regressions ? "REGRESSION" : "NO REGRESSION",
+                  "exit_status", rc, "differences", t->differences, "regressions", t->regressions,
+                  "by_class", by, "verdict", gck_json_text(verdict), "notes", t->notes,
+                  "smallest_reproducer", smallest[0] ? gck_json_text(smallest) : json_null());
+    bool ok = o && gck_report_write_json_file(o, path, JSON_INDENT(1), err, len);
+    if (!o) snprintf(err, len, "out of memory");
+    json_decref(o);
+    return ok;
+}
+
 /* The verdict (printed, and the page when asked for); the exit status. */
-static int conclude(tally *t, const json_t *a, const json_t *b, const char *html) {
+static int conclude(tally *t, const json_t *a, const json_t *b, const char *html,
+                    const char *json) {
     char verdict[512], smallest[1600] = "";
     size_t n = (size_t)snprintf(verdict, sizeof verdict, "%s", classes[t->worst]);
     if (t->differences && !t->worst)
@@ -432,7 +468,13 @@ static int conclude(tally *t, const json_t *a, const json_t *b, const char *html
         fprintf(stderr, "gemmcheck compare: %s\n", err);
         return GCK_EXIT_USAGE;
     }
-    return t->regressions ? 1 : GCK_EXIT_OK;
+    int rc = t->regressions ? 1 : GCK_EXIT_OK;
+    if (json && !write_json(t, a, b, t->differences ? verdict : "identical", smallest, rc, json,
+                            err, sizeof err)) {
+        fprintf(stderr, "gemmcheck compare: %s\n", err);
+        return GCK_EXIT_USAGE;
+    }
+    return rc;
 }
 
 /* The first line: the decision, then the differences by class (most severe first). */
@@ -459,10 +501,11 @@ static void decision(const tally *t, int rc) {
 int gck_cmd_compare(int argc, char **argv) {
     const char *cmd = "compare", *files[2] = {NULL, NULL};
     tally t = {0};
-    const char *growth = NULL, *html = NULL;
+    const char *growth = NULL, *html = NULL, *json = NULL;
     const gck_opt opts[] = {
         {"--ratio-growth", .value = &growth},
         {"--html", .value = &html},
+        {"--json", .value = &json},
         {"--fail-on-fingerprint", .flag = &t.fail_on_fingerprint, .flag_value = true},
         {"--fail-on-nondeterminism", .flag = &t.fail_on_nondeterminism, .flag_value = true},
         {"--ignore-findings", .flag = &t.ignore_findings, .flag_value = true}};
@@ -471,7 +514,7 @@ int gck_cmd_compare(int argc, char **argv) {
     int nargs;
     bool help = false;
     int rc = gck_opt_parse(&os, argc, argv, &nargs, &help);
-    if (help) return fputs(compare_help, stdout), GCK_EXIT_OK;
+    if (help) return printf(compare_help, GCK_COMPARE_VERSION), GCK_EXIT_OK;
     if (rc != GCK_EXIT_OK) return rc;
     t.ratio_growth = 4;
     if (growth && !gck_parse_real_opt(cmd, "--ratio-growth", growth, 1, &t.ratio_growth))
@@ -506,7 +549,9 @@ int gck_cmd_compare(int argc, char **argv) {
         rows(&t, pa, pb);
     }
     findings(&t, a, b);
-    rc = conclude(&t, a, b, html);
+    t.files[0] = files[0];
+    t.files[1] = files[1];
+    rc = conclude(&t, a, b, html, json);
     fclose(t.out);
     if (rc == GCK_EXIT_OK || rc == 1) decision(&t, rc);
     fputs(body ? body : "", stdout);

@@ -13,6 +13,7 @@
 #include "campaign.h"
 #include "cli.h"
 #include "generator.h"
+#include "known.h"
 #include "mix.h"
 
 static const char fuzz_help[] =
@@ -23,7 +24,7 @@ static const char fuzz_help[] =
     "                      [--rerun-share F] [--concurrency T] [--concurrency-share F]\n"
     "                      [--max-flops X] [--max-bytes X] [--timeout-floor S] [--strict-ieee]\n"
     "                      [--progress | --no-progress] [--log-every S] [--stop-on-finding]\n"
-    "                      [--tier T]\n"
+    "                      [--tier T] [--known FILE]... [--baseline REPORT.json]...\n"
     "\n"
     "Throws generated cases (docs/REPRO.md) at backends from worker processes and reports\n"
     "distinct findings with one-line reproducers. Without --backend: ref, kernels, openblas,\n"
@@ -68,9 +69,14 @@ static const char fuzz_help[] =
     "  --tier stat|hard    stat (default): improbable_error (the statistical tier,\n"
     "                      docs/TOLERANCE.md) is a finding; hard: it is counted per type tuple\n"
     "                      (improbable_elements) and not a finding\n"
+    "  --known FILE        known findings (docs/KNOWN.md; fuzz/known/debian12.txt lists the\n"
+    "                      documented deviations of Debian 12's libraries): a finding an entry\n"
+    "                      covers is reported as known with the entry's reference and does not\n"
+    "                      fail the run; entries that covered nothing are listed as stale\n"
+    "  --baseline REPORT   the causes of an earlier JSON report are known: fail only on new ones\n"
     "\n"
-    "Exit status: 0 no findings, 1 findings, 2 usage or set-up error, 3 internal error,\n"
-    "128 + the signal (130, 143) when SIGINT or SIGTERM stopped the campaign.\n";
+    "Exit status: 0 no findings (or known ones only), 1 findings, 2 usage or set-up error, 3\n"
+    "internal error, 128 + the signal (130, 143) when SIGINT or SIGTERM stopped the campaign.\n";
 
 /* A decimal count >= 1 in the first n bytes of s (at most 12 digits). */
 static bool parse_count(const char *s, size_t n, long long *out) {
@@ -97,6 +103,8 @@ static bool parse_count0(const char *s, long long *out) {
 typedef struct fuzz_args {
     const char *time_s, *cases, *seed, *shard, *jobs, *rerun, *conc, *conc_share, *flops, *bytes,
         *tfloor, *oracle, *tier, *log_every;
+    const char *known[GCK_MAX_KNOWN], *baseline[GCK_MAX_KNOWN];
+    int nknown, nbaseline;
     bool help, progress_on, progress_off;
 } fuzz_args;
 
@@ -137,7 +145,9 @@ static int scan(const char *cmd, int argc, char **argv, gck_campaign_options *o,
         {"--max-bytes", .value = &g->bytes},
         {"--timeout-floor", .value = &g->tfloor},
         {"--oracle", .value = &g->oracle},
-        {"--tier", .value = &g->tier}};
+        {"--tier", .value = &g->tier},
+        {"--known", .list = g->known, .count = &g->nknown, .max = GCK_MAX_KNOWN},
+        {"--baseline", .list = g->baseline, .count = &g->nbaseline, .max = GCK_MAX_KNOWN}};
     gck_opt_spec spec = {cmd, opts, (int)(sizeof opts / sizeof opts[0]), NULL, 0, NULL};
     int nargs;
     int rc = gck_opt_parse(&spec, argc, argv, &nargs, &g->help);
@@ -274,7 +284,13 @@ int gck_cmd_fuzz(int argc, char **argv) {
                                  sizeof msg) == 0)
             return gck_cli_usage_error(cmd, "%s", msg);
     }
-    if ((rc = pick_seed(cmd, g.seed, &o))) return rc;
+    char msg[600];
+    o.known = gck_known_open(g.known, g.nknown, g.baseline, g.nbaseline, msg, sizeof msg);
+    if (!o.known && msg[0]) return gck_cli_usage_error(cmd, "%s", msg);
+    if ((rc = pick_seed(cmd, g.seed, &o))) {
+        gck_known_free(o.known);
+        return rc;
+    }
     if (o.nbackends == 0) {
         /* every built-in backend that needs no argument */
         for (const char *const *b = gck_backend_names(); *b; b++)
@@ -295,5 +311,7 @@ int gck_cmd_fuzz(int argc, char **argv) {
     for (int i = 0; i < argc && pos < sizeof cmdline - 2; i++)
         pos += (size_t)snprintf(cmdline + pos, sizeof cmdline - pos, " %s", argv[i]);
     o.command_line = cmdline;
-    return gck_campaign_run(&o);
+    rc = gck_campaign_run(&o);
+    gck_known_free(o.known);
+    return rc;
 }

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import SOURCE
+
 XHTML = "{http://www.w3.org/1999/xhtml}"
 SVG = "{http://www.w3.org/2000/svg}"
 # elements that would load something (none may appear), and attributes that name a resource
@@ -49,7 +51,7 @@ def pages(gemmcheck_binary, tmp_path_factory):
     _run(gemmcheck_binary, "certify", "--backend", f"plugin:{upgrade}:transpose-wrong",
          "--time", "0", "--out", str(d / "after.json"))
     out = _run(gemmcheck_binary, "compare", str(d / "base.json"), str(d / "after.json"),
-               "--html", str(d / "compare.html"), expect=(1,))
+               "--html", str(d / "compare.html"), "--json", str(d / "compare.json"), expect=(1,))
     return {"fuzz": d / "fuzz.html", "certify": d / "certify.html",
             "compare": d / "compare.html", "compare_stdout": out}
 
@@ -177,3 +179,53 @@ def test_every_pinned_case_of_every_row_is_kept_even_beyond_the_range_of_ulps(
         assert r["pinned"] and all(p is not None and "case" in p for p in r["pinned"]), r["tuple"]
         assert all(math.isfinite(p["ulps"]) and p["ulps"] >= 0
                    for p in r["pinned"] if "digest" in p), r["tuple"]
+
+
+def _validator(name):
+    """A validator of docs/NAME.schema.json that resolves its references to the report's
+    schema (jsonschema 4.10 as Debian ships it: a RefResolver with both in its store)."""
+    import json
+    import jsonschema
+    docs = SOURCE / "docs"
+    schema = json.loads((docs / f"{name}.schema.json").read_text())
+    report = json.loads((docs / "report.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    resolver = jsonschema.RefResolver.from_schema(schema, store={report["$id"]: report,
+                                                                 schema["$id"]: schema})
+    return jsonschema.Draft202012Validator(schema, resolver=resolver)
+
+
+def test_certificates_and_the_comparison_validate_against_their_schemas(pages, gemmcheck_binary,
+                                                                        tmp_path):
+    import json
+    import jsonschema
+    d = pages["certify"].parent
+    cert = _validator("certificate")
+    base = json.loads((d / "base.json").read_text())
+    after = json.loads((d / "after.json").read_text())
+    cert.validate(base)  # with a campaign
+    cert.validate(after)  # --time 0: campaign null
+    assert base["certificate_version"] == 2 and base["campaign"]["summary"]["cases"] > 0
+    assert after["campaign"] is None
+    # a certificate the schema must refuse: a row whose support status is not one of its words
+    bad = json.loads(json.dumps(base))
+    bad["probed"]["rows"][0]["support"]["status"] = "fine"
+    with pytest.raises(jsonschema.ValidationError):
+        cert.validate(bad)
+    cmp = json.loads((d / "compare.json").read_text())
+    _validator("compare").validate(cmp)
+    assert cmp["compare_version"] == 1 and cmp["decision"] == "REGRESSION"
+    assert cmp["exit_status"] == 1 and cmp["regressions"] > 0
+    assert pages["compare_stdout"].splitlines()[0].startswith("REGRESSION (exit 1)")
+    assert len(cmp["notes"]) == cmp["differences"]
+    assert sum(cmp["by_class"].values()) <= cmp["differences"]
+    assert cmp["smallest_reproducer"] is None or cmp["smallest_reproducer"] in \
+        pages["compare_stdout"]
+    # a certificate compared with itself: identical, exit 0, the same file format
+    same = tmp_path / "same.json"
+    _run(gemmcheck_binary, "compare", str(d / "base.json"), str(d / "base.json"), "--json",
+         str(same))
+    s = json.loads(same.read_text())
+    _validator("compare").validate(s)
+    assert s["decision"] == "NO REGRESSION" and s["differences"] == 0 and s["verdict"] == \
+        "identical" and s["smallest_reproducer"] is None
