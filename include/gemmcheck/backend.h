@@ -22,33 +22,6 @@
 extern "C" {
 #endif
 
-/** Promises, as bits of gck_support_row.promises. */
-enum {
-    GCK_PROMISE_ALPHA0_NO_READ_AB = 1u << 0, /**< alpha = 0 does not read A or B */
-    GCK_PROMISE_BETA0_NO_READ_C = 1u << 1,   /**< beta = 0 does not read C */
-    GCK_PROMISE_MAY_SKIP_ZERO = 1u << 2,     /**< may skip terms with an exactly-zero factor */
-    GCK_PROMISE_ROW_MAJOR = 1u << 3,         /**< row-major storage is supported */
-    GCK_PROMISE_BATCHED = 1u << 4,           /**< strided batches (batch > 1) are supported */
-    GCK_PROMISE_D_SEPARATE = 1u << 5,        /**< D may be a buffer separate from C */
-    GCK_PROMISE_D_IN_PLACE = 1u << 6,        /**< D may be C itself */
-    GCK_PROMISE_SCALE_F32 = 1u << 7,         /**< alpha/beta are taken as f32 */
-    GCK_PROMISE_SCALE_F64 = 1u << 8,         /**< alpha/beta are taken as f64 */
-    GCK_PROMISE_INT32_DIMS = 1u << 9,        /**< a limit: dimensions and lds must fit in int */
-    GCK_PROMISE_SCALE_F16 = 1u << 10,        /**< alpha/beta are taken as f16 (cuBLAS 16F) */
-    GCK_PROMISE_PRODUCT_ONLY = 1u << 11,     /**< a limit: alpha = 1 and beta = 0 only, a plain
-                                                  product (torch.matmul); C is never read */
-    /* (the highest bit: a table with a bit above it is refused; src/backends/backends.c) */
-};
-
-/** One row of a support table: a type tuple, its model, its promises, and what is called. */
-typedef struct gck_support_row {
-    gck_format a, b, c, d; /**< element types */
-    gck_format compute;    /**< compute type as the case names it */
-    gck_model model;
-    unsigned promises;
-    const char *entry; /**< the library function this row calls, e.g. "cblas_sgemm" */
-} gck_support_row;
-
 /** What a backend call returned. */
 typedef enum gck_call_status {
     GCK_CALL_OK = 0,

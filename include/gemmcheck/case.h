@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "gemmcheck/format.h"
+#include "gemmcheck/status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -41,16 +42,6 @@ typedef struct gck_case {
 /** A column-major, non-transposed, single-batch, in-place f64 case of the given shape with
  *  tight leading dimensions, alpha = 1, beta = 0. */
 GCK_API void gck_case_init(gck_case *c, int64_t m, int64_t n, int64_t k);
-
-/** Outcome of validation. */
-typedef enum gck_status {
-    GCK_OK = 0,
-    GCK_EINVAL,   /**< the case (or an argument) is invalid; the message names the field */
-    GCK_ENOMEM,   /**< an allocation failed or a size overflowed */
-    GCK_EIO,      /**< a file could not be read or written */
-    GCK_EFORMAT,  /**< a file's contents are malformed */
-    GCK_EINTERNAL /**< a bug in gemmcheck */
-} gck_status;
 
 /** Check every field; on failure writes one line naming the offending field and its value,
  *  e.g. "ldb (12) < K (17) for op(B)=N, column-major", into msg (if msg_len > 0). */

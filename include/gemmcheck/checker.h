@@ -15,8 +15,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "gemmcheck/backend.h"
 #include "gemmcheck/case.h"
+#include "gemmcheck/model.h"
 
 #ifdef __cplusplus
 extern "C" {

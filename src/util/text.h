@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "gemmcheck/case.h"
+#include "gemmcheck/status.h"
 
 /** Write the first `slen` bytes of src (or up to its NUL) into dst (always terminated,
  *  truncated to fit), control characters and bytes of invalid UTF-8 escaped as \xNN. */
