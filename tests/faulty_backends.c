@@ -62,7 +62,9 @@
  *   overread   reads the first byte of the page after B's last element, then computes D
  *              correctly (BLIS 0.9.0's load past B's last column: a fault only where B ends
  *              near a page boundary that is not mapped, docs/DEVIATIONS.md)
- *   ownsegv    installs its own SIGSEGV handler (which exits 0), then crashes */
+ *   ownsegv    installs its own SIGSEGV handler (which exits 0), then crashes
+ *   noalarm    declares ref's first two rows only; each call blocks SIGALRM, SIGTERM and SIGINT
+ *              and spins (a hang that an alarm() or a polite signal cannot end) */
 #define _GNU_SOURCE 1
 #include <fcntl.h>
 #include <fenv.h>
@@ -135,6 +137,7 @@ static size_t f_table(void *state, const gck_support_row **rows) {
     faulty_state *s = state;
     size_t n = s->ref.ops->table(s->ref.state, rows);
     if (!strcmp(fault_name, "norows")) return 0;
+    if (!strcmp(fault_name, "noalarm")) return n < 2 ? n : 2;
     if (!strcmp(fault_name, "badrow") || !strcmp(fault_name, "badpromise")) {
         static gck_support_row bad[2];
         bad[0] = (*rows)[0];
@@ -202,6 +205,15 @@ static void hostile(void) {
     } else if (!strcmp(fault_name, "far")) {
         volatile uintptr_t where = 0x7ff0000010ull; /* a wild pointer: nothing mapped there */
         *(volatile char *)where = 1;
+    } else if (!strcmp(fault_name, "noalarm")) {
+        sigset_t all;
+        sigemptyset(&all);
+        sigaddset(&all, SIGALRM);
+        sigaddset(&all, SIGTERM);
+        sigaddset(&all, SIGINT);
+        pthread_sigmask(SIG_BLOCK, &all, NULL);
+        for (volatile unsigned long i = 0;; i++) {
+        }
     } else if (!strcmp(fault_name, "ownsegv")) {
         signal(SIGSEGV, exit_zero);
         write_to_null_page();
@@ -424,7 +436,7 @@ static const char *const names[] = {
     "badrow",     "initsegv", "forkcrash", "forksleep", "killgroup", "after",    "badtext",
     "stdout",     "exit",     "abort",     "sigkill",   "spin",      "far",      "ownsegv",
     "trunc",      "flush",    "ulpup",     "e4",        "sticky",    "inithang", "nodeathsig",
-    "badpromise", "nansign",  "overread"};
+    "badpromise", "nansign",  "overread",  "noalarm"};
 
 GCK_PLUGIN_ABI_DECLARE
 const gck_backend_ops *gemmcheck_backend_plugin(const char *name);

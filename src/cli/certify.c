@@ -7,11 +7,9 @@
 #include <link.h>
 #include <nettle/base64.h>
 #include <nettle/sha2.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,10 +23,11 @@
 #include "gemmcheck/version.h"
 #include "known.h"
 #include "pinned.h"
+#include "task.h"
 
 static const char certify_help[] =
     "usage: gemmcheck certify --backend SPEC --out CERT.json [--html CERT.html] [--time S]\n"
-    "                         [--seed N] [--known FILE]\n"
+    "                         [--seed N] [--known FILE] [--probe-timeout S]\n"
     "\n"
     "Writes one certificate of the backend on this machine: the environment (CPU and its\n"
     "instruction-set flags, OS, libc, the variables that change GEMM arithmetic or threading),\n"
@@ -43,7 +42,10 @@ static const char certify_help[] =
     "ulps), and a campaign of S seconds (default 30; 0: none) with seed N (default 1).\n"
     "--time bounds the campaign only: the probes and pinned cases come first and take from\n"
     "seconds (a few rows) to minutes (ref's 560 rows: about 3.5 min on 2 cores), 30 minutes at\n"
-    "most. The fingerprint's key facts (products, normalisation, accumulator, threads) are\n"
+    "most. The probes run in child processes (the header, each row's fingerprint, each row's\n"
+    "pinned cases), each killed with its process group after --probe-timeout seconds (600;\n"
+    "a row that hangs or crashes is said in the certificate, the other rows go on). The\n"
+    "fingerprint's key facts (products, normalisation, accumulator, threads) are\n"
     "printed on stdout, rows with the same facts together.\n"
     "--html writes the certificate as one self-contained page as well. --known FILE marks the\n"
     "campaign's findings a known-findings file covers (docs/KNOWN.md): compare then counts a\n"
@@ -172,9 +174,10 @@ typedef struct one_thread {
     char why[256];
 } one_thread;
 
-/* In a child with every threading variable at 1: the thread product of each probed row, written
- * to fd as (row index, ok, M*N values). */
-static void one_thread_child(const char *spec, int fd) {
+/* In a child with every threading variable at 1 (a task, src/run/task.h): the thread product of
+ * each probed row, written to fd as (row index, ok, M*N values). */
+static void one_thread_child(void *arg, int fd) {
+    const char *spec = arg;
     for (size_t v = 0; v < sizeof thread_vars / sizeof *thread_vars; v++)
         setenv(thread_vars[v], "1", 1);
     gck_backend be;
@@ -199,32 +202,18 @@ static void one_thread_child(const char *spec, int fd) {
 
 static void one_thread_run(const char *spec, unsigned timeout, one_thread *ot) {
     memset(ot, 0, sizeof *ot);
-    char path[] = "/tmp/gemmcheck-threads-XXXXXX";
-    int fd = mkstemp(path);
-    if (fd < 0) {
-        snprintf(ot->why, sizeof ot->why, "mkstemp: %s", strerror(errno));
+    gck_task_result t;
+    if (gck_run_task(one_thread_child, (void *)spec, timeout, &t) != GCK_TASK_DONE) {
+        char why[200];
+        gck_task_why(&t, timeout, why, sizeof why);
+        snprintf(ot->why, sizeof ot->why, "the one-thread run failed (%s)", why);
+        free(t.out);
         return;
     }
-    unlink(path);
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        alarm(timeout);
-        one_thread_child(spec, fd);
-    }
-    int st = 0;
-    if (pid > 0) waitpid(pid, &st, 0);
-    if (pid < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        snprintf(ot->why, sizeof ot->why, "the one-thread run failed (%s %d)",
-                 pid > 0 && WIFSIGNALED(st) ? "signal" : "status",
-                 pid > 0 && WIFSIGNALED(st) ? WTERMSIG(st) : st);
-        close(fd);
-        return;
-    }
-    size_t count = (size_t)GCK_FP_THREADS_M * GCK_FP_THREADS_N;
+    size_t count = (size_t)GCK_FP_THREADS_M * GCK_FP_THREADS_N, at = 0;
     int64_t head[2];
-    lseek(fd, 0, SEEK_SET);
-    while (read(fd, head, sizeof head) == (ssize_t)sizeof head && head[0] >= 0) {
+    while (at + sizeof head <= t.len && (memcpy(head, t.out + at, sizeof head), head[0] >= 0)) {
+        at += sizeof head;
         if ((size_t)head[0] >= ot->rows) {
             size_t grow = (size_t)head[0] + 1;
             double **v = realloc(ot->values, grow * sizeof *v);
@@ -233,13 +222,14 @@ static void one_thread_run(const char *spec, unsigned timeout, one_thread *ot) {
             ot->values = v, ot->rows = grow;
         }
         double *d = head[1] ? malloc(count * sizeof *d) : NULL;
-        if (d && read(fd, d, count * sizeof *d) != (ssize_t)(count * sizeof *d)) {
+        if (d && at + count * sizeof *d > t.len) {
             free(d);
             break;
         }
+        if (d) memcpy(d, t.out + at, count * sizeof *d), at += count * sizeof *d;
         ot->values[head[0]] = d;
     }
-    close(fd);
+    free(t.out);
     snprintf(ot->why, sizeof ot->why, "the one-thread run could not run the product");
 }
 
@@ -321,61 +311,52 @@ static json_t *probe_backend(const char *spec, const one_thread *ot, probe_part 
     return o;
 }
 
-/* One probing child for `part` of row `first` (see probe_backend), ended by SIGALRM after
- * `timeout` seconds; its JSON, or NULL with the reason in err. */
+/* What a probing child is given (a task, src/run/task.h). */
+typedef struct probe_task {
+    const char *spec;
+    const one_thread *ot;
+    probe_part part;
+    size_t first;
+} probe_task;
+
+static void probe_task_run(void *arg, int fd) {
+    const probe_task *p = arg;
+    json_t *o = probe_backend(p->spec, p->ot, p->part, p->first);
+    char *s = json_dumps(o, JSON_COMPACT);
+    size_t n = s ? strlen(s) : 0, off = 0;
+    while (off < n) {
+        ssize_t w = write(fd, s + off, n - off);
+        if (w <= 0) _exit(3);
+        off += (size_t)w;
+    }
+}
+
+/* One probing child for `part` of row `first` (see probe_backend), killed with its process
+ * group after `timeout` seconds; its JSON, or NULL with the reason in err. */
 static json_t *probe_child(const char *spec, const one_thread *ot, probe_part part, size_t first,
                            unsigned timeout, char *err, size_t len) {
-    int fd[2];
-    pid_t pid = pipe(fd) == 0 ? (fflush(NULL), fork()) : -1;
-    if (pid < 0) return snprintf(err, len, "pipe or fork: %s", strerror(errno)), NULL;
-    if (pid == 0) {
-        close(fd[0]);
-        alarm(timeout); /* a hang ends the child */
-        json_t *o = probe_backend(spec, ot, part, first);
-        char *s = json_dumps(o, JSON_COMPACT);
-        size_t n = s ? strlen(s) : 0, off = 0;
-        while (off < n) {
-            ssize_t w = write(fd[1], s + off, n - off);
-            if (w <= 0) _exit(3);
-            off += (size_t)w;
-        }
-        _exit(0);
-    }
-    close(fd[1]);
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (n + 65536 > cap) buf = realloc(buf, cap = cap * 2 + 65536);
-        if (!buf) break;
-        ssize_t r = read(fd[0], buf + n, cap - n - 1);
-        if (r <= 0) break;
-        n += (size_t)r;
-    }
-    close(fd[0]);
-    int st = 0;
-    waitpid(pid, &st, 0);
+    probe_task p = {spec, ot, part, first};
+    gck_task_result t;
     json_t *o = NULL;
-    if (buf && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
-        buf[n] = '\0';
-        o = json_loads(buf, 0, NULL);
+    if (gck_run_task(probe_task_run, &p, timeout, &t) == GCK_TASK_DONE && t.out)
+        o = json_loads(t.out, 0, NULL);
+    if (!o) {
+        char why[200];
+        gck_task_why(&t, timeout, why, sizeof why);
+        snprintf(err, len, "the backend's probes %s", why);
     }
-    if (!o && WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM)
-        snprintf(err, len, "the backend's probes did not finish within %u s (a hang)", timeout);
-    else if (!o && WIFSIGNALED(st))
-        snprintf(err, len, "the backend's probes died of signal %d (%s)", WTERMSIG(st),
-                 strsignal(WTERMSIG(st)));
-    else if (!o)
-        snprintf(err, len, "the probing process failed (status %d)", st);
-    free(buf);
+    free(t.out);
     return o;
 }
 
 /* Row r probed in two children, its fingerprint then its pinned cases, merged into rows[r];
  * what a child could not give is said in the row ("probe_failure", "pinned_failure"). */
-static void probe_row(const char *spec, const one_thread *ot, json_t *rows, size_t r, time_t end) {
+static void probe_row(const char *spec, const one_thread *ot, json_t *rows, size_t r, time_t end,
+                      unsigned cap) {
     static const char *const failure[] = {"probe_failure", "pinned_failure"};
     for (int part = 0; part < 2; part++) {
         time_t left = end - time(NULL);
+        left = left > (time_t)cap ? (time_t)cap : left; /* one hanging row: not every row's time */
         char why[512] = "no time left";
         json_t *next = left > 0 ? probe_child(spec, ot, part ? PART_PINNED : PART_FINGERPRINT, r,
                                               (unsigned)left, why, sizeof why)
@@ -398,12 +379,15 @@ static void probe_row(const char *spec, const one_thread *ot, json_t *rows, size
  * in the row, the other rows probed as usual; a row whose calls leave the process unusable (a
  * sticky CUDA error: every later call fails the same way) spoils only itself. Only a header
  * that cannot be read (the backend's opening crashes) or the end of `timeout` seconds for all
- * rows together fails the whole probe. */
-static json_t *probe_isolated(const char *spec, unsigned timeout, char *err, size_t len) {
+ * rows together fails the whole probe. Each child has `cap` seconds at most (a row that hangs
+ * costs that, not every later row's time); it is killed with its process group at its end. */
+static json_t *probe_isolated(const char *spec, unsigned timeout, unsigned cap, char *err,
+                              size_t len) {
     one_thread ot;
-    one_thread_run(spec, timeout / 3, &ot); /* one product per row: a fraction of the probes */
+    /* one product per row: a fraction of the probes */
+    one_thread_run(spec, timeout / 3 < cap ? timeout / 3 : cap, &ot);
     time_t end = time(NULL) + timeout;
-    json_t *o = probe_child(spec, &ot, PART_HEADER, 0, timeout, err, len);
+    json_t *o = probe_child(spec, &ot, PART_HEADER, 0, timeout < cap ? timeout : cap, err, len);
     json_t *rows = o ? json_object_get(o, "rows") : NULL;
     size_t count = o ? (size_t)json_integer_value(json_object_get(o, "row_count")) : 0;
     bool avail = o && json_is_true(json_object_get(o, "available"));
@@ -415,7 +399,7 @@ static json_t *probe_isolated(const char *spec, unsigned timeout, char *err, siz
             o = NULL;
             break;
         }
-        probe_row(spec, &ot, rows, r, end);
+        probe_row(spec, &ot, rows, r, end, cap);
     }
     if (o) json_object_del(o, "row_count");
     one_thread_free(&ot);
@@ -516,51 +500,61 @@ static json_t *environment_now(void) {
     return env ? env : json_null();
 }
 
-/* `gemmcheck fuzz` on the backend for `seconds`, its report read back: summary, findings and
- * the environment it recorded. */
-static json_t *campaign(const char *spec, const char *seconds, const char *seed, const char *known,
+/* The campaign of a certificate: the campaign API on the backend for `seconds` (in this
+ * process; its workers are the campaign's, its summary goes to stderr, certify's stdout stays
+ * the certificate's), its JSON report read back: summary, findings and the environment. */
+static json_t *campaign(const char *spec, const char *seconds, uint64_t seed, gck_known *known,
                         char *err, size_t len) {
-    char report[] = "/tmp/gemmcheck-certify-XXXXXX";
+    char report[] = "/tmp/gemmcheck-certify-XXXXXX", command[600];
     int fd = mkstemp(report);
     if (fd < 0) return snprintf(err, len, "mkstemp: %s", strerror(errno)), NULL;
     close(fd);
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(2, 1); /* its progress goes to our stderr */
-        const char *args[] = {"gemmcheck", "fuzz",   "--backend", spec,       "--time",
-                              seconds,     "--seed", seed,        "--report", report,
-                              "--known",   known,    NULL};
-        if (!known) args[10] = NULL; /* no --known */
-        execv("/proc/self/exe", (char *const *)args);
-        _exit(127);
-    }
-    int st = 0;
-    if (pid > 0) waitpid(pid, &st, 0);
+    gck_campaign_options o;
+    gck_campaign_defaults(&o);
+    o.backends[0] = spec;
+    o.nbackends = 1;
+    o.backends_explicit = true;
+    o.time_limit = strtod(seconds, NULL);
+    o.seed = seed;
+    o.shard_index = o.shard_count = 1;
+    o.report_path = report;
+    o.known = known;
+    o.log_every = 30;
+    snprintf(command, sizeof command, "gemmcheck certify --backend %s --time %s --seed %llu", spec,
+             seconds, (unsigned long long)seed);
+    o.command_line = command;
+    fflush(stdout);
+    int saved = dup(1);
+    dup2(2, 1); /* the campaign's summary goes to stderr */
+    int rc = gck_campaign_run(&o);
+    fflush(stdout);
+    if (saved >= 0) dup2(saved, 1), close(saved);
     json_error_t je;
-    json_t *r =
-        pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) <= 1 ? json_load_file(report, 0, &je) : NULL;
+    json_t *r = rc <= 1 ? json_load_file(report, 0, &je) : NULL;
     unlink(report);
     if (!r) {
-        snprintf(err, len, "the campaign failed (status %d)", st);
+        snprintf(err, len, "the campaign failed (exit status %d)", rc);
         return NULL;
     }
-    json_t *o = json_object();
-    json_object_set_new(o, "seconds", json_string(seconds));
-    json_object_set_new(o, "seed", json_string(seed));
-    json_object_set(o, "summary", json_object_get(r, "summary"));
-    json_object_set(o, "findings", json_object_get(r, "findings"));
-    json_object_set(o, "environment", json_object_get(r, "environment"));
+    json_t *out = json_object();
+    json_object_set_new(out, "seconds", json_string(seconds));
+    char sd[32];
+    snprintf(sd, sizeof sd, "%llu", (unsigned long long)seed);
+    json_object_set_new(out, "seed", json_string(sd));
+    json_object_set(out, "summary", json_object_get(r, "summary"));
+    json_object_set(out, "findings", json_object_get(r, "findings"));
+    json_object_set(out, "environment", json_object_get(r, "environment"));
     json_decref(r);
-    return o;
+    return out;
 }
 
 int gck_cmd_certify(int argc, char **argv) {
     const char *cmd = "certify", *spec = NULL, *out = NULL, *tm = NULL, *seed = NULL, *html = NULL,
-               *known = NULL;
-    const gck_opt opts[] = {{"--backend", .value = &spec}, {"--known", .value = &known},
-                            {"--out", .value = &out},      {"--html", .value = &html},
-                            {"--time", .value = &tm},      {"--seed", .value = &seed}};
+               *known = NULL, *pcap = NULL;
+    const gck_opt opts[] = {{"--backend", .value = &spec}, {"--probe-timeout", .value = &pcap},
+                            {"--known", .value = &known},  {"--out", .value = &out},
+                            {"--html", .value = &html},    {"--time", .value = &tm},
+                            {"--seed", .value = &seed}};
     gck_opt_spec os = {cmd,  opts, (int)(sizeof opts / sizeof opts[0]),
                        NULL, 0,    "certify takes no plain arguments"};
     int nargs;
@@ -583,18 +577,24 @@ int gck_cmd_certify(int argc, char **argv) {
     char err[600] = "";
     gck_known *k = known ? gck_known_open(&known, 1, NULL, 0, err, sizeof err) : NULL;
     if (known && !k) return gck_cli_usage_error(cmd, "%s", err); /* before anything runs */
-    gck_known_free(k);
-    json_t *probed = probe_isolated(spec, 1800, err, sizeof err);
+    double cap = 600;
+    if (pcap && !gck_parse_real_opt(cmd, "--probe-timeout", pcap, 1, &cap)) {
+        gck_known_free(k);
+        return GCK_EXIT_USAGE;
+    }
+    json_t *probed = probe_isolated(spec, 1800, cap < 1800 ? (unsigned)cap : 1800, err, sizeof err);
     if (probed && json_object_get(probed, "open_error")) {
         gck_cli_usage_error(cmd, "%s", json_string_value(json_object_get(probed, "open_error")));
         json_decref(probed);
+        gck_known_free(k);
         return GCK_EXIT_USAGE;
     }
     json_t *cert = json_object();
     json_object_set_new(cert, "certificate_version", json_integer(GCK_CERTIFICATE_VERSION));
     json_object_set_new(cert, "gemmcheck", json_string(GEMMCHECK_VERSION));
     json_object_set_new(cert, "backend", gck_json_text(spec));
-    json_t *camp = seconds > 0 ? campaign(spec, tm, seed, known, err, sizeof err) : NULL;
+    json_t *camp = seconds > 0 ? campaign(spec, tm, (uint64_t)sd, k, err, sizeof err) : NULL;
+    gck_known_free(k);
     json_t *env = camp ? json_incref(json_object_get(camp, "environment")) : environment_now();
     if (camp) json_object_del(camp, "environment");
     json_object_set_new(cert, "environment", env);
