@@ -203,6 +203,10 @@ size_t gck_result_causes(const gck_campaign_result *r, gck_cause **out);
 void gck_cause_rule(const gck_fuzz_finding *f, char *buf, size_t len);
 /** The reference of cause k when every finding of it is known (fuzz/known.h), else NULL. */
 const char *gck_cause_known(const gck_campaign_result *r, const gck_cause *c, size_t nc, size_t k);
+/** The type tuple ("f32,f32,f32,f32:f32") and the shape class of a finding's signature
+ *  "backend|kind|tuple|shape", read from its end (a backend's path may hold '|'); "?" each for
+ *  a signature of another form. */
+void gck_signature_tuple_and_shape(const char *sig, char *tuple, size_t tl, char *shape, size_t sl);
 /** The index of the cause that finding `f` belongs to. */
 size_t gck_cause_of(const gck_campaign_result *r, const gck_cause *c, size_t nc, size_t f);
 /** A report file opened for writing (NULL, the reason in msg, when it cannot be), and closed
@@ -257,5 +261,10 @@ void gck_report_print_summary(const gck_campaign_result *r, FILE *out);
  *  deviations only (N distinct findings)", "FAIL: N distinct findings not known", "ERROR: N
  *  internal error(s) of gemmcheck", "INTERRUPTED by SIGINT ..." or "NOTHING CHECKED ...". */
 void gck_report_print_verdict(const gck_campaign_result *r, FILE *out);
+/** The words of that verdict from a result's counts (what the summary and the HTML page's banner
+ *  both say), written to buf; returns its class: "ok" (a pass), "known" (known deviations
+ *  only) or "bad". interrupted: "SIGINT" etc., or NULL / "" when the run was not. */
+const char *gck_verdict_text(int64_t cases, int64_t distinct, int64_t known, int64_t internal,
+                             const char *interrupted, char *buf, size_t len);
 
 #endif

@@ -80,9 +80,8 @@ static void cause_key(const gck_fuzz_finding *f, char *key, size_t len) {
     snprintf(key, len, "%s|%s", gck_kind_name(f->kind), rule);
 }
 
-/* The type tuple ("f32,f32,f32,f32:f32") and the shape class of a signature
- * "backend|kind|tuple|shape", read from its end (a backend's path may hold '|'). */
-static void tuple_and_shape(const char *sig, char *tuple, size_t tl, char *shape, size_t sl) {
+void gck_signature_tuple_and_shape(const char *sig, char *tuple, size_t tl, char *shape,
+                                   size_t sl) {
     const char *last = strrchr(sig, '|'), *prev = last;
     while (prev && prev > sig && prev[-1] != '|') prev--;
     if (!last || !prev || prev == sig) {
@@ -157,7 +156,8 @@ size_t gck_result_causes(const gck_campaign_result *r, gck_cause **out) {
         c[k].nfindings++;
         c[k].cases += f->count;
         m[i].cause = k;
-        tuple_and_shape(f->signature, m[i].tuple, sizeof m[i].tuple, m[i].shape, sizeof m[i].shape);
+        gck_signature_tuple_and_shape(f->signature, m[i].tuple, sizeof m[i].tuple, m[i].shape,
+                                      sizeof m[i].shape);
     }
     for (size_t k = 0; k < nc; k++) {
         c[k].ntuples = count_distinct(m, r->nfindings, k, 0);

@@ -312,20 +312,13 @@ void gck_html_findings(FILE *f, const json_t *causes, const json_t *findings) {
 
 /* The page's verdict first: PASS, PASS with known deviations only, or FAIL. */
 static void banner(FILE *f, const json_t *sum) {
-    int64_t distinct = count(sum, "distinct_findings"), known = count(sum, "known_findings");
-    int64_t internal = count(sum, "internal_errors");
-    const char *cls = internal || distinct > known ? "bad" : known ? "known" : "ok";
+    char text[300];
+    const char *cls =
+        gck_verdict_text(count(sum, "cases"), count(sum, "distinct_findings"),
+                         count(sum, "known_findings"), count(sum, "internal_errors"),
+                         json_string_value(json_object_get(sum, "interrupted")), text, sizeof text);
     fprintf(f, "<p class=\"banner %s\">", cls);
-    if (internal)
-        gck_html_printf(f, "ERROR: %lld internal error(s) of gemmcheck", (long long)internal);
-    else if (distinct > known)
-        gck_html_printf(f, "FAIL: %lld distinct finding%s not known", (long long)(distinct - known),
-                        distinct - known == 1 ? "" : "s");
-    else if (known)
-        gck_html_printf(f, "PASS: known deviations only (%lld distinct finding%s)",
-                        (long long)known, known == 1 ? "" : "s");
-    else
-        gck_html_printf(f, "PASS: no findings");
+    gck_html_text(f, text);
     fputs("</p>\n", f);
 }
 

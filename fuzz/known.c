@@ -245,22 +245,11 @@ static bool field_ok(const entry *e, int i, const char *text) {
     return !e->has[i] || regexec(&e->re[i], text, 0, NULL, 0) == 0;
 }
 
-/* The finding's type tuple, from its signature "backend|kind|tuple|shape" (read from its end:
- * a backend's path may hold '|'). */
-static void tuple_of(const gck_fuzz_finding *f, char *buf, size_t len) {
-    const char *last = strrchr(f->signature, '|'), *prev = last;
-    while (prev && prev > f->signature && prev[-1] != '|') prev--;
-    if (!last || !prev)
-        buf[0] = '\0';
-    else
-        snprintf(buf, len, "%.*s", (int)(last - prev), prev);
-}
-
 static bool matches(const entry *e, const gck_campaign_result *r, const gck_fuzz_finding *f) {
     if (e->kind >= 0 && e->kind != (int)f->kind) return false;
-    char rule[128], tuple[96];
+    char rule[128], tuple[96], shape[64];
     gck_cause_rule(f, rule, sizeof rule);
-    tuple_of(f, tuple, sizeof tuple);
+    gck_signature_tuple_and_shape(f->signature, tuple, sizeof tuple, shape, sizeof shape);
     return field_ok(e, F_BACKEND, f->backend) &&
            field_ok(e, F_VERSION, version_of(r, f->backend)) && field_ok(e, F_RULE, rule) &&
            field_ok(e, F_TYPES, tuple) && field_ok(e, F_CASE, f->repro) &&

@@ -398,24 +398,36 @@ static void print_causes(const gck_campaign_result *r, FILE *out) {
 }
 
 /* One line that decides: PASS, PASS with known deviations only, or FAIL. */
-void gck_report_print_verdict(const gck_campaign_result *r, FILE *out) {
-    size_t unknown = gck_result_unknown_findings(r);
-    if (r->interrupted[0])
-        fprintf(out,
-                "INTERRUPTED by %s after %lld cases: not a pass (%zu distinct finding%s not "
-                "known so far)\n",
-                r->interrupted, (long long)r->cases, unknown, unknown == 1 ? "" : "s");
-    else if (r->cases == 0)
-        fprintf(out, "NOTHING CHECKED: no case ran\n");
-    else if (r->internal_errors)
-        fprintf(out, "ERROR: %lld internal error(s) of gemmcheck\n", (long long)r->internal_errors);
+const char *gck_verdict_text(int64_t cases, int64_t distinct, int64_t known, int64_t internal,
+                             const char *interrupted, char *buf, size_t len) {
+    int64_t unknown = distinct - known;
+    const char *s = unknown == 1 ? "" : "s";
+    if (interrupted && interrupted[0])
+        snprintf(buf, len,
+                 "INTERRUPTED by %s after %lld cases: not a pass (%lld distinct finding%s not "
+                 "known so far)",
+                 interrupted, (long long)cases, (long long)unknown, s);
+    else if (cases == 0)
+        snprintf(buf, len, "NOTHING CHECKED: no case ran");
+    else if (internal)
+        snprintf(buf, len, "ERROR: %lld internal error(s) of gemmcheck", (long long)internal);
     else if (unknown)
-        fprintf(out, "FAIL: %zu distinct finding%s not known\n", unknown, unknown == 1 ? "" : "s");
-    else if (r->nfindings)
-        fprintf(out, "PASS: known deviations only (%zu distinct finding%s)\n", r->nfindings,
-                r->nfindings == 1 ? "" : "s");
+        snprintf(buf, len, "FAIL: %lld distinct finding%s not known", (long long)unknown, s);
+    else if (distinct)
+        snprintf(buf, len, "PASS: known deviations only (%lld distinct finding%s)",
+                 (long long)distinct, distinct == 1 ? "" : "s");
     else
-        fprintf(out, "PASS: no findings in %lld cases\n", (long long)r->cases);
+        snprintf(buf, len, "PASS: no findings in %lld cases", (long long)cases);
+    bool pass = !(interrupted && interrupted[0]) && cases && !internal && !unknown;
+    return !pass ? "bad" : distinct ? "known" : "ok";
+}
+
+void gck_report_print_verdict(const gck_campaign_result *r, FILE *out) {
+    char text[300];
+    gck_verdict_text(r->cases, (int64_t)r->nfindings,
+                     (int64_t)(r->nfindings - gck_result_unknown_findings(r)), r->internal_errors,
+                     r->interrupted, text, sizeof text);
+    fprintf(out, "%s\n", text);
 }
 
 void gck_report_print_summary(const gck_campaign_result *r, FILE *out) {

@@ -11,14 +11,9 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
+#include "wire.h"
 
 static void child(void (*fn)(void *, int), void *arg, int fd, pid_t parent) {
     setpgid(0, 0);
@@ -32,7 +27,7 @@ static void child(void (*fn)(void *, int), void *arg, int fd, pid_t parent) {
 static bool collect(int fd, double deadline, gck_task_result *r) {
     size_t cap = 0;
     for (;;) {
-        double left = deadline - now();
+        double left = deadline - gck_wire_now();
         if (left <= 0) return false;
         struct pollfd p = {fd, POLLIN, 0};
         int ready = poll(&p, 1, (int)(left * 1000) + 1);
@@ -57,7 +52,7 @@ static bool ended(pid_t pid, double deadline, int *st) {
         pid_t w = waitpid(pid, st, WNOHANG);
         if (w == pid) return true;
         if (w < 0 && errno != EINTR) return true;
-        if (now() >= deadline) return false;
+        if (gck_wire_now() >= deadline) return false;
         usleep(2000);
     }
 }
@@ -80,7 +75,7 @@ gck_task_end gck_run_task(void (*fn)(void *arg, int fd), void *arg, double timeo
     }
     setpgid(pid, pid); /* also here: no window in which the group kill misses it */
     close(fd[1]);
-    double deadline = now() + timeout;
+    double deadline = gck_wire_now() + timeout;
     int st = 0;
     bool in_time = collect(fd[0], deadline, r) && ended(pid, deadline, &st);
     close(fd[0]);
