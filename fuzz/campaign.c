@@ -233,11 +233,12 @@ static void count_case(run_ctx *x, const gck_spec *s, gck_outcome outcome, const
     const int64_t signs[4] = {check->bias_up, check->bias_down, check->bias_toward0,
                               check->bias_away};
     for (int q = 0; q < 4; q++) e->error_signs[q] += signs[q];
+    e->sign_ss += check->bias_ss;
 }
 
 double gck_matrix_sign_test_p(const gck_matrix_entry *e) {
     const int64_t *s = e->error_signs;
-    return gck_sign_test(s[0], s[1], s[2], s[3]);
+    return gck_sign_test(s[0], s[1], e->sign_ss);
 }
 
 static void on_result(run_ctx *x, slot *s, const gck_run_result *in) {

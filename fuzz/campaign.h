@@ -87,16 +87,19 @@ typedef struct gck_matrix_entry {
     double max_stat; /**< the largest error / statistical allowance (0: the tier never applied) */
     int64_t stat_elements; /**< elements the statistical tier applied to */
     int64_t improbable;    /**< of which outside its allowance (whether or not --tier hard) */
-    /** the sign test's counts over the tuple's cases (checker.h): above, below the exact value;
-     *  nearer to, farther from zero (the report's error_signs) */
+    /** the sign test's counts over the tuple's cases (checker.h: one element per operand
+     *  line): above, below the exact value; nearer to, farther from zero, counted, not tested
+     *  (the report's error_signs) */
     int64_t error_signs[4];
+    double sign_ss; /**< the sign test's sums of squared unit sums over the cases (checker.h) */
     int64_t ratio_bins[GCK_RATIO_BINS]; /**< checked elements by error/bound (checker.h's bins) */
     double seconds; /**< from handing its cases to a worker to their results, summed */
     bool fuzzed;    /**< cases of it were generated (false: declared, left out by --types) */
 } gck_matrix_entry;
 
-/** The tuple's sign test (gck_sign_test of its error_signs): at most 1e-12 says its errors lean
- *  one way, which round to nearest does not do. */
+/** The tuple's sign test (gck_sign_test of its errors above and below the exact value over
+ *  its cases, with sign_ss): at most 1e-12 says its errors lean one way, which round to
+ *  nearest on sign-symmetric data does not do. */
 double gck_matrix_sign_test_p(const gck_matrix_entry *e);
 
 typedef struct gck_backend_info {
@@ -155,7 +158,7 @@ typedef struct gck_campaign_result {
 
 /** The version of the JSON report's schema (docs/report.schema.json), written as
  *  "schema_version"; merge refuses reports of any other. */
-#define GCK_REPORT_SCHEMA_VERSION 2
+#define GCK_REPORT_SCHEMA_VERSION 3
 
 /** Run a campaign; returns the exit code (0 no findings, 1 findings, 2 set-up, 3 internal). */
 int gck_campaign_run(const gck_campaign_options *o);

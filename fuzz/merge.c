@@ -252,7 +252,7 @@ static bool read_matrix(reader *rd, const json_t *sum, gck_campaign_result *part
         int64_t p = get_count(rd, v, w, "pass"), f = get_count(rd, v, w, "fail"),
                 u = get_count(rd, v, w, "unsupported");
         double t = get_number(rd, v, w, "max_stat_ratio");
-        double secs = get_amount(rd, v, w, "seconds");
+        double secs = get_amount(rd, v, w, "seconds"), ss = get_amount(rd, v, w, "sign_test_ss");
         json_t *fz = get(rd, v, w, "fuzzed");
         if (fz && !json_is_boolean(fz)) fail(rd, "%sfuzzed is not true or false", w);
         if (rd->bad) return !rd->bad;
@@ -272,6 +272,7 @@ static bool read_matrix(reader *rd, const json_t *sum, gck_campaign_result *part
             !read_counts(rd, v, w, "ratio_bins", e->ratio_bins, GCK_RATIO_BINS, false))
             return !rd->bad;
         e->seconds += secs;
+        e->sign_ss += ss;
         e->fuzzed = e->fuzzed || json_is_true(fz);
     }
     if (!rd->bad &&
@@ -560,6 +561,7 @@ static bool add_parts(gck_campaign_result *r, const gck_campaign_result *p) {
             ok = add_to(&e->ratio_bins[b], s->ratio_bins[b]);
         if (!ok) return false;
         e->seconds += s->seconds;
+        e->sign_ss += s->sign_ss;
         e->fuzzed = e->fuzzed || s->fuzzed;
     }
     for (size_t i = 0; i < p->nenvironments; i++)

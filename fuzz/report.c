@@ -266,6 +266,7 @@ static json_t *summary_json(const gck_campaign_result *r) {
         json_t *signs = json_array();
         for (int q = 0; q < 4; q++) json_array_append_new(signs, json_integer(e->error_signs[q]));
         json_object_set_new(o, "error_signs", signs);
+        json_object_set_new(o, "sign_test_ss", jnum(e->sign_ss));
         json_object_set_new(o, "sign_test_p", jnum(gck_matrix_sign_test_p(e)));
         json_t *bins = json_array();
         for (int b = 0; b < GCK_RATIO_BINS; b++)

@@ -78,7 +78,8 @@ typedef enum gck_stat_data {
     GCK_STAT_AUTO = 0,  /**< a test on a sample of A and B decides (integers, powers of two and
                              repeated values are structured) */
     GCK_STAT_RANDOM,    /**< the caller vouches: A, B and C hold independent values from
-                             continuous distributions (the generator's unif, normal, logu) */
+                             continuous sign-symmetric distributions (the generator's unif,
+                             normal, logu) */
     GCK_STAT_RANDOM_AB, /**< the same of A and B only: the element tier applies, the sign
                              test only when beta = 0 */
     GCK_STAT_OFF        /**< never apply the tier */
@@ -115,12 +116,16 @@ typedef struct gck_check_result {
                                                    finite errors (error NaN: none) */
     double max_stat;       /**< the largest error / statistical allowance (0: none applied) */
     int64_t stat_elements; /**< elements the statistical tier applied to */
-    /** The sign test: among those elements with a non-zero error, how many lie above and
-     *  below the exact value, and how many nearer to zero and farther from it; bias_p bounds
-     *  the probability of signs as lopsided under round to nearest (1: not tested). */
+    /** The sign test: among the elements the tier applied to with a non-zero error, how many
+     *  lie above and below the exact value (and, counted, not tested, nearer to zero and
+     *  farther from it: round to nearest leans toward zero); bias_ss is the sum of the squared
+     *  sums of the signs (+1 above, -1 below) of each row of op(A) (or column of op(B)), its
+     *  units; bias_p = gck_sign_test(bias_up, bias_down, bias_ss) bounds the probability of a
+     *  split as lopsided under round to nearest on sign-symmetric data (1: not tested). */
     int64_t bias_up, bias_down, bias_toward0, bias_away;
     double bias_p;
     char stat_note[96];              /**< why the tier did not apply ("" when it did) */
+    double bias_ss;                  /**< the sign test's sum of squared unit sums (above) */
     int64_t total_elements;          /**< elements of D (checked or not) */
     bool sampled;                    /**< only a sample of rows and columns was checked */
     int64_t oracle_disagreements;    /**< GCK_ORACLE_BOTH: elements where they differ */
@@ -139,13 +144,12 @@ typedef struct gck_check_result {
  *  error/bound (the bins' edges above). */
 GCK_API int gck_ratio_bin(double error, double ratio);
 
-/** A bound of the two-sided p-value of a sign test: the probability that a + b tosses of a fair
- *  coin split at least as unevenly as a : b (1 when even). The statistical tier's bias test. */
-GCK_API double gck_sign_test_p(int64_t a, int64_t b);
-/** The bias test of the statistical tier over counts of errors above and below the exact value
- *  and nearer to and farther from zero: the smaller gck_sign_test_p of the two splits, doubled
- *  (at most 1). What gck_check_result.bias_p holds and a campaign reports per type tuple. */
-GCK_API double gck_sign_test(int64_t up, int64_t down, int64_t toward0, int64_t away);
+/** The sign test's bound of its two-sided p-value (docs/TOLERANCE.md): with up and down errors
+ *  above and below the exact value, and ss the sum of the squares of the units' sums of signs
+ *  (+1 up, -1 down) whose signs are fair coins under the null hypothesis, Hoeffding's
+ *  2 exp(-(up - down)^2 / (2 ss)), at most 1; 1 when ss is 0 (no test). Sums over independent
+ *  cases (counts and ss added) are tested the same way: what a campaign reports per tuple. */
+GCK_API double gck_sign_test(int64_t up, int64_t down, double ss);
 
 /** One line on the statistical tier of a check: where it applied, its largest ratio (what 1
  *  means) and the sign test; or why it did not apply. */

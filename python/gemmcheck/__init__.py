@@ -98,7 +98,7 @@ class _Result(ctypes.Structure):
                 ("worst", _Element * len(_KINDS)), ("max_ratio", _Element), ("max_stat", _dbl),
                 ("stat_elements", _i64), ("bias_up", _i64), ("bias_down", _i64),
                 ("bias_toward0", _i64), ("bias_away", _i64), ("bias_p", _dbl),
-                ("stat_note", ctypes.c_char * 96), ("total_elements", _i64), ("sampled", _bool), ("oracle_disagreements", _i64),
+                ("stat_note", ctypes.c_char * 96), ("bias_ss", _dbl), ("total_elements", _i64), ("sampled", _bool), ("oracle_disagreements", _i64),
                 ("disagreement", _Element), ("ratio_bins", _i64 * 9),
                 ("oracle_path", ctypes.c_char * 192)]
 

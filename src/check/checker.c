@@ -6,6 +6,7 @@
 
 #include <fenv.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,7 +209,11 @@ typedef struct gather_plan {
      * mean square, beta*c inside every partial sum, the input rounding's weight */
     bool stat_on, beta_sums;
     double stat_lu, kq, ks, in2;
-    bool bias_on;               /* the sign test applies (bias_conditions) */
+    bool bias_on;               /* the sign test applies (bias_conditions) ... */
+    bool bias_rows;             /* ... on units of rows (else of columns): choose_units */
+    bool bias_per_member;       /* one unit per line of each member (else shared) */
+    bool bias_first_only;       /* only the first member's elements are counted */
+    int64_t bias_units;         /* the number of units */
     int qal;                    /* alpha's lowest set bit (INT32_MAX: alpha = 0) */
     bound_ctx bc;               /* the bound's per-case part */
     double ovf_thr, ovf_growth; /* the overflow rules' threshold and growth (see overflow_of) */
@@ -388,19 +393,16 @@ static void case_consts(gather_plan *g, const gck_case *c, const gck_model *m) {
 #define STAT_LAMBDA 56.0
 /* The sign test's threshold on its p-value bound. */
 #define BIAS_P 1e-12
-/* The sign test's shortest sum: with fewer terms, rows or columns of 16-bit values repeat (up
- * to a power of two) often enough that elements are the same computation and err alike (a
- * campaign met K = 1, 2860 f16 rows of which many share a significand: p = 1e-24 on a correct
- * library); 8 terms of bf16 (128 significands) coincide with probability 2^-56 per pair. */
-#define BIAS_MIN_K 8
-
 /* Whether a sample of the operands looks random: few integers, few powers of two, few
  * repeated values among their non-zero finite values (the generator's int, cancellation-free
- * structured data and hand-made matrices fail it). */
-static bool looks_random(const gck_case *c, const void *A, const void *B) {
+ * structured data and hand-made matrices fail it). mixed[0] and mixed[1]: A's and B's sample
+ * holds between a quarter and three quarters negative values (the sign test takes an operand
+ * with mixed signs for sign-symmetric; all-positive data, such as activations after a ReLU,
+ * give errors that lean under round to nearest). */
+static bool looks_random(const gck_case *c, const void *A, const void *B, bool mixed[2]) {
     enum { N = 256 };
     double v[2 * N];
-    int n = 0, ints = 0, pows = 0;
+    int n = 0, ints = 0, pows = 0, nx[2] = {0, 0}, neg[2] = {0, 0};
     uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)c->k;
     for (int x = 0; x < 2; x++) {
         int64_t rs, cs, lines = x == 0 ? c->m : c->n;
@@ -415,9 +417,13 @@ static bool looks_random(const gck_case *c, const void *A, const void *B) {
             int e;
             ints += a == nearbyint(a);
             pows += fabs(frexp(a, &e)) == 0.5;
+            nx[x]++;
+            neg[x] += a < 0;
             v[n++] = a;
         }
     }
+    for (int x = 0; x < 2; x++)
+        mixed[x] = nx[x] >= 16 && 4 * neg[x] >= nx[x] && 4 * neg[x] <= 3 * nx[x];
     if (n < 16 || 2 * ints > n || 4 * pows > n) return false;
     int distinct = 0; /* values met once before among the first 64 compared */
     for (int y = 0; y < n; y++) {
@@ -428,30 +434,55 @@ static bool looks_random(const gck_case *c, const void *A, const void *B) {
     return 4 * distinct >= n;
 }
 
-/* Whether x is kept by rounding to the format. */
-static bool kept_by(double x, gck_format f) { return gck_fmt_round_to(x, f) == x; }
+/* The sign test. Under round to nearest (an odd function, ties to even included), negating
+ * row i of op(A) together with row i of C negates the exact value of row i of D and every
+ * rounding on the way to it (whatever the order of evaluation, the input rounding, or a
+ * rounding shared along a line), so each error of that row changes sign. When A's entries are
+ * independent and sign-symmetric (and C's, when C is read), the rows of errors are therefore
+ * independent given B, and each as likely as its negation: conditioned on the sums R_u of the
+ * error signs (+1 above the exact value, -1 below) of each unit u of rows, the signs of the R_u
+ * are fair coins, and Hoeffding's inequality bounds P(|sum R_u| >= t) by
+ * 2 exp(-t^2 / (2 sum R_u^2)). This holds for any dependence between the elements of a row
+ * (they share A's row) and between rows (they share B). The same holds for columns with B
+ * sign-symmetric; the test takes the side with more units (a choice made from the shape alone,
+ * so no correction is owed). Errors nearer to or farther from zero are counted, not tested: no
+ * symmetry makes them equally likely, and they are not (terms absorbed by a larger partial sum
+ * share its sign more often than not: 1948 of 3434 errors toward zero on a correct bf16
+ * accumulation of log-uniform data, with 1695 above and 1739 below). */
 
-/* The sign test needs independent error signs, so nothing rounded once and shared by many
- * elements: alpha and beta (and beta/alpha where it is formed) exact in the compute and
- * epilogue formats, alpha a power of two where an order forms alpha*b (one rounding shared by a
- * column), no input rounding (shared by a row or column), C random when it is read; and sums
- * long enough that no two elements are the same computation (K >= BIAS_MIN_K, alpha != 0). (fma's
- * rounding error of r*alpha - beta is 0 only when exact, in any rounding mode.) */
-static bool bias_conditions(const gather_plan *g, const gck_case *c, const gck_model *m,
-                            gck_stat_data d) {
-    int e;
-    bool pow2 = fabs(frexp(c->alpha, &e)) == 0.5;
-    if ((gck_model_orders(m) & GCK_ORDER_BETA_OVER_ALPHA) && g->rc && c->beta != 0 &&
-        c->alpha != 0) { /* beta/alpha, formed once, must be exact */
-        double r = c->beta / c->alpha;
-        if (fma(r, c->alpha, -c->beta) != 0 || !kept_by(r, m->compute) || !kept_by(r, m->epilogue))
-            return false;
-    }
-    return c->k >= BIAS_MIN_K && c->alpha != 0 && input_eps(c, m) == 0 &&
-           kept_by(c->alpha, m->compute) && kept_by(c->alpha, m->epilogue) &&
-           kept_by(c->beta, m->compute) && kept_by(c->beta, m->epilogue) &&
-           (pow2 || !(gck_model_orders(m) & GCK_ORDER_ALPHA_ON_OPERAND)) &&
+/* Whether the sign test applies: alpha != 0, K > 0, C sign-symmetric when it is read (declared
+ * random), and A or B sign-symmetric (vouched for by the caller, else a sample with mixed
+ * signs). */
+static bool bias_conditions(const gather_plan *g, const gck_case *c, gck_stat_data d,
+                            const bool mixed[2]) {
+    return c->k > 0 && c->alpha != 0 && (mixed[0] || mixed[1]) &&
            (d == GCK_STAT_RANDOM || !g->rc || c->beta == 0);
+}
+
+/* How the batch members' lines form the sign test's units for operand x (A: rows, B:
+ * columns): one unit per line shared by every member (x broadcast), one per line of each
+ * member (x's members disjoint), or the first member's lines only (x's members overlap, or C
+ * is read and a unit would not own its elements of C). */
+typedef enum { UNITS_SHARED, UNITS_PER_MEMBER, UNITS_FIRST } unit_mode;
+
+static unit_mode units_of(const gather_plan *g, const gck_case *c, gck_operand x) {
+    if (c->batch <= 1) return UNITS_SHARED;
+    int64_t s = llabs(gck_case_stride(c, x)), sc = llabs(gck_case_stride(c, GCK_C));
+    bool c_own = !g->rc || c->beta == 0 || sc >= gck_case_footprint(c, GCK_C);
+    if (s == 0) return c_own || sc == 0 ? UNITS_SHARED : UNITS_FIRST;
+    return s >= gck_case_footprint(c, x) && c_own ? UNITS_PER_MEMBER : UNITS_FIRST;
+}
+
+/* The sign test's side and units (bias_conditions has said it applies). */
+static void choose_units(gather_plan *g, const gck_case *c, const bool mixed[2]) {
+    unit_mode ma = units_of(g, c, GCK_A), mb = units_of(g, c, GCK_B);
+    int64_t ua = mixed[0] ? (ma == UNITS_PER_MEMBER ? c->batch : 1) * c->m : 0,
+            ub = mixed[1] ? (mb == UNITS_PER_MEMBER ? c->batch : 1) * c->n : 0;
+    g->bias_rows = ua >= ub;
+    unit_mode mode = g->bias_rows ? ma : mb;
+    g->bias_units = g->bias_rows ? ua : ub;
+    g->bias_per_member = mode == UNITS_PER_MEMBER;
+    g->bias_first_only = mode == UNITS_FIRST;
 }
 
 /* The statistical tier's per-case constants, and whether it applies (else why not, in note). */
@@ -465,7 +496,8 @@ static void stat_consts(gather_plan *g, const gck_case *c, const gck_model *m, g
     else if (d == GCK_STAT_OFF)
         why = "turned off: the operands are structured (int, cancel, sub, big) or declared not "
               "random";
-    else if (d == GCK_STAT_AUTO && g->rab && c->k > 0 && !looks_random(c, A, B))
+    bool mixed[2] = {d != GCK_STAT_AUTO, d != GCK_STAT_AUTO}; /* vouched for by the caller */
+    if (!why && d == GCK_STAT_AUTO && g->rab && c->k > 0 && !looks_random(c, A, B, mixed))
         why = "A and B do not look random (integers, powers of two or repeated values)";
     if (d == GCK_STAT_AUTO) d = GCK_STAT_RANDOM_AB; /* C is not tested */
     if (why) {
@@ -483,7 +515,8 @@ static void stat_consts(gather_plan *g, const gck_case *c, const gck_model *m, g
     g->in2 = ein > 0 ? 2 * (ein / fc->epsilon) * (ein / fc->epsilon) : 0;
     fesetround(old);
     g->beta_sums = (gck_model_orders(m) & GCK_ORDER_BETA_FIRST) && g->rc && c->beta != 0;
-    g->bias_on = bias_conditions(g, c, m, d);
+    g->bias_on = bias_conditions(g, c, d, mixed);
+    if (g->bias_on) choose_units(g, c, mixed);
 }
 
 static gather_plan *gather_plan_new(const gck_case *c, const gck_model *m, const void *A,
@@ -891,6 +924,7 @@ typedef struct chk_job {
     int64_t drs, dcs, sd;       /* D's element and member strides */
     gck_format td;
     gck_check_result r;
+    _Atomic int32_t *units; /* the sign test's unit sums (choose_units); NULL: not made */
     bool ok;
 } chk_job;
 
@@ -1158,11 +1192,14 @@ static void conclude(chk_job *job, oracle_h *o, int64_t bi, int64_t i, int64_t j
     if (isnan(e.stat)) return;
     r->stat_elements++;
     if (e.stat > r->max_stat) r->max_stat = e.stat;
-    /* the sign test counts each distinct computation once: with both A and B broadcast, the
-     * batch members differ at most in C */
-    if (!job->gp->bias_on || ev->err_sign == 0 || ev->value == 0 ||
-        (bi > 0 && c->stride_a == 0 && c->stride_b == 0))
+    /* the sign test: each inexact element's sign, added to its unit's sum (choose_units) */
+    const gather_plan *g = job->gp;
+    if (!g->bias_on || !job->units || ev->err_sign == 0 || ev->value == 0 ||
+        (bi > 0 && g->bias_first_only))
         return;
+    int64_t line = g->bias_rows ? i : j, lines = g->bias_rows ? c->m : c->n;
+    atomic_fetch_add_explicit(&job->units[(g->bias_per_member ? bi * lines : 0) + line],
+                              ev->err_sign > 0 ? 1 : -1, memory_order_relaxed);
     r->bias_up += ev->err_sign > 0;
     r->bias_down += ev->err_sign < 0;
     bool toward0 = (ev->err_sign > 0) != (ev->value > 0);
@@ -1300,39 +1337,33 @@ static bool check_in_parallel(const chk_job *proto, int threads, gck_check_resul
     return ok;
 }
 
-/* A bound of the two-sided p-value of a sign test: the probability that a fair coin tossed
- * a + b times shows a split at least as lopsided (Chernoff: P(X <= k) <= exp(-n D(k/n || 1/2))
- * for k <= n/2, doubled). */
-static double sign_test_p(int64_t a, int64_t b) {
-    double n = (double)a + (double)b, k = (double)(a < b ? a : b);
-    if (n == 0 || 2 * k >= n) return 1.0;
-    double q = k / n, d = (1 - q) * log(2 * (1 - q));
-    if (q > 0) d += q * log(2 * q);
-    double p = 2 * exp(-n * d);
+/* The sign test's p-value bound (Hoeffding) from the counts above and below the exact value
+ * and the sum of the squared unit sums: 2 exp(-(up - down)^2 / (2 ss)), at most 1 (1 when ss
+ * is 0: not made). */
+static double sign_test_p(int64_t up, int64_t down, double ss) {
+    double t = (double)up - (double)down;
+    if (!(ss > 0) || t == 0) return 1.0;
+    double p = 2 * exp(-t * t / (2 * ss));
     return p < 1 ? p : 1.0;
 }
 
-/* The sign test of the elements the statistical tier applied to: both splits (above/below
- * the exact value, toward/away from zero), the smaller bound doubled; a finding of kind
- * improbable_error when it is at most BIAS_P. */
-static double sign_test_both(int64_t up, int64_t down, int64_t toward0, int64_t away) {
-    return fmin(1.0, 2 * fmin(sign_test_p(up, down), sign_test_p(toward0, away)));
-}
-
-static void sign_test(gck_check_result *r) {
-    double p1 = sign_test_p(r->bias_up, r->bias_down);
-    double p2 = sign_test_p(r->bias_toward0, r->bias_away);
-    r->bias_p = sign_test_both(r->bias_up, r->bias_down, r->bias_toward0, r->bias_away);
+/* The sign test of the elements the statistical tier applied to (see bias_conditions): a
+ * finding of kind improbable_error when its p-value bound is at most BIAS_P. */
+static void sign_test(gck_check_result *r, const gather_plan *g, const _Atomic int32_t *units) {
+    double ss = 0;
+    for (int64_t u = 0; units && u < g->bias_units; u++) {
+        double v = (double)atomic_load_explicit(&units[u], memory_order_relaxed);
+        ss += v * v;
+    }
+    r->bias_ss = ss;
+    r->bias_p = sign_test_p(r->bias_up, r->bias_down, ss);
     if (r->bias_p > BIAS_P || !isfinite(r->max_ratio.error)) return;
     gck_kind k = GCK_KIND_IMPROBABLE_ERROR;
     gck_element_report e = r->max_ratio;
-    bool updown = p1 <= p2;
-    int64_t a = updown ? r->bias_up : r->bias_toward0, b = updown ? r->bias_down : r->bias_away;
+    int64_t a = r->bias_up, b = r->bias_down;
     snprintf(e.rule, sizeof e.rule, "sign test: %lld of %lld inexact results %s (p <= %.2g)",
              (long long)(a > b ? a : b), (long long)(a + b),
-             updown ? (a > b ? "above the exact value" : "below the exact value")
-                    : (a > b ? "nearer to zero than exact" : "farther from zero than exact"),
-             r->bias_p);
+             a > b ? "above the exact value" : "below the exact value", r->bias_p);
     if (r->count[k] == 0) {
         r->count[k] = a > b ? a : b;
         r->worst[k] = e;
@@ -1387,16 +1418,20 @@ static gck_status check_values(const gck_case *c, const gck_support_row *row,
                      .rows = rows,
                      .cols = cols,
                      .tiles = gck_tiles_of(c, plan ? gck_exact_plan_tile(plan) : 64)};
+    if (gp->bias_on && gp->bias_units > 0 &&
+        !(proto.units = calloc((size_t)gp->bias_units, sizeof *proto.units)))
+        s = gck_fail(GCK_ENOMEM, msg, len, "out of memory");
     gck_case_op_strides(c, GCK_D, &proto.drs, &proto.dcs);
     proto.sd = gck_case_stride(c, GCK_D);
     proto.td = gck_case_type(c, GCK_D);
     if (s == GCK_OK && !check_in_parallel(&proto, gck_thread_count(opt->threads, total), r))
         s = gck_fail(GCK_ENOMEM, msg, len, "out of memory for the oracle (K = %lld)",
                      (long long)c->k);
+    if (s == GCK_OK) sign_test(r, gp, proto.units);
+    free(proto.units);
     gck_exact_plan_free(plan);
     gather_plan_free(gp);
     gck_stash_flush(); /* what the bound's GEMM left for the oracle */
-    if (s == GCK_OK) sign_test(r);
     free(rows);
     free(cols);
     if (s == GCK_OK && r->oracle_disagreements) {
@@ -1422,13 +1457,14 @@ static void stat_describe(const gck_check_result *r, char *buf, size_t len) {
     if (n < 0 || (size_t)n >= len) return;
     if (r->bias_up + r->bias_down == 0)
         snprintf(buf + n, len - (size_t)n,
-                 "sign test not made (K < 8, a rounding shared by many elements, or no inexact "
-                 "one)");
+                 "sign test not made (alpha = 0, C read but not declared random, neither A nor B "
+                 "with mixed signs, or no inexact element)");
     else
         snprintf(buf + n, len - (size_t)n,
-                 "error signs %lld up / %lld down, %lld toward / %lld away from zero (p <= %.2g)",
-                 (long long)r->bias_up, (long long)r->bias_down, (long long)r->bias_toward0,
-                 (long long)r->bias_away, r->bias_p);
+                 "error signs %lld up / %lld down (sign test p <= %.2g), %lld toward / %lld "
+                 "away from zero (not tested)",
+                 (long long)r->bias_up, (long long)r->bias_down, r->bias_p,
+                 (long long)r->bias_toward0, (long long)r->bias_away);
 }
 
 /* ---- the public functions, in gemmcheck's floating-point environment (fpenv.h) ------------ */
@@ -1437,9 +1473,8 @@ GCK_GUARDED(double, gck_bound, element_bound,
             (const gck_case *c, const gck_model *m, const gck_bound_terms *t, bool *degenerate),
             (c, m, t, degenerate))
 GCK_GUARDED(int, gck_ratio_bin, ratio_bin, (double error, double ratio), (error, ratio))
-GCK_GUARDED(double, gck_sign_test_p, sign_test_p, (int64_t a, int64_t b), (a, b))
-GCK_GUARDED(double, gck_sign_test, sign_test_both,
-            (int64_t up, int64_t down, int64_t toward0, int64_t away), (up, down, toward0, away))
+GCK_GUARDED(double, gck_sign_test, sign_test_p, (int64_t up, int64_t down, double ss),
+            (up, down, ss))
 GCK_GUARDED_VOID(gck_stat_describe, stat_describe,
                  (const gck_check_result *r, char *buf, size_t len), (r, buf, len))
 GCK_GUARDED(gck_status, gck_check_values, check_values,
