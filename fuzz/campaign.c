@@ -202,7 +202,7 @@ static void record(run_ctx *x, gck_kind kind, const gck_spec *s, const char *det
 /* Count a case's outcome in the summary and its tuple's entry; `seconds` is the time from handing
  * it to a worker to its result. */
 static void count_case(run_ctx *x, const gck_spec *s, gck_outcome outcome, const bool *kinds,
-                       const gck_check_result *check, double seconds) {
+                       const gck_check_result *check, double seconds, bool refused) {
     gck_campaign_result *r = x->res;
     r->cases++;
     x->info->cases++;
@@ -212,6 +212,7 @@ static void count_case(run_ctx *x, const gck_spec *s, gck_outcome outcome, const
     if (e) {
         e->fuzzed = true;
         e->seconds += seconds;
+        e->refused += refused;
     }
     if (outcome == GCK_OUTCOME_PASS) {
         r->pass++;
@@ -270,7 +271,7 @@ static void on_result(run_ctx *x, slot *s, const gck_run_result *in) {
         record(x, fd->kind, &s->spec, fd->detail, fd->kind == GCK_KIND_NONDETERMINISTIC ? conc : "",
                fd->has_element ? &fd->element : NULL);
     }
-    count_case(x, &s->spec, outcome, kinds, &rr->check, gck_wire_now() - s->sent);
+    count_case(x, &s->spec, outcome, kinds, &rr->check, gck_wire_now() - s->sent, rr->refused);
 }
 
 /* gemmcheck's own failure on the case in flight: counted, reported with the case, no finding. */
@@ -290,7 +291,7 @@ static void on_death(run_ctx *x, slot *s, bool hang, const char *why) {
     gck_kind kind = hang ? GCK_KIND_HANG : GCK_KIND_CRASH;
     bool backend = true;
     if (hang)
-        gck_wire_hang_detail(&s->watch.call, s->watch.limit, d, sizeof d, flags, sizeof flags);
+        gck_watch_hang(&s->watch, d, sizeof d, flags, sizeof flags);
     else if (why)
         gck_watch_corrupted(&s->watch, why, d, sizeof d, flags, sizeof flags);
     else
@@ -308,12 +309,29 @@ static void on_death(run_ctx *x, slot *s, bool hang, const char *why) {
     if (backend) {
         record(x, kind, &s->spec, d, flags, NULL);
         kinds[kind] = true;
-        count_case(x, &s->spec, GCK_OUTCOME_FINDINGS, kinds, NULL, gck_wire_now() - s->sent);
+        count_case(x, &s->spec, GCK_OUTCOME_FINDINGS, kinds, NULL, gck_wire_now() - s->sent, false);
     } else {
         internal_error(x, s, d);
     }
     s->lingering = false;
     s->alive = s->busy = false;
+}
+
+/* The limits of case number case_no's first call (--memory-budget, --thread-limit), drawn from
+ * the seed and the case number: the same case gets the same limits in every run. */
+static void draw_limits(const gck_campaign_options *o, uint64_t case_no, gck_spec *s) {
+    uint64_t h = gck_mix64(o->seed ^ gck_mix64(case_no + 0x6c696d6974ull));
+    if (o->mem_hi > 0) {
+        double lo = log((double)o->mem_lo), hi = log((double)o->mem_hi);
+        double u = (double)(h >> 11) * 0x1p-53;
+        s->mem_budget = (int64_t)llround(exp(lo + u * (hi - lo)));
+        if (s->mem_budget < o->mem_lo) s->mem_budget = o->mem_lo;
+        if (s->mem_budget > o->mem_hi) s->mem_budget = o->mem_hi;
+    }
+    if (o->limit_threads) {
+        s->limit_threads = true;
+        s->max_threads = o->thr_lo + (int)(gck_mix64(h) % (uint64_t)(o->thr_hi - o->thr_lo + 1));
+    }
 }
 
 /* The next case to run: prelude (edge cases, corpus), then the generated stream of this shard. */
@@ -327,6 +345,7 @@ static bool next_case(run_ctx *x, gck_spec *s, uint64_t *case_no, bool *requeste
         gck_fuzz_generate(&x->gen, index, s);
         *case_no = index;
     }
+    draw_limits(x->o, *case_no, s);
     *requested = false;
     for (size_t t = 0; t < x->ntargets; t++)
         if (x->targets[t].requested && x->targets[t].a == s->c.type_a &&
@@ -359,7 +378,7 @@ static bool dispatch(run_ctx *x, slot *s) {
     req.threads = 1;
     req.repeat = 1;
     gck_spec_format(&s->spec, req.repro, sizeof req.repro);
-    gck_watch_start(&s->watch, &s->spec.c, 0, x->o->timeout_floor);
+    gck_watch_start(&s->watch, &s->spec, 0, x->o->timeout_floor);
     s->sent = gck_wire_now();
     if (gck_worker_request(&s->w, &req, gck_wire_now() + 30.0)) {
         s->busy = true;
@@ -536,7 +555,7 @@ static void on_frame(run_ctx *x, slot *s, const gck_wire_frame *f) {
             bool kinds[GCK_KIND_COUNT] = {false};
             kinds[GCK_KIND_CRASH] = true;
             record(x, GCK_KIND_CRASH, &s->prev, d, "", NULL);
-            count_case(x, &s->prev, GCK_OUTCOME_FINDINGS, kinds, NULL, 0);
+            count_case(x, &s->prev, GCK_OUTCOME_FINDINGS, kinds, NULL, 0, false);
             s->lingering = false;
         }
         on_result(x, s, rr);

@@ -42,6 +42,12 @@ typedef struct gck_campaign_options {
     double log_every;        /**< a plain progress line every so many seconds (0: none) */
     bool stop_on_finding;    /**< end the campaign at the first distinct finding */
     struct gck_known *known; /**< --known / --baseline entries (fuzz/known.h), or NULL */
+    /** --memory-budget LO:HI and --thread-limit LO:HI (docs/RESOURCES.md): each case's first
+     *  call gets a budget drawn log-uniformly from [mem_lo, mem_hi] bytes (mem_hi 0: none) and,
+     *  when limit_threads, a thread limit drawn uniformly from [thr_lo, thr_hi] */
+    int64_t mem_lo, mem_hi;
+    bool limit_threads;
+    int thr_lo, thr_hi;
     const char *command_line;
 } gck_campaign_options;
 
@@ -91,7 +97,9 @@ typedef struct gck_matrix_entry {
      *  line): above, below the exact value; nearer to, farther from zero, counted, not tested
      *  (the report's error_signs) */
     int64_t error_signs[4];
-    double sign_ss; /**< the sign test's sums of squared unit sums over the cases (checker.h) */
+    int64_t refused; /**< cases whose first call was refused under the case's memory budget or
+                          thread limit, the next call right (docs/RESOURCES.md) */
+    double sign_ss;  /**< the sign test's sums of squared unit sums over the cases (checker.h) */
     int64_t ratio_bins[GCK_RATIO_BINS]; /**< checked elements by error/bound (checker.h's bins) */
     double seconds; /**< from handing its cases to a worker to their results, summed */
     bool fuzzed;    /**< cases of it were generated (false: declared, left out by --types) */
@@ -181,6 +189,7 @@ typedef struct gck_backend_totals {
     int64_t tuples;                  /**< its entries */
     int64_t failing;                 /**< entries with a failing case */
     int64_t unreached;               /**< entries where no case ran (pass + fail = 0) */
+    int64_t refused;                 /**< cases refused under limits (gck_matrix_entry) */
 } gck_backend_totals;
 gck_backend_totals gck_result_backend_totals(const gck_campaign_result *r, const char *spec);
 /** Append one shard's environment record (a JSON object text; copied). */

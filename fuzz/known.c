@@ -257,12 +257,16 @@ static bool matches(const entry *e, const gck_campaign_result *r, const gck_fuzz
 }
 
 /* An over-read, shown: the finding's case crashes again in a fresh process, and passes once
- * every operand ends 4 KiB before its guard page. */
+ * every operand ends 4 KiB before its guard page. Both without the case's memory budget and
+ * thread limit (docs/RESOURCES.md): an over-read does not need them, and a crash they cause
+ * (an exit when a thread cannot start) is not one. */
 static bool overread_shown(const gck_fuzz_finding *f) {
     gck_spec spec;
     char msg[512];
     if (f->kind != GCK_KIND_CRASH || gck_spec_parse(f->repro, &spec, msg, sizeof msg) != GCK_OK)
         return false;
+    spec.mem_budget = 0;
+    spec.limit_threads = false;
     gck_isolated_result *res = malloc(sizeof *res);
     if (!res) return false;
     gck_run_options o = {.check = {.oracle = GCK_ORACLE_EXACT}};

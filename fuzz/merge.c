@@ -264,9 +264,11 @@ static bool read_matrix(reader *rd, const json_t *sum, gck_campaign_result *part
             return fail(rd, "the support matrix's counts overflow");
         if (isfinite(t) && t > e->max_stat) e->max_stat = t;
         int64_t se = get_count(rd, v, w, "stat_elements"),
-                ie = get_count(rd, v, w, "improbable_elements");
+                ie = get_count(rd, v, w, "improbable_elements"),
+                rf = get_count(rd, v, w, "refused_under_limits");
         if (rd->bad) return !rd->bad;
-        if (!add_to(&e->stat_elements, se) || !add_to(&e->improbable, ie))
+        if (!add_to(&e->stat_elements, se) || !add_to(&e->improbable, ie) ||
+            !add_to(&e->refused, rf))
             return fail(rd, "the support matrix's counts overflow");
         if (!read_counts(rd, v, w, "error_signs", e->error_signs, 4, true) ||
             !read_counts(rd, v, w, "ratio_bins", e->ratio_bins, GCK_RATIO_BINS, false))
@@ -554,8 +556,8 @@ static bool add_parts(gck_campaign_result *r, const gck_campaign_result *p) {
             !add_to(&e->unsupported, s->unsupported))
             return false;
         if (s->max_stat > e->max_stat) e->max_stat = s->max_stat;
-        bool ok =
-            add_to(&e->stat_elements, s->stat_elements) && add_to(&e->improbable, s->improbable);
+        bool ok = add_to(&e->stat_elements, s->stat_elements) &&
+                  add_to(&e->improbable, s->improbable) && add_to(&e->refused, s->refused);
         for (int q = 0; ok && q < 4; q++) ok = add_to(&e->error_signs[q], s->error_signs[q]);
         for (int b = 0; ok && b < GCK_RATIO_BINS; b++)
             ok = add_to(&e->ratio_bins[b], s->ratio_bins[b]);

@@ -85,6 +85,7 @@ gck_backend_totals gck_result_backend_totals(const gck_campaign_result *r, const
         t.tuples++;
         t.failing += e->fail > 0;
         t.unreached += e->pass + e->fail == 0;
+        t.refused += e->refused;
     }
     return t;
 }
@@ -266,6 +267,7 @@ static json_t *summary_json(const gck_campaign_result *r) {
         json_t *signs = json_array();
         for (int q = 0; q < 4; q++) json_array_append_new(signs, json_integer(e->error_signs[q]));
         json_object_set_new(o, "error_signs", signs);
+        json_object_set_new(o, "refused_under_limits", json_integer(e->refused));
         json_object_set_new(o, "sign_test_ss", jnum(e->sign_ss));
         json_object_set_new(o, "sign_test_p", jnum(gck_matrix_sign_test_p(e)));
         json_t *bins = json_array();
@@ -453,6 +455,14 @@ void gck_report_print_summary(const gck_campaign_result *r, FILE *out) {
     fprintf(out, "%-*s %9lld %9lld %9lld %9lld %9.1f\n", w, "total", (long long)r->cases,
             (long long)r->pass, (long long)r->unsupported, (long long)r->with_findings,
             r->seconds > 0 ? (double)r->cases / r->seconds : 0.0);
+    for (int b = 0; b < r->nbackends; b++) {
+        gck_backend_totals t = gck_result_backend_totals(r, r->backends[b].spec);
+        if (t.refused)
+            fprintf(out,
+                    "under limits: %s refused %lld first call(s) with an error (counted, not "
+                    "findings: the next call, without limits, was checked)\n",
+                    r->backends[b].spec, (long long)t.refused);
+    }
     print_causes(r, out);
     if (r->deadline_retries)
         fprintf(out,

@@ -64,7 +64,23 @@
  *              near a page boundary that is not mapped, docs/DEVIATIONS.md)
  *   ownsegv    installs its own SIGSEGV handler (which exits 0), then crashes
  *   noalarm    declares ref's first two rows only; each call blocks SIGALRM, SIGTERM and SIGINT
- *              and spins (a hang that an alarm() or a polite signal cannot end) */
+ *              and spins (a hang that an alarm() or a polite signal cannot end)
+ *
+ * Backends under a memory budget or a thread limit (docs/RESOURCES.md). Each call first
+ * allocates a 32 MiB workspace (a BLAS packing buffer) or starts a helper thread, and when
+ * that fails:
+ *   oomhang    retries the allocation forever (OpenBLAS 0.3.21's blas_memory_alloc, issue 5289)
+ *   oomexit    prints OpenBLAS's "Program is Terminated" line and calls exit(1) (issue 539)
+ *   oomgarbage carries on without its workspace and returns success with D unwritten (the
+ *              unchecked allocations of OpenBLAS issue 295)
+ *   oompoison  returns an error, and every later call of the process fails too (a CUDA
+ *              context or cuBLAS handle left broken by a failed allocation)
+ *   oomclean   returns an error; the next call works (what a correct library does)
+ *   thrcrash   prints OpenBLAS's "pthread_create failed" line and crashes (issue 1668)
+ *   thrclean   computes D in the calling thread instead (correct)
+ * With GCK_FAULTY_PLAIN=FORMAT in the environment, a backend declares only ref's rows whose four
+ * operands are of that format (a short table for certify's tests); GCK_FAULTY_WORK_MIB=N makes
+ * the workspace N MiB (an upgrade that needs more memory). */
 #define _GNU_SOURCE 1
 #include <fcntl.h>
 #include <fenv.h>
@@ -148,6 +164,17 @@ static size_t f_table(void *state, const gck_support_row **rows) {
             bad[1].promises |= 1u << 20;
         *rows = bad;
         return 2;
+    }
+    const char *only = getenv("GCK_FAULTY_PLAIN"); /* "f32": the rows of four f32 operands */
+    gck_format f;
+    if (only && gck_format_parse(only, &f)) {
+        static gck_support_row kept[64];
+        size_t k = 0;
+        for (size_t r = 0; r < n && k < 64; r++)
+            if ((*rows)[r].a == f && (*rows)[r].b == f && (*rows)[r].c == f && (*rows)[r].d == f)
+                kept[k++] = (*rows)[r];
+        *rows = kept;
+        return k;
     }
     return n;
 }
@@ -323,6 +350,67 @@ static gck_call_status racy_call(faulty_state *s, const gck_case *c, const gck_s
     return GCK_CALL_OK;
 }
 
+/* The helper thread of thrcrash and thrclean: the reference call. */
+typedef struct helper_job {
+    faulty_state *s;
+    const gck_case *c;
+    const gck_support_row *row;
+    const gck_operands *ops;
+    char *msg;
+    size_t len;
+    gck_call_status st;
+} helper_job;
+
+static void *helper(void *arg) {
+    helper_job *j = arg;
+    j->st = j->s->ref.ops->call(j->s->ref.state, j->c, j->row, j->ops, j->msg, j->len);
+    return NULL;
+}
+
+/* The oom* and thr* faults (above); *done: the call's status is the return value. */
+static gck_call_status resource_call(faulty_state *s, const gck_case *c, const gck_support_row *row,
+                                     const gck_operands *ops, char *msg, size_t len, bool *done) {
+    static atomic_bool poisoned;
+    const char *mib = getenv("GCK_FAULTY_WORK_MIB"); /* the workspace's size (32 MiB) */
+    size_t WORK = (size_t)(mib && atoi(mib) > 0 ? atoi(mib) : 32) << 20;
+    *done = true;
+    if (!strncmp(fault_name, "thr", 3)) {
+        helper_job j = {s, c, row, ops, msg, len, GCK_CALL_ERROR};
+        pthread_t t;
+        if (pthread_create(&t, NULL, helper, &j) == 0) {
+            pthread_join(t, NULL);
+            return j.st;
+        }
+        if (!strcmp(fault_name, "thrclean"))
+            return s->ref.ops->call(s->ref.state, c, row, ops, msg, len);
+        fprintf(stderr, "OpenBLAS blas_thread_init: pthread_create failed for thread 1 of 2: "
+                        "Resource temporarily unavailable (simulated)\n");
+        write_to_null_page();
+    }
+    if (!strcmp(fault_name, "oompoison") && atomic_load(&poisoned)) {
+        snprintf(msg, len, "the workspace pool is broken since an earlier failed allocation");
+        return GCK_CALL_ERROR;
+    }
+    char *w = malloc(WORK);
+    if (!w && !strcmp(fault_name, "oomhang"))
+        while (!(w = malloc(WORK))) continue;
+    if (w) {
+        w[0] = w[WORK - 1] = 1; /* used */
+        free(w);
+        *done = false;
+        return GCK_CALL_OK;
+    }
+    if (!strcmp(fault_name, "oomexit")) {
+        fprintf(stderr, "BLAS : Program is Terminated. Because you tried to allocate too many "
+                        "memory regions. (simulated)\n");
+        exit(1);
+    }
+    if (!strcmp(fault_name, "oomgarbage")) return GCK_CALL_OK; /* D never written */
+    if (!strcmp(fault_name, "oompoison")) atomic_store(&poisoned, true);
+    snprintf(msg, len, "CUBLAS_STATUS_ALLOC_FAILED (simulated: no memory for the workspace)");
+    return GCK_CALL_ERROR;
+}
+
 static gck_call_status f_call(void *state, const gck_case *c, const gck_support_row *row,
                               const gck_operands *ops, char *msg, size_t len) {
     faulty_state *s = state;
@@ -356,6 +444,11 @@ static gck_call_status f_call(void *state, const gck_case *c, const gck_support_
         (void)*(volatile const char *)((end + 4095) & ~(uintptr_t)4095);
     }
     if (nonempty) hostile();
+    if (nonempty && (!strncmp(fault_name, "oom", 3) || !strncmp(fault_name, "thr", 3))) {
+        bool done;
+        gck_call_status st = resource_call(s, c, row, ops, msg, len, &done);
+        if (done) return st;
+    }
     if (!strcmp(fault_name, "unimpl") && (c->type_a == GCK_F64 || c->type_b == GCK_F64)) {
         snprintf(msg, len, "f64 inputs not implemented");
         return GCK_CALL_NOT_SUPPORTED;
@@ -436,7 +529,8 @@ static const char *const names[] = {
     "badrow",     "initsegv", "forkcrash", "forksleep", "killgroup", "after",    "badtext",
     "stdout",     "exit",     "abort",     "sigkill",   "spin",      "far",      "ownsegv",
     "trunc",      "flush",    "ulpup",     "e4",        "sticky",    "inithang", "nodeathsig",
-    "badpromise", "nansign",  "overread",  "noalarm"};
+    "badpromise", "nansign",  "overread",  "noalarm",   "oomhang",   "oomexit",  "oomgarbage",
+    "oompoison",  "oomclean", "thrcrash",  "thrclean"};
 
 GCK_PLUGIN_ABI_DECLARE
 const gck_backend_ops *gemmcheck_backend_plugin(const char *name);

@@ -75,6 +75,10 @@ Test(spec, malformed_strings_are_refused_with_the_reason) {
         {"off=0,0,0,0", "off=0,0,0", "off='0,0,0' must be four"},
         {"d=c", "d=maybe", "d='maybe' must be c"},
         {" batch=1", " batch=1 stray", "'stray' is not key=value"},
+        {"seed=1", "seed=1 mem=0", "mem='0' must be a memory budget of at least 1 byte"},
+        {"seed=1", "seed=1 mem=1k", "mem='1k' must be a memory budget"},
+        {"seed=1", "seed=1 thr=-1", "thr='-1' must be a thread limit 0..100000"},
+        {"seed=1", "seed=1 thr=1 thr=2", "key 'thr' given twice"},
     };
     for (size_t e = 0; e < sizeof edits / sizeof edits[0]; e++) {
         char bad[2100];
@@ -87,6 +91,26 @@ Test(spec, malformed_strings_are_refused_with_the_reason) {
         cr_expect_eq(gck_spec_parse(bad, &out, msg, sizeof msg), GCK_EINVAL, "accepted: %s", bad);
         cr_expect(strstr(msg, edits[e].why) != NULL, "'%s' lacks '%s'", msg, edits[e].why);
     }
+}
+
+Test(spec, limits_are_optional_keys_that_round_trip) {
+    gck_case c;
+    gck_case_init(&c, 3, 4, 5);
+    gck_spec s, back;
+    gck_spec_init(&s, &c);
+    char a[2048], b[2048], msg[256];
+    gck_spec_format(&s, a, sizeof a);
+    cr_expect(strstr(a, "mem=") == NULL && strstr(a, "thr=") == NULL, "%s", a);
+    s.mem_budget = 123456789;
+    s.limit_threads = true;
+    s.max_threads = 0;
+    gck_spec_format(&s, a, sizeof a);
+    cr_expect(strstr(a, " mem=123456789 thr=0") != NULL, "%s", a);
+    cr_assert_eq(gck_spec_parse(a, &back, msg, sizeof msg), GCK_OK, "%s", msg);
+    cr_expect_eq(back.mem_budget, 123456789);
+    cr_expect(back.limit_threads && back.max_threads == 0);
+    gck_spec_format(&back, b, sizeof b);
+    cr_expect_str_eq(a, b);
 }
 
 Test(spec, distributions_stay_finite_and_in_their_type) {

@@ -209,6 +209,11 @@ static gck_call_status u_call(void *state, const gck_case *c, const gck_support_
             }
     else if (kind == BETA_C_BF16 && c->beta == 1)
         cv = rc = rounded(o->c, gck_case_extent(c, GCK_C), GCK_BF16);
+    if ((kind == TF32 && (!ra || !rb)) || (cv == NULL && o->c != NULL)) {
+        free(ra), free(rb), free(rc);
+        snprintf(msg, len, "out of memory for the rounded operands");
+        return GCK_CALL_ERROR; /* what a library does when its memory runs out */
+    }
     if (kind == TRANSPOSE_WRONG && c->transa == GCK_OP_T) cc.alpha = -c->alpha;
     if (kind == TRUNCATING) fesetround(FE_TOWARDZERO);
     unsigned csr = _mm_getcsr();

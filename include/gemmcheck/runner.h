@@ -38,6 +38,8 @@ typedef enum gck_call_mode {
     GCK_CALL_RERUN,      /**< the determinism check's second call on fresh buffers */
     GCK_CALL_ALONE,      /**< a concurrency-check call made alone (its reference result) */
     GCK_CALL_CONCURRENT, /**< the concurrency check's calls, all at once from threads */
+    GCK_CALL_RECOVERY,   /**< the call, without limits, after a first call refused under the
+                              case's memory budget or thread limit (docs/RESOURCES.md) */
     GCK_CALL_MODE_COUNT
 } gck_call_mode;
 
@@ -84,6 +86,12 @@ typedef struct gck_run_result {
     gck_finding findings[GCK_KIND_COUNT]; /**< at most one per kind */
     double call_seconds;
     int attempts; /**< runs made (1 unless gck_run_options.repeat > 1) */
+    /** The first call, under the case's memory budget or thread limit, returned an error:
+     *  counted, not a finding; the case's verdict is then the next call's, made without
+     *  limits on fresh buffers (docs/RESOURCES.md). refusal: its message. */
+    bool refused;
+    char refusal[256];
+    int threads_refused; /**< pthread_create calls refused to the first call */
 } gck_run_result;
 
 /** Run one spec. Returns GCK_OK when the case ran (whatever its outcome); GCK_EINVAL for an

@@ -46,6 +46,12 @@ typedef struct gck_spec {
     int special_pm;    /**< per mille of A, B, C elements replaced by NaN, +-Inf or +-0 */
     bool c_nan;        /**< every element of C is NaN (tests beta = 0 semantics) */
     uint64_t seed;
+    /** Resources the backend's first call may take (docs/RESOURCES.md): bytes it may allocate
+     *  (0: no budget; `mem=` in the reproducer), and, when limit_threads, how many threads it
+     *  may start (`thr=`). */
+    int64_t mem_budget;
+    bool limit_threads;
+    int max_threads;
 } gck_spec;
 
 /** A spec for the case with tight layout, no offsets, uniform values, seed 1. */

@@ -34,9 +34,7 @@ typedef struct probe {
     char why[GCK_FP_PROBE];
 } probe;
 
-/* The row's case of shape m x n x k: column-major, no transposes, tight leading dimensions,
- * D separate when the row allows it, alpha = 1, beta = 0. */
-static gck_case row_case(const gck_support_row *row, int64_t m, int64_t n, int64_t k) {
+gck_case gck_fp_row_case(const gck_support_row *row, int64_t m, int64_t n, int64_t k) {
     gck_case c;
     gck_case_init(&c, m, n, k);
     c.type_a = row->a;
@@ -204,7 +202,7 @@ typedef enum layout {
 } layout;
 
 static gck_case layout_case(const gck_support_row *row, int64_t m, int64_t n, int64_t k, layout l) {
-    gck_case c = row_case(row, m, n, k);
+    gck_case c = gck_fp_row_case(row, m, n, k);
     if (l == ROW_MAJOR) c.order = GCK_ROW_MAJOR, c.lda = k, c.ldb = n, c.ldc = c.ldd = n;
     if (l == A_TRANSPOSED) c.transa = GCK_OP_T, c.lda = k;
     if (l == LDA_PADDED) c.lda = m + 3;
@@ -219,7 +217,7 @@ static gck_case layout_case(const gck_support_row *row, int64_t m, int64_t n, in
 
 static bool order_measure(probe *pr, int64_t m, int64_t k, layout l, const int64_t *ii,
                           const int64_t *jj, int64_t np, int64_t *lca, uint32_t *digest) {
-    gck_case c0 = row_case(pr->row, m, 1, k);
+    gck_case c0 = gck_fp_row_case(pr->row, m, 1, k);
     int em, eu;
     if (!order_scale(&c0, k, &em, &eu, pr->why, sizeof pr->why)) return false;
     double M = ldexp(1, em), u = ldexp(1, eu);
@@ -402,7 +400,7 @@ static void probe_fma(probe *pr, gck_fingerprint *fp, int pin) {
         A[r] = -1, A[r + dist[r] * R] = x;                 /* row r, column 0: -1, then x*x */
         A[FMA_D + r] = x, A[FMA_D + r + dist[r] * R] = -1; /* row 7+r, column 1: x*x, then -1 */
     }
-    gck_case c = row_case(pr->row, R, 2, FMA_K);
+    gck_case c = gck_fp_row_case(pr->row, R, 2, FMA_K);
     if (!run(pr, &c, A, B, NULL, d)) {
         gck_fp_add(fp, "products", pr->why, "undecided");
         return;
@@ -437,7 +435,7 @@ static void probe_fma(probe *pr, gck_fingerprint *fp, int pin) {
 
 /* One 1 x 1 x 1 GEMM: D = alpha*a*b + beta*c; NAN when it cannot run (why in pr). */
 static double one(probe *pr, double a, double b, double c, double alpha, double beta) {
-    gck_case cs = row_case(pr->row, 1, 1, 1);
+    gck_case cs = gck_fp_row_case(pr->row, 1, 1, 1);
     cs.alpha = alpha;
     cs.beta = beta;
     double d;
@@ -551,7 +549,7 @@ static bool three_terms(probe *pr, int64_t n, const double *big, const double *s
         int j = acc_dist[r % ACC_D];
         A[r] = big[r], A[r + j * n] = small[r], A[r + 2 * j * n] = -big[r];
     }
-    gck_case c = row_case(pr->row, n, 1, ACC_K);
+    gck_case c = gck_fp_row_case(pr->row, n, 1, ACC_K);
     ok = ok && run(pr, &c, A, B, NULL, d);
     if (!A || !B) snprintf(pr->why, sizeof pr->why, "out of memory");
     free(A);
@@ -695,7 +693,7 @@ static int probe_input_bits(probe *pr, gck_fingerprint *fp, int side, int pacc) 
     tmax = capped ? cap : tmax;
     double v[64], ones[64], cv[64], d[64];
     for (int t = 1; t <= tmax; t++) v[t - 1] = 1 + ldexp(1, -t), ones[t - 1] = 1, cv[t - 1] = -1;
-    gck_case c = side ? row_case(pr->row, 1, tmax, 1) : row_case(pr->row, tmax, 1, 1);
+    gck_case c = side ? gck_fp_row_case(pr->row, 1, tmax, 1) : gck_fp_row_case(pr->row, tmax, 1, 1);
     c.beta = 1;
     bool ok = run(pr, &c, side ? ones : v, side ? v : ones, cv, d);
     int first = 0, odd = 0;
@@ -740,7 +738,7 @@ static void probe_scaling(probe *pr, gck_fingerprint *fp, int p, bool nearest) {
         return;
     }
     double a[2] = {1, ldexp(1, -p)}, b[2] = {1, 1}, c1 = 1, d = NAN;
-    gck_case c = row_case(pr->row, 1, 1, 2);
+    gck_case c = gck_fp_row_case(pr->row, 1, 1, 2);
     c.alpha = 3;
     char probe_txt[GCK_FP_PROBE];
     bool ok = run(pr, &c, a, b, NULL, &d);
@@ -790,7 +788,7 @@ static void probe_normalisation(probe *pr, gck_fingerprint *fp, int p) {
     double one = ldexp(1, s), half = ldexp(1, s - p), up = one + 2 * half;
     for (int r = 0; A && r < R; r++) /* row r: j = r + 2 */
         A[r] = one, A[r + R] = half, A[r + (r + 2) * R] = half;
-    gck_case c = row_case(pr->row, R, 1, NORM_K);
+    gck_case c = gck_fp_row_case(pr->row, R, 1, NORM_K);
     bool ok = A && run(pr, &c, A, B, NULL, d);
     free(A);
     int w = 0, odd = 0;
@@ -877,7 +875,7 @@ bool gck_fp_threads_run(gck_backend *be, const gck_support_row *row, double *d, 
                         size_t len) {
     enum { M = GCK_FP_THREADS_M, N = GCK_FP_THREADS_N, K = GCK_FP_THREADS_K };
     probe pr = {be, row, ""};
-    gck_case c = row_case(row, M, N, K);
+    gck_case c = gck_fp_row_case(row, M, N, K);
     double *a = malloc(sizeof(double) * M * K), *b = malloc(sizeof(double) * K * N);
     bool ok = a && b;
     uint64_t z = 0x7e4d5ull;

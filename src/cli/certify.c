@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "appetite.h"
 #include "campaign.h"
 #include "certify.h"
 #include "cli.h"
@@ -28,6 +29,7 @@
 static const char certify_help[] =
     "usage: gemmcheck certify --backend SPEC --out CERT.json [--html CERT.html] [--time S]\n"
     "                         [--seed N] [--known FILE] [--probe-timeout S]\n"
+    "                         [--appetite plain|all|none] [--appetite-timeout S]\n"
     "\n"
     "Writes one certificate of the backend on this machine: the environment (CPU and its\n"
     "instruction-set flags, OS, libc, the variables that change GEMM arithmetic or threading),\n"
@@ -47,6 +49,11 @@ static const char certify_help[] =
     "a row that hangs or crashes is said in the certificate, the other rows go on). The\n"
     "fingerprint's key facts (products, normalisation, accumulator, threads) are\n"
     "printed on stdout, rows with the same facts together.\n"
+    "--appetite: each row's memory appetite, the smallest budget at which its 256x256x256\n"
+    "case succeeds in a fresh worker, bisected to an eighth of an octave, and what the row\n"
+    "does just below it (docs/RESOURCES.md); plain (default): the rows whose four operands\n"
+    "share one type; all; none. --appetite-timeout S: each probe's call deadline (5 s; a\n"
+    "call that hangs under a budget costs that).\n"
     "--html writes the certificate as one self-contained page as well. --known FILE marks the\n"
     "campaign's findings a known-findings file covers (docs/KNOWN.md): compare then counts a\n"
     "new finding that the new certificate marks known as no regression.\n"
@@ -253,7 +260,33 @@ static void threads_property(gck_backend *be, const gck_support_row *row, size_t
 /* What one probing child does: the header, or one row's fingerprint, or one row's pinned cases
  * (children of their own, so that a library that crashes on some pinned cases, such as oneDNN
  * 2.6.3 on K = 0, keeps its fingerprint). */
-typedef enum probe_part { PART_HEADER, PART_FINGERPRINT, PART_PINNED } probe_part;
+typedef enum probe_part { PART_HEADER, PART_FINGERPRINT, PART_PINNED, PART_APPETITE } probe_part;
+
+/* Which rows get their memory appetite measured (--appetite): none, the rows whose four
+ * operands share one type (the default), or all. */
+typedef enum appetite_rows { APPETITE_NONE, APPETITE_PLAIN, APPETITE_ALL } appetite_rows;
+static appetite_rows appetite_mode = APPETITE_PLAIN;
+static double appetite_timeout = 5; /* --appetite-timeout: each probe's call deadline */
+
+static bool appetite_wanted(const gck_support_row *row) {
+    return appetite_mode == APPETITE_ALL || (appetite_mode == APPETITE_PLAIN && row->a == row->b &&
+                                             row->b == row->c && row->c == row->d);
+}
+
+/* The row's memory appetite (appetite.h) as the certificate holds it. */
+static json_t *appetite_json(const char *spec, const gck_support_row *row) {
+    gck_appetite a;
+    gck_appetite_measure(spec, row, appetite_timeout, &a);
+    json_t *o = json_object();
+    json_object_set_new(o, "case", json_string(a.case_text));
+    json_object_set_new(o, "bytes", a.bytes >= 0 ? json_integer(a.bytes) : json_null());
+    json_object_set_new(o, "failing_below",
+                        a.below > 0 ? json_pack("{s:I, s:o}", "bytes", (json_int_t)a.below,
+                                                "outcome", gck_json_text(a.below_what))
+                                    : json_null());
+    json_object_set_new(o, "probes", json_integer(a.probes));
+    return o;
+}
 
 /* One probing child's work: for PART_HEADER the backend's header (files loaded, version,
  * availability) and every row's tuple and declaration, unprobed; else row `first` with its
@@ -294,7 +327,10 @@ static json_t *probe_backend(const char *spec, const one_thread *ot, probe_part 
         json_object_set_new(row, "tuple", json_string(text));
         gck_row_describe(&rows[r], text, sizeof text);
         json_object_set_new(row, "declared", gck_json_text(text));
-        if (avail && part == PART_PINNED) {
+        if (avail && part == PART_APPETITE) {
+            if (appetite_wanted(&rows[r]))
+                json_object_set_new(row, "appetite", appetite_json(spec, &rows[r]));
+        } else if (avail && part == PART_PINNED) {
             json_object_set_new(row, "pinned", pinned_json(&be, &rows[r], n));
         } else if (avail && part == PART_FINGERPRINT) {
             json_object_set_new(row, "support", exercise(&be, &rows[r]));
@@ -353,19 +389,23 @@ static json_t *probe_child(const char *spec, const one_thread *ot, probe_part pa
  * what a child could not give is said in the row ("probe_failure", "pinned_failure"). */
 static void probe_row(const char *spec, const one_thread *ot, json_t *rows, size_t r, time_t end,
                       unsigned cap) {
-    static const char *const failure[] = {"probe_failure", "pinned_failure"};
-    for (int part = 0; part < 2; part++) {
+    static const char *const failure[] = {"probe_failure", "pinned_failure", "appetite_failure"};
+    static const probe_part parts[] = {PART_FINGERPRINT, PART_PINNED, PART_APPETITE};
+    for (int part = 0; part < (appetite_mode == APPETITE_NONE ? 2 : 3); part++) {
         time_t left = end - time(NULL);
         left = left > (time_t)cap ? (time_t)cap : left; /* one hanging row: not every row's time */
         char why[512] = "no time left";
-        json_t *next = left > 0 ? probe_child(spec, ot, part ? PART_PINNED : PART_FINGERPRINT, r,
-                                              (unsigned)left, why, sizeof why)
-                                : NULL;
+        json_t *next = left > 0
+                           ? probe_child(spec, ot, parts[part], r, (unsigned)left, why, sizeof why)
+                           : NULL;
         json_t *more = next ? json_object_get(next, "rows") : NULL;
         json_t *got = more && json_array_size(more) == 1 ? json_array_get(more, 0) : NULL;
-        if (got && part)
+        if (got && parts[part] == PART_PINNED)
             json_object_set(json_array_get(rows, r), "pinned", json_object_get(got, "pinned"));
-        else if (got)
+        else if (got && parts[part] == PART_APPETITE) {
+            json_t *ap = json_object_get(got, "appetite");
+            if (ap) json_object_set(json_array_get(rows, r), "appetite", ap);
+        } else if (got)
             json_array_set(rows, r, got);
         else /* crashed or hung: said in the row, the others go on */
             json_object_set_new(json_array_get(rows, r), failure[part],
@@ -447,6 +487,27 @@ static void print_key_facts(const json_t *cert) {
                same > 1 ? ", ..." : "", facts[r][0] ? facts[r] : "(no fingerprint)");
     }
     free(facts);
+}
+
+/* The rows' memory appetites, one line each. */
+static void print_appetites(const json_t *cert) {
+    const json_t *rows = json_object_get(json_object_get(cert, "probed"), "rows");
+    size_t i;
+    const json_t *r;
+    json_array_foreach(rows, i, r) {
+        const json_t *a = json_object_get(r, "appetite");
+        if (!a) continue;
+        const json_t *b = json_object_get(a, "bytes"), *below = json_object_get(a, "failing_below");
+        char size[64] = "none up to 16 GiB";
+        if (json_is_integer(b))
+            snprintf(size, sizeof size, "%.1f MiB", (double)json_integer_value(b) / 1048576.0);
+        printf("memory appetite, %s: %s", json_string_value(json_object_get(r, "tuple")), size);
+        if (json_is_object(below))
+            printf(" (at %.1f MiB: %s)",
+                   (double)json_integer_value(json_object_get(below, "bytes")) / 1048576.0,
+                   json_string_value(json_object_get(below, "outcome")));
+        printf("\n");
+    }
 }
 
 /* ---- in this process: hashes, environment, campaign ---------------------------------------- */
@@ -548,13 +609,32 @@ static json_t *campaign(const char *spec, const char *seconds, uint64_t seed, gc
     return out;
 }
 
+/* --appetite and --appetite-timeout. */
+static int parse_appetite(const char *cmd, const char *appetite, const char *atime) {
+    if (atime && !gck_parse_real_opt(cmd, "--appetite-timeout", atime, 0.1, &appetite_timeout))
+        return GCK_EXIT_USAGE;
+    if (!appetite || !strcmp(appetite, "plain")) return GCK_EXIT_OK;
+    if (!strcmp(appetite, "none"))
+        appetite_mode = APPETITE_NONE;
+    else if (!strcmp(appetite, "all"))
+        appetite_mode = APPETITE_ALL;
+    else
+        return gck_cli_usage_error(cmd, "--appetite '%s' must be plain, all or none", appetite);
+    return GCK_EXIT_OK;
+}
+
 int gck_cmd_certify(int argc, char **argv) {
     const char *cmd = "certify", *spec = NULL, *out = NULL, *tm = NULL, *seed = NULL, *html = NULL,
-               *known = NULL, *pcap = NULL;
-    const gck_opt opts[] = {{"--backend", .value = &spec}, {"--probe-timeout", .value = &pcap},
-                            {"--known", .value = &known},  {"--out", .value = &out},
-                            {"--html", .value = &html},    {"--time", .value = &tm},
-                            {"--seed", .value = &seed}};
+               *known = NULL, *pcap = NULL, *appetite = NULL, *atime = NULL;
+    const gck_opt opts[] = {{"--backend", .value = &spec},
+                            {"--probe-timeout", .value = &pcap},
+                            {"--known", .value = &known},
+                            {"--out", .value = &out},
+                            {"--html", .value = &html},
+                            {"--time", .value = &tm},
+                            {"--seed", .value = &seed},
+                            {"--appetite", .value = &appetite},
+                            {"--appetite-timeout", .value = &atime}};
     gck_opt_spec os = {cmd,  opts, (int)(sizeof opts / sizeof opts[0]),
                        NULL, 0,    "certify takes no plain arguments"};
     int nargs;
@@ -569,11 +649,9 @@ int gck_cmd_certify(int argc, char **argv) {
     if (!spec) return gck_cli_usage_error(cmd, "--backend SPEC is required");
     if (!out) return gck_cli_usage_error(cmd, "--out CERT.json is required");
     if (!gck_parse_real_opt(cmd, "--time", tm, 0, &seconds)) return GCK_EXIT_USAGE;
+    if ((rc = parse_appetite(cmd, appetite, atime))) return rc;
     if (!gck_parse_count(seed, &sd))
-        return gck_cli_usage_error(cmd,
-                                   "--seed '%s' must be a "
-                                   "non-negative integer",
-                                   seed);
+        return gck_cli_usage_error(cmd, "--seed '%s' must be a non-negative integer", seed);
     char err[600] = "";
     gck_known *k = known ? gck_known_open(&known, 1, NULL, 0, err, sizeof err) : NULL;
     if (known && !k) return gck_cli_usage_error(cmd, "%s", err); /* before anything runs */
@@ -617,6 +695,7 @@ int gck_cmd_certify(int argc, char **argv) {
         rc = GCK_EXIT_USAGE;
     }
     if (rc == GCK_EXIT_OK) print_key_facts(cert);
+    if (rc == GCK_EXIT_OK) print_appetites(cert);
     json_decref(cert);
     if (rc == GCK_EXIT_OK)
         printf("certificate of %s written to %s%s%s\n", spec, out, html ? " and " : "",

@@ -3,6 +3,7 @@
 #define GEMMCHECK_CLI_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "exitcode.h"
 
@@ -48,6 +49,11 @@ bool gck_parse_double(const char *text, double *out);
 bool gck_parse_real_opt(const char *cmd, const char *opt, const char *v, double lo, double *out);
 /** Parse a non-negative decimal integer (whole string, fits in long long). */
 bool gck_parse_count(const char *text, long long *out);
+/** --memory-budget and --thread-limit (docs/RESOURCES.md): "LO" or "LO:HI", a number of bytes
+ *  with an optional K, M or G (powers of 1024) of at least 1, or a thread count from 0 to
+ *  100000; *hi = *lo for one value. false after a one-line usage error. */
+bool gck_parse_budget(const char *cmd, const char *v, int64_t *lo, int64_t *hi);
+bool gck_parse_thread_limit(const char *cmd, const char *v, int *lo, int *hi);
 /** --tier: "stat" (the default: improbable_error is a finding) or "hard" (*hard set: it is
  *  counted and reported, not a finding); NULL keeps the default. A usage error otherwise. */
 int gck_cli_tier(const char *cmd, const char *text, bool *hard);

@@ -102,6 +102,64 @@ bool gck_parse_count(const char *text, long long *out) {
     return true;
 }
 
+/* One amount: digits and an optional K, M or G suffix (powers of 1024), up to `max`. */
+static bool parse_amount(const char *t, size_t n, bool suffix, long long max, long long *out) {
+    char buf[32];
+    if (n == 0 || n >= sizeof buf) return false;
+    memcpy(buf, t, n);
+    buf[n] = '\0';
+    long long scale = 1;
+    char last = buf[n - 1];
+    if (suffix && (last == 'K' || last == 'M' || last == 'G')) {
+        scale = last == 'K' ? 1LL << 10 : last == 'M' ? 1LL << 20 : 1LL << 30;
+        buf[n - 1] = '\0';
+    }
+    long long v;
+    if (!gck_parse_count(buf, &v) || v > max / scale) return false;
+    *out = v * scale;
+    return true;
+}
+
+/* "LO" or "LO:HI" of amounts in [min, max]. */
+static bool parse_range(const char *v, bool suffix, long long min, long long max, long long *lo,
+                        long long *hi) {
+    if (!v) return false;
+    const char *colon = strchr(v, ':');
+    size_t n = colon ? (size_t)(colon - v) : strlen(v);
+    if (!parse_amount(v, n, suffix, max, lo)) return false;
+    *hi = *lo;
+    if (colon && !parse_amount(colon + 1, strlen(colon + 1), suffix, max, hi)) return false;
+    return *lo >= min && *hi >= *lo;
+}
+
+bool gck_parse_budget(const char *cmd, const char *v, int64_t *lo, int64_t *hi) {
+    long long a, b;
+    if (!parse_range(v, true, 1, 1LL << 50, &a, &b)) {
+        gck_cli_usage_error(cmd,
+                            "--memory-budget '%s' must be bytes (K, M, G: powers of 1024) of at "
+                            "least 1, or LO:HI with LO <= HI",
+                            v ? v : "");
+        return false;
+    }
+    *lo = a;
+    *hi = b;
+    return true;
+}
+
+bool gck_parse_thread_limit(const char *cmd, const char *v, int *lo, int *hi) {
+    long long a, b;
+    if (!parse_range(v, false, 0, 100000, &a, &b)) {
+        gck_cli_usage_error(cmd,
+                            "--thread-limit '%s' must be a thread count from 0 to 100000, or "
+                            "LO:HI with LO <= HI",
+                            v ? v : "");
+        return false;
+    }
+    *lo = (int)a;
+    *hi = (int)b;
+    return true;
+}
+
 bool gck_parse_real_opt(const char *cmd, const char *opt, const char *v, double lo, double *out) {
     if (!gck_parse_double(v, out) || *out < lo) {
         gck_cli_usage_error(cmd, "%s '%s' must be a number >= %g", opt, v, lo);

@@ -320,6 +320,39 @@ static void fingerprint(tally *t, const char *tuple, const json_t *a, const json
     }
 }
 
+/* A defect below the appetite: anything but a clean refusal (an error status) or an unsupported
+ * case. */
+static bool defect_below(const char *what) {
+    return what && strncmp(what, "refused", 7) != 0 && strcmp(what, "unsupported") != 0;
+}
+
+/* The rows' memory appetites (docs/RESOURCES.md): a budget that at least doubled, by 16 MiB or
+ * more (a few hundred KiB more for a GEMM is no production job's end), or a defect below it where
+ * there was none, is a regression; a smaller growth, a halved budget or a defect gone is a
+ * difference. */
+#define APPETITE_GROWTH_FLOOR (16.0 * 1048576)
+static void appetite(tally *t, const char *tuple, const json_t *a, const json_t *b) {
+    if (!a || !b) return;
+    const json_t *ba = json_object_get(a, "bytes"), *bb = json_object_get(b, "bytes");
+    const char *wa = json_string_value(
+                   json_object_get(json_object_get(a, "failing_below"), "outcome")),
+               *wb = json_string_value(
+                   json_object_get(json_object_get(b, "failing_below"), "outcome"));
+    double x = json_is_integer(ba) ? (double)json_integer_value(ba) : -1,
+           y = json_is_integer(bb) ? (double)json_integer_value(bb) : -1;
+    if (x > 0 && y > 0 && (y >= 2 * x || 2 * y <= x))
+        note(t, y >= 2 * x && y - x >= APPETITE_GROWTH_FLOOR, "resources",
+             "%s: memory appetite %.0f -> %.0f bytes (x%.2f) for %s", tuple, x, y, y / x,
+             json_string_value(json_object_get(b, "case")));
+    else if ((x > 0) != (y > 0))
+        note(t, y <= 0, "resources", "%s: memory appetite %s -> %s", tuple,
+             x > 0 ? "found" : "none up to the top budget",
+             y > 0 ? "found" : "none up to the top budget");
+    if (defect_below(wa) != defect_below(wb))
+        note(t, defect_below(wb), "resources", "%s: below the appetite: %s -> %s", tuple,
+             wa ? wa : "nothing failed", wb ? wb : "nothing failed");
+}
+
 static const char *support_status(const json_t *row) {
     const char *s = json_string_value(json_object_get(json_object_get(row, "support"), "status"));
     return s ? s : "not exercised";
@@ -361,6 +394,7 @@ static void rows(tally *t, const json_t *a, const json_t *b) {
         } else
             pinned(t, tuple, json_object_get(r, "pinned"), json_object_get(n, "pinned"),
                    t->differences > before);
+        appetite(t, tuple, json_object_get(r, "appetite"), json_object_get(n, "appetite"));
         if (t->differences > before) fprintf(t->out, "    => %s: %s\n", tuple, classes[t->worst]);
         t->worst = t->worst > worst ? t->worst : worst;
     }
@@ -444,7 +478,7 @@ static int conclude(tally *t, const json_t *a, const json_t *b, const char *html
     if (t->differences && !t->worst)
         snprintf(verdict, sizeof verdict,
                  "identical arithmetic (%d difference%s of the "
-                 "environment or library only)",
+                 "environment, library, support or resources only)",
                  t->differences, t->differences == 1 ? "" : "s");
     for (int c = N_CLASSES - 1; c > 0 && n < sizeof verdict; c--)
         if (t->count[c])
@@ -489,7 +523,7 @@ static void decision(const tally *t, int rc) {
             sep = ", ";
         }
     if (other > 0)
-        printf("%s%d environment, library or support difference%s", sep, other,
+        printf("%s%d environment, library, support or resources difference%s", sep, other,
                other == 1 ? "" : "s");
     else if (t->differences == 0)
         printf(": identical");

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "call_limits.h"
 #include "campaign.h"
 #include "cli.h"
 #include "generator.h"
@@ -25,6 +26,7 @@ static const char fuzz_help[] =
     "                      [--max-flops X] [--max-bytes X] [--timeout-floor S] [--strict-ieee]\n"
     "                      [--progress | --no-progress] [--log-every S] [--stop-on-finding]\n"
     "                      [--tier T] [--known FILE]... [--baseline REPORT.json]...\n"
+    "                      [--memory-budget B[:B2]] [--thread-limit N[:N2]]\n"
     "\n"
     "Throws generated cases (docs/REPRO.md) at backends from worker processes and reports\n"
     "distinct findings with one-line reproducers. Without --backend: ref, kernels, openblas,\n"
@@ -57,6 +59,11 @@ static const char fuzz_help[] =
     "  --timeout-floor S   smallest per-call deadline (3 s; more for costly cases); a call that\n"
     "                      misses it is re-run once in a fresh worker before it is a hang\n"
     "  --strict-ieee       no zero-skipping leniency\n"
+    "  --memory-budget B[:B2]  each case's first call may allocate at most a budget drawn\n"
+    "                      log-uniformly from B..B2 bytes (K, M, G: powers of 1024); an error\n"
+    "                      it returns is counted, not a finding, and the next call, without\n"
+    "                      limits, must be right (docs/RESOURCES.md)\n"
+    "  --thread-limit N[:N2]  each case's first call may start at most N..N2 threads\n"
     "  --oracle KIND       exact (default: the integer superaccumulator), mpfr, or both (every\n"
     "                      element by both; a difference is an internal error)\n"
     "  --progress          a one-line display on stderr, redrawn in place (the default on a\n"
@@ -102,7 +109,7 @@ static bool parse_count0(const char *s, long long *out) {
 /* Option values parsed after the scan. */
 typedef struct fuzz_args {
     const char *time_s, *cases, *seed, *shard, *jobs, *rerun, *conc, *conc_share, *flops, *bytes,
-        *tfloor, *oracle, *tier, *log_every;
+        *tfloor, *oracle, *tier, *log_every, *mem, *thr;
     const char *known[GCK_MAX_KNOWN], *baseline[GCK_MAX_KNOWN];
     int nknown, nbaseline;
     bool help, progress_on, progress_off;
@@ -144,6 +151,8 @@ static int scan(const char *cmd, int argc, char **argv, gck_campaign_options *o,
         {"--max-flops", .value = &g->flops},
         {"--max-bytes", .value = &g->bytes},
         {"--timeout-floor", .value = &g->tfloor},
+        {"--memory-budget", .value = &g->mem},
+        {"--thread-limit", .value = &g->thr},
         {"--oracle", .value = &g->oracle},
         {"--tier", .value = &g->tier},
         {"--known", .list = g->known, .count = &g->nknown, .max = GCK_MAX_KNOWN},
@@ -195,10 +204,31 @@ static int parse_numbers(const char *cmd, const fuzz_args *g, gck_campaign_optio
         (g->tfloor &&
          !gck_parse_real_opt(cmd, "--timeout-floor", g->tfloor, 0.1, &o->timeout_floor)))
         return GCK_EXIT_USAGE;
+    if (g->mem && !gck_parse_budget(cmd, g->mem, &o->mem_lo, &o->mem_hi)) return GCK_EXIT_USAGE;
+    if (g->thr && !gck_parse_thread_limit(cmd, g->thr, &o->thr_lo, &o->thr_hi))
+        return GCK_EXIT_USAGE;
+    o->limit_threads = g->thr != NULL;
     o->oracle = GCK_ORACLE_EXACT;
     if (g->oracle && !gck_oracle_kind_parse(g->oracle, &o->oracle))
         return gck_cli_usage_error(cmd, "--oracle '%s' must be exact, mpfr or both", g->oracle);
     return gck_cli_tier(cmd, g->tier, &o->tier_hard);
+}
+
+/* A thread limit needs workers whose libraries bind to gemmcheck's pthread_create: this
+ * process's kind (the same binary), not a Python interpreter's. */
+static int limits_usable(const char *cmd, const gck_campaign_options *o) {
+    char why[256];
+    if (!o->limit_threads) return GCK_EXIT_OK;
+    if (!gck_limits_enforceable(0, 0, why, sizeof why))
+        return gck_cli_usage_error(cmd, "--thread-limit: %s", why);
+    for (int b = 0; b < o->nbackends; b++)
+        if (!strncmp(o->backends[b], "python:", 7))
+            return gck_cli_usage_error(cmd,
+                                       "--thread-limit cannot be enforced on %s: a Python worker "
+                                       "loads libgemmcheck privately, so its libraries start "
+                                       "threads with the C library's pthread_create",
+                                       o->backends[b]);
+    return GCK_EXIT_OK;
 }
 
 /* The shard: --shard I/N, else a Slurm job array, else 1/1. Shards beyond GCK_MAX_SHARDS are
@@ -266,6 +296,7 @@ int gck_cmd_fuzz(int argc, char **argv) {
         return GCK_EXIT_OK;
     }
     if ((rc = parse_numbers(cmd, &g, &o)) || (rc = parse_shard(cmd, g.shard, &o))) return rc;
+    if ((rc = limits_usable(cmd, &o))) return rc;
     if (g.progress_on && g.progress_off)
         return gck_cli_usage_error(cmd, "--progress and --no-progress together");
     if (g.log_every && !gck_parse_real_opt(cmd, "--log-every", g.log_every, 0, &o.log_every))

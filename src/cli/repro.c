@@ -17,6 +17,7 @@ static const char repro_help[] =
     "usage: gemmcheck repro --backend SPEC [--dump DIR] [--strict-ieee] [--rerun | --no-rerun]\n"
     "                       [--concurrency N] [--repeat N] [--no-guard-page]\n"
     "                       [--timeout SECONDS] [--threads N] [--oracle KIND] [--tier T]\n"
+    "                       [--memory-budget BYTES] [--thread-limit N]\n"
     "                       'gck1 ...' | FILE | -\n"
     "\n"
     "Runs one case (a reproducer string, docs/REPRO.md) on one backend in a child process and\n"
@@ -37,6 +38,9 @@ static const char repro_help[] =
     "  --concurrency N    also the concurrency check: N variants of the case called one at a\n"
     "                     time, then from N threads at once (2 to 64; a `hang` in a concurrency\n"
     "                     check names the N to use)\n"
+    "  --memory-budget B  the first call may allocate at most B bytes (K, M, G: powers of\n"
+    "                     1024); --thread-limit N: start at most N threads (the case's mem=\n"
+    "                     and thr=, docs/RESOURCES.md)\n"
     "  --repeat N         run the case up to N times (1 to 100000) in the same process, the\n"
     "                     library's state carried over as in a campaign's worker, and stop at\n"
     "                     the first run with a finding: for a race that shows only now and\n"
@@ -111,6 +115,12 @@ static int report(const char *backend, const char *flags, const char *repro, con
         if (c->oracle_path[0]) printf("sums:     %s\n", c->oracle_path);
     }
     printf("call:     %.6f s\n", r->call_seconds);
+    if (r->refused)
+        printf("limits:   the first call was refused (counted, not a finding): %s; the verdict is "
+               "the next call's, without limits\n",
+               r->refusal);
+    if (r->threads_refused)
+        printf("limits:   %d thread(s) refused to the first call\n", r->threads_refused);
     if (r->outcome == GCK_OUTCOME_FINDINGS) print_repro(backend, flags, repro);
     return r->outcome == GCK_OUTCOME_FINDINGS ? GCK_EXIT_FINDINGS : GCK_EXIT_OK;
 }
@@ -127,7 +137,8 @@ static int crash_or_hang(const char *backend, const char *flags, const char *rep
 
 /* The options, as given. */
 typedef struct repro_args {
-    const char *backend, *dump, *timeout, *threads, *text, *oracle, *conc, *repeat, *tier;
+    const char *backend, *dump, *timeout, *threads, *text, *oracle, *conc, *repeat, *tier, *mem,
+        *thr;
     bool strict, rerun, no_guard, help;
 } repro_args;
 
@@ -144,7 +155,9 @@ static int scan(int argc, char **argv, repro_args *g) {
                             {"--oracle", .value = &g->oracle},
                             {"--concurrency", .value = &g->conc},
                             {"--repeat", .value = &g->repeat},
-                            {"--tier", .value = &g->tier}};
+                            {"--tier", .value = &g->tier},
+                            {"--memory-budget", .value = &g->mem},
+                            {"--thread-limit", .value = &g->thr}};
     gck_opt_spec spec = {cmd, opts, (int)(sizeof opts / sizeof opts[0]), &g->text, 1, GCK_ONE_CASE};
     int nargs;
     return gck_opt_parse(&spec, argc, argv, &nargs, &g->help);
@@ -228,6 +241,14 @@ int gck_cmd_repro(int argc, char **argv) {
                          .dump_dir = g.dump};
     double limit;
     if ((rc = parse_numbers(&g, &o, &limit))) return rc;
+    int64_t hi;
+    if (g.mem && !gck_parse_budget(cmd, g.mem, &spec.mem_budget, &hi)) return GCK_EXIT_USAGE;
+    int thi;
+    if (g.thr && !gck_parse_thread_limit(cmd, g.thr, &spec.max_threads, &thi))
+        return GCK_EXIT_USAGE;
+    spec.limit_threads = spec.limit_threads || g.thr;
+    if ((g.mem && hi != spec.mem_budget) || (g.thr && thi != spec.max_threads))
+        return gck_cli_usage_error(cmd, "--memory-budget and --thread-limit take one value here");
     char repro[2048], flags[96] = "";
     gck_spec_format(&spec, repro, sizeof repro);
     gck_wire_repro_flags(flags, sizeof flags, o.concurrency, o.repeat);

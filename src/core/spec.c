@@ -142,6 +142,10 @@ static void spec_format(const gck_spec *s, char *buf, size_t len) {
              c->stride_a, c->stride_b, c->stride_c, c->stride_d, s->offset[0], s->offset[1],
              s->offset[2], s->offset[3], gck_dist_name(s->dist_ab), gck_dist_name(s->dist_c),
              s->special_pm, s->c_nan ? 1 : 0, s->seed);
+    size_t used = strlen(buf);
+    if (s->mem_budget > 0 && used < len)
+        used += (size_t)snprintf(buf + used, len - used, " mem=%" PRId64, s->mem_budget);
+    if (s->limit_threads && used < len) snprintf(buf + used, len - used, " thr=%d", s->max_threads);
 }
 
 static bool parse_i64(const char *v, int64_t *out) {
@@ -182,12 +186,15 @@ enum {
     K_SP,
     K_CNAN,
     K_SEED,
+    K_REQUIRED, /* the keys above are required; those below optional */
+    K_MEM = K_REQUIRED,
+    K_THR,
     K_COUNT
 };
 static const char *const key_names[K_COUNT] = {
-    "m",     "n",    "k",   "order", "ta",  "tb",  "types", "compute", "scale",
-    "alpha", "beta", "lda", "ldb",   "ldc", "ldd", "d",     "batch",   "sa",
-    "sb",    "sc",   "sd",  "off",   "vab", "vc",  "sp",    "cnan",    "seed"};
+    "m",    "n",   "k",   "order", "ta",  "tb",   "types", "compute", "scale", "alpha",
+    "beta", "lda", "ldb", "ldc",   "ldd", "d",    "batch", "sa",      "sb",    "sc",
+    "sd",   "off", "vab", "vc",    "sp",  "cnan", "seed",  "mem",     "thr"};
 
 /* Which of two words v is: 0 for w0, 1 for w1, -1 for neither. */
 static int choose(const char *v, const char *w0, const char *w1) {
@@ -303,6 +310,19 @@ static gck_status parse_value(gck_spec *s, int key, const char *v, char *msg, si
         s->c_nan = w == 1;
         return GCK_OK;
     case K_SEED: return parse_seed(v, &s->seed, msg, len);
+    case K_MEM:
+        if (!parse_i64(v, &s->mem_budget) || s->mem_budget < 1)
+            return gck_fail(GCK_EINVAL, msg, len,
+                            "mem='%s' must be a memory budget of at least 1 byte", v);
+        return GCK_OK;
+    case K_THR: {
+        int64_t x;
+        if (!parse_i64(v, &x) || x < 0 || x > 100000)
+            return gck_fail(GCK_EINVAL, msg, len, "thr='%s' must be a thread limit 0..100000", v);
+        s->limit_threads = true;
+        s->max_threads = (int)x;
+        return GCK_OK;
+    }
     default:
         if (!parse_i64(v, ints[key]))
             return gck_fail(GCK_EINVAL, msg, len, "%s='%s' is not an integer", name, v);
@@ -338,7 +358,7 @@ static gck_status spec_parse(const char *text, gck_spec *s, char *msg, size_t le
     /* every missing key at once: a partial string is completed in one go */
     char missing[512] = "";
     int nmissing = 0;
-    for (int k = 0; k < K_COUNT; k++)
+    for (int k = 0; k < K_REQUIRED; k++)
         if (!seen[k]) {
             size_t used = strlen(missing);
             snprintf(missing + used, sizeof missing - used, "%s%s", nmissing ? ", " : "",

@@ -23,7 +23,7 @@ static void set(gck_isolated_result *out, gck_isolated_status st, const char *ms
 static void follow(gck_worker *w, const gck_spec *s, double call_timeout,
                    gck_isolated_result *out) {
     gck_case_watch watch;
-    gck_watch_start(&watch, &s->c, call_timeout, 10.0);
+    gck_watch_start(&watch, s, call_timeout, 10.0);
     for (;;) {
         gck_wire_frame f;
         char why[256], detail[1024], flags[64];
@@ -32,8 +32,7 @@ static void follow(gck_worker *w, const gck_spec *s, double call_timeout,
         switch (ev) {
         case GCK_WORKER_NOTHING:
             if (watch.in_call) {
-                gck_wire_hang_detail(&watch.call, watch.limit, detail, sizeof detail, flags,
-                                     sizeof flags);
+                gck_watch_hang(&watch, detail, sizeof detail, flags, sizeof flags);
                 set(out, GCK_ISOLATED_HANG, detail);
             } else {
                 snprintf(detail, sizeof detail,

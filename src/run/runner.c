@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "backends.h"
+#include "call_limits.h"
 #include "format_internal.h"
 #include "fpenv.h"
 #include "gemmcheck/oracle.h"
@@ -21,6 +22,7 @@
 #include "npy.h"
 #include "parallel.h"
 #include "text.h"
+#include "worker.h"
 
 const char *gck_outcome_name(gck_outcome o) {
     return o == GCK_OUTCOME_PASS          ? "pass"
@@ -30,7 +32,7 @@ const char *gck_outcome_name(gck_outcome o) {
 
 static const char *const mode_names[GCK_CALL_MODE_COUNT] = {
     "first call", "rerun (determinism check)", "call made alone (concurrency check)",
-    "concurrent calls (concurrency check)"};
+    "concurrent calls (concurrency check)", "next call (without limits, after a refused one)"};
 
 const char *gck_call_mode_name(gck_call_mode m) {
     return (unsigned)m < GCK_CALL_MODE_COUNT ? mode_names[m] : "call";
@@ -56,14 +58,22 @@ static void call_hook(void (*hook)(void *, const gck_call_info *), void *ctx, gc
 /* One backend call. The caller's floating-point environment is saved before and restored
  * after, so that what the backend leaves set cannot bend gemmcheck's own arithmetic; a change
  * is described in `fpenv` (the first one seen is kept). The message is the backend's text,
- * whatever it wrote: terminated and cleaned before anyone reads it. */
-static gck_call_status call_backend(gck_backend *be, const gck_case *c, const gck_support_row *row,
-                                    const gck_operands *ops, char *cmsg, size_t clen, char *fpenv,
-                                    size_t flen) {
+ * whatever it wrote: terminated and cleaned before anyone reads it. The limits of spec `lim`
+ * (NULL: none) are in force from just before the backend's function to just after it
+ * (*refused: the threads it was refused), so gemmcheck's own work never counts. */
+static gck_call_status call_limited(gck_backend *be, const gck_case *c, const gck_support_row *row,
+                                    const gck_operands *ops, const gck_spec *lim, char *cmsg,
+                                    size_t clen, char *fpenv, size_t flen, int *refused) {
     gck_fpenv env;
     gck_fpenv_save(&env);
     memset(cmsg, 0, clen);
+    gck_limits_saved sv;
+    if (lim) gck_limits_begin(lim->mem_budget, lim->limit_threads ? lim->max_threads : -1, &sv);
     gck_call_status st = be->ops->call(be->state, c, row, ops, cmsg, clen);
+    if (lim) {
+        int n = gck_limits_end(&sv);
+        if (refused) *refused = n;
+    }
     char what[160];
     if (gck_fpenv_restore(&env, what, sizeof what) && fpenv[0] == '\0')
         snprintf(fpenv, flen, "%s", what);
@@ -73,6 +83,12 @@ static gck_call_status call_backend(gck_backend *be, const gck_case *c, const gc
         st = GCK_CALL_ERROR;
     }
     return st;
+}
+
+static gck_call_status call_backend(gck_backend *be, const gck_case *c, const gck_support_row *row,
+                                    const gck_operands *ops, char *cmsg, size_t clen, char *fpenv,
+                                    size_t flen) {
+    return call_limited(be, c, row, ops, NULL, cmsg, clen, fpenv, flen, NULL);
 }
 
 /* The four operands of one call; D aliases C when the case computes in place. */
@@ -560,6 +576,47 @@ static gck_status determinism_check(gck_backend *be, const gck_spec *s, const gc
     return GCK_OK;
 }
 
+/* The first call was refused under the case's limits (an error status): counted, not a
+ * finding; the next call, without limits, on fresh buffers, must work, and it is what the case
+ * checks (a finding when it fails: a refusal must leave the backend usable). */
+static gck_status recover(gck_backend *be, const gck_spec *s, const gck_support_row *row,
+                          const gck_run_options *o, operand_set *os, size_t slack,
+                          gck_call_status *cs, char *cmsg, size_t clen, char *fpenv, size_t flen,
+                          gck_run_result *r, char *msg, size_t len) {
+    r->refused = true;
+    snprintf(r->refusal, sizeof r->refusal, "%s", cmsg[0] ? cmsg : "(no message)");
+    free_set(os);
+    gck_status st = prepare(s, os, slack, msg, len);
+    if (st != GCK_OK) return st;
+    gck_operands ops = operands_of(os);
+    call_hook(o->before_call, o->ctx, GCK_CALL_RECOVERY, 1, 0);
+    *cs = call_backend(be, &s->c, row, &ops, cmsg, clen, fpenv, flen);
+    call_hook(o->after_call, o->ctx, GCK_CALL_RECOVERY, 1, 0);
+    return GCK_OK;
+}
+
+/* Every finding of a limited case says so: the first call's limits, and for a refused one that
+ * the finding is the next call's. */
+static void name_limits(const gck_spec *s, gck_run_result *r) {
+    char lim[160], tail[600];
+    gck_limits_text(s->mem_budget, s->limit_threads, s->max_threads, lim, sizeof lim);
+    int n = r->refused ? snprintf(tail, sizeof tail,
+                                  "; in the next call, without limits, after the first call%s "
+                                  "was refused (%s)",
+                                  lim, r->refusal)
+                       : snprintf(tail, sizeof tail, "; the call ran%s", lim);
+    if (n < 0) return;
+    for (int f = 0; f < r->nfindings; f++) {
+        char *d = r->findings[f].detail;
+        size_t used = strlen(d), room = sizeof r->findings[f].detail;
+        if (used + 1 >= room) continue;
+        size_t k = strlen(tail);
+        if (k > room - 1 - used) k = room - 1 - used; /* cut to fit */
+        memcpy(d + used, tail, k);
+        d[used + k] = '\0';
+    }
+}
+
 static gck_status run_once(gck_backend *be, const gck_spec *s, const gck_run_options *o,
                            gck_run_result *r, char *msg, size_t len) {
     memset(r, 0, sizeof *r);
@@ -572,6 +629,11 @@ static gck_status run_once(gck_backend *be, const gck_spec *s, const gck_run_opt
         return GCK_OK;
     }
     gck_row_describe(row, r->row, sizeof r->row);
+    int thr = s->limit_threads ? s->max_threads : -1;
+    bool limited = s->mem_budget > 0 || thr >= 0;
+    char why[256];
+    if (limited && !gck_limits_enforceable(s->mem_budget, thr, why, sizeof why))
+        return gck_fail(GCK_EINVAL, msg, len, "%s", why);
     if ((st = fits_in_memory(s, o, msg, len)) != GCK_OK) return st;
     operand_set os;
     size_t slack = o->no_guard_page ? 4096 : 0;
@@ -581,14 +643,21 @@ static gck_status run_once(gck_backend *be, const gck_spec *s, const gck_run_opt
     struct timespec t0, t1;
     call_hook(o->before_call, o->ctx, GCK_CALL_FIRST, 1, 0);
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    gck_call_status cs = call_backend(be, c, row, &ops, cmsg, sizeof cmsg, fpenv, sizeof fpenv);
+    gck_call_status cs = call_limited(be, c, row, &ops, limited ? s : NULL, cmsg, sizeof cmsg,
+                                      fpenv, sizeof fpenv, &r->threads_refused);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     call_hook(o->after_call, o->ctx, GCK_CALL_FIRST, 1, 0);
     r->call_seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     r->outcome = GCK_OUTCOME_PASS;
+    if (limited && cs == GCK_CALL_ERROR &&
+        (st = recover(be, s, row, o, &os, slack, &cs, cmsg, sizeof cmsg, fpenv, sizeof fpenv, r,
+                      msg, len)) != GCK_OK)
+        return st;
+    ops = operands_of(&os);
     if (cs != GCK_CALL_OK) {
         call_failed(r, row, cs, cmsg);
         fpenv_finding(r, fpenv);
+        if (limited) name_limits(s, r);
         free_set(&os);
         return GCK_OK;
     }
@@ -600,15 +669,16 @@ static gck_status run_once(gck_backend *be, const gck_spec *s, const gck_run_opt
                           &r->check, msg, len);
     if (st == GCK_OK) {
         value_findings(&r->check, r);
-        if (o->determinism)
+        if (o->determinism && !limited) /* limits may change the algorithm, and its bits */
             st = determinism_check(be, s, row, o, &os, slack, r, fpenv, sizeof fpenv, msg, len);
     }
     if (st != GCK_OK) {
         free_set(&os);
         return st;
     }
-    if (o->concurrency > 1) concurrency_check(be, s, row, o, r, fpenv, sizeof fpenv);
+    if (o->concurrency > 1 && !limited) concurrency_check(be, s, row, o, r, fpenv, sizeof fpenv);
     fpenv_finding(r, fpenv);
+    if (limited) name_limits(s, r);
     if (o->dump_dir) st = dump(o->dump_dir, s, row, &os, msg, len);
     free_set(&os);
     return st;

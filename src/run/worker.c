@@ -737,8 +737,13 @@ void gck_worker_show_output(gck_worker *w) {
 
 /* ---- following one case ---------------------------------------------------------------------- */
 
-void gck_watch_start(gck_case_watch *w, const gck_case *c, double call_timeout, double floor) {
-    *w = (gck_case_watch){.c = c, .call_timeout = call_timeout, .floor = floor};
+void gck_watch_start(gck_case_watch *w, const gck_spec *s, double call_timeout, double floor) {
+    *w = (gck_case_watch){.c = &s->c,
+                          .mem_budget = s->mem_budget,
+                          .limit_threads = s->limit_threads,
+                          .max_threads = s->max_threads,
+                          .call_timeout = call_timeout,
+                          .floor = floor};
     w->call = (gck_call_info){GCK_CALL_FIRST, 1, 0};
     w->deadline = gck_wire_now() + GCK_OWN_WORK_SECONDS;
 }
@@ -761,17 +766,43 @@ bool gck_watch_frame(gck_case_watch *w, const gck_wire_frame *f) {
     return true;
 }
 
-/* "inside the backend's first call", "after the backend's rerun ... returned" */
+void gck_limits_text(int64_t mem_budget, bool limit_threads, int max_threads, char *buf,
+                     size_t len) {
+    char mem[64] = "", thr[64] = "";
+    if (mem_budget > 0)
+        snprintf(mem, sizeof mem, "a memory budget of %lld bytes", (long long)mem_budget);
+    if (limit_threads)
+        snprintf(thr, sizeof thr, "a limit of %d thread%s", max_threads,
+                 max_threads == 1 ? "" : "s");
+    snprintf(buf, len, "%s%s%s%s", mem[0] || thr[0] ? " under " : "", mem,
+             mem[0] && thr[0] ? " and " : "", thr);
+}
+
+/* "inside the backend's first call", "after the backend's rerun ... returned"; the first
+ * call's limits named */
 static void where(const gck_case_watch *w, char *buf, size_t len) {
+    char lim[160] = "";
+    if (w->call.mode == GCK_CALL_FIRST)
+        gck_limits_text(w->mem_budget, w->limit_threads, w->max_threads, lim, sizeof lim);
     if (w->in_call)
-        snprintf(buf, len, "inside the backend's %s", gck_call_mode_name(w->call.mode));
+        snprintf(buf, len, "inside the backend's %s%s", gck_call_mode_name(w->call.mode), lim);
     else
-        snprintf(buf, len, "after the backend's %s returned", gck_call_mode_name(w->call.mode));
+        snprintf(buf, len, "after the backend's %s%s returned", gck_call_mode_name(w->call.mode),
+                 lim);
+}
+
+void gck_watch_hang(const gck_case_watch *w, char *detail, size_t dlen, char *flags, size_t flen) {
+    gck_wire_hang_detail(&w->call, w->limit, detail, dlen, flags, flen);
+    char lim[160] = "";
+    if (w->call.mode == GCK_CALL_FIRST)
+        gck_limits_text(w->mem_budget, w->limit_threads, w->max_threads, lim, sizeof lim);
+    size_t used = strlen(detail);
+    if (lim[0] && used < dlen) snprintf(detail + used, dlen - used, " (the call ran%s)", lim);
 }
 
 bool gck_watch_death(const gck_case_watch *w, const gck_worker *wk, char *detail, size_t dlen,
                      char *flags, size_t flen) {
-    char at[160];
+    char at[320];
     flags[0] = '\0';
     bool backend = w->in_call || w->called;
     if (backend) {
@@ -797,7 +828,7 @@ bool gck_watch_death(const gck_case_watch *w, const gck_worker *wk, char *detail
 
 void gck_watch_corrupted(const gck_case_watch *w, const char *why, char *detail, size_t dlen,
                          char *flags, size_t flen) {
-    char at[160];
+    char at[320];
     if (w->in_call || w->called)
         where(w, at, sizeof at);
     else

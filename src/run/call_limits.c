@@ -1,0 +1,106 @@
+/* Resource limits for one backend call (call_limits.h). */
+#define _GNU_SOURCE
+#include "call_limits.h"
+
+#include <alloca.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Threads a limited call may still start (-1: no limit in force), and how many it was refused. */
+static _Atomic int room = -1;
+static _Atomic int refused;
+
+bool gck_limits_thread_admit(void) {
+    int left = atomic_load(&room);
+    while (left >= 0) {
+        if (left == 0) {
+            atomic_fetch_add(&refused, 1);
+            return false;
+        }
+        if (atomic_compare_exchange_weak(&room, &left, left - 1)) break;
+    }
+    return true;
+}
+
+/* Whether the pthread_create that libraries bind to is in the object this code is in: the
+ * gemmcheck executable, whose pthread_create asks gck_limits_thread_admit (src/cli/thread_gate.c).
+ * In libgemmcheck.so, or a program that does not define one, it is the C library's. */
+static bool ours_comes_first(void) {
+    Dl_info first, self;
+    void *f = dlsym(RTLD_DEFAULT, "pthread_create");
+    return f && dladdr(f, &first) && dladdr((void *)ours_comes_first, &self) &&
+           first.dli_fbase == self.dli_fbase;
+}
+
+bool gck_limits_enforceable(int64_t memory, int threads, char *why, size_t len) {
+    if (memory < 0) {
+        snprintf(why, len, "a memory budget of %lld bytes is negative", (long long)memory);
+        return false;
+    }
+    if (threads >= 0 && !ours_comes_first()) {
+        snprintf(why, len,
+                 "a thread limit cannot be enforced in this process: the pthread_create that "
+                 "libraries bind to is not gemmcheck's (a sanitizer or a preloaded library "
+                 "took it)");
+        return false;
+    }
+    return true;
+}
+
+/* The process's address-space size in bytes (0 when /proc cannot say), read without malloc. */
+static uint64_t vm_size(void) {
+    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    char buf[128];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    buf[n] = '\0';
+    unsigned long long pages = 0;
+    if (sscanf(buf, "%llu", &pages) != 1) return 0;
+    return (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/* The stack the call may use without counting against its budget: the calling thread's stack
+ * grows on demand, and growth is address space, so under a small budget a library's deep
+ * frames would fault (OpenBLAS's small-matrix dgemm kernel at K = 15001 did, under 345 KB).
+ * Touched before the limit is set, from the caller's frame down, these pages are mapped
+ * already and part of the size the budget is added to: the stack limit less 1 MiB for the
+ * frames above, at most 8 MiB (a deeper call overflows its stack with or without a budget). */
+__attribute__((noinline)) static void prefault_stack(void) {
+    size_t n = (size_t)8 << 20;
+    struct rlimit st;
+    if (getrlimit(RLIMIT_STACK, &st) == 0 && st.rlim_cur != RLIM_INFINITY &&
+        st.rlim_cur < n + ((size_t)1 << 20))
+        n = st.rlim_cur > ((rlim_t)2 << 20) ? (size_t)st.rlim_cur - ((size_t)1 << 20)
+                                            : (size_t)256 << 10;
+    volatile char *pad = alloca(n);
+    for (size_t i = n; i > 0; i = i > 4096 ? i - 4096 : 0) pad[i - 1] = 0; /* downwards */
+}
+
+void gck_limits_begin(int64_t memory, int threads, gck_limits_saved *sv) {
+    memset(sv, 0, sizeof *sv);
+    if (memory > 0) prefault_stack();
+    if (memory > 0 && getrlimit(RLIMIT_AS, &sv->as) == 0) {
+        struct rlimit lim = sv->as;
+        uint64_t want = vm_size() + (uint64_t)memory;
+        if (lim.rlim_max == RLIM_INFINITY || want < lim.rlim_max) lim.rlim_cur = want;
+        sv->memory = setrlimit(RLIMIT_AS, &lim) == 0;
+    }
+    if (threads >= 0) {
+        atomic_store(&refused, 0);
+        atomic_store(&room, threads);
+        sv->threads = true;
+    }
+}
+
+int gck_limits_end(gck_limits_saved *sv) {
+    if (sv->memory) setrlimit(RLIMIT_AS, &sv->as);
+    if (!sv->threads) return 0;
+    atomic_store(&room, -1);
+    return atomic_exchange(&refused, 0);
+}
