@@ -76,6 +76,8 @@
  *   oompoison  returns an error, and every later call of the process fails too (a CUDA
  *              context or cuBLAS handle left broken by a failed allocation)
  *   oomclean   returns an error; the next call works (what a correct library does)
+ *   oomoob     writes one element before D, then returns an error (a partial store made
+ *              before the failure was noticed)
  *   thrcrash   prints OpenBLAS's "pthread_create failed" line and crashes (issue 1668)
  *   thrclean   computes D in the calling thread instead (correct)
  * With GCK_FAULTY_PLAIN=FORMAT in the environment, a backend declares only ref's rows whose four
@@ -406,6 +408,7 @@ static gck_call_status resource_call(faulty_state *s, const gck_case *c, const g
         exit(1);
     }
     if (!strcmp(fault_name, "oomgarbage")) return GCK_CALL_OK; /* D never written */
+    if (!strcmp(fault_name, "oomoob")) gck_store(ops->d, gck_case_type(c, GCK_D), -1, 1.0);
     if (!strcmp(fault_name, "oompoison")) atomic_store(&poisoned, true);
     snprintf(msg, len, "CUBLAS_STATUS_ALLOC_FAILED (simulated: no memory for the workspace)");
     return GCK_CALL_ERROR;
@@ -530,7 +533,7 @@ static const char *const names[] = {
     "stdout",     "exit",     "abort",     "sigkill",   "spin",      "far",      "ownsegv",
     "trunc",      "flush",    "ulpup",     "e4",        "sticky",    "inithang", "nodeathsig",
     "badpromise", "nansign",  "overread",  "noalarm",   "oomhang",   "oomexit",  "oomgarbage",
-    "oompoison",  "oomclean", "thrcrash",  "thrclean"};
+    "oompoison",  "oomclean", "thrcrash",  "thrclean",  "oomoob"};
 
 GCK_PLUGIN_ABI_DECLARE
 const gck_backend_ops *gemmcheck_backend_plugin(const char *name);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "appetite.h"
+#include "call_limits.h"
 #include "campaign.h"
 #include "certify.h"
 #include "cli.h"
@@ -327,8 +328,9 @@ static json_t *probe_backend(const char *spec, const one_thread *ot, probe_part 
         json_object_set_new(row, "tuple", json_string(text));
         gck_row_describe(&rows[r], text, sizeof text);
         json_object_set_new(row, "declared", gck_json_text(text));
+        char why[256];
         if (avail && part == PART_APPETITE) {
-            if (appetite_wanted(&rows[r]))
+            if (appetite_wanted(&rows[r]) && gck_limits_enforceable(1, -1, why, sizeof why))
                 json_object_set_new(row, "appetite", appetite_json(spec, &rows[r]));
         } else if (avail && part == PART_PINNED) {
             json_object_set_new(row, "pinned", pinned_json(&be, &rows[r], n));

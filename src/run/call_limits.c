@@ -36,9 +36,29 @@ static bool ours_comes_first(void) {
            first.dli_fbase == self.dli_fbase;
 }
 
+/* Whether this build runs under AddressSanitizer, whose allocator reserves and maps its own
+ * address space: under an address-space limit it fails, dumps the process's mappings and can
+ * hang, whatever the library does. */
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#ifndef UNDER_ASAN
+#define UNDER_ASAN 0
+#endif
+
 bool gck_limits_enforceable(int64_t memory, int threads, char *why, size_t len) {
     if (memory < 0) {
         snprintf(why, len, "a memory budget of %lld bytes is negative", (long long)memory);
+        return false;
+    }
+    if (memory > 0 && UNDER_ASAN) {
+        snprintf(why, len,
+                 "a memory budget cannot be enforced in a build with AddressSanitizer (its "
+                 "allocator needs address space of its own)");
         return false;
     }
     if (threads >= 0 && !ours_comes_first()) {
@@ -67,16 +87,16 @@ static uint64_t vm_size(void) {
 
 /* The stack the call may use without counting against its budget: the calling thread's stack
  * grows on demand, and growth is address space, so under a small budget a library's deep
- * frames would fault (OpenBLAS's small-matrix dgemm kernel at K = 15001 did, under 345 KB).
- * Touched before the limit is set, from the caller's frame down, these pages are mapped
- * already and part of the size the budget is added to: the stack limit less 1 MiB for the
- * frames above, at most 8 MiB (a deeper call overflows its stack with or without a budget). */
+ * frames would fault. Touched before the limit is set, from the caller's frame down, these
+ * pages are mapped already and part of the size the budget is added to: 4 MiB, or the stack
+ * limit less 2 MiB for the frames above when that is less (a Python worker's interpreter
+ * frames come first), at least 256 KiB. */
 __attribute__((noinline)) static void prefault_stack(void) {
-    size_t n = (size_t)8 << 20;
+    size_t n = (size_t)4 << 20;
     struct rlimit st;
     if (getrlimit(RLIMIT_STACK, &st) == 0 && st.rlim_cur != RLIM_INFINITY &&
-        st.rlim_cur < n + ((size_t)1 << 20))
-        n = st.rlim_cur > ((rlim_t)2 << 20) ? (size_t)st.rlim_cur - ((size_t)1 << 20)
+        st.rlim_cur < n + ((size_t)2 << 20))
+        n = st.rlim_cur > ((rlim_t)3 << 20) ? (size_t)st.rlim_cur - ((size_t)2 << 20)
                                             : (size_t)256 << 10;
     volatile char *pad = alloca(n);
     for (size_t i = n; i > 0; i = i > 4096 ? i - 4096 : 0) pad[i - 1] = 0; /* downwards */

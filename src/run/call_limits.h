@@ -1,7 +1,7 @@
 /* The resources one backend call may take (a case's mem= and thr=, docs/RESOURCES.md): a memory
  * budget, enforced as the soft address-space limit (RLIMIT_AS) set to the process's own size
  * plus the budget just before the call and restored just after it, so that gemmcheck's
- * buffers and checks never count (up to 8 MiB of the calling thread's stack is mapped
+ * buffers and checks never count (up to 4 MiB of the calling thread's stack is mapped
  * beforehand, so that a library's frames do not count either); and a thread limit, enforced by
  * the gemmcheck executable's own pthread_create (src/cli/thread_gate.c), which the libraries a
  * worker loads bind to, and which refuses (EAGAIN) a thread past the limit while a limited call

@@ -576,6 +576,9 @@ static gck_status determinism_check(gck_backend *be, const gck_spec *s, const gc
     return GCK_OK;
 }
 
+/* The words a finding of the refused call itself ends with (name_limits leaves it be). */
+#define REFUSED_CALL " (in the first call, which returned an error under its limits)"
+
 /* The first call was refused under the case's limits (an error status): counted, not a
  * finding; the next call, without limits, on fresh buffers, must work, and it is what the case
  * checks (a finding when it fails: a refusal must leave the backend usable). */
@@ -585,6 +588,15 @@ static gck_status recover(gck_backend *be, const gck_spec *s, const gck_support_
                           gck_run_result *r, char *msg, size_t len) {
     r->refused = true;
     snprintf(r->refusal, sizeof r->refusal, "%s", cmsg[0] ? cmsg : "(no message)");
+    /* what the refused call wrote where it must not, or changed in its inputs, is a finding */
+    int before = r->nfindings;
+    guard_findings(&s->c, os, r);
+    for (int f = before; f < r->nfindings; f++) {
+        char *d = r->findings[f].detail;
+        size_t used = strlen(d);
+        if (used + 1 < sizeof r->findings[f].detail)
+            snprintf(d + used, sizeof r->findings[f].detail - used, "%s", REFUSED_CALL);
+    }
     free_set(os);
     gck_status st = prepare(s, os, slack, msg, len);
     if (st != GCK_OK) return st;
@@ -608,6 +620,7 @@ static void name_limits(const gck_spec *s, gck_run_result *r) {
     if (n < 0) return;
     for (int f = 0; f < r->nfindings; f++) {
         char *d = r->findings[f].detail;
+        if (strstr(d, REFUSED_CALL)) continue; /* the refused call's own */
         size_t used = strlen(d), room = sizeof r->findings[f].detail;
         if (used + 1 >= room) continue;
         size_t k = strlen(tail);

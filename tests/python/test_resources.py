@@ -37,6 +37,9 @@ def repro(binary, backend, case, *flags):
      "in the next call, without limits, after the first call under a memory budget of 1000000 "
      "bytes was refused"),
     ("thrcrash", "thr=0", "crash", "inside the backend's first call under a limit of 0 threads"),
+    # the refused call's own write out of place: a finding of that call, not of the next
+    ("oomoob", "mem=1000000", "out_of_bounds_write",
+     "(in the first call, which returned an error under its limits)"),
 ])
 def test_a_backend_that_mishandles_a_refused_resource_is_found(gemmcheck_binary, fault, limit,
                                                                 kind, words):
