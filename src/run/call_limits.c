@@ -64,8 +64,8 @@ bool gck_limits_enforceable(int64_t memory, int threads, char *why, size_t len) 
     if (threads >= 0 && !ours_comes_first()) {
         snprintf(why, len,
                  "a thread limit cannot be enforced in this process: the pthread_create that "
-                 "libraries bind to is not gemmcheck's (a sanitizer or a preloaded library "
-                 "took it)");
+                 "libraries bind to is not gemmcheck's (only the gemmcheck executable defines "
+                 "one, and a preloaded library may come first)");
         return false;
     }
     return true;
