@@ -579,6 +579,21 @@ static gck_status determinism_check(gck_backend *be, const gck_spec *s, const gc
 /* The words a finding of the refused call itself ends with (name_limits leaves it be). */
 #define REFUSED_CALL " (in the first call, which returned an error under its limits)"
 
+/* `tail` appended to the detail of findings from..nfindings-1 (cut to fit), except those of the
+ * refused call itself, which already say which call they are of. */
+static void append_to_findings(gck_run_result *r, int from, const char *tail) {
+    for (int f = from; f < r->nfindings; f++) {
+        char *d = r->findings[f].detail;
+        if (strstr(d, REFUSED_CALL)) continue;
+        size_t used = strlen(d), room = sizeof r->findings[f].detail;
+        if (used + 1 >= room) continue;
+        size_t k = strlen(tail);
+        if (k > room - 1 - used) k = room - 1 - used;
+        memcpy(d + used, tail, k);
+        d[used + k] = '\0';
+    }
+}
+
 /* The first call was refused under the case's limits (an error status): counted, not a
  * finding; the next call, without limits, on fresh buffers, must work, and it is what the case
  * checks (a finding when it fails: a refusal must leave the backend usable). */
@@ -591,12 +606,7 @@ static gck_status recover(gck_backend *be, const gck_spec *s, const gck_support_
     /* what the refused call wrote where it must not, or changed in its inputs, is a finding */
     int before = r->nfindings;
     guard_findings(&s->c, os, r);
-    for (int f = before; f < r->nfindings; f++) {
-        char *d = r->findings[f].detail;
-        size_t used = strlen(d);
-        if (used + 1 < sizeof r->findings[f].detail)
-            snprintf(d + used, sizeof r->findings[f].detail - used, "%s", REFUSED_CALL);
-    }
+    append_to_findings(r, before, REFUSED_CALL);
     free_set(os);
     gck_status st = prepare(s, os, slack, msg, len);
     if (st != GCK_OK) return st;
@@ -617,17 +627,7 @@ static void name_limits(const gck_spec *s, gck_run_result *r) {
                                   "was refused (%s)",
                                   lim, r->refusal)
                        : snprintf(tail, sizeof tail, "; the call ran%s", lim);
-    if (n < 0) return;
-    for (int f = 0; f < r->nfindings; f++) {
-        char *d = r->findings[f].detail;
-        if (strstr(d, REFUSED_CALL)) continue; /* the refused call's own */
-        size_t used = strlen(d), room = sizeof r->findings[f].detail;
-        if (used + 1 >= room) continue;
-        size_t k = strlen(tail);
-        if (k > room - 1 - used) k = room - 1 - used; /* cut to fit */
-        memcpy(d + used, tail, k);
-        d[used + k] = '\0';
-    }
+    if (n >= 0) append_to_findings(r, 0, tail);
 }
 
 static gck_status run_once(gck_backend *be, const gck_spec *s, const gck_run_options *o,
