@@ -22,6 +22,7 @@
 #include "known.h"
 #include "mix.h"
 #include "parallel.h"
+#include "watch.h"
 #include "wire.h"
 #include "worker.h"
 
@@ -57,8 +58,9 @@ typedef struct run_ctx {
     gck_campaign_result *res;
     const char *backend;
     gck_backend_info *info;
-    double t0;  /* campaign start */
-    double end; /* this backend's end */
+    double t0;    /* campaign start */
+    double began; /* this backend's start */
+    double end;   /* this backend's end */
     FILE *jsonl;
     gck_support_row rows[GCK_FUZZ_MAX_TARGETS];
     char entries[GCK_FUZZ_MAX_TARGETS][96], entries_tmp[GCK_FUZZ_MAX_TARGETS][96];
@@ -71,6 +73,7 @@ typedef struct run_ctx {
     uint64_t next_index;
     int64_t dispatched;
     char setup_error[1024];
+    gck_run_result *result; /* the case's result as a worker sent it (large: on the heap) */
 } run_ctx;
 
 /* Start a worker (its handshake is read by `handshake`); false with a reason. */
@@ -282,21 +285,12 @@ static void internal_error(run_ctx *x, const slot *s, const char *what) {
     x->res->internal_errors++;
 }
 
-/* The end of a worker with a case in flight: a hang (the call under way missed its deadline),
- * a death (the backend's, or gemmcheck's before any call), or corrupted messages (`why`). */
-static void on_death(run_ctx *x, slot *s, bool hang, const char *why) {
+/* The end of a worker with a case in flight, as the watch described it (`o`): a hang or crash
+ * of the backend, or a death before the case's first call. */
+static void on_death(run_ctx *x, slot *s, const gck_watch_outcome *o) {
     gck_worker_kill(&s->w);
-    char d[1024], flags[64];
     bool kinds[GCK_KIND_COUNT] = {false};
-    gck_kind kind = hang ? GCK_KIND_HANG : GCK_KIND_CRASH;
-    bool backend = true;
-    if (hang)
-        gck_watch_hang(&s->watch, d, sizeof d, flags, sizeof flags);
-    else if (why)
-        gck_watch_corrupted(&s->watch, why, d, sizeof d, flags, sizeof flags);
-    else
-        backend = gck_watch_death(&s->watch, &s->w, d, sizeof d, flags, sizeof flags);
-    if (!backend && s->served > 0) {
+    if (o->early && s->served > 0) {
         /* died before this case's first call, in a worker that had served cases: damage left
          * by an earlier call (a thread still running, a corrupted heap) or gemmcheck's own
          * failure on this case. The case runs again in a fresh worker to tell which. */
@@ -306,12 +300,13 @@ static void on_death(run_ctx *x, slot *s, bool hang, const char *why) {
         s->served = 0;
         return;
     }
-    if (backend) {
-        record(x, kind, &s->spec, d, flags, NULL);
+    if (o->early) {
+        internal_error(x, s, o->detail);
+    } else {
+        gck_kind kind = o->end == GCK_WATCH_HANG ? GCK_KIND_HANG : GCK_KIND_CRASH;
+        record(x, kind, &s->spec, o->detail, o->flags, NULL);
         kinds[kind] = true;
         count_case(x, &s->spec, GCK_OUTCOME_FINDINGS, kinds, NULL, gck_wire_now() - s->sent, false);
-    } else {
-        internal_error(x, s, d);
     }
     s->lingering = false;
     s->alive = s->busy = false;
@@ -407,10 +402,16 @@ static void progress(const run_ctx *x, bool final, bool line) {
                                   gck_kind_name((gck_kind)k), (long long)x->res->kind_cases[k]);
     double left = x->end - now;
     if (line) {
-        fprintf(stderr,
-                "gemmcheck fuzz: %.0f s: %s: %lld cases (%.1f/s), findings:%s; %.0f s left\n", el,
-                x->backend, (long long)x->res->cases, el > 0 ? (double)x->res->cases / el : 0.0,
-                n ? kinds : " none", left > 0 ? left : 0.0);
+        /* this backend's cases and rate; what bounds it: cases (--cases) or time */
+        double bel = now - x->began;
+        char bound[64];
+        if (x->o->max_cases > 0)
+            snprintf(bound, sizeof bound, "of %lld", (long long)x->o->max_cases);
+        else
+            snprintf(bound, sizeof bound, "(%.0f s left)", left > 0 ? left : 0.0);
+        fprintf(stderr, "gemmcheck fuzz: %.0f s: %s: %lld cases %s, %.1f/s, findings:%s\n", el,
+                x->backend, (long long)x->info->cases, bound,
+                bel > 0 ? (double)x->info->cases / bel : 0.0, n ? kinds : " none");
         return;
     }
     fprintf(stderr, "\r\033[K%s: %.0fs %lld cases %.1f/s findings:%s%s left %.0fs", x->backend, el,
@@ -524,103 +525,75 @@ static bool result_has_device_fault(const gck_run_result *rr) {
     return false;
 }
 
-static void on_frame(run_ctx *x, slot *s, const gck_wire_frame *f) {
-    const char *text;
-    switch (f->tag) {
-    case GCK_WIRE_CALLING:
-    case GCK_WIRE_CALLED:
-        if (!gck_watch_frame(&s->watch, f)) on_death(x, s, false, "a malformed call record");
-        return;
-    case GCK_WIRE_RESULT: {
-        gck_run_result *rr = malloc(sizeof *rr);
-        char why[256];
-        if (!rr) {
-            internal_error(x, s, "out of memory");
-            s->busy = false;
-            return;
-        }
-        memcpy(rr, f->data, sizeof *rr);
-        if (!gck_wire_check_result(rr, why, sizeof why)) {
-            free(rr);
-            on_death(x, s, false, why);
-            return;
-        }
-        if (s->lingering) {
-            /* the same case passed in a fresh worker: the death was the earlier case's */
-            char d[512];
-            snprintf(d, sizeof d,
-                     "the worker died after the backend's calls for this case had returned, "
-                     "before the next case made a call (a thread the backend left running, or "
-                     "heap damage)");
-            bool kinds[GCK_KIND_COUNT] = {false};
-            kinds[GCK_KIND_CRASH] = true;
-            record(x, GCK_KIND_CRASH, &s->prev, d, "", NULL);
-            count_case(x, &s->prev, GCK_OUTCOME_FINDINGS, kinds, NULL, 0, false);
-            s->lingering = false;
-        }
-        on_result(x, s, rr);
-        bool fault = result_has_device_fault(rr);
-        free(rr);
-        s->served++;
-        s->prev = s->spec;
-        if (s->confirming) x->res->deadline_retries++; /* missed once, met this time */
+/* The case's result arrived (x->result, checked by the watch). */
+static void on_returned(run_ctx *x, slot *s) {
+    const gck_run_result *rr = x->result;
+    if (s->lingering) {
+        /* the same case passed in a fresh worker: the death was the earlier case's */
+        char d[512];
+        snprintf(d, sizeof d,
+                 "the worker died after the backend's calls for this case had returned, "
+                 "before the next case made a call (a thread the backend left running, or "
+                 "heap damage)");
+        bool kinds[GCK_KIND_COUNT] = {false};
+        kinds[GCK_KIND_CRASH] = true;
+        record(x, GCK_KIND_CRASH, &s->prev, d, "", NULL);
+        count_case(x, &s->prev, GCK_OUTCOME_FINDINGS, kinds, NULL, 0, false);
+        s->lingering = false;
+    }
+    on_result(x, s, rr);
+    s->served++;
+    s->prev = s->spec;
+    if (s->confirming) x->res->deadline_retries++; /* missed once, met this time */
+    s->busy = false;
+    if (result_has_device_fault(rr)) { /* the device context is gone: a fresh worker next */
+        gck_worker_kill(&s->w);
+        s->alive = false;
+        s->served = 0;
+    }
+}
+
+/* What the watch made of an event of a busy worker. */
+static void on_event(run_ctx *x, slot *s, const gck_watch_outcome *o) {
+    switch (o->end) {
+    case GCK_WATCH_GOING: return;
+    case GCK_WATCH_RESULT: on_returned(x, s); return;
+    case GCK_WATCH_SETUP:
+    case GCK_WATCH_INTERNAL:
+        if (o->early) break;
+        internal_error(x, s, o->detail);
         s->busy = false;
-        if (fault) { /* the device context is gone: the next case gets a fresh worker */
+        if (o->overran) { /* gemmcheck's own work (set-up or checks) overran: not the backend's */
             gck_worker_kill(&s->w);
             s->alive = false;
-            s->served = 0;
         }
         return;
-    }
-    case GCK_WIRE_INTERNAL:
-    case GCK_WIRE_SETUP:
-        internal_error(x, s, gck_wire_text(f, &text) ? text : "(an unterminated message)");
-        s->busy = false;
-        return;
-    default: {
-        char why[64];
-        snprintf(why, sizeof why, "message %d out of turn", f->tag);
-        on_death(x, s, false, why);
-    }
-    }
-}
-
-/* Everything a busy worker has to say now (no waiting). */
-static void service(run_ctx *x, slot *s) {
-    while (s->busy) {
-        gck_wire_frame f;
-        char why[256];
-        gck_worker_event ev = gck_worker_next(&s->w, 0, &f, why, sizeof why);
-        if (ev == GCK_WORKER_NOTHING) return;
-        if (ev == GCK_WORKER_FRAME)
-            on_frame(x, s, &f);
-        else
-            on_death(x, s, false, ev == GCK_WORKER_MALFORMED ? why : NULL);
-    }
-    gck_worker_show_output(&s->w);
-}
-
-/* A busy worker whose phase ran out of time. */
-static void on_deadline(run_ctx *x, slot *s) {
-    if (!s->watch.in_call) {
-        /* gemmcheck's own work (set-up or checks) overran: not the backend's */
-        char what[128];
-        snprintf(what, sizeof what,
-                 "preparing or checking a case took over %.0f s outside any backend call",
-                 GCK_OWN_WORK_SECONDS);
-        internal_error(x, s, what);
-        gck_worker_kill(&s->w);
-        s->alive = s->busy = false;
-    } else if (!s->confirming) {
+    case GCK_WATCH_HANG:
+        if (s->confirming) break;
         /* A call that misses its deadline once is run again in a fresh worker before it is
          * called a hang: an overloaded machine can stall a correct call (a spinning BLAS
          * thread pool starved of cores). */
         gck_worker_kill(&s->w);
         s->alive = s->busy = false;
         s->retry_pending = true;
-    } else {
-        on_death(x, s, true, NULL);
+        return;
+    case GCK_WATCH_CRASH: break;
     }
+    on_death(x, s, o);
+}
+
+/* Everything a busy worker has to say now (no waiting), or, `due`, its missed deadline. */
+static void service(run_ctx *x, slot *s, bool due) {
+    gck_watch_outcome o;
+    while (s->busy) {
+        gck_wire_frame f;
+        char why[256];
+        gck_worker_event ev = gck_worker_next(&s->w, 0, &f, why, sizeof why);
+        if (ev == GCK_WORKER_NOTHING && !(due && gck_wire_now() > s->watch.deadline)) break;
+        gck_watch_step(&s->watch, &s->w, ev, &f, why, x->result, &o);
+        on_event(x, s, &o);
+    }
+    gck_worker_show_output(&s->w);
 }
 
 /* The support matrix holds every tuple the backend declares, and every tuple fuzzed, before
@@ -727,14 +700,10 @@ static bool wait_and_service(run_ctx *x, slot *slots, int jobs, double now) {
     int pr = poll(pfd, np, ms < 0 ? 0 : ms);
     if (pr < 0 && errno != EINTR) return false;
     for (nfds_t p = 0; pr > 0 && p < np; p++)
-        if (pfd[p].revents) service(x, &slots[idx[p]]);
+        if (pfd[p].revents) service(x, &slots[idx[p]], false);
     now = gck_wire_now();
-    for (int j = 0; j < jobs; j++)
-        if (slots[j].busy && now > slots[j].watch.deadline) {
-            service(x, &slots[j]); /* a message that arrived in time is not a miss */
-            if (slots[j].busy && gck_wire_now() > slots[j].watch.deadline)
-                on_deadline(x, &slots[j]);
-        }
+    for (int j = 0; j < jobs; j++) /* a message that arrived in time is read first: no miss */
+        if (slots[j].busy && now > slots[j].watch.deadline) service(x, &slots[j], true);
     return true;
 }
 
@@ -743,9 +712,18 @@ static bool run_backend(run_ctx *x) {
     int jobs = x->o->jobs;
     slot slots[MAX_JOBS];
     memset(slots, 0, sizeof slots);
-    if (!start_workers(x, slots, jobs)) return false;
+    x->result = malloc(sizeof *x->result);
+    if (!x->result) {
+        snprintf(x->setup_error, sizeof x->setup_error, "out of memory");
+        return false;
+    }
+    if (!start_workers(x, slots, jobs)) {
+        free(x->result);
+        return false;
+    }
     if (!set_targets(x) || !set_prelude(x)) {
         kill_all(slots, jobs);
+        free(x->result);
         return false;
     }
     x->next_prelude = 0;
@@ -778,6 +756,8 @@ static bool run_backend(run_ctx *x) {
     kill_all(slots, jobs);
     free(x->prelude);
     x->prelude = NULL;
+    free(x->result);
+    x->result = NULL;
     return true;
 }
 
@@ -860,6 +840,7 @@ static int run_backends(const gck_campaign_options *o, run_ctx *x, gck_campaign_
         snprintf(x->info->spec, sizeof x->info->spec, "%s", o->backends[b]);
         x->t0 = t0;
         double now = gck_wire_now();
+        x->began = now;
         double share = (t0 + o->time_limit - now) / (nusable - done++);
         x->end = now + (share > 0 ? share : 0);
         x->jsonl = jsonl;

@@ -3,6 +3,7 @@
  * computed by refimpl/, code the probes do not share), and certify/compare from the command
  * line. */
 #include <criterion/criterion.h>
+#include <ctype.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -396,6 +397,39 @@ Test(certify, certify_and_compare_from_the_command_line, .timeout = 600) {
  * the smallest reproducer. */
 static const char *compare_flags = ""; /* extra options of the comparison */
 
+/* text with every run of white space one space */
+static void squeeze(char *text) {
+    char *w = text;
+    for (const char *r = text; *r; r++)
+        if (!isspace((unsigned char)*r) || (w > text && w[-1] != ' '))
+            *w++ = isspace(*r) ? ' ' : *r;
+    *w = '\0';
+}
+
+/* Every class a comparison printed ("[CLASS] ..." or "[REGRESSION: CLASS] ..." at the start of
+ * a line) is one `compare --help` names. */
+static void classes_are_in_help(const char *out) {
+    static char help[8192];
+    if (!help[0]) {
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "%s compare --help", GCK_BINARY);
+        cr_assert_eq(sh(cmd, help, sizeof help), 0, "%s", help);
+        squeeze(help);
+    }
+    for (const char *p = out; (p = strchr(p, '[')) != NULL; p++) {
+        const char *q = p;
+        while (q > out && q[-1] == ' ') q--;
+        if (q > out && q[-1] != '\n') continue;
+        const char *cls = p + 1, *end = strchr(cls, ']');
+        if (!end) break;
+        if (!strncmp(cls, "REGRESSION: ", 12)) cls += 12;
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)(end - cls), cls);
+        squeeze(name);
+        cr_expect(strstr(help, name) != NULL, "class '%s' printed, not in compare --help", name);
+    }
+}
+
 static void upgrade(const char *before, const char *after, const char *env, int status,
                     const char *verdict, const char *line, const char *line2) {
     char cmd[4096], out[32768], a[128], b[128];
@@ -409,6 +443,7 @@ static void upgrade(const char *before, const char *after, const char *env, int 
         env ? "OMP_NUM_THREADS=1" : "", GCK_BINARY, GCK_UPGRADE_PLUGIN, before, a, env ? env : "",
         GCK_BINARY, GCK_UPGRADE_PLUGIN, after, b, GCK_BINARY, compare_flags, a, b);
     cr_expect_eq(sh(cmd, out, sizeof out), status, "%s -> %s: %s", before, after, out);
+    classes_are_in_help(out);
     char v[256];
     snprintf(v, sizeof v, "verdict: %s", verdict);
     cr_expect(strstr(out, v) != NULL, "%s -> %s: no '%s' in\n%s", before, after, v, out);

@@ -625,6 +625,24 @@ Test(fuzz, piped_runs_log_plain_lines_and_name_their_files, .init = setup, .fini
              "%s/log.json.findings.jsonl\n",
              dir, dir, dir);
     cr_expect(strstr(out, files) != NULL, "%s", out);
+    /* bounded by --cases: each backend's own count out of N, never more, and no time left
+     * (a run of cases has no end time) */
+    snprintf(args, sizeof args,
+             "fuzz --backend ref --backend kernels --cases 400 --jobs 1 --log-every 1 --seed 4");
+    cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);
+    int counted = 0;
+    for (const char *p = out; (p = strstr(p, "gemmcheck fuzz: ")) != NULL; p++) {
+        int secs;
+        long long cases, of;
+        char name[16];
+        if (sscanf(p, "gemmcheck fuzz: %d s: %15[a-z]: %lld cases of %lld", &secs, name, &cases,
+                   &of) != 4)
+            continue;
+        counted++;
+        cr_expect(cases <= 400 && of == 400, "%s: %lld cases of %lld", name, cases, of);
+    }
+    cr_expect(strstr(out, " s left") == NULL, "%s", out);
+    cr_expect_geq(counted, 1, "no progress line in a run of 800 cases:\n%s", out);
     /* --no-progress: no display and no log lines */
     snprintf(args, sizeof args, "fuzz --backend ref --time 3 --jobs 1 --log-every 1 --no-progress");
     cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);

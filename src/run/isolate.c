@@ -9,6 +9,7 @@
 
 #include "fpenv.h"
 #include "gemmcheck/runner.h"
+#include "watch.h"
 #include "worker.h"
 
 /* Until the backend is open: the library's start-up, never counted against a call. */
@@ -19,70 +20,24 @@ static void set(gck_isolated_result *out, gck_isolated_status st, const char *ms
     snprintf(out->message, sizeof out->message, "%s", msg);
 }
 
-/* The case in flight until it ends one way or another. */
+/* The case in flight until it ends one way or another (watch.h decides what each event means). */
 static void follow(gck_worker *w, const gck_spec *s, double call_timeout,
                    gck_isolated_result *out) {
+    static const gck_isolated_status status[] = {[GCK_WATCH_RESULT] = GCK_ISOLATED_RAN,
+                                                 [GCK_WATCH_SETUP] = GCK_ISOLATED_SETUP_ERROR,
+                                                 [GCK_WATCH_INTERNAL] = GCK_ISOLATED_INTERNAL,
+                                                 [GCK_WATCH_HANG] = GCK_ISOLATED_HANG,
+                                                 [GCK_WATCH_CRASH] = GCK_ISOLATED_CRASH};
     gck_case_watch watch;
+    gck_watch_outcome o;
     gck_watch_start(&watch, s, call_timeout, 10.0);
     for (;;) {
         gck_wire_frame f;
-        char why[256], detail[1024], flags[64];
-        const char *text;
+        char why[256];
         gck_worker_event ev = gck_worker_next(w, watch.deadline, &f, why, sizeof why);
-        switch (ev) {
-        case GCK_WORKER_NOTHING:
-            if (watch.in_call) {
-                gck_watch_hang(&watch, detail, sizeof detail, flags, sizeof flags);
-                set(out, GCK_ISOLATED_HANG, detail);
-            } else {
-                snprintf(detail, sizeof detail,
-                         "preparing or checking the case took over %.0f s outside any backend "
-                         "call",
-                         GCK_OWN_WORK_SECONDS);
-                set(out, GCK_ISOLATED_INTERNAL, detail);
-            }
-            return;
-        case GCK_WORKER_MALFORMED:
-            gck_watch_corrupted(&watch, why, detail, sizeof detail, flags, sizeof flags);
-            set(out, GCK_ISOLATED_CRASH, detail);
-            return;
-        case GCK_WORKER_DIED: {
-            bool backend = gck_watch_death(&watch, w, detail, sizeof detail, flags, sizeof flags);
-            set(out, backend ? GCK_ISOLATED_CRASH : GCK_ISOLATED_INTERNAL, detail);
-            return;
-        }
-        case GCK_WORKER_FRAME: break;
-        }
-        switch (f.tag) {
-        case GCK_WIRE_CALLING:
-        case GCK_WIRE_CALLED:
-            if (gck_watch_frame(&watch, &f)) continue;
-            gck_watch_corrupted(&watch, "a malformed call record", detail, sizeof detail, flags,
-                                sizeof flags);
-            set(out, GCK_ISOLATED_CRASH, detail);
-            return;
-        case GCK_WIRE_RESULT:
-            memcpy(&out->run, f.data, sizeof out->run);
-            if (!gck_wire_check_result(&out->run, why, sizeof why)) {
-                gck_watch_corrupted(&watch, why, detail, sizeof detail, flags, sizeof flags);
-                set(out, GCK_ISOLATED_CRASH, detail);
-                return;
-            }
-            out->status = GCK_ISOLATED_RAN;
-            return;
-        case GCK_WIRE_SETUP:
-        case GCK_WIRE_INTERNAL:
-            if (!gck_wire_text(&f, &text)) text = "(an unterminated message)";
-            set(out, f.tag == GCK_WIRE_SETUP ? GCK_ISOLATED_SETUP_ERROR : GCK_ISOLATED_INTERNAL,
-                text);
-            return;
-        default:
-            snprintf(why, sizeof why, "message %d out of turn", f.tag);
-            gck_watch_corrupted(&watch, why, detail, sizeof detail, flags, sizeof flags);
-            set(out, GCK_ISOLATED_CRASH, detail);
-            return;
-        }
+        if (gck_watch_step(&watch, w, ev, &f, why, &out->run, &o) != GCK_WATCH_GOING) break;
     }
+    set(out, status[o.end], o.detail);
 }
 
 static gck_status run_isolated(const char *backend, const gck_spec *s, const gck_run_options *o,

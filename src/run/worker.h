@@ -101,42 +101,4 @@ void gck_worker_kill(gck_worker *w);
  *  (worker PID)", cleaned, at most output_limit lines per worker in total. */
 void gck_worker_show_output(gck_worker *w);
 
-/** One case in a worker, as its supervisor follows it: which phase, which call, deadlines. */
-typedef struct gck_case_watch {
-    const gck_case *c;
-    int64_t mem_budget; /**< the case's limits on its first call (gck_spec) */
-    bool limit_threads;
-    int max_threads;
-    double call_timeout; /**< > 0: each call's deadline (times calls in flight) */
-    double floor;        /**< else gck_call_deadline's floor */
-    bool in_call, called;
-    gck_call_info call;
-    double limit;    /**< the call's deadline, seconds */
-    double deadline; /**< when the phase under way times out (CLOCK_MONOTONIC) */
-} gck_case_watch;
-
-/** gemmcheck's own work for one case (allocation, filling, checks): bounded, never timed
- *  against the backend; running over is an internal error. */
-#define GCK_OWN_WORK_SECONDS 600.0
-
-/** A case was sent: the watch starts in gemmcheck's own set-up. */
-void gck_watch_start(gck_case_watch *w, const gck_spec *s, double call_timeout, double floor);
-/** The finding of a call that ran past its deadline (gck_wire_hang_detail), the first call's
- *  limits named. */
-void gck_watch_hang(const gck_case_watch *w, char *detail, size_t dlen, char *flags, size_t flen);
-/** " under a memory budget of N bytes and a limit of N threads" (or the one that applies; ""
- *  for none): the limits of a case's first call, as findings name them. */
-void gck_limits_text(int64_t mem_budget, bool limit_threads, int max_threads, char *buf,
-                     size_t len);
-/** CALLING and CALLED move the watch (returns true); false for a malformed call text. */
-bool gck_watch_frame(gck_case_watch *w, const gck_wire_frame *f);
-/** Who a death of the worker during this case is blamed on, with the finding's detail and
- *  repro flags: true: the backend's `crash`; false: gemmcheck's internal error (the worker
- *  died while gemmcheck prepared the case, before any backend call). */
-bool gck_watch_death(const gck_case_watch *w, const gck_worker *wk, char *detail, size_t dlen,
-                     char *flags, size_t flen);
-/** The detail of a `crash` for a worker whose messages were corrupted (`why`). */
-void gck_watch_corrupted(const gck_case_watch *w, const char *why, char *detail, size_t dlen,
-                         char *flags, size_t flen);
-
 #endif
