@@ -7,11 +7,20 @@ cannot drift apart. "may use" is closed transitively (a layer may use what the l
 may use); words in it that name no layer (MPFR, dl, jansson, ...) are libraries, not checked
 here.
 
-    scripts/layers.py [ROOT]      exit 0 and a summary line, or 1 and one line per violation
+The same rule is checked where the linker sees it: with --objects BUILD, every symbol an
+object file of a layer takes from another layer's objects (nm's undefined symbols, matched to
+the objects that define them; each layer is the object library gck_LAYER, whose objects CMake
+lists in BUILD/layer-objects/LAYER.txt) must be defined in a layer it may use. An include can
+be dodged by declaring a function by hand; a call cannot.
 
-tests/python/test_layers.py runs it on the tree and on a tree with a planted upward include."""
+    scripts/layers.py [ROOT] [--objects BUILD]
+                                  exit 0 and a summary line, or 1 and one line per violation
+
+tests/python/test_layers.py runs it on the tree and on a tree with a planted upward include,
+and on the build with a planted upward call."""
 import os
 import re
+import subprocess
 import sys
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]', re.M)
@@ -33,8 +42,13 @@ def read_table(root):
         folders = re.findall(r"`([\w/]+/)`", cells[0])
         headers = re.findall(r"`([\w.]+\.h)`", cells[2])
         uses = [u.strip().split(" ")[0] for u in re.sub(r"\([^)]*\)", "", cells[3]).split(",")]
+        targets = re.findall(r"`(gck_\w+)`", cells[1])
         for f in folders:
-            layers[layer_name(f)] = (f, headers, [u for u in uses if u and u != "—"])
+            name = layer_name(f)
+            if targets != [f"gck_{name}"]:
+                raise SystemExit(f"docs/ARCHITECTURE.md: layer {name}'s CMake target is "
+                                 f"{targets}, not gck_{name}")
+            layers[name] = (f, headers, [u for u in uses if u and u != "—"])
     return layers
 
 
@@ -120,15 +134,94 @@ def check(root, extra=()):
     return problems, layers, len(texts)
 
 
+def layer_objects(build, layers):
+    """{layer: [object files]} of the build's object libraries, as CMake lists them in
+    BUILD/layer-objects/LAYER.txt; a layer without objects is an error of the table or of the
+    build (returned as the second value)."""
+    found, missing = {}, []
+    for name in layers:
+        listing = os.path.join(build, "layer-objects", f"{name}.txt")
+        objs = []
+        if os.path.exists(listing):
+            objs = [line.strip() for line in open(listing, encoding="utf-8") if line.strip()]
+        absent = [o for o in objs if not os.path.exists(o)]
+        if objs and not absent:
+            found[name] = sorted(objs)
+        else:
+            missing.append(f"{listing}: no object files of layer {name}"
+                           + (f" ({absent[0]} not built)" if absent else ""))
+    return found, missing
+
+
+def symbols(objects):
+    """{object: (defined global symbols, undefined symbols)} as nm reads them."""
+    out = subprocess.run(["nm", "-A", "-P", *objects], check=True, capture_output=True,
+                         text=True).stdout
+    table = {o: (set(), set()) for o in objects}
+    for line in out.splitlines():
+        where, _, rest = line.rpartition(": ")
+        parts = rest.split()
+        if len(parts) < 2 or where not in table:
+            continue
+        sym, kind = parts[0], parts[1]
+        if kind == "U":
+            table[where][1].add(sym)
+        elif kind.isupper() or kind in "vw":
+            table[where][0].add(sym)
+    return table
+
+
+def check_links(root, build, extra=()):
+    """The violations of the build's objects; `extra` adds (layer, object file) pairs (the
+    planted call of the test). Returns (problems, number of objects)."""
+    layers = read_table(root)
+    allowed = closure(layers)
+    objects, problems = layer_objects(build, layers)
+    for name, obj in extra:
+        objects.setdefault(name, []).append(obj)
+    layer_of = {o: name for name, objs in objects.items() for o in objs}
+    table = symbols(sorted(layer_of))
+    definer = {}
+    for obj, (defined, _) in table.items():
+        for sym in defined:
+            definer.setdefault(sym, set()).add(layer_of[obj])
+    for obj, (_, undefined) in sorted(table.items()):
+        name = layer_of[obj]
+        for sym in sorted(undefined):
+            owners = definer.get(sym, set())
+            if not owners or name in owners:
+                continue  # a library outside gemmcheck, or its own layer's
+            bad = sorted(t for t in owners if t not in allowed[name])
+            if bad and len(bad) == len(owners):
+                rel = os.path.relpath(obj, build)
+                problems.append(f"{rel}: layer {name} uses {sym} of layer {bad[0]} "
+                                f"({name} may use: {', '.join(sorted(allowed[name])) or '-'})")
+    return problems, len(table)
+
+
 def main():
-    root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__)))
+    args = sys.argv[1:]
+    build = None
+    if "--objects" in args:
+        i = args.index("--objects")
+        if i + 1 >= len(args):
+            print("layers.py: --objects needs the build folder")
+            return 2
+        build = args[i + 1]
+        del args[i:i + 2]
+    root = args[0] if args else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     problems, layers, n = check(root)
+    nobj = 0
+    if build:
+        link_problems, nobj = check_links(root, build)
+        problems += link_problems
     for p in problems:
         print(p)
     if problems:
         return 1
-    print(f"layers: {n} files of {len(layers)} layers, every #include downward or within")
+    print(f"layers: {n} files of {len(layers)} layers, every #include downward or within"
+          + (f"; {nobj} object files, every symbol taken from the same or a lower layer"
+             if build else ""))
     return 0
 
 

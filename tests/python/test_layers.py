@@ -1,8 +1,14 @@
 """The layer rule of docs/ARCHITECTURE.md, checked on every #include (scripts/layers.py reads
 the document's table): the tree passes, and an include planted upward — a public header of a
-higher layer, or an internal header of the tool — fails, naming the file and both layers."""
+higher layer, or an internal header of the tool — fails, naming the file and both layers; and
+the same rule on the build's object files (layers.py --objects): a planted object that calls up
+fails."""
 import importlib.util
+import os
+import subprocess
+from pathlib import Path
 
+import pytest
 from conftest import SOURCE
 
 spec = importlib.util.spec_from_file_location("layers", SOURCE / "scripts" / "layers.py")
@@ -39,3 +45,32 @@ def test_a_sideways_include_fails_and_a_downward_one_passes():
     problems = planted("oracles/oracle_mpfr.c", '#include "gemmcheck/backend.h"\n')
     assert len(problems) == 1 and "of layer backends" in problems[0], problems
     assert planted("src/run/runner.c", '#include "gemmcheck/refgemm.h"\n') == []
+
+
+def build_dir():
+    binary = os.environ.get("GEMMCHECK_BINARY") or str(SOURCE / "build" / "gemmcheck")
+    build = Path(binary).resolve().parent
+    if not (build / "layer-objects" / "util.txt").exists():
+        pytest.skip(f"no layer-objects listing in {build}: set GEMMCHECK_BINARY to a build's")
+    return build
+
+
+def test_every_symbol_of_the_build_comes_from_the_same_or_a_lower_layer():
+    problems, n = layers.check_links(str(SOURCE), str(build_dir()))
+    assert not problems, "\n".join(problems)
+    assert n > 60
+
+
+def test_an_upward_call_declared_by_hand_fails(tmp_path):
+    """No include at all: util's object declares the checker's function itself and calls it;
+    the link check sees the symbol and where it is defined."""
+    src = tmp_path / "sneaky.c"
+    src.write_text("int gck_check_values(void);\nint sneaky(void) { return gck_check_values(); }\n")
+    obj = tmp_path / "sneaky.c.o"
+    subprocess.run(["cc", "-c", str(src), "-o", str(obj)], check=True)
+    problems, _ = layers.check_links(str(SOURCE), str(build_dir()), extra=[("util", str(obj))])
+    assert len(problems) == 1, problems
+    assert "layer util uses gck_check_values of layer check (util may use: -)" in problems[0]
+    # the same call from the run layer, which may use check, passes
+    problems, _ = layers.check_links(str(SOURCE), str(build_dir()), extra=[("run", str(obj))])
+    assert problems == [], problems
