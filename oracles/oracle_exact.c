@@ -37,10 +37,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode.h"
 #include "oracle_common.h"
-#include "oracle_decode.h"
 #include "oracle_ozaki.h"
 #include "parallel.h"
+#include "tiles.h"
 
 static inline dec decode_double(double x) {
     uint64_t u;
@@ -974,20 +975,6 @@ int64_t gck_exact_plan_tile(const gck_exact_plan *p) {
     int64_t line = p->c->k * (p->path == PATH_BUCKET128 ? 12 : 8); /* one decoded row/column */
     int64_t t = line ? budget / (2 * line) : 64;
     return t < 4 ? 4 : t > 64 ? 64 : t;
-}
-
-gck_tiles gck_tiles_of(const gck_case *c, int64_t tile) {
-    gck_tiles g = {tile, (c->m + tile - 1) / tile, (c->n + tile - 1) / tile, 0};
-    g.count = c->batch * g.tiles_i * g.tiles_j;
-    return g;
-}
-
-void gck_tile_range(const gck_tiles *g, const gck_case *c, int64_t t, int64_t *bi, int64_t *i0,
-                    int64_t *i1, int64_t *j0, int64_t *j1) {
-    int64_t ti = t % g->tiles_i, tj = (t / g->tiles_i) % g->tiles_j, T = g->tile;
-    *bi = t / (g->tiles_i * g->tiles_j);
-    *i0 = ti * T, *i1 = (ti + 1) * T < c->m ? (ti + 1) * T : c->m;
-    *j0 = tj * T, *j1 = (tj + 1) * T < c->n ? (tj + 1) * T : c->n;
 }
 
 static void *run_ex(void *arg) {

@@ -25,14 +25,6 @@ void gck_exact_plan_describe(const gck_exact_plan *p, char *buf, size_t len);
  *  op(A) and columns of op(B), as the plan decoded them, stay in a core's L2. */
 int64_t gck_exact_plan_tile(const gck_exact_plan *p);
 
-/** D cut into T x T tiles, column-major within a batch member, member after member. */
-typedef struct gck_tiles {
-    int64_t tile, tiles_i, tiles_j, count;
-} gck_tiles;
-gck_tiles gck_tiles_of(const gck_case *c, int64_t tile);
-/** Tile t's batch member and its rows [i0, i1) and columns [j0, j1). */
-void gck_tile_range(const gck_tiles *g, const gck_case *c, int64_t t, int64_t *bi, int64_t *i0,
-                    int64_t *i1, int64_t *j0, int64_t *j1);
 /** Fold the exponent buckets into the accumulator after at most `products` products per
  *  bucket copy (tests use it to cross many folds with small K). */
 void gck_exact_plan_limit_block(gck_exact_plan *p, int64_t products);

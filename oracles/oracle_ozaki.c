@@ -34,9 +34,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode.h"
 #include "gemmcheck/kernels.h"
 #include "oracle_common.h"
-#include "oracle_decode.h"
 #include "parallel.h"
 #include "stash.h"
 

@@ -17,6 +17,7 @@
 
 #include "gemmcheck/case.h"
 #include "gemmcheck/model.h"
+#include "gemmcheck/oracle.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -60,18 +61,6 @@ typedef struct gck_element_report {
     bool degenerate; /**< gamma is Inf: only the magnitude limit applied (`bound` is it) */
     char rule[96];   /**< which rule decided, e.g. "oracle NaN, result finite" */
 } gck_element_report;
-
-/** Which oracle computes the exact results. */
-typedef enum gck_oracle_kind {
-    GCK_ORACLE_EXACT = 0, /**< the integer superaccumulator (default) */
-    GCK_ORACLE_MPFR,      /**< MPFR, the trust anchor */
-    GCK_ORACLE_BOTH       /**< both on every element; any difference is an internal error */
-} gck_oracle_kind;
-
-/** "exact", "mpfr", "both". */
-GCK_API bool gck_oracle_kind_parse(const char *name, gck_oracle_kind *out);
-/** The name gck_oracle_kind_parse takes for k. */
-GCK_API const char *gck_oracle_kind_name(gck_oracle_kind k);
 
 /** Whether the statistical tier may assume the operands random (docs/TOLERANCE.md). */
 typedef enum gck_stat_data {

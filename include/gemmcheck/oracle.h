@@ -5,6 +5,7 @@
 #ifndef GEMMCHECK_ORACLE_H
 #define GEMMCHECK_ORACLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "gemmcheck/case.h"
@@ -12,6 +13,18 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/** Which oracle computes the exact results. */
+typedef enum gck_oracle_kind {
+    GCK_ORACLE_EXACT = 0, /**< the integer superaccumulator (default) */
+    GCK_ORACLE_MPFR,      /**< MPFR, the trust anchor */
+    GCK_ORACLE_BOTH       /**< both on every element; any difference is an internal error */
+} gck_oracle_kind;
+
+/** "exact", "mpfr", "both". */
+GCK_API bool gck_oracle_kind_parse(const char *name, gck_oracle_kind *out);
+/** The name gck_oracle_kind_parse takes for k. */
+GCK_API const char *gck_oracle_kind_name(gck_oracle_kind k);
 
 /** Compute D for every batch member and every valid element of D; nothing else in D's buffer
  *  is written. A, B and C point at the first element of the first batch member in the layout

@@ -12,15 +12,15 @@
 #include <string.h>
 
 #include "absprod.h"
+#include "decode.h"
 #include "format_internal.h"
 #include "fpenv.h"
 #include "mix.h"
-#include "oracle_decode.h"
-#include "oracle_exact.h"
-#include "oracle_internal.h"
+#include "oracle_face.h"
 #include "parallel.h"
 #include "stash.h"
 #include "text.h"
+#include "tiles.h"
 
 static const char *const kind_names[GCK_KIND_COUNT] = {"out_of_tolerance",
                                                        "nonfinite_mismatch",
@@ -896,27 +896,12 @@ static void gather(const gck_case *c, const gck_support_row *row, const gather_p
     fesetround(old);
 }
 
-static const char *const oracle_names[] = {"exact", "mpfr", "both"};
-
-const char *gck_oracle_kind_name(gck_oracle_kind k) {
-    return (unsigned)k < 3 ? oracle_names[k] : "unknown";
-}
-
-bool gck_oracle_kind_parse(const char *name, gck_oracle_kind *out) {
-    for (int k = 0; k < 3; k++)
-        if (!strcmp(name, oracle_names[k])) {
-            *out = (gck_oracle_kind)k;
-            return true;
-        }
-    return false;
-}
-
 typedef struct chk_job {
     const gck_case *c;
     const gck_support_row *row;
     const gck_check_options *opt;
     const void *A, *B, *C, *D;
-    const gck_exact_plan *plan;
+    const gck_oracle_plan *plan;
     const gather_plan *gp;
     const uint8_t *rows, *cols; /* sampling masks (NULL: every element) */
     gck_tiles tiles;            /* D's tiles ... */
@@ -927,42 +912,6 @@ typedef struct chk_job {
     _Atomic int32_t *units; /* the sign test's unit sums (choose_units); NULL: not made */
     bool ok;
 } chk_job;
-
-/* One thread's oracle(s). */
-typedef struct oracle_h {
-    gck_oracle_kind kind;
-    gck_oracle_ws *mp;
-    gck_exact_ws *ex;
-    const gck_exact_plan *plan;
-    gck_check_result *r;
-} oracle_h;
-
-static bool same_bits(double a, double b) {
-    if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
-    return a == b && signbit(a) == signbit(b);
-}
-
-static void evaluate(oracle_h *o, const gck_case *c, const void *A, const void *B, const void *C,
-                     int64_t bi, int64_t i, int64_t j, bool skip, const double *got,
-                     gck_oracle_eval *out) {
-    if (o->kind != GCK_ORACLE_MPFR) gck_exact_eval(o->plan, o->ex, bi, i, j, skip, got, out);
-    if (o->kind == GCK_ORACLE_EXACT) return;
-    gck_oracle_eval mp;
-    gck_oracle_eval_element(o->mp, c, A, B, C, bi, i, j, skip, got, &mp);
-    if (o->kind == GCK_ORACLE_BOTH &&
-        (!same_bits(mp.value, out->value) || mp.special_input != out->special_input ||
-         !same_bits(mp.abs_error, out->abs_error))) {
-        if (o->r->oracle_disagreements++ == 0)
-            o->r->disagreement = (gck_element_report){.batch = bi,
-                                                      .i = i,
-                                                      .j = j,
-                                                      .got = mp.value,
-                                                      .expected = out->value,
-                                                      .error = mp.abs_error,
-                                                      .bound = out->abs_error};
-    }
-    if (o->kind == GCK_ORACLE_MPFR) *out = mp;
-}
 
 /* Whether e is worse than the worst kept of its kind: by error/bound, or by error/statistical
  * allowance for improbable errors (the first one of the other kinds is kept). */
@@ -1149,8 +1098,8 @@ static int ratio_bin(double error, double ratio) {
 
 /* One element of a job, from its result, oracle value and facts: the verdict (with the
  * leniencies a row declares), into the job's result. */
-static void conclude(chk_job *job, oracle_h *o, int64_t bi, int64_t i, int64_t j, bool may_skip,
-                     double got, const gck_oracle_eval *ev, const elem_facts *f) {
+static void conclude(chk_job *job, gck_oracle_thread *o, int64_t bi, int64_t i, int64_t j,
+                     bool may_skip, double got, const gck_oracle_eval *ev, const elem_facts *f) {
     const gck_case *c = job->c;
     gck_check_result *r = &job->r;
     static const gck_element_report none; /* as gather_lines' facts: no string store */
@@ -1171,7 +1120,7 @@ static void conclude(chk_job *job, oracle_h *o, int64_t bi, int64_t i, int64_t j
          * judged by the facts of the terms that remain (the dropped Inf*0 or NaN*0 leaves
          * the bound as well). */
         gck_oracle_eval alt;
-        evaluate(o, c, job->A, job->B, job->C, bi, i, j, true, &got, &alt);
+        gck_oracle_thread_eval(o, bi, i, j, true, &got, &alt);
         gck_element_report e2 = e;
         elem_facts f2;
         gather(c, job->row, job->gp, job->A, job->B, job->C, bi, i, j, true, alt.value, &f2);
@@ -1219,8 +1168,8 @@ typedef struct chk_elem {
     gather_in w;
 } chk_elem;
 
-static void check_run(chk_job *job, oracle_h *o, int64_t bi, int64_t i0, int64_t i1, int64_t j,
-                      bool may_skip, chk_elem *el) {
+static void check_run(chk_job *job, gck_oracle_thread *o, int64_t bi, int64_t i0, int64_t i1,
+                      int64_t j, bool may_skip, chk_elem *el) {
     const gck_case *c = job->c;
     int n = 0;
     for (int64_t i = i0; i < i1; i++) {
@@ -1228,7 +1177,7 @@ static void check_run(chk_job *job, oracle_h *o, int64_t bi, int64_t i0, int64_t
         chk_elem *x = &el[n++];
         x->i = i;
         x->got = gck_fmt_load(job->D, job->td, bi * job->sd + i * job->drs + j * job->dcs);
-        evaluate(o, c, job->A, job->B, job->C, bi, i, j, false, &x->got, &x->ev);
+        gck_oracle_thread_eval(o, bi, i, j, false, &x->got, &x->ev);
         gather_lines(c, job->row, job->gp, job->A, job->B, job->C, bi, i, j, x->ev.value, &x->f,
                      &x->w);
     }
@@ -1245,10 +1194,8 @@ static void check_run(chk_job *job, oracle_h *o, int64_t bi, int64_t i0, int64_t
 static void *run_chk(void *arg) {
     chk_job *job = arg;
     const gck_case *c = job->c;
-    oracle_h o = {job->opt->oracle, NULL, NULL, job->plan, &job->r};
-    if (o.kind != GCK_ORACLE_EXACT) o.mp = gck_oracle_ws_new(c->k);
-    if (o.kind != GCK_ORACLE_MPFR) o.ex = gck_exact_ws_new(job->plan);
-    job->ok = (o.kind == GCK_ORACLE_EXACT || o.mp) && (o.kind == GCK_ORACLE_MPFR || o.ex);
+    gck_oracle_thread *o = gck_oracle_thread_new(job->plan);
+    job->ok = o != NULL;
     bool may_skip = (job->row->promises & GCK_PROMISE_MAY_SKIP_ZERO) && !job->opt->strict_ieee;
     chk_elem *el = malloc(CHK_RUN * sizeof *el);
     job->ok = job->ok && el;
@@ -1257,11 +1204,19 @@ static void *run_chk(void *arg) {
         gck_tile_range(&job->tiles, c, t, &bi, &i0, &i1, &j0, &j1);
         for (int64_t j = j0; j < j1; j++)
             for (int64_t i = i0; i < i1; i += CHK_RUN)
-                check_run(job, &o, bi, i, i1 - i < CHK_RUN ? i1 : i + CHK_RUN, j, may_skip, el);
+                check_run(job, o, bi, i, i1 - i < CHK_RUN ? i1 : i + CHK_RUN, j, may_skip, el);
     }
     free(el);
-    gck_oracle_ws_free(o.mp);
-    gck_exact_ws_free(o.ex);
+    gck_oracle_disagreement d;
+    if (o && (job->r.oracle_disagreements = gck_oracle_thread_disagreements(o, &d)) > 0)
+        job->r.disagreement = (gck_element_report){.batch = d.batch,
+                                                   .i = d.i,
+                                                   .j = d.j,
+                                                   .got = d.mpfr,
+                                                   .expected = d.exact,
+                                                   .error = d.mpfr_error,
+                                                   .bound = d.exact_error};
+    gck_oracle_thread_free(o);
     return NULL;
 }
 
@@ -1385,22 +1340,19 @@ static gck_status check_values(const gck_case *c, const gck_support_row *row,
     if (total == 0) return GCK_OK;
     r->total_elements = total;
     uint8_t *rows = NULL, *cols = NULL;
-    gck_exact_plan *plan = NULL;
+    gck_oracle_plan *plan = NULL;
     gather_plan *gp = gather_plan_new(c, &row->model, A, B, opt, r->stat_note, sizeof r->stat_note);
-    if (!gp || (opt->oracle != GCK_ORACLE_MPFR && !(plan = gck_exact_plan_new(c, A, B, C)))) {
+    if (!gp || !(plan = gck_oracle_plan_new(opt->oracle, c, A, B, C))) {
         gather_plan_free(gp);
         gck_stash_flush();
         return gck_fail(GCK_ENOMEM, msg, len, "out of memory decoding the operands");
     }
-    if (plan)
-        gck_exact_plan_describe(plan, r->oracle_path, sizeof r->oracle_path);
-    else
-        snprintf(r->oracle_path, sizeof r->oracle_path, "MPFR");
+    gck_oracle_plan_describe(plan, r->oracle_path, sizeof r->oracle_path);
     /* a large product is checked on a sample of rows and columns, unless its sums came from
      * splitting (then every element costs little more than the GEMMs already run) */
     double cost = (double)c->m * (double)c->n * (double)c->k * (double)c->batch;
     double above = opt->sample_above > 0 ? opt->sample_above : 2147483648.0;
-    bool split = plan && !strcmp(gck_exact_plan_path(plan), "ozaki");
+    bool split = gck_oracle_plan_split(plan);
     if (cost > above && c->m > 2 && c->n > 2 && !split) {
         if (!sample_lines(c, opt->sample_lines > 0 ? opt->sample_lines : 16, &rows, &cols))
             s = gck_fail(GCK_ENOMEM, msg, len, "out of memory");
@@ -1417,7 +1369,7 @@ static gck_status check_values(const gck_case *c, const gck_support_row *row,
                      .gp = gp,
                      .rows = rows,
                      .cols = cols,
-                     .tiles = gck_tiles_of(c, plan ? gck_exact_plan_tile(plan) : 64)};
+                     .tiles = gck_tiles_of(c, gck_oracle_plan_tile(plan))};
     if (gp->bias_on && gp->bias_units > 0 &&
         !(proto.units = calloc((size_t)gp->bias_units, sizeof *proto.units)))
         s = gck_fail(GCK_ENOMEM, msg, len, "out of memory");
@@ -1429,7 +1381,7 @@ static gck_status check_values(const gck_case *c, const gck_support_row *row,
                      (long long)c->k);
     if (s == GCK_OK) sign_test(r, gp, proto.units);
     free(proto.units);
-    gck_exact_plan_free(plan);
+    gck_oracle_plan_free(plan);
     gather_plan_free(gp);
     gck_stash_flush(); /* what the bound's GEMM left for the oracle */
     free(rows);

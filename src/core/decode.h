@@ -1,7 +1,8 @@
 /* Decoding the stored bits of an input value into sign, integer significand and exponent, shared
- * by the exact oracle and its Ozaki splitting (internal). */
-#ifndef GEMMCHECK_ORACLE_DECODE_H
-#define GEMMCHECK_ORACLE_DECODE_H
+ * by the exact oracle, its Ozaki splitting and the checker's facts of a line (internal: for the
+ * library's layers above core). */
+#ifndef GEMMCHECK_CORE_DECODE_H
+#define GEMMCHECK_CORE_DECODE_H
 
 #include <stdbool.h>
 #include <stdint.h>
