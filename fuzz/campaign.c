@@ -2,6 +2,9 @@
  * hangs, deduplicates findings, streams them to disk as they happen, and writes the reports. */
 #define _DEFAULT_SOURCE 1
 #include "campaign.h"
+#include "environment.h"
+#include "report.h"
+#include "result.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -238,11 +241,6 @@ static void count_case(run_ctx *x, const gck_spec *s, gck_outcome outcome, const
                               check->bias_away};
     for (int q = 0; q < 4; q++) e->error_signs[q] += signs[q];
     e->sign_ss += check->bias_ss;
-}
-
-double gck_matrix_sign_test_p(const gck_matrix_entry *e) {
-    const int64_t *s = e->error_signs;
-    return gck_sign_test(s[0], s[1], e->sign_ss);
 }
 
 static void on_result(run_ctx *x, slot *s, const gck_run_result *in) {

@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "campaign.h"
+#include "causes.h"
+#include "result.h"
 
 /* At most `max` bytes of text from `from` up to `stop` (or its end), digit runs as '#': a
  * message's words without the numbers that differ from case to case. */

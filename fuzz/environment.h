@@ -1,10 +1,18 @@
-/* The machines a report's shards ran on (internal to the reports). */
+/* The machines a report's shards ran on (internal: for the tool's layers). */
 #ifndef GEMMCHECK_FUZZ_ENVIRONMENT_H
 #define GEMMCHECK_FUZZ_ENVIRONMENT_H
 
 #include <jansson.h>
 
-#include "campaign.h"
+#include <stdbool.h>
+
+#include "result.h"
+
+/** Append one shard's environment record (a JSON object text; copied). */
+bool gck_result_add_environment(gck_campaign_result *r, const char *json_text);
+/** Record this machine's environment for the result's own shard (at the end of a campaign:
+ *  `started` is its start, seconds since the epoch). */
+bool gck_result_capture_environment(gck_campaign_result *r, double started);
 
 /** The fields of an environment record besides "seed" and "shard", in the order written. */
 extern const char *const gck_environment_keys[];

@@ -7,8 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "campaign.h"
 #include "gemmcheck/checker.h"
+#include "output.h"
+#include "result.h"
 #include "text.h"
 
 static const char style[] =
@@ -341,9 +342,11 @@ void gck_html_campaign(FILE *f, const json_t *report) {
     gck_html_end(f);
 }
 
-bool gck_html_campaign_file(const json_t *report, const char *path, char *err, size_t len) {
-    FILE *f = gck_report_open(path, err, len);
-    if (!f) return false;
+static bool render_campaign(FILE *f, const void *report) {
     gck_html_campaign(f, report);
-    return gck_report_close(f, path, err, len);
+    return true;
+}
+
+bool gck_html_campaign_file(const json_t *report, const char *path, char *err, size_t len) {
+    return gck_output_write(path, render_campaign, report, err, len);
 }

@@ -13,9 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "campaign.h"
+#include "causes.h"
 #include "environment.h"
 #include "gemmcheck/version.h"
+#include "output.h"
+#include "report.h"
+#include "result.h"
 #include "text.h"
 
 /* The order in which a tuple's failure picks its finding: what stops a program first. */
@@ -315,9 +318,8 @@ static void testsuite(FILE *f, const gck_campaign_result *r, const gck_backend_i
     fputs("    <system-out/>\n    <system-err/>\n  </testsuite>\n", f);
 }
 
-bool gck_report_write_junit(const gck_campaign_result *r, const char *path, char *msg, size_t len) {
-    FILE *f = gck_report_open(path, msg, len);
-    if (!f) return false;
+static bool render_junit(FILE *f, const void *ctx) {
+    const gck_campaign_result *r = ctx;
     gck_cause *causes;
     size_t nc = gck_result_causes(r, &causes);
     suite_facts sf;
@@ -338,7 +340,11 @@ bool gck_report_write_junit(const gck_campaign_result *r, const char *path, char
     for (int b = 0; b < r->nbackends; b++) testsuite(f, r, &r->backends[b], &sf, causes, nc);
     fprintf(f, "</testsuites>\n");
     free(causes);
-    return gck_report_close(f, path, msg, len);
+    return true;
+}
+
+bool gck_report_write_junit(const gck_campaign_result *r, const char *path, char *msg, size_t len) {
+    return gck_output_write(path, render_junit, r, msg, len);
 }
 
 /* ---- CSV (RFC 4180: fields with a comma, quote or line break are quoted, quotes doubled) ---- */
@@ -360,10 +366,8 @@ static void csv_field(FILE *f, const char *s, bool last) {
     free(clean);
 }
 
-bool gck_report_write_matrix_csv(const gck_campaign_result *r, const char *path, char *msg,
-                                 size_t len) {
-    FILE *f = gck_report_open(path, msg, len);
-    if (!f) return false;
+static bool render_matrix_csv(FILE *f, const void *ctx) {
+    const gck_campaign_result *r = ctx;
     fputs("backend,a,b,c,d,compute,status,cases,pass,fail,unsupported,max_stat_ratio,"
           "stat_elements,improbable_elements,sign_test_p,seconds,kinds\r\n",
           f);
@@ -406,13 +410,16 @@ bool gck_report_write_matrix_csv(const gck_campaign_result *r, const char *path,
                 }
         csv_field(f, kinds, true);
     }
-    return gck_report_close(f, path, msg, len);
+    return true;
 }
 
-bool gck_report_write_backends_csv(const gck_campaign_result *r, const char *path, char *msg,
-                                   size_t len) {
-    FILE *f = gck_report_open(path, msg, len);
-    if (!f) return false;
+bool gck_report_write_matrix_csv(const gck_campaign_result *r, const char *path, char *msg,
+                                 size_t len) {
+    return gck_output_write(path, render_matrix_csv, r, msg, len);
+}
+
+static bool render_backends_csv(FILE *f, const void *ctx) {
+    const gck_campaign_result *r = ctx;
     fputs("backend,version,status,cases,pass,fail,unsupported,tuples,tuples_failing,"
           "distinct_findings,seconds,cases_per_second\r\n",
           f);
@@ -438,5 +445,10 @@ bool gck_report_write_backends_csv(const gck_campaign_result *r, const char *pat
         snprintf(num, sizeof num, "%.1f", bi->seconds > 0 ? (double)bi->cases / bi->seconds : 0.0);
         csv_field(f, num, true);
     }
-    return gck_report_close(f, path, msg, len);
+    return true;
+}
+
+bool gck_report_write_backends_csv(const gck_campaign_result *r, const char *path, char *msg,
+                                   size_t len) {
+    return gck_output_write(path, render_backends_csv, r, msg, len);
 }

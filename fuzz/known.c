@@ -7,6 +7,9 @@
 #define _GNU_SOURCE 1
 #include "known.h"
 
+#include "causes.h"
+#include "report.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <regex.h>

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "campaign.h"
+#include "result.h"
 
 typedef struct gck_known gck_known;
 

@@ -15,9 +15,11 @@
 
 #include <jansson.h>
 
-#include "campaign.h"
 #include "environment.h"
 #include "gemmcheck/spec.h"
+#include "merge.h"
+#include "report.h"
+#include "result.h"
 
 /* ---- reading with checks ------------------------------------------------------------------ */
 

@@ -13,127 +13,21 @@
 
 #include <jansson.h>
 
-#include "campaign.h"
+#include "causes.h"
 #include "environment.h"
 #include "gemmcheck/version.h"
 #include "html.h"
 #include "known.h"
+#include "output.h"
+#include "report.h"
+#include "result.h"
 #include "text.h"
 #include "wire.h"
 
-bool gck_result_add_finding(gck_campaign_result *r, const gck_fuzz_finding *f) {
-    for (size_t i = 0; i < r->nfindings; i++) {
-        gck_fuzz_finding *g = &r->findings[i];
-        if (strcmp(g->signature, f->signature) != 0) continue;
-        /* known only where every occurrence is (a merge of shards that disagree: not known) */
-        char known[sizeof g->known];
-        snprintf(known, sizeof known, "%s", g->known[0] && f->known[0] ? g->known : "");
-        g->count += f->count;
-        if (f->time_s < g->time_s) g->time_s = f->time_s;
-        bool smaller =
-            f->cost < g->cost || (f->cost == g->cost && strlen(f->repro) < strlen(g->repro));
-        if (smaller) {
-            double t = g->time_s;
-            int64_t n = g->count;
-            *g = *f;
-            g->time_s = t;
-            g->count = n;
-        }
-        memcpy(g->known, known, sizeof known);
-        return smaller;
-    }
-    if (r->nfindings == r->cap_findings) {
-        size_t cap = r->cap_findings ? 2 * r->cap_findings : 16;
-        gck_fuzz_finding *p = realloc(r->findings, cap * sizeof *p);
-        if (!p) return false;
-        r->findings = p;
-        r->cap_findings = cap;
-    }
-    r->findings[r->nfindings++] = *f;
-    return true;
-}
-
-gck_matrix_entry *gck_result_matrix(gck_campaign_result *r, const char *backend, const char *types,
-                                    const char *compute) {
-    for (size_t i = 0; i < r->nmatrix; i++)
-        if (!strcmp(r->matrix[i].backend, backend) && !strcmp(r->matrix[i].types, types) &&
-            !strcmp(r->matrix[i].compute, compute))
-            return &r->matrix[i];
-    if (r->nmatrix == r->cap_matrix) {
-        size_t cap = r->cap_matrix ? 2 * r->cap_matrix : 32;
-        gck_matrix_entry *p = realloc(r->matrix, cap * sizeof *p);
-        if (!p) return NULL;
-        r->matrix = p;
-        r->cap_matrix = cap;
-    }
-    gck_matrix_entry *e = &r->matrix[r->nmatrix++];
-    memset(e, 0, sizeof *e);
-    snprintf(e->backend, sizeof e->backend, "%s", backend);
-    snprintf(e->types, sizeof e->types, "%s", types);
-    snprintf(e->compute, sizeof e->compute, "%s", compute);
-    return e;
-}
-
-gck_backend_totals gck_result_backend_totals(const gck_campaign_result *r, const char *spec) {
-    gck_backend_totals t = {0};
-    for (size_t m = 0; m < r->nmatrix; m++) {
-        const gck_matrix_entry *e = &r->matrix[m];
-        if (strcmp(e->backend, spec) != 0) continue;
-        t.pass += e->pass;
-        t.fail += e->fail;
-        t.unsupported += e->unsupported;
-        t.tuples++;
-        t.failing += e->fail > 0;
-        t.unreached += e->pass + e->fail == 0;
-        t.refused += e->refused;
-    }
-    return t;
-}
-
-void gck_result_free(gck_campaign_result *r) {
-    for (size_t i = 0; i < r->nenvironments; i++) free(r->environments[i]);
-    free(r->environments);
-    free(r->findings);
-    free(r->matrix);
-    free(r->shards);
-    for (size_t i = 0; i < r->nstale; i++) free(r->stale[i]);
-    free(r->stale);
-    memset(r, 0, sizeof *r);
-}
-
 /* JSON numbers must be finite: non-finite values become strings ("nan", "inf", "-inf"). */
-void gck_backend_status(const gck_backend_info *b, char *buf, size_t len) {
-    snprintf(buf, len, b->ran ? "ran" : "skipped: %s", b->skipped_why);
-}
-
-bool gck_backend_status_parse(const char *text, gck_backend_info *b) {
-    static const char skipped[] = "skipped: ";
-    b->ran = !strcmp(text, "ran");
-    if (b->ran)
-        b->skipped_why[0] = '\0';
-    else if (!strncmp(text, skipped, sizeof skipped - 1) &&
-             strlen(text + sizeof skipped - 1) < sizeof b->skipped_why)
-        snprintf(b->skipped_why, sizeof b->skipped_why, "%s", text + sizeof skipped - 1);
-    else
-        return false;
-    return true;
-}
-
-json_t *gck_json_text(const char *s) {
-    char *clean = gck_text_cleaned(s);
-    if (!clean) return json_string("(out of memory)");
-    json_t *j = json_string(clean);
-    free(clean);
-    return j;
-}
-
 static json_t *jnum(double v) {
     if (isfinite(v)) return json_real(v);
     return json_string(isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
-}
-
-void gck_fuzz_finding_command(const gck_fuzz_finding *f, char *buf, size_t len) {
-    gck_repro_command(buf, len, f->backend, f->flags, f->repro);
 }
 
 static json_t *finding_json(const gck_fuzz_finding *f) {
@@ -180,30 +74,6 @@ void gck_report_stream_finding(FILE *f, const gck_fuzz_finding *fd) {
     json_decref(o);
 }
 
-/* The shards a report covers: those merged into it, or the campaign's own. */
-static size_t shard_list(const gck_campaign_result *r, gck_shard_ref *one,
-                         const gck_shard_ref **list) {
-    *one = (gck_shard_ref){r->seed, r->shard_index, r->shard_count};
-    *list = r->nshards ? r->shards : one;
-    return r->nshards ? r->nshards : 1;
-}
-
-void gck_result_seed_and_shard(const gck_campaign_result *r, char *seed, char *shard, size_t len) {
-    gck_shard_ref one;
-    const gck_shard_ref *list;
-    size_t n = shard_list(r, &one, &list);
-    bool one_seed = true;
-    for (size_t i = 1; i < n; i++) one_seed = one_seed && list[i].seed == list[0].seed;
-    if (one_seed)
-        snprintf(seed, len, "%llu", (unsigned long long)list[0].seed);
-    else
-        snprintf(seed, len, "mixed");
-    if (n == 1)
-        snprintf(shard, len, "%d/%d", list[0].index, list[0].count);
-    else
-        snprintf(shard, len, "merged");
-}
-
 static void shards_json(const gck_campaign_result *r, json_t *sum) {
     char text[32], shard[32];
     gck_result_seed_and_shard(r, text, shard, sizeof text);
@@ -211,7 +81,7 @@ static void shards_json(const gck_campaign_result *r, json_t *sum) {
     json_object_set_new(sum, "shard", json_string(shard));
     gck_shard_ref one;
     const gck_shard_ref *list;
-    size_t n = shard_list(r, &one, &list);
+    size_t n = gck_result_shards(r, &one, &list);
     json_t *arr = json_array();
     for (size_t i = 0; i < n; i++) {
         json_t *o = json_object();
@@ -353,7 +223,7 @@ static json_t *report_json(const gck_campaign_result *r, const char *command) {
 bool gck_report_write_json(const gck_campaign_result *r, const char *path, const char *command,
                            char *msg, size_t len) {
     json_t *root = report_json(r, command);
-    bool ok = gck_report_write_json_file(root, path, JSON_INDENT(2) | JSON_ENSURE_ASCII, msg, len);
+    bool ok = gck_output_json(root, path, JSON_INDENT(2) | JSON_ENSURE_ASCII, msg, len);
     json_decref(root);
     return ok;
 }
@@ -398,31 +268,6 @@ static void print_causes(const gck_campaign_result *r, FILE *out) {
         fprintf(out, "%s%s\n", i ? "  " : "known entries that covered nothing in this run:\n  ",
                 r->stale[i]);
     free(c);
-}
-
-/* One line that decides: PASS, PASS with known deviations only, or FAIL. */
-const char *gck_verdict_text(int64_t cases, int64_t distinct, int64_t known, int64_t internal,
-                             const char *interrupted, char *buf, size_t len) {
-    int64_t unknown = distinct - known;
-    const char *s = unknown == 1 ? "" : "s";
-    if (interrupted && interrupted[0])
-        snprintf(buf, len,
-                 "INTERRUPTED by %s after %lld cases: not a pass (%lld distinct finding%s not "
-                 "known so far)",
-                 interrupted, (long long)cases, (long long)unknown, s);
-    else if (cases == 0)
-        snprintf(buf, len, "NOTHING CHECKED: no case ran");
-    else if (internal)
-        snprintf(buf, len, "ERROR: %lld internal error(s) of gemmcheck", (long long)internal);
-    else if (unknown)
-        snprintf(buf, len, "FAIL: %lld distinct finding%s not known", (long long)unknown, s);
-    else if (distinct)
-        snprintf(buf, len, "PASS: known deviations only (%lld distinct finding%s)",
-                 (long long)distinct, distinct == 1 ? "" : "s");
-    else
-        snprintf(buf, len, "PASS: no findings in %lld cases", (long long)cases);
-    bool pass = !(interrupted && interrupted[0]) && cases && !internal && !unknown;
-    return !pass ? "bad" : distinct ? "known" : "ok";
 }
 
 void gck_report_print_verdict(const gck_campaign_result *r, FILE *out) {
@@ -480,55 +325,4 @@ bool gck_report_write_html(const gck_campaign_result *r, const char *path, const
     bool ok = gck_html_campaign_file(root, path, msg, len);
     json_decref(root);
     return ok;
-}
-
-/* Reports are written whole or not at all: into "PATH.tmp.PID" beside PATH, renamed over PATH
- * once complete, so that a kill mid-write, a full disk or two campaigns given the same --report
- * never leave a truncated file (the last complete one wins). A PATH that exists and is not a
- * regular file (/dev/stdout, a FIFO) is written directly. */
-static bool written_in_place(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && !S_ISREG(st.st_mode);
-}
-
-static void temp_name(const char *path, char *buf, size_t len) {
-    snprintf(buf, len, "%s.tmp.%ld", path, (long)getpid());
-}
-
-FILE *gck_report_open(const char *path, char *msg, size_t len) {
-    char tmp[PATH_MAX];
-    temp_name(path, tmp, sizeof tmp);
-    const char *name = written_in_place(path) ? path : tmp;
-    FILE *f = fopen(name, "w");
-    if (!f) snprintf(msg, len, "cannot write %s: %s", name, strerror(errno));
-    return f;
-}
-
-bool gck_report_close(FILE *f, const char *path, char *msg, size_t len) {
-    bool ok = !ferror(f);
-    ok = fclose(f) == 0 && ok;
-    if (!ok) snprintf(msg, len, "cannot write %s", path);
-    if (!written_in_place(path)) {
-        char tmp[PATH_MAX];
-        temp_name(path, tmp, sizeof tmp);
-        if (ok && rename(tmp, path) != 0) {
-            snprintf(msg, len, "cannot write %s: %s", path, strerror(errno));
-            ok = false;
-        }
-        if (!ok) remove(tmp);
-    }
-    return ok;
-}
-
-bool gck_report_write_json_file(const struct json_t *root, const char *path, size_t flags,
-                                char *msg, size_t len) {
-    FILE *f = gck_report_open(path, msg, len);
-    if (!f) return false;
-    if (json_dumpf(root, f, flags) == 0) return gck_report_close(f, path, msg, len);
-    fclose(f); /* not written whole: nothing replaces PATH */
-    char tmp[PATH_MAX];
-    temp_name(path, tmp, sizeof tmp);
-    if (!written_in_place(path)) remove(tmp);
-    snprintf(msg, len, "cannot write %s", path);
-    return false;
 }

@@ -11,7 +11,9 @@ The same rule is checked where the linker sees it: with --objects BUILD, every s
 object file of a layer takes from another layer's objects (nm's undefined symbols, matched to
 the objects that define them; each layer is the object library gck_LAYER, whose objects CMake
 lists in BUILD/layer-objects/LAYER.txt) must be defined in a layer it may use. An include can
-be dodged by declaring a function by hand; a call cannot.
+be dodged by declaring a function by hand; a call cannot. Within a layer, files that take
+symbols from each other round a circle are a violation too (CIRCLES_ALLOWED lists the one pair
+that does by design, with its reason).
 
     scripts/layers.py [ROOT] [--objects BUILD]
                                   exit 0 and a summary line, or 1 and one line per violation
@@ -171,6 +173,53 @@ def symbols(objects):
     return table
 
 
+# Files of one layer that take symbols from each other, both ways, by design (each pair with its
+# reason); any other circle among a layer's files is a violation.
+CIRCLES_ALLOWED = {
+    # the registry opens a backend the process defined at run time (the Python module's
+    # workers), and defining one checks its name and table against the registry's
+    frozenset({"src/backends/backends.c", "src/backends/defined.c"}),
+}
+
+
+def source_of(obj, build):
+    """src/run/runner.c for BUILD/CMakeFiles/gck_run.dir/src/run/runner.c.o."""
+    rel = os.path.relpath(obj, build)
+    parts = rel.split(os.sep)
+    if len(parts) > 2 and parts[0] == "CMakeFiles":
+        rel = os.path.join(*parts[2:])
+    return rel[:-2] if rel.endswith(".o") else rel
+
+
+def reach_from(edges, start):
+    """The files `start` takes symbols from, directly or through others."""
+    seen, stack = set(), [start]
+    while stack:
+        for nxt in edges[stack.pop()]:
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return seen
+
+
+def circles(objects, table, build):
+    """Violations: files of one layer that reach themselves through the symbols they take from
+    the layer's other files (a circle), outside CIRCLES_ALLOWED."""
+    problems = []
+    for name, objs in sorted(objects.items()):
+        defs = {s: o for o in objs for s in table[o][0]}
+        edges = {o: {defs[u] for u in table[o][1] if u in defs and defs[u] != o} for o in objs}
+        reach = {o: reach_from(edges, o) for o in objs}
+        for o in objs:
+            if o not in reach[o]:
+                continue
+            ring = frozenset(source_of(x, build) for x in objs if x in reach[o] and o in reach[x])
+            msg = f"layer {name}: a circle among its files: {', '.join(sorted(ring))}"
+            if ring not in CIRCLES_ALLOWED and msg not in problems:
+                problems.append(msg)
+    return problems
+
+
 def check_links(root, build, extra=()):
     """The violations of the build's objects; `extra` adds (layer, object file) pairs (the
     planted call of the test). Returns (problems, number of objects)."""
@@ -196,6 +245,7 @@ def check_links(root, build, extra=()):
                 rel = os.path.relpath(obj, build)
                 problems.append(f"{rel}: layer {name} uses {sym} of layer {bad[0]} "
                                 f"({name} may use: {', '.join(sorted(allowed[name])) or '-'})")
+    problems += circles(objects, table, build)
     return problems, len(table)
 
 
@@ -220,7 +270,8 @@ def main():
     if problems:
         return 1
     print(f"layers: {n} files of {len(layers)} layers, every #include downward or within"
-          + (f"; {nobj} object files, every symbol taken from the same or a lower layer"
+          + (f"; {nobj} object files, every symbol taken from the same or a lower layer, "
+             "no circle among a layer's files"
              if build else ""))
     return 0
 

@@ -2,10 +2,10 @@
  * with fuzz/html.h's pieces). */
 #include <string.h>
 
-#include "campaign.h"
 #include "certify.h"
 #include "gemmcheck/checker.h"
 #include "html.h"
+#include "output.h"
 
 /* The pinned cases of a row by their largest error/bound (the checker's bins). */
 static void pinned_bins(const json_t *pinned, int64_t *bins) {
@@ -207,17 +207,28 @@ static void comparison_page(FILE *f, const json_t *a, const json_t *b, const jso
     gck_html_end(f);
 }
 
-bool gck_certify_html(const json_t *cert, const char *path, char *err, size_t len) {
-    FILE *f = gck_report_open(path, err, len);
-    if (!f) return false;
+static bool render_certificate(FILE *f, const void *cert) {
     certificate_page(f, cert);
-    return gck_report_close(f, path, err, len);
+    return true;
+}
+
+bool gck_certify_html(const json_t *cert, const char *path, char *err, size_t len) {
+    return gck_output_write(path, render_certificate, cert, err, len);
+}
+
+typedef struct comparison {
+    const json_t *a, *b, *notes;
+    const char *verdict, *smallest;
+} comparison;
+
+static bool render_comparison(FILE *f, const void *ctx) {
+    const comparison *c = ctx;
+    comparison_page(f, c->a, c->b, c->notes, c->verdict, c->smallest);
+    return true;
 }
 
 bool gck_compare_html(const json_t *a, const json_t *b, const json_t *notes, const char *verdict,
                       const char *smallest, const char *path, char *err, size_t len) {
-    FILE *f = gck_report_open(path, err, len);
-    if (!f) return false;
-    comparison_page(f, a, b, notes, verdict, smallest);
-    return gck_report_close(f, path, err, len);
+    comparison c = {a, b, notes, verdict, smallest};
+    return gck_output_write(path, render_comparison, &c, err, len);
 }

@@ -24,7 +24,9 @@
 #include "gemmcheck/backend.h"
 #include "gemmcheck/version.h"
 #include "known.h"
+#include "output.h"
 #include "pinned.h"
+#include "result.h"
 #include "task.h"
 
 static const char certify_help[] =
@@ -687,9 +689,8 @@ int gck_cmd_certify(int argc, char **argv) {
     json_object_set_new(cert, "campaign", camp ? camp : json_null());
     if (seconds > 0 && !camp) json_object_set_new(cert, "campaign_failure", gck_json_text(err));
     char werr[600];
-    rc = gck_report_write_json_file(cert, out, JSON_INDENT(1), werr, sizeof werr)
-             ? GCK_EXIT_OK
-             : GCK_EXIT_INTERNAL;
+    rc = gck_output_json(cert, out, JSON_INDENT(1), werr, sizeof werr) ? GCK_EXIT_OK
+                                                                       : GCK_EXIT_INTERNAL;
     if (rc != GCK_EXIT_OK)
         fprintf(stderr, "gemmcheck certify: %s\n", werr);
     else if (html && !gck_certify_html(cert, html, err, sizeof err)) {

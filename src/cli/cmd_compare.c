@@ -8,12 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "campaign.h"
 #include "certify.h"
 #include "cli.h"
 #include "gemmcheck/format.h"
 #include "gemmcheck/spec.h"
 #include "gemmcheck/version.h"
+#include "output.h"
 #include "pinned.h"
 
 static const char compare_help[] =
@@ -466,7 +466,7 @@ static bool write_json(const tally *t, const json_t *a, const json_t *b, const c
                   "exit_status", rc, "differences", t->differences, "regressions", t->regressions,
                   "by_class", by, "verdict", gck_json_text(verdict), "notes", t->notes,
                   "smallest_reproducer", smallest[0] ? gck_json_text(smallest) : json_null());
-    bool ok = o && gck_report_write_json_file(o, path, JSON_INDENT(1), err, len);
+    bool ok = o && gck_output_json(o, path, JSON_INDENT(1), err, len);
     if (!o) snprintf(err, len, "out of memory");
     json_decref(o);
     return ok;

@@ -16,6 +16,7 @@
 #include "generator.h"
 #include "known.h"
 #include "mix.h"
+#include "result.h"
 
 static const char fuzz_help[] =
     "usage: gemmcheck fuzz [--backend SPEC]... [--skip-unavailable] [--time S | --cases N]\n"

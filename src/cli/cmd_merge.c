@@ -3,9 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "campaign.h"
 #include "cli.h"
 #include "known.h"
+#include "merge.h"
+#include "report.h"
+#include "result.h"
 
 static const char merge_help[] =
     "usage: gemmcheck merge --report OUT.json [--junit OUT.xml] [--matrix-csv OUT.csv]\n"

@@ -124,3 +124,15 @@ int gck_limits_end(gck_limits_saved *sv) {
     atomic_store(&room, -1);
     return atomic_exchange(&refused, 0);
 }
+
+void gck_limits_text(int64_t mem_budget, bool limit_threads, int max_threads, char *buf,
+                     size_t len) {
+    char mem[64] = "", thr[64] = "";
+    if (mem_budget > 0)
+        snprintf(mem, sizeof mem, "a memory budget of %lld bytes", (long long)mem_budget);
+    if (limit_threads)
+        snprintf(thr, sizeof thr, "a limit of %d thread%s", max_threads,
+                 max_threads == 1 ? "" : "s");
+    snprintf(buf, len, "%s%s%s%s", mem[0] || thr[0] ? " under " : "", mem,
+             mem[0] && thr[0] ? " and " : "", thr);
+}

@@ -34,4 +34,9 @@ void gck_limits_begin(int64_t memory, int threads, gck_limits_saved *sv);
 /** Lift them; returns how many threads the call was refused. */
 int gck_limits_end(gck_limits_saved *sv);
 
+/** " under a memory budget of N bytes and a limit of N threads" (or the one that applies; ""
+ *  for none): the limits of a case's first call, as findings name them. */
+void gck_limits_text(int64_t mem_budget, bool limit_threads, int max_threads, char *buf,
+                     size_t len);
+
 #endif

@@ -22,7 +22,6 @@
 #include "npy.h"
 #include "parallel.h"
 #include "text.h"
-#include "watch.h"
 #include "worker.h"
 
 const char *gck_outcome_name(gck_outcome o) {

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "call_limits.h"
+
 void gck_watch_start(gck_case_watch *w, const gck_spec *s, double call_timeout, double floor) {
     *w = (gck_case_watch){.c = &s->c,
                           .mem_budget = s->mem_budget,
@@ -34,18 +36,6 @@ static bool watch_frame(gck_case_watch *w, const gck_wire_frame *f) {
         w->deadline = gck_wire_now() + GCK_OWN_WORK_SECONDS; /* checks: gemmcheck's own */
     }
     return true;
-}
-
-void gck_limits_text(int64_t mem_budget, bool limit_threads, int max_threads, char *buf,
-                     size_t len) {
-    char mem[64] = "", thr[64] = "";
-    if (mem_budget > 0)
-        snprintf(mem, sizeof mem, "a memory budget of %lld bytes", (long long)mem_budget);
-    if (limit_threads)
-        snprintf(thr, sizeof thr, "a limit of %d thread%s", max_threads,
-                 max_threads == 1 ? "" : "s");
-    snprintf(buf, len, "%s%s%s%s", mem[0] || thr[0] ? " under " : "", mem,
-             mem[0] && thr[0] ? " and " : "", thr);
 }
 
 /* "inside the backend's first call", "after the backend's rerun ... returned"; the first

@@ -69,9 +69,4 @@ gck_watch_end gck_watch_step(gck_case_watch *w, const gck_worker *wk, gck_worker
                              const gck_wire_frame *f, const char *why, gck_run_result *result,
                              gck_watch_outcome *out);
 
-/** " under a memory budget of N bytes and a limit of N threads" (or the one that applies; ""
- *  for none): the limits of a case's first call, as findings name them. */
-void gck_limits_text(int64_t mem_budget, bool limit_threads, int max_threads, char *buf,
-                     size_t len);
-
 #endif

@@ -74,3 +74,23 @@ def test_an_upward_call_declared_by_hand_fails(tmp_path):
     # the same call from the run layer, which may use check, passes
     problems, _ = layers.check_links(str(SOURCE), str(build_dir()), extra=[("run", str(obj))])
     assert problems == [], problems
+
+
+def test_a_circle_among_a_layers_files_fails(tmp_path):
+    """Two files of one layer that call each other (as report.c and html.c once did) fail; the
+    same two with one call removed pass."""
+    def obj(name, text):
+        (tmp_path / f"{name}.c").write_text(text)
+        subprocess.run(["cc", "-c", str(tmp_path / f"{name}.c"), "-o",
+                        str(tmp_path / f"{name}.c.o")], check=True)
+        return str(tmp_path / f"{name}.c.o")
+    ping = obj("ping", "int gck_t_pong(int);\nint gck_t_ping(int n) { return gck_t_pong(n); }\n")
+    pong = obj("pong", "int gck_t_ping(int);\nint gck_t_pong(int n) { return gck_t_ping(n); }\n")
+    lone = obj("lone", "int gck_t_ping(int);\nint gck_t_lone(int n) { return gck_t_ping(n); }\n")
+    problems, _ = layers.check_links(str(SOURCE), str(build_dir()),
+                                     extra=[("fuzz", ping), ("fuzz", pong)])
+    assert len(problems) == 1 and problems[0].startswith("layer fuzz: a circle among its files:")
+    assert "ping.c" in problems[0] and "pong.c" in problems[0], problems
+    problems, _ = layers.check_links(str(SOURCE), str(build_dir()),
+                                     extra=[("fuzz", lone), ("fuzz", pong)])
+    assert problems == [], problems
