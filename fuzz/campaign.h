@@ -1,6 +1,6 @@
-/* Fuzz campaigns (internal: for the tool's layers): the options and the supervisor that runs
+/* Fuzz campaigns: the options and the supervisor that runs
  * generated cases in worker processes and fills a result (result.h), then writes its reports
- * (report.h). */
+ * (report.h) (internal: for fuzz/ and src/cli/). */
 #ifndef GEMMCHECK_FUZZ_CAMPAIGN_H
 #define GEMMCHECK_FUZZ_CAMPAIGN_H
 

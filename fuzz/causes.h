@@ -1,5 +1,5 @@
-/* Findings grouped by cause (internal: for the tool's layers): one backend, kind and rule,
- * whatever the type tuple or shape. */
+/* Findings grouped by cause: one backend, kind and rule,
+ * whatever the type tuple or shape (internal: private to fuzz/). */
 #ifndef GEMMCHECK_FUZZ_CAUSES_H
 #define GEMMCHECK_FUZZ_CAUSES_H
 

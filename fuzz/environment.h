@@ -1,4 +1,4 @@
-/* The machines a report's shards ran on (internal: for the tool's layers). */
+/* The machines a report's shards ran on (internal: for fuzz/ and src/cli/). */
 #ifndef GEMMCHECK_FUZZ_ENVIRONMENT_H
 #define GEMMCHECK_FUZZ_ENVIRONMENT_H
 

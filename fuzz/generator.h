@@ -1,5 +1,6 @@
 /* The case generator (docs/FUZZING.md): every dimension of a case drawn deterministically from
- * (seed, case index), weighted towards where kernels break, under a per-case cost budget. */
+ * (seed, case index), weighted towards where kernels break, under a per-case cost budget (internal:
+ * for fuzz/ and src/certify/, src/cli/). */
 #ifndef GEMMCHECK_FUZZ_GENERATOR_H
 #define GEMMCHECK_FUZZ_GENERATOR_H
 

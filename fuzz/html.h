@@ -1,8 +1,9 @@
 /* Self-contained HTML reports (no network, no external script, style or font): the pieces the
  * campaign, certificate and comparison pages share, and the campaign's page. The markup is
- * well-formed XML (XHTML syntax) so that a strict parser can read it. */
-#ifndef GCK_FUZZ_HTML_H
-#define GCK_FUZZ_HTML_H
+ * well-formed XML (XHTML syntax) so that a strict parser can read it (internal: for fuzz/ and
+ * src/cli/). */
+#ifndef GEMMCHECK_FUZZ_HTML_H
+#define GEMMCHECK_FUZZ_HTML_H
 
 #include <jansson.h>
 #include <stdbool.h>

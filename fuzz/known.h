@@ -1,6 +1,7 @@
 /* Known findings: the documented deviations of a library, or the causes of an earlier report,
  * that a campaign reports apart and that do not fail it (fuzz/merge --known FILE, --baseline
- * REPORT). docs/KNOWN.md states the file's format and what a match guarantees. */
+ * REPORT). docs/KNOWN.md states the file's format and what a match guarantees (internal: for fuzz/
+ * and src/cli/). */
 #ifndef GEMMCHECK_FUZZ_KNOWN_H
 #define GEMMCHECK_FUZZ_KNOWN_H
 

@@ -1,5 +1,5 @@
-/* Merging shard reports (internal: for gemmcheck merge): each report checked against the
- * schema and its invariants, then added into one result. */
+/* Merging shard reports: each report checked against the
+ * schema and its invariants, then added into one result (internal: for fuzz/ and src/cli/). */
 #ifndef GEMMCHECK_FUZZ_MERGE_H
 #define GEMMCHECK_FUZZ_MERGE_H
 

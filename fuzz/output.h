@@ -1,8 +1,9 @@
-/* Writing the tool's files (internal: for fuzz/, src/certify/ and src/cli/): every report,
+/* Writing the tool's files: every report,
  * page and certificate is written whole or not at all — into "PATH.tmp.PID" beside PATH and
  * renamed over it once complete, so that a kill mid-write, a full disk or two runs given the
  * same file never leave a truncated one (a PATH that is not a regular file, such as
- * /dev/stdout, is written directly) — and JSON strings are made of any bytes. */
+ * /dev/stdout, is written directly) — and JSON strings are made of any bytes (internal: for fuzz/
+ * and src/cli/). */
 #ifndef GEMMCHECK_FUZZ_OUTPUT_H
 #define GEMMCHECK_FUZZ_OUTPUT_H
 

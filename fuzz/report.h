@@ -1,6 +1,6 @@
-/* A campaign's reports (internal: for the tool's layers): the JSON report, JUnit, CSV, the HTML
+/* A campaign's reports: the JSON report, JUnit, CSV, the HTML
  * page, the JSON Lines stream, the summary and the verdict line, each rendered from the result
- * model (result.h) and written through output.h. */
+ * model (result.h) and written through output.h (internal: for fuzz/ and src/cli/). */
 #ifndef GEMMCHECK_FUZZ_REPORT_H
 #define GEMMCHECK_FUZZ_REPORT_H
 

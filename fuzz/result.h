@@ -1,7 +1,7 @@
-/* The result model of a campaign (internal: for the tool's layers): distinct findings, the
+/* The result model of a campaign: distinct findings, the
  * support matrix, backends, shards and environments, and the verdict's words — what a report
  * holds, apart from the writers that render it (report.h, junit.c, html.h) and the campaign
- * that fills it (campaign.h). */
+ * that fills it (campaign.h) (internal: for fuzz/ and src/cli/). */
 #ifndef GEMMCHECK_FUZZ_RESULT_H
 #define GEMMCHECK_FUZZ_RESULT_H
 

@@ -1,4 +1,5 @@
-/* The minimiser: shrink a failing case while it keeps failing with the same kind. */
+/* The minimiser: shrink a failing case while it keeps failing with the same kind (internal: for
+ * fuzz/ and src/cli/). */
 #ifndef GEMMCHECK_FUZZ_SHRINK_H
 #define GEMMCHECK_FUZZ_SHRINK_H
 

@@ -22,7 +22,7 @@
  * A sliver holds, for each group g of KP steps, MR rows of KP values: element (r, k) at
  * (k/KP)*MR*KP + r*KP + k%KP. Slivers are padded with zeros to whole tiles and whole groups and
  * W has whole tiles, so the micro-kernels never see an edge: nothing outside the operands is read
- * or written. */
+ * or written (internal: private to kernels/). */
 
 /* One sliver of an operand stored along k (unit stride in k): chunks of up to PACK_CHUNK steps
  * of each of its `rows` stored runs converted into buf, then written across, step by step, in

@@ -1,6 +1,7 @@
-/* Internals of gemmcheck's GEMM (kernels/): blocking, packing and micro-kernels. */
-#ifndef GEMMCHECK_KERNELS_INTERNAL_H
-#define GEMMCHECK_KERNELS_INTERNAL_H
+/* Internals of gemmcheck's GEMM (kernels/): blocking, packing and micro-kernels (internal: private
+ * to kernels/). */
+#ifndef GEMMCHECK_KERNELS_KERNELS_INTERNAL_H
+#define GEMMCHECK_KERNELS_KERNELS_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>

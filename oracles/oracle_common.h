@@ -1,7 +1,7 @@
-/* What both oracles share (internal): the IEEE special-value pass and the sign of an exact
- * zero, decided before any arithmetic (docs/SEMANTICS.md). */
-#ifndef GEMMCHECK_ORACLE_COMMON_H
-#define GEMMCHECK_ORACLE_COMMON_H
+/* What both oracles share: the IEEE special-value pass and the sign of an exact
+ * zero, decided before any arithmetic (docs/SEMANTICS.md) (internal: private to oracles/). */
+#ifndef GEMMCHECK_ORACLES_ORACLE_COMMON_H
+#define GEMMCHECK_ORACLES_ORACLE_COMMON_H
 
 #include <stdbool.h>
 

@@ -1,6 +1,6 @@
-/* The fast exact oracle's per-element interface for the checker (internal). */
-#ifndef GEMMCHECK_ORACLE_EXACT_H
-#define GEMMCHECK_ORACLE_EXACT_H
+/* The fast exact oracle's per-element interface for the checker (internal: private to oracles/). */
+#ifndef GEMMCHECK_ORACLES_ORACLE_EXACT_H
+#define GEMMCHECK_ORACLES_ORACLE_EXACT_H
 
 #include "gemmcheck/oracle.h"
 #include "oracle_internal.h"

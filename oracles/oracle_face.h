@@ -1,9 +1,10 @@
-/* The oracle of one check, behind one face (internal: for the checker, src/check/): which
+/* The oracle of one check, behind one face: which
  * oracle evaluates (the integer superaccumulator with its Ozaki splitting, MPFR, or both and
  * compared), the operands decoded once, one evaluator per thread, and the elements where the
- * two oracles disagreed, returned to the checker rather than written into its result. */
-#ifndef GEMMCHECK_ORACLES_FACE_H
-#define GEMMCHECK_ORACLES_FACE_H
+ * two oracles disagreed, returned to the checker rather than written into its result (internal: for
+ * oracles/ and src/check/). */
+#ifndef GEMMCHECK_ORACLES_ORACLE_FACE_H
+#define GEMMCHECK_ORACLES_ORACLE_FACE_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,7 +1,7 @@
 /* The oracle's per-element interface for the checker: the oracle value, whether special
- * inputs decided it, and the exact error of a result (internal to gemmcheck). */
-#ifndef GEMMCHECK_ORACLE_INTERNAL_H
-#define GEMMCHECK_ORACLE_INTERNAL_H
+ * inputs decided it, and the exact error of a result (internal: private to oracles/). */
+#ifndef GEMMCHECK_ORACLES_ORACLE_INTERNAL_H
+#define GEMMCHECK_ORACLES_ORACLE_INTERNAL_H
 
 #include <stdbool.h>
 

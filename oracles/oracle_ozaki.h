@@ -1,13 +1,13 @@
 /* The exact sums S_ij = sum_k a_ik b_kj of a whole GEMM by error-free splitting (the Ozaki
- * scheme), for the exact oracle (internal).
+ * scheme), for the exact oracle.
  *
  * Every row of op(A) and column of op(B) is scaled by a power of two and its values cut into
  * slices of `beta` bits, small enough that each slice-by-slice product is an exact f64 GEMM; the
  * products of equal weight are added in int64, so that each element of D gets a handful of
  * integer terms whose weighted sum, with the products of the few values' bits below the slices
- * (tails), is exactly S (oracles/oracle_ozaki.c says why). */
-#ifndef GEMMCHECK_ORACLE_OZAKI_H
-#define GEMMCHECK_ORACLE_OZAKI_H
+ * (tails), is exactly S (oracles/oracle_ozaki.c says why) (internal: private to oracles/). */
+#ifndef GEMMCHECK_ORACLES_ORACLE_OZAKI_H
+#define GEMMCHECK_ORACLES_ORACLE_OZAKI_H
 
 #include <stdbool.h>
 #include <stddef.h>

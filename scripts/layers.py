@@ -18,6 +18,10 @@ that does by design, with its reason).
     scripts/layers.py [ROOT] [--objects BUILD]
                                   exit 0 and a summary line, or 1 and one line per violation
 
+Every internal header says in its first comment who may include it ("(internal: private to
+D/)" or "(internal: for D/ and E/, ...)"), and its include guard is GEMMCHECK_LAYER_NAME_H;
+both are checked.
+
 tests/python/test_layers.py runs it on the tree and on a tree with a planted upward include,
 and on the build with a planted upward call."""
 import os
@@ -133,6 +137,14 @@ def check(root, extra=()):
             if target != name and target not in allowed[name]:
                 problems.append(f"{path}: layer {name} includes {inc} of layer {target} "
                                 f"({name} may use: {', '.join(sorted(allowed[name])) or '-'})")
+    full = {}
+    for path in texts:
+        if texts[path] is not None:
+            full[path] = texts[path]
+        elif os.path.exists(os.path.join(root, path)):
+            with open(os.path.join(root, path), encoding="utf-8", errors="replace") as fh:
+                full[path] = fh.read()
+    problems += check_scopes(layers, allowed, [f for f in files if f[0] in full], full)
     return problems, layers, len(texts)
 
 
@@ -249,6 +261,49 @@ def check_links(root, build, extra=()):
     return problems, len(table)
 
 
+SCOPE = re.compile(r"\(internal: (private to ([\w/]+/)|for ([\w/]+/) and ([^)]*))\)")
+GUARD = re.compile(r"#ifndef (\w+)\n#define \1\n")
+
+
+def check_scopes(layers, allowed_below, files, texts):
+    """Every internal header (a .h of a layer's folder) says who may include it, in its first
+    comment: "(internal: private to D/)" or "(internal: for D/ and E/, F/)"; every file of the
+    layers that includes it is in those folders. Its include guard is GEMMCHECK_LAYER_NAME_H
+    (a header without a guard, included several times by design, has none to check)."""
+    problems = []
+    folder_of = {name: folder for name, (folder, _, _) in layers.items()}
+    layer_of = dict(files)
+    includers = {}
+    for path, text in texts.items():
+        for inc in INCLUDE.findall(text):
+            includers.setdefault(os.path.basename(inc), set()).add(path)
+    for path, name in files:
+        if not path.endswith(".h") or path.startswith("include"):
+            continue
+        text = texts[path]
+        first = re.match(r"/\*.*?\*/", text, re.S)
+        m = SCOPE.search(re.sub(r"\s*\n\s*\*\s*", " ", first.group(0))) if first else None
+        if not m:
+            problems.append(f"{path}: no scope in its first comment (\"(internal: private to "
+                            f"{folder_of[name]})\" or \"(internal: for {folder_of[name]} and ...)\")")
+            continue
+        allowed = {m.group(2) or m.group(3)}
+        if m.group(4):
+            allowed |= {w.strip() for w in m.group(4).split(",")}
+        for user in sorted(includers.get(os.path.basename(path), ())):
+            folder = folder_of[layer_of[user]]
+            upward = layer_of[user] != name and name not in allowed_below[layer_of[user]]
+            if user != path and folder not in allowed and not upward:  # upward: said above
+                problems.append(f"{user}: includes {os.path.basename(path)}, which is "
+                                f"{m.group(1)} ({path})")
+        g = GUARD.search(text)
+        want = "GEMMCHECK_" + name.upper() + "_" + re.sub(r"\W", "_", os.path.basename(
+            path)[:-2]).upper() + "_H"
+        if g and g.group(1) != want:
+            problems.append(f"{path}: include guard {g.group(1)}, not {want}")
+    return problems
+
+
 def main():
     args = sys.argv[1:]
     build = None
@@ -269,7 +324,8 @@ def main():
         print(p)
     if problems:
         return 1
-    print(f"layers: {n} files of {len(layers)} layers, every #include downward or within"
+    print(f"layers: {n} files of {len(layers)} layers, every #include downward or within and "
+          "within its header's scope, every guard named for its layer"
           + (f"; {nobj} object files, every symbol taken from the same or a lower layer, "
              "no circle among a layer's files"
              if build else ""))

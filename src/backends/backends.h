@@ -1,6 +1,6 @@
-/* The built-in backends (internal). */
-#ifndef GEMMCHECK_BACKENDS_H
-#define GEMMCHECK_BACKENDS_H
+/* The built-in backends (internal: for src/backends/ and src/cli/, src/run/). */
+#ifndef GEMMCHECK_BACKENDS_BACKENDS_H
+#define GEMMCHECK_BACKENDS_BACKENDS_H
 
 #include "gemmcheck/backend.h"
 

@@ -1,8 +1,9 @@
 /* A row's memory appetite (docs/RESOURCES.md): the smallest memory budget at which a fixed case
  * of the row succeeds in a fresh worker, found by bisection, and what the row does just below
- * it (an error is the correct answer; a hang, a crash or a wrong result is a defect). */
-#ifndef GCK_CERTIFY_APPETITE_H
-#define GCK_CERTIFY_APPETITE_H
+ * it (an error is the correct answer; a hang, a crash or a wrong result is a defect) (internal: for
+ * src/certify/ and src/cli/). */
+#ifndef GEMMCHECK_CERTIFY_APPETITE_H
+#define GEMMCHECK_CERTIFY_APPETITE_H
 
 #include <stdint.h>
 

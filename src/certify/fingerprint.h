@@ -7,9 +7,10 @@
  * large that a partial sum holding one of them absorbs every unit added to it, D equals u times
  * the number of leaves outside the subtree rooted at the lowest common ancestor of i and j in the
  * evaluation tree: D = u·(K - L(i, j)). L over all pairs determines the tree; over a sample of
- * pairs it confirms or refutes a candidate tree (sequential, blocked, interleaved, pairwise). */
-#ifndef GCK_CERTIFY_FINGERPRINT_H
-#define GCK_CERTIFY_FINGERPRINT_H
+ * pairs it confirms or refutes a candidate tree (sequential, blocked, interleaved, pairwise)
+ * (internal: for src/certify/ and src/cli/). */
+#ifndef GEMMCHECK_CERTIFY_FINGERPRINT_H
+#define GEMMCHECK_CERTIFY_FINGERPRINT_H
 
 #include <stdbool.h>
 #include <stddef.h>

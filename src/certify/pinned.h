@@ -1,6 +1,6 @@
-/* The pinned cases of a certificate (docs/CERTIFY.md). */
-#ifndef GCK_CERTIFY_PINNED_H
-#define GCK_CERTIFY_PINNED_H
+/* The pinned cases of a certificate (docs/CERTIFY.md) (internal: for src/certify/ and src/cli/). */
+#ifndef GEMMCHECK_CERTIFY_PINNED_H
+#define GEMMCHECK_CERTIFY_PINNED_H
 
 #include <stdint.h>
 

@@ -1,8 +1,8 @@
 /* Sum_k |a_ik|·|b_kj| of every element of a large GEMM by one GEMM on |op(A)| and |op(B)| (f32
  * where every term fits it, from bf16 inputs where they are bf16 values, else f64), rounded up
- * rigorously, for the checker's bound (internal). */
-#ifndef GEMMCHECK_ABSPROD_H
-#define GEMMCHECK_ABSPROD_H
+ * rigorously, for the checker's bound (internal: private to src/check/). */
+#ifndef GEMMCHECK_CHECK_ABSPROD_H
+#define GEMMCHECK_CHECK_ABSPROD_H
 
 #include <stdbool.h>
 #include <stdint.h>

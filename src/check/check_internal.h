@@ -1,8 +1,9 @@
-/* The checker's parts (internal: private to src/check/): the bound (bound.c), the facts of an
+/* The checker's parts: the bound (bound.c), the facts of an
  * element gathered from its lines (facts.c), the verdict of one element (verdict.c) and the
- * driver that runs the oracle and the verdict over D's tiles (checker.c). */
-#ifndef GEMMCHECK_CHECK_INTERNAL_H
-#define GEMMCHECK_CHECK_INTERNAL_H
+ * driver that runs the oracle and the verdict over D's tiles (checker.c) (internal: private to
+ * src/check/). */
+#ifndef GEMMCHECK_CHECK_CHECK_INTERNAL_H
+#define GEMMCHECK_CHECK_CHECK_INTERNAL_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,4 +1,5 @@
-/* Certificates (gemmcheck certify) and their comparison (gemmcheck compare). */
+/* Certificates (gemmcheck certify) and their comparison (gemmcheck compare) (internal: private to
+ * src/cli/). */
 #ifndef GEMMCHECK_CLI_CERTIFY_H
 #define GEMMCHECK_CLI_CERTIFY_H
 

@@ -1,6 +1,7 @@
-/* Command-line front end: shared conventions of every subcommand. */
-#ifndef GEMMCHECK_CLI_H
-#define GEMMCHECK_CLI_H
+/* Command-line front end: shared conventions of every subcommand (internal: private to
+ * src/cli/). */
+#ifndef GEMMCHECK_CLI_CLI_H
+#define GEMMCHECK_CLI_CLI_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
 /* The operands of `gemmcheck oracle` and `gemmcheck verify`: .npy files read and checked, and
- * the row-major case they describe (internal to the CLI). Every problem is a usage error (exit
- * 2) naming the file and what is wrong, with the command's name. */
+ * the row-major case they describe. Every problem is a usage error (exit
+ * 2) naming the file and what is wrong, with the command's name (internal: private to src/cli/). */
 #ifndef GEMMCHECK_CLI_INPUTS_H
 #define GEMMCHECK_CLI_INPUTS_H
 

@@ -1,6 +1,6 @@
 /* Decoding the stored bits of an input value into sign, integer significand and exponent, shared
- * by the exact oracle, its Ozaki splitting and the checker's facts of a line (internal: for the
- * library's layers above core). */
+ * by the exact oracle, its Ozaki splitting and the checker's facts of a line (internal: for
+ * src/core/ and oracles/, src/check/). */
 #ifndef GEMMCHECK_CORE_DECODE_H
 #define GEMMCHECK_CORE_DECODE_H
 

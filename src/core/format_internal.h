@@ -1,10 +1,11 @@
-/* The value functions of gemmcheck/format.h without their floating-point environment guard
- * (internal). gemmcheck's own code runs in the default environment (src/util/fpenv.h): inside
+/* The value functions of gemmcheck/format.h without their floating-point environment guard.
+ * gemmcheck's own code runs in the default environment (src/util/fpenv.h): inside
  * the guard of the public function that was called, or in the command line tool, which never
  * leaves it. These are the same functions, called per element and per product where a guard's
- * test (about 5 ns) would double their cost. */
-#ifndef GEMMCHECK_FORMAT_INTERNAL_H
-#define GEMMCHECK_FORMAT_INTERNAL_H
+ * test (about 5 ns) would double their cost (internal: for src/core/ and fuzz/, kernels/, oracles/,
+ * refimpl/, src/backends/, src/certify/, src/check/, src/cli/, src/run/). */
+#ifndef GEMMCHECK_CORE_FORMAT_INTERNAL_H
+#define GEMMCHECK_CORE_FORMAT_INTERNAL_H
 
 #include <math.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* D cut into square tiles, the unit of work of the checker's threads and of the exact oracle's
- * (internal: for the library's layers above core). */
+ * (internal: for src/core/ and oracles/, src/check/). */
 #ifndef GEMMCHECK_CORE_TILES_H
 #define GEMMCHECK_CORE_TILES_H
 

@@ -1,7 +1,8 @@
 /* Strict .npy reader and writer (NumPy format versions 1.0, 2.0, 3.0; little-endian f2, f4,
- * f8 and u2; C or Fortran order read, C order written). Internal to gemmcheck. */
-#ifndef GEMMCHECK_NPY_H
-#define GEMMCHECK_NPY_H
+ * f8 and u2; C or Fortran order read, C order written). Internal to gemmcheck (internal: for
+ * src/io/ and fuzz/, src/cli/, src/run/). */
+#ifndef GEMMCHECK_IO_NPY_H
+#define GEMMCHECK_IO_NPY_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,9 +1,9 @@
 /* Guarded operand buffers: every operand lives between two PROT_NONE pages, behind a canary
  * zone, at a chosen offset from a 256-byte boundary, with padding and batch gaps poisoned with a
  * signalling-NaN pattern of its element type; after the call every byte is compared with a
- * snapshot taken before it. */
-#ifndef GEMMCHECK_GUARD_H
-#define GEMMCHECK_GUARD_H
+ * snapshot taken before it (internal: private to src/run/). */
+#ifndef GEMMCHECK_RUN_GUARD_H
+#define GEMMCHECK_RUN_GUARD_H
 
 #include <stddef.h>
 #include <stdint.h>

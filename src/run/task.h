@@ -2,7 +2,7 @@
  * its output collected (for the layers above the library's run layer: certify's probes). The
  * child is what a worker is to a case: its own process group, killed with the supervisor and at
  * its deadline, group and all, so a backend that hangs, crashes, ignores signals or leaves
- * processes behind costs the caller the task, not the run. (internal, for src/run/ and the tool) */
+ * processes behind costs the caller the task, not the run (internal: for src/run/ and src/cli/). */
 #ifndef GEMMCHECK_RUN_TASK_H
 #define GEMMCHECK_RUN_TASK_H
 

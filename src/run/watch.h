@@ -1,4 +1,4 @@
-/* Following one case in a worker (internal: for src/run/ and the campaign in fuzz/): the one
+/* Following one case in a worker: the one
  * place where a worker's frames, deadlines and death are interpreted. Every command that runs
  * cases in workers (repro, shrink, known-finding checks and certify's appetite through
  * gck_run_isolated in isolate.c; fuzz's campaigns in fuzz/campaign.c) feeds each event of
@@ -6,7 +6,8 @@
  *
  * The blame follows the phase the watch is in: a death, corrupted message or missed deadline
  * inside a backend call, or after one returned, is the backend's (`crash`, `hang`); one while
- * gemmcheck prepares the case, before any call, is gemmcheck's own (an internal error). */
+ * gemmcheck prepares the case, before any call, is gemmcheck's own (an internal error) (internal:
+ * for src/run/ and fuzz/). */
 #ifndef GEMMCHECK_RUN_WATCH_H
 #define GEMMCHECK_RUN_WATCH_H
 

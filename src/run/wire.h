@@ -1,10 +1,11 @@
-/* The messages between a worker process and its supervisor (internal). Every message is a
+/* The messages between a worker process and its supervisor. Every message is a
  * frame: a header (magic, tag, payload length, sequence number, checksum) and the payload. The
  * backend runs inside the worker and can write to any descriptor it holds, so the supervisor
  * trusts nothing it reads: a frame with a wrong magic, tag, length, sequence number or
- * checksum, or a payload that does not validate, ends that worker (docs/ISOLATION.md). */
-#ifndef GEMMCHECK_WIRE_H
-#define GEMMCHECK_WIRE_H
+ * checksum, or a payload that does not validate, ends that worker (docs/ISOLATION.md) (internal:
+ * for src/run/ and fuzz/, src/cli/). */
+#ifndef GEMMCHECK_RUN_WIRE_H
+#define GEMMCHECK_RUN_WIRE_H
 
 #include <stdbool.h>
 #include <stddef.h>

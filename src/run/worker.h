@@ -1,4 +1,4 @@
-/* Worker processes (internal): the one place where a backend runs on behalf of gemmcheck's
+/* Worker processes: the one place where a backend runs on behalf of gemmcheck's
  * commands. A worker is a child process, started by fork+exec of the gemmcheck binary
  * (`gemmcheck __worker`) or, for library callers without one, by fork alone; it opens the
  * backend and runs the cases its supervisor sends. The supervisor never opens the backend.
@@ -7,9 +7,9 @@
  * process group (a signal it sends to "its group" stays there), dies with its supervisor
  * (parent-death signal), has its output captured, and talks only through checked frames
  * (wire.h); the supervisor detects its death by the process, not by the pipe, and every wait
- * has a deadline. */
-#ifndef GEMMCHECK_WORKER_H
-#define GEMMCHECK_WORKER_H
+ * has a deadline (internal: for src/run/ and fuzz/, src/cli/). */
+#ifndef GEMMCHECK_RUN_WORKER_H
+#define GEMMCHECK_RUN_WORKER_H
 
 #include <signal.h>
 #include <stdbool.h>
@@ -24,6 +24,10 @@
 /* The worker's descriptors: requests in, messages out. */
 #define GCK_WORKER_IN_FD  3
 #define GCK_WORKER_OUT_FD 4
+
+/** The worker's side: open `backend`, announce it and serve cases on GCK_WORKER_IN_FD /
+ *  GCK_WORKER_OUT_FD until the supervisor closes them; returns the exit status (serve.c). */
+int gck_worker_serve(const char *backend, bool strict, gck_oracle_kind oracle);
 
 /** The executable that serves `__worker` (the gemmcheck binary); NULL or "": fork only. */
 void gck_worker_set_exe(const char *path);

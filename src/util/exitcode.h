@@ -1,7 +1,8 @@
 /* Exit statuses of gemmcheck's processes: the command's (README.md, "Exit status"), which its
- * worker processes share for their own ends (a set-up error, an internal error). */
-#ifndef GEMMCHECK_EXITCODE_H
-#define GEMMCHECK_EXITCODE_H
+ * worker processes share for their own ends (a set-up error, an internal error) (internal: for
+ * src/util/ and fuzz/, src/cli/, src/run/). */
+#ifndef GEMMCHECK_UTIL_EXITCODE_H
+#define GEMMCHECK_UTIL_EXITCODE_H
 
 /** Exit codes of the gemmcheck command (README.md, "Exit status"). */
 typedef enum gck_exit {

@@ -1,4 +1,4 @@
-/* The floating-point environment (internal): rounding mode, exception traps and, on x86, the
+/* The floating-point environment: rounding mode, exception traps and, on x86, the
  * MXCSR controls (flush-to-zero, denormals-are-zero).
  *
  * Two uses. (1) gemmcheck's own arithmetic runs in the default environment whatever the caller's:
@@ -12,9 +12,10 @@
  * the "C" locale (a process in a decimal-comma locale would otherwise read "alpha=0.5" as an
  * error and write "alpha=0,5" into reproducer strings and messages). (2) A backend call must
  * return with the controls as it found them: the runner saves them before each call, restores
- * them after it, and reports a change. */
-#ifndef GEMMCHECK_FPENV_H
-#define GEMMCHECK_FPENV_H
+ * them after it, and reports a change (internal: for src/util/ and kernels/, oracles/, refimpl/,
+ * src/backends/, src/certify/, src/check/, src/core/, src/run/). */
+#ifndef GEMMCHECK_UTIL_FPENV_H
+#define GEMMCHECK_UTIL_FPENV_H
 
 #include <fenv.h>
 #include <locale.h>

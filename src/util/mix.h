@@ -1,9 +1,10 @@
 /* SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number generators",
- * OOPSLA 2014), internal: the one definition of the mixer behind reproducer values, the case
+ * OOPSLA 2014): the one definition of the mixer behind reproducer values, the case
  * generator, and every seeded stream. Reproducer strings are a public contract: these
- * functions must never change. */
-#ifndef GEMMCHECK_MIX_H
-#define GEMMCHECK_MIX_H
+ * functions must never change (internal: for src/util/ and fuzz/, src/certify/, src/check/,
+ * src/cli/, src/core/). */
+#ifndef GEMMCHECK_UTIL_MIX_H
+#define GEMMCHECK_UTIL_MIX_H
 
 #include <stdint.h>
 

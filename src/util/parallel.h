@@ -1,6 +1,7 @@
-/* Running one function on an array of jobs, one thread per job (internal). */
-#ifndef GEMMCHECK_PARALLEL_H
-#define GEMMCHECK_PARALLEL_H
+/* Running one function on an array of jobs, one thread per job (internal: for src/util/ and fuzz/,
+ * kernels/, oracles/, src/check/, src/cli/, src/run/). */
+#ifndef GEMMCHECK_UTIL_PARALLEL_H
+#define GEMMCHECK_UTIL_PARALLEL_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,6 +1,7 @@
-/* Large scratch blocks handed from one stage of a check to the next (internal). */
-#ifndef GEMMCHECK_STASH_H
-#define GEMMCHECK_STASH_H
+/* Large scratch blocks handed from one stage of a check to the next (internal: for src/util/ and
+ * oracles/, src/check/). */
+#ifndef GEMMCHECK_UTIL_STASH_H
+#define GEMMCHECK_UTIL_STASH_H
 
 #include <stddef.h>
 

@@ -1,9 +1,10 @@
-/* Text that comes from a backend (internal): error messages, versions, table entries. It may be
+/* Text that comes from a backend: error messages, versions, table entries. It may be
  * anything: unterminated, invalid UTF-8, terminal escapes, markup. gemmcheck passes on only
  * printable, valid UTF-8, with every other byte written as \xNN, so that reports stay valid
- * JSON and XML and terminals print it as it is. */
-#ifndef GEMMCHECK_TEXT_H
-#define GEMMCHECK_TEXT_H
+ * JSON and XML and terminals print it as it is (internal: for src/util/ and fuzz/, kernels/,
+ * src/backends/, src/check/, src/cli/, src/core/, src/io/, src/run/). */
+#ifndef GEMMCHECK_UTIL_TEXT_H
+#define GEMMCHECK_UTIL_TEXT_H
 
 #include <stdbool.h>
 #include <stddef.h>

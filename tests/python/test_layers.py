@@ -94,3 +94,18 @@ def test_a_circle_among_a_layers_files_fails(tmp_path):
     problems, _ = layers.check_links(str(SOURCE), str(build_dir()),
                                      extra=[("fuzz", lone), ("fuzz", pong)])
     assert problems == [], problems
+
+
+def test_an_include_outside_a_headers_scope_fails():
+    """check_internal.h is private to src/check/: the run layer may use the check layer, but not
+    that header; a header without a scope line, or with a guard of another style, fails."""
+    problems = planted("src/run/runner.c", '#include "check_internal.h"\n')
+    assert problems == ["src/run/runner.c: includes check_internal.h, which is private to "
+                        "src/check/ (src/check/check_internal.h)"], problems
+    text = (SOURCE / "src/run/wire.h").read_text()
+    unscoped = text.replace("(internal:", "(inside:", 1)
+    problems, _, _ = layers.check(str(SOURCE), extra=[("src/run/wire.h", unscoped)])
+    assert len(problems) == 1 and problems[0].startswith("src/run/wire.h: no scope"), problems
+    renamed = text.replace("GEMMCHECK_RUN_WIRE_H", "GCK_WIRE_H")
+    problems, _, _ = layers.check(str(SOURCE), extra=[("src/run/wire.h", renamed)])
+    assert problems == ["src/run/wire.h: include guard GCK_WIRE_H, not GEMMCHECK_RUN_WIRE_H"]

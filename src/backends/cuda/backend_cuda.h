@@ -1,8 +1,9 @@
 /* cuBLAS and cuBLASLt backends: the host-side parts, exposed for unit tests (no device needed):
  * the support table from the cuBLAS type/compute tables, the type and compute mappings, and
- * the argument mapping from a gemmcheck case to a column-major cuBLAS call. */
-#ifndef GEMMCHECK_BACKEND_CUDA_H
-#define GEMMCHECK_BACKEND_CUDA_H
+ * the argument mapping from a gemmcheck case to a column-major cuBLAS call (internal: private to
+ * src/backends/). */
+#ifndef GEMMCHECK_BACKENDS_BACKEND_CUDA_H
+#define GEMMCHECK_BACKENDS_BACKEND_CUDA_H
 
 #include <cublasLt.h>
 #include <cublas_v2.h>

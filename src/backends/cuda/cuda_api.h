@@ -7,9 +7,10 @@
  *     paths; an empty or relative entry is an error, never "the current directory");
  *   otherwise: the toolkit's library directory gemmcheck was built against, then the system's
  *     loader search by soname (ld.so.conf, LD_LIBRARY_PATH).
- * The sonames carry the major versions of the headers gemmcheck was compiled with. */
-#ifndef GEMMCHECK_CUDA_API_H
-#define GEMMCHECK_CUDA_API_H
+ * The sonames carry the major versions of the headers gemmcheck was compiled with (internal:
+ * private to src/backends/). */
+#ifndef GEMMCHECK_BACKENDS_CUDA_API_H
+#define GEMMCHECK_BACKENDS_CUDA_API_H
 
 #include <stdbool.h>
 #include <stddef.h>

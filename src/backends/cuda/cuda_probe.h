@@ -1,6 +1,7 @@
-/* Whether a CUDA device can be used, and if not, why (the CUDA runtime's own words). */
-#ifndef GEMMCHECK_CUDA_PROBE_H
-#define GEMMCHECK_CUDA_PROBE_H
+/* Whether a CUDA device can be used, and if not, why (the CUDA runtime's own words) (internal: for
+ * src/backends/ and fuzz/, src/cli/). */
+#ifndef GEMMCHECK_BACKENDS_CUDA_PROBE_H
+#define GEMMCHECK_BACKENDS_CUDA_PROBE_H
 
 #include <stdbool.h>
 #include <stddef.h>
