@@ -192,6 +192,4 @@ int gck_bin_of_ratio(double error, double ratio);
 
 overflow_facts gck_overflow_of(const gather_plan *gp, const elem_facts *f);
 
-/* @PROTOTYPES@ */
-
 #endif
