@@ -353,6 +353,12 @@ static void size_frames(gck_exact_plan *p, const gck_case *c, const opstats *sa,
 }
 
 gck_exact_plan *gck_exact_plan_new(const gck_case *c, const void *A, const void *B, const void *C) {
+    gck_ozaki_options o = gck_ozaki_defaults();
+    return gck_exact_plan_new_with(c, A, B, C, &o);
+}
+
+gck_exact_plan *gck_exact_plan_new_with(const gck_case *c, const void *A, const void *B,
+                                        const void *C, const gck_ozaki_options *opt) {
     gck_exact_plan *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->c = c;
@@ -386,7 +392,7 @@ gck_exact_plan *gck_exact_plan_new(const gck_case *c, const void *A, const void 
     bool any = rab && sa.emin != INT32_MAX && sb.emin != INT32_MAX;
     if (!any) sa = sb = (opstats){0, 0, 0, 0, 0, 0};
     int growth = 2 + bits_of((uint64_t)c->k + 1);
-    if (any && (p->oz = gck_ozaki_new(c, A, B, p->oz_why, sizeof p->oz_why))) {
+    if (any && (p->oz = gck_ozaki_new(c, A, B, opt, p->oz_why, sizeof p->oz_why))) {
         int32_t width;
         int slices_a, slices_b;
         p->path = PATH_OZAKI;

@@ -4,13 +4,18 @@
 
 #include "gemmcheck/oracle.h"
 #include "oracle_internal.h"
+#include "oracle_ozaki.h"
 
 /** A GEMM's operands decoded once (shared, read-only, by every thread). */
 typedef struct gck_exact_plan gck_exact_plan;
 /** One thread's accumulators. */
 typedef struct gck_exact_ws gck_exact_ws;
 
+/** The plan of the case's operands, splitting as the process's options say (gck_ozaki_defaults). */
 gck_exact_plan *gck_exact_plan_new(const gck_case *c, const void *A, const void *B, const void *C);
+/** The same with the splitting's options given (tests plant a fault through them). */
+gck_exact_plan *gck_exact_plan_new_with(const gck_case *c, const void *A, const void *B,
+                                        const void *C, const gck_ozaki_options *opt);
 void gck_exact_plan_free(gck_exact_plan *p);
 gck_exact_ws *gck_exact_ws_new(const gck_exact_plan *p);
 void gck_exact_ws_free(gck_exact_ws *w);

@@ -27,7 +27,9 @@
  * and their products added one by one (a·b = slices' product + tail_a·b + a·tail_b -
  * tail_a·tail_b), so that a few small values do not set the slice count of a whole line. */
 #include "oracle_ozaki.h"
+
 #include "format_internal.h"
+#include "freivalds.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -74,6 +76,7 @@ struct gck_ozaki {
     int64_t m, n, k, pairs;    /* pairs: members with their own sums (1 when A and B are shared) */
     bool a_batched, b_batched; /* a member of A (B) per batch member, else one for all */
     int sa, sb, beta, nd;
+    int64_t corrupt;  /* gck_ozaki_options' planted fault (tests; < 0: none) */
     int32_t *ea, *eb; /* per member and row of op(A) / column of op(B): the scale exponent */
     uint8_t *need_a, *need_b; /* as ea, eb: the most slices a value of the line needs */
     int64_t *q;               /* [pair][j][i][d]: the terms of each element */
@@ -103,16 +106,16 @@ void gck_ozaki_set_mode(gck_ozaki_mode m) {
     mode_set = true;
 }
 
-static int64_t corrupt = -1;
-
-void gck_ozaki_test_corrupt(int64_t index) { corrupt = index; }
-
-static gck_ozaki_mode current_mode(void) {
-    if (mode_set) return mode;
+gck_ozaki_options gck_ozaki_defaults(void) {
+    gck_ozaki_options o = {GCK_OZAKI_AUTO, -1};
     const char *e = getenv("GEMMCHECK_OZAKI");
-    if (e && !strcmp(e, "always")) return GCK_OZAKI_ALWAYS;
-    if (e && !strcmp(e, "never")) return GCK_OZAKI_NEVER;
-    return GCK_OZAKI_AUTO;
+    if (mode_set)
+        o.mode = mode;
+    else if (e && !strcmp(e, "always"))
+        o.mode = GCK_OZAKI_ALWAYS;
+    else if (e && !strcmp(e, "never"))
+        o.mode = GCK_OZAKI_NEVER;
+    return o;
 }
 
 void gck_ozaki_free(gck_ozaki *o) {
@@ -558,69 +561,6 @@ static void slice(const lines *v, const int32_t *E, int64_t b, int beta, int S, 
     gck_parallel_for(line_parts(v, v->count), v->count, &x, slice_part);
 }
 
-/* ---- Freivalds' test modulo p = 2^61 - 1 -------------------------------------------------- */
-
-#define P61 ((UINT64_C(1) << 61) - 1)
-
-static uint64_t mod_p(unsigned __int128 x) {
-    x = (x & P61) + (x >> 61);
-    x = (x & P61) + (x >> 61);
-    return (uint64_t)(x >= P61 ? x - P61 : x);
-}
-
-static uint64_t mod_signed(__int128 v) {
-    uint64_t r = mod_p(v >= 0 ? (unsigned __int128)v : (unsigned __int128)(-v));
-    return v >= 0 || r == 0 ? r : P61 - r;
-}
-
-/* y = X·x mod p for a column-major rows x cols matrix of integer-valued doubles below 2^53 and
- * x below 2^61 (sums kept in __int128: below 2^53·2^61·cols, cols < 2^13); the rows cut among
- * the cores. */
-typedef struct matvec_job {
-    const double *X;
-    int64_t rows, cols;
-    const uint64_t *x;
-    __int128 *acc;
-    uint64_t *y;
-} matvec_job;
-
-static void matvec_part(void *arg, int part, int64_t lo, int64_t hi) {
-    (void)part;
-    const matvec_job *m = arg;
-    __int128 *acc = m->acc;
-    memset(acc + lo, 0, (size_t)(hi - lo) * sizeof *acc);
-    for (int64_t c = 0; c < m->cols; c++) {
-        const double *col = m->X + c * m->rows;
-        for (int64_t r = lo; r < hi; r++) acc[r] += (__int128)(int64_t)col[r] * m->x[c];
-    }
-    for (int64_t r = lo; r < hi; r++) m->y[r] = mod_signed(acc[r]);
-}
-
-static void matvec_mod(const double *X, int64_t rows, int64_t cols, const uint64_t *x,
-                       __int128 *acc, uint64_t *y) {
-    matvec_job m = {X, rows, cols, x, acc, y};
-    gck_parallel_for(gck_parallel_parts(rows, cols), rows, &m, matvec_part);
-}
-
-/* y = X·x mod p for a row-major rows x cols matrix X (its rows adjacent), as matvec_mod; the rows
- * cut among the cores. */
-static void matvec_rows_part(void *arg, int part, int64_t lo, int64_t hi) {
-    (void)part;
-    const matvec_job *m = arg;
-    for (int64_t r = lo; r < hi; r++) {
-        const double *row = m->X + r * m->cols;
-        __int128 acc = 0;
-        for (int64_t c = 0; c < m->cols; c++) acc += (__int128)(int64_t)row[c] * m->x[c];
-        m->y[r] = mod_signed(acc);
-    }
-}
-
-static void matvec_rows_mod(const double *X, int64_t rows, int64_t cols, const uint64_t *x,
-                            uint64_t *y) {
-    matvec_job m = {X, rows, cols, x, NULL, y};
-    gck_parallel_for(gck_parallel_parts(rows, cols), rows, &m, matvec_rows_part);
-}
-
 /* ---- building the terms -------------------------------------------------------------------- */
 
 typedef struct work {
@@ -698,7 +638,9 @@ static void verify_part(void *arg, int part, int64_t lo, int64_t hi) {
             for (int64_t i = lo; i < hi; i++)
                 x->acc[i] += (__int128)x->q[(j * x->m + i) * x->nd + d] * (__int128)x->x[j];
         for (int64_t i = lo; i < hi; i++)
-            if (mod_signed(x->acc[i]) != mod_p((unsigned __int128)x->rhs[d * x->m + i])) bad = true;
+            if (gck_mod_p61_signed(x->acc[i]) !=
+                gck_mod_p61((unsigned __int128)x->rhs[d * x->m + i]))
+                bad = true;
     }
     x->bad[part] = bad;
 }
@@ -718,15 +660,10 @@ static bool accum_pass(accum_job *x, int64_t count, void (*body)(void *, int, in
 static bool build_pair(gck_ozaki *o, const lines *va, const lines *vb, int64_t ma, int64_t mb,
                        int64_t *q, work *w, uint64_t seed) {
     int64_t M = o->m, N = o->n, K = o->k, nd = o->nd;
-    for (int64_t j = 0; j < N; j++) { /* x: 32-bit values from splitmix64 */
-        uint64_t z = (seed += 0x9e3779b97f4a7c15u);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-        w->x[j] = (z ^ (z >> 31)) >> 32;
-    }
+    gck_freivalds_vector(seed, w->x, N);
     for (int t = 0; t < o->sb; t++) {
         slice(vb, o->eb, mb, o->beta, o->sb, t, w->bs + t * K * N);
-        matvec_mod(w->bs + t * K * N, K, N, w->x, w->acc, w->yb + t * K);
+        gck_freivalds_matvec(w->bs + t * K * N, K, N, w->x, w->acc, w->yb + t * K);
     }
     memset(w->rhs, 0, (size_t)(nd * M) * sizeof *w->rhs);
     accum_job x = {
@@ -735,10 +672,10 @@ static bool build_pair(gck_ozaki *o, const lines *va, const lines *vb, int64_t m
         slice(va, o->ea, ma, o->beta, o->sa, s, w->as);
         for (int t = 0; t < o->sb; t++) {
             if (!slice_product(o, w->as, w->bs + t * K * N, w->p)) return false;
-            if (corrupt >= 0 && s + t == 0) w->p[corrupt % (M * N)] += 1;
+            if (o->corrupt >= 0 && s + t == 0) w->p[o->corrupt % (M * N)] += 1;
             x.d = s + t;
             if (!accum_pass(&x, N, accum_part)) return false;
-            matvec_rows_mod(w->as, M, K, w->yb + t * K, w->ra);
+            gck_freivalds_matvec_rows(w->as, M, K, w->yb + t * K, w->ra);
             for (int64_t i = 0; i < M; i++) w->rhs[x.d * M + i] += w->ra[i];
         }
     }
@@ -1066,14 +1003,15 @@ static void sum_tails_ahead(gck_ozaki *o, work *w) {
     build_tsum(o);
 }
 
-gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B, char *why,
-                         size_t why_len) {
-    gck_ozaki_mode md = current_mode();
+gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B,
+                         const gck_ozaki_options *opt, char *why, size_t why_len) {
+    gck_ozaki_mode md = opt->mode;
     snprintf(why, why_len, "splitting is off (GEMMCHECK_OZAKI=never)");
     if (md == GCK_OZAKI_NEVER || !gck_case_reads_ab(c)) return NULL;
     gck_ozaki *o = calloc(1, sizeof *o);
     if (!o) return NULL;
     o->m = c->m, o->n = c->n, o->k = c->k;
+    o->corrupt = opt->corrupt;
     o->pairs = c->stride_a || c->stride_b ? c->batch : 1;
     o->a_batched = c->stride_a != 0, o->b_batched = c->stride_b != 0;
     int64_t ma = c->stride_a ? c->batch : 1, mb = c->stride_b ? c->batch : 1;

@@ -21,19 +21,26 @@ typedef struct gck_ozaki gck_ozaki;
  *  by one (large products, few slices), ALWAYS whenever the values can be split (tests), NEVER. */
 typedef enum { GCK_OZAKI_AUTO, GCK_OZAKI_ALWAYS, GCK_OZAKI_NEVER } gck_ozaki_mode;
 
-/** The mode of later plans (default: GEMMCHECK_OZAKI=auto|always|never, else AUTO); for tests.
- *  Set it while no plan is being built. */
-void gck_ozaki_set_mode(gck_ozaki_mode m);
+/** What a plan is built with: when to split, and (tests only) a fault to plant. */
+typedef struct gck_ozaki_options {
+    gck_ozaki_mode mode;
+    int64_t corrupt; /**< tests: the plan's first slice product has its element index mod M·N
+                          off by one, which the check must refuse (< 0: none) */
+} gck_ozaki_options;
 
-/** For tests: the next plans' first slice product has its element index mod M·N off by one
- *  (index < 0: none), which the check must refuse. Set it while no plan is being built. */
-void gck_ozaki_test_corrupt(int64_t index);
+/** The process's options: the mode of gck_ozaki_set_mode, else GEMMCHECK_OZAKI=auto|always|never,
+ *  else AUTO; nothing planted. */
+gck_ozaki_options gck_ozaki_defaults(void);
+
+/** The process's mode (gck_ozaki_defaults), for the paths that build plans without options (the
+ *  public oracle and the checker); for tests. Set it while no plan is being built. */
+void gck_ozaki_set_mode(gck_ozaki_mode m);
 
 /** The sums of every element of the case's products, or NULL when splitting does not apply or
  *  does not pay (the caller sums the products itself); *why then says which. A NaN or Inf input
  *  counts as 0 here (the caller decides such elements from the IEEE rules first). */
-gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B, char *why,
-                         size_t why_len);
+gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B,
+                         const gck_ozaki_options *opt, char *why, size_t why_len);
 void gck_ozaki_free(gck_ozaki *o);
 
 /** Slices of op(A) and op(B), and bits per slice. */
