@@ -26,7 +26,7 @@
  * The bits of a value below its line's slices (its tail: zero for most values) are kept exactly
  * and their products added one by one (a·b = slices' product + tail_a·b + a·tail_b -
  * tail_a·tail_b), so that a few small values do not set the slice count of a whole line. */
-#include "oracle_ozaki.h"
+#include "ozaki_internal.h"
 
 #include "format_internal.h"
 #include "freivalds.h"
@@ -41,62 +41,6 @@
 #include "oracle_common.h"
 #include "parallel.h"
 #include "stash.h"
-
-/* Splitting is used in AUTO mode from this many products (per GEMM), and in any mode while its
- * arrays take at most OZ_MAX_BYTES. */
-#define OZ_MIN_PRODUCTS (INT64_C(1) << 22)
-#define OZ_MAX_BYTES    (INT64_C(4) << 30)
-#define OZ_MAX_BITS     120 /* slices·beta: a value's significand shifted into an __int128 */
-
-/* One operand as lines (rows of op(A), columns of op(B)) along k. */
-typedef struct lines {
-    const void *base;
-    gck_format type;
-    layout lay;
-    int64_t stride, members, count, k, ls, ks; /* element (line, k) at line·ls + k·ks */
-    int64_t member_bytes;                      /* from one member to the next */
-} lines;
-
-/* A value's bits below its line's slices: m·2^e with the value's sign, at step k; v the same
- * as a double (exact: m has at most 53 bits and e >= -1074). */
-typedef struct tailv {
-    int64_t k;
-    uint64_t m;
-    int32_t e, neg;
-    double v;
-} tailv;
-
-/* Where a line's tails lie: every tail is a multiple of 2^lo, and their magnitudes add up to
- * less than 2^up. */
-typedef struct tail_span {
-    int32_t lo, up;
-} tail_span;
-
-struct gck_ozaki {
-    int64_t m, n, k, pairs;    /* pairs: members with their own sums (1 when A and B are shared) */
-    bool a_batched, b_batched; /* a member of A (B) per batch member, else one for all */
-    int sa, sb, beta, nd;
-    int64_t corrupt;  /* gck_ozaki_options' planted fault (tests; < 0: none) */
-    int32_t *ea, *eb; /* per member and row of op(A) / column of op(B): the scale exponent */
-    uint8_t *need_a, *need_b; /* as ea, eb: the most slices a value of the line needs */
-    int64_t *q;               /* [pair][j][i][d]: the terms of each element */
-    int32_t lowest, width;
-    /* the tails: the bits of a value below its line's SA (SB) slices, kept exactly, per line
-     * (member·lines + line) in order of k; their products are added one by one */
-    lines va, vb;
-    int64_t *ta_start, *tb_start;
-    tailv *ta, *tb;
-    tail_span *sp_a, *sp_b; /* per line, as ta_start */
-    /* the tails' partners as doubles (NaN and Inf as 0) with the lines adjacent, k by k:
-     * op(B) for op(A)'s tails ([member][k][j]), op(A) for op(B)'s ([member][k][i]) */
-    double *pa, *pb;
-    void *va_copy, *vb_copy; /* va, vb line by line, when the operands' lines are strided */
-    /* [pair][j][i]: each element's tail products, tail_a·b + a·tail_b - tail_a·tail_b, summed in
-     * doubles; exact where tails_exact says so (else the element adds them one by one) */
-    double *tsum;
-    int32_t low_a, low_b; /* the lowest set bit of any value of op(A), op(B) */
-    int64_t ntail_a, ntail_b;
-};
 
 static gck_ozaki_mode mode = GCK_OZAKI_AUTO;
 static bool mode_set;
@@ -155,410 +99,12 @@ void gck_ozaki_range(const gck_ozaki *o, int32_t *lowest, int32_t *width) {
     *width = o->width;
 }
 
-/* The value of a line at step k, decoded in the shortest form, whose last bit is at or above the
- * operand's lowest set bit (the frame of the tails' products starts there). A NaN or Inf gives
- * m = 0 (such elements are decided by the IEEE rules first). */
-static inline __attribute__((always_inline)) dec value_as(const lines *v, layout lay,
-                                                          int64_t member, int64_t line, int64_t k) {
-    bool sp;
-    return strip(decode_raw(raw_at((const char *)v->base + member * v->member_bytes, lay.bytes,
-                                   line * v->ls + k * v->ks),
-                            lay.fb, lay.eb, &sp));
-}
-
-static inline __attribute__((always_inline)) dec value_at(const lines *v, int64_t member,
-                                                          int64_t line, int64_t k) {
-    return value_as(v, v->lay, member, line, k);
-}
-
-/* The tails of row i of op(A) and column j of op(B) for batch member bi: *na from *ta, *nb from
- * *tb, each in order of k; *ma and *mb the members they belong to. */
-static inline __attribute__((always_inline)) void
-tails_at(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j, int64_t *ma, int64_t *mb,
-         const tailv **ta, int64_t *na, const tailv **tb, int64_t *nb) {
-    *ma = o->a_batched ? bi : 0, *mb = o->b_batched ? bi : 0;
-    const int64_t *sa = o->ta ? o->ta_start + *ma * o->m + i : NULL,
-                  *sb = o->tb ? o->tb_start + *mb * o->n + j : NULL;
-    *ta = sa ? o->ta + sa[0] : NULL, *na = sa ? sa[1] - sa[0] : 0;
-    *tb = sb ? o->tb + sb[0] : NULL, *nb = sb ? sb[1] - sb[0] : 0;
-}
-
-void gck_ozaki_tail_terms(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j,
-                          void (*add)(void *ctx, unsigned __int128 m, int32_t e, bool neg),
-                          void *ctx) {
-    int64_t ma, mb, na, nb;
-    const tailv *ta, *tb;
-    tails_at(o, bi, i, j, &ma, &mb, &ta, &na, &tb, &nb);
-    /* a·b = main_a·main_b (the slice products) + tail_a·b + a·tail_b - tail_a·tail_b */
-    for (int64_t x = 0; x < na; x++) {
-        dec d = value_at(&o->vb, mb, j, ta[x].k);
-        if (d.m) add(ctx, (unsigned __int128)ta[x].m * d.m, ta[x].e + d.e, ta[x].neg != d.neg);
-    }
-    for (int64_t x = 0, y = 0; x < nb; x++) {
-        dec d = value_at(&o->va, ma, i, tb[x].k);
-        if (d.m) add(ctx, (unsigned __int128)tb[x].m * d.m, tb[x].e + d.e, tb[x].neg != d.neg);
-        while (y < na && ta[y].k < tb[x].k) y++;
-        if (y < na && ta[y].k == tb[x].k) /* both have a tail at this k */
-            add(ctx, (unsigned __int128)ta[y].m * tb[x].m, ta[y].e + tb[x].e,
-                ta[y].neg == tb[x].neg);
-    }
-}
-
-/* *s += (-1)^neg·ma·mb·2^(e - base), false (nothing added) when the product lies below 2^base or
- * it or the sum would reach 2^125. */
-static inline bool add_prod128(__int128 *s, uint64_t ma, uint64_t mb, int64_t e, int32_t base,
-                               bool neg) {
-    int64_t sh = e - base;
-    if (sh < 0 || bits_of(ma) + bits_of(mb) + sh > 125) return false;
-    __int128 v = (__int128)(((unsigned __int128)ma * mb) << sh);
-    return !__builtin_add_overflow(*s, neg ? -v : v, s);
-}
-
-/* One side's tail products into *s (see gck_ozaki_tail_sum128): each tail tv[x] times the value
- * of the partner line at the tail's k (element x·ks from p), for a partner format of fb fraction
- * and eb exponent bits in `bytes` bytes; the call sites pass constants, so that the decoding is
- * specialised per format. */
-static inline __attribute__((always_inline)) bool tail_side128(const tailv *tv, int64_t n,
-                                                               const char *p, int64_t ks, int fb,
-                                                               int eb, int bytes, int32_t base,
-                                                               __int128 *s) {
-    for (int64_t x = 0; x < n; x++) {
-        bool sp;
-        dec d = strip(decode_raw(raw_at(p, bytes, tv[x].k * ks), fb, eb, &sp));
-        if (d.m && !add_prod128(s, tv[x].m, d.m, (int64_t)tv[x].e + d.e, base, tv[x].neg != d.neg))
-            return false;
-    }
-    return true;
-}
-
-/* *s += v (a double that is a multiple of 2^base), false as add_prod128. */
-static bool add_double128(__int128 *s, double v, int32_t base) {
-    if (v == 0.0) return true;
-    uint64_t bits;
-    memcpy(&bits, &v, sizeof bits);
-    bool special;
-    dec d = strip(decode_raw(bits, 52, 11, &special)); /* its last bit at or above 2^base */
-    return add_prod128(s, d.m, 1, d.e, base, d.neg);
-}
-
-/* One side's tail products into *s, product by product: a line's tails times the partner line
- * (member, line of v). */
-static bool tail_side(const tailv *tv, int64_t n, const lines *v, int64_t member, int64_t line,
-                      int32_t base, __int128 *s) {
-    if (!n) return true;
-    const char *p = (const char *)v->base + member * v->member_bytes + line * v->ls * v->lay.bytes;
-    switch (v->type) {
-    case GCK_F16: return tail_side128(tv, n, p, v->ks, 10, 5, 2, base, s);
-    case GCK_BF16: return tail_side128(tv, n, p, v->ks, 7, 8, 2, base, s);
-    case GCK_F64: return tail_side128(tv, n, p, v->ks, 52, 11, 8, base, s);
-    default: return tail_side128(tv, n, p, v->ks, 23, 8, 4, base, s); /* f32, TF32 */
-    }
-}
-
-/* Whether element (i, j) of members ma, mb has its tail products summed exactly in tsum. Its
- * terms (tail_a·b, a·tail_b, tail_a·tail_b) are multiples of 2^L, L the lower of the two sides'
- * lowest bits (a tail's lowest bit plus the partner operand's), and each group adds up to less
- * than 2^U (the side's span times its partner line's scale; tail_a·tail_b less than either), so
- * with 2^(U+2) <= 2^(L+53) every product and partial sum is a multiple of 2^L below 2^(L+53)
- * and representable (L >= -1074, U + 2 <= 1024): no operation rounds, in any order. */
-static bool tails_exact(const gck_ozaki *o, int64_t ma, int64_t mb, int64_t i, int64_t j,
-                        int64_t na, int64_t nb) {
-    int32_t L = INT32_MAX, U = INT32_MIN;
-    if (na) {
-        const tail_span *sp = o->sp_a + ma * o->m + i;
-        L = sp->lo + o->low_b, U = sp->up + o->eb[mb * o->n + j];
-    }
-    if (nb) {
-        const tail_span *sp = o->sp_b + mb * o->n + j;
-        int32_t l = sp->lo + o->low_a, u = sp->up + o->ea[ma * o->m + i];
-        L = l < L ? l : L, U = u > U ? u : U;
-    }
-    return L >= -1074 && (int64_t)U + 2 <= ((int64_t)L + 53 < 1024 ? (int64_t)L + 53 : 1024);
-}
-
-bool gck_ozaki_tail_sum128(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j, int32_t base,
-                           __int128 *s, int64_t counts[2]) {
-    int64_t ma, mb, na, nb;
-    const tailv *ta, *tb;
-    tails_at(o, bi, i, j, &ma, &mb, &ta, &na, &tb, &nb);
-    if (!na && !nb) return true;
-    counts[0]++;
-    if (o->tsum && tails_exact(o, ma, mb, i, j, na, nb)) {
-        counts[1]++;
-        return add_double128(s, o->tsum[((o->pairs == 1 ? 0 : bi) * o->n + j) * o->m + i], base);
-    }
-    /* as gck_ozaki_tail_terms: tail_a·b + a·tail_b - tail_a·tail_b */
-    if (!tail_side(ta, na, &o->vb, mb, j, base, s) || !tail_side(tb, nb, &o->va, ma, i, base, s))
-        return false;
-    for (int64_t x = 0, y = 0; na && x < nb; x++) {
-        while (y < na && ta[y].k < tb[x].k) y++;
-        if (y == na) break;
-        if (ta[y].k == tb[x].k && !add_prod128(s, ta[y].m, tb[x].m, (int64_t)ta[y].e + tb[x].e,
-                                               base, ta[y].neg == tb[x].neg))
-            return false;
-    }
-    return true;
-}
-
 const int64_t *gck_ozaki_terms(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j, int32_t *w0,
                                int *count) {
     int64_t pair = o->pairs == 1 ? 0 : bi, ma = o->a_batched ? bi : 0, mb = o->b_batched ? bi : 0;
     *w0 = o->ea[ma * o->m + i] + o->eb[mb * o->n + j] - 2 * o->beta;
     *count = o->nd;
     return o->q + ((pair * o->n + j) * o->m + i) * o->nd;
-}
-
-/* Each line's scale E (the exponent just above its largest magnitude; 0 for a line without a
- * non-zero finite value), and how many slices of beta bits each value needs below its line's
- * scale: hist[n] values need n (the last bin, OZ_NEED_BINS - 1, those needing more), need[t]
- * the most any value of line t needs; *low: the lowest set bit of any value. The lines are cut
- * among the cores, each with its own histogram. */
-#define OZ_NEED_BINS 64
-#define OZ_MAX_PARTS 64
-#define OZ_NEED_TAB  2048 /* gaps w below a line's scale looked up (from 63·26 up: the last bin) */
-typedef struct scales_job {
-    const lines *v;
-    int beta;
-    int32_t *E;
-    uint8_t *need;
-    uint8_t tab[OZ_NEED_TAB]; /* tab[w]: the slices a value needs whose last bit is w below E */
-    int64_t hist[OZ_MAX_PARTS][OZ_NEED_BINS];
-    int32_t low[OZ_MAX_PARTS];
-} scales_job;
-
-/* scales_part for one storage layout. The largest magnitude of a line is the largest of its
- * values' stored bits without the sign among the finite ones (IEEE formats order magnitudes as
- * integers), so the first pass over a line compares integers only. */
-static inline __attribute__((always_inline)) void scales_as(scales_job *x, layout lay, int part,
-                                                            int64_t lo, int64_t hi) {
-    const lines *v = x->v;
-    int64_t *hist = x->hist[part];
-    int32_t low = INT32_MAX;
-    const uint64_t sign = UINT64_C(1) << (lay.fb + lay.eb), inf = (uint64_t)((1 << lay.eb) - 1)
-                                                                  << lay.fb;
-    for (int64_t t = lo; t < hi; t++) {
-        const char *p = (const char *)v->base + t / v->count * v->member_bytes +
-                        t % v->count * v->ls * lay.bytes;
-        uint64_t big = 0;
-        for (int64_t k = 0; k < v->k; k++) {
-            uint64_t u = raw_at(p, lay.bytes, k * v->ks) & (sign - 1);
-            big = u < inf && u > big ? u : big;
-        }
-        bool sp;
-        dec top = decode_raw(big, lay.fb, lay.eb, &sp);
-        int32_t e = x->E[t] = big ? top.e + bits_of(top.m) : 0;
-        int most = 0;
-        for (int64_t k = 0; big && k < v->k; k++) { /* the line is cache-hot */
-            dec d = strip(decode_raw(raw_at(p, lay.bytes, k * v->ks), lay.fb, lay.eb, &sp));
-            if (!d.m) continue;
-            int64_t w = (int64_t)e - d.e; /* at least 1 */
-            int need = x->tab[w < OZ_NEED_TAB ? w : OZ_NEED_TAB - 1];
-            hist[need]++;
-            most = need > most ? need : most;
-            low = d.e < low ? d.e : low;
-        }
-        x->need[t] = (uint8_t)most;
-    }
-    x->low[part] = low;
-}
-
-static void scales_part(void *arg, int part, int64_t lo, int64_t hi) {
-    scales_job *x = arg;
-#define SCALES(lay) scales_as(x, lay, part, lo, hi)
-    FOR_EACH_LAYOUT(x->v->type, SCALES)
-#undef SCALES
-}
-
-/* Parts for a pass over `count` lines of v, at most OZ_MAX_PARTS (the per-part results). */
-static int line_parts(const lines *v, int64_t count) {
-    int parts = gck_parallel_parts(count, v->k);
-    return parts < OZ_MAX_PARTS ? parts : OZ_MAX_PARTS;
-}
-
-static bool line_scales(const lines *v, int beta, int32_t *E, uint8_t *need, int64_t *hist,
-                        int32_t *low) {
-    scales_job *x = calloc(1, sizeof *x);
-    if (!x) return false;
-    x->v = v, x->beta = beta, x->E = E, x->need = need;
-    for (int w = 0; w < OZ_NEED_TAB; w++) { /* ceil(w / beta), the last bin for the rest */
-        int n = (w + beta - 1) / beta;
-        x->tab[w] = (uint8_t)(n < OZ_NEED_BINS ? n : OZ_NEED_BINS - 1);
-    }
-    int parts = line_parts(v, v->members * v->count);
-    gck_parallel_for(parts, v->members * v->count, x, scales_part);
-    for (int p = 0; p < parts; p++) {
-        for (int n = 0; n < OZ_NEED_BINS; n++) hist[n] += x->hist[p][n];
-        if (x->low[p] < *low) *low = x->low[p];
-    }
-    free(x);
-    return true;
-}
-
-/* The most slices any value needs (0: no non-zero finite value). */
-static int most_needed(const int64_t *hist) {
-    int n = OZ_NEED_BINS - 1;
-    while (n > 0 && !hist[n]) n--;
-    return n;
-}
-
-/* Values that need more than S slices (those with a tail). */
-static int64_t tails_beyond(const int64_t *hist, int S) {
-    int64_t n = 0;
-    for (int x = S + 1; x < OZ_NEED_BINS; x++) n += hist[x];
-    return n;
-}
-
-/* The tails of the values that need more than S slices, line by line in order of k (CSR: line
- * t's at out[start[t] .. start[t+1]]), and each line's span; *tmin: the lowest bit of any tail.
- * Two passes over the lines, cut among the cores: each line's count, then (from their prefix
- * sums) its tails. */
-typedef struct tails_job {
-    const lines *v;
-    const int32_t *E;
-    const uint8_t *need; /* the most slices a value of each line needs: lines within S have none */
-    int beta, S;
-    int64_t *start; /* first pass: start[t + 1] = line t's count */
-    tailv *out;     /* NULL in the first pass */
-    tail_span *span;
-    int32_t tmin[OZ_MAX_PARTS];
-} tails_job;
-
-/* The smallest c with n <= 2^c (n >= 1). */
-static int32_t ceil_log2(int64_t n) { return n <= 1 ? 0 : 64 - __builtin_clzll((uint64_t)n - 1); }
-
-static inline __attribute__((always_inline)) void tails_as(tails_job *x, layout lay, int part,
-                                                           int64_t lo, int64_t hi) {
-    const lines *v = x->v;
-    int32_t tmin = INT32_MAX;
-    for (int64_t t = lo; t < hi; t++) {
-        if (x->need[t] <= x->S) { /* no tail */
-            if (!x->out) x->start[t + 1] = 0;
-            continue;
-        }
-        int32_t cut = x->E[t] - x->beta * x->S; /* the slices keep the bits from cut up */
-        int64_t n = x->out ? x->start[t] : 0;
-        int32_t low = INT32_MAX, top = INT32_MIN;
-        for (int64_t k = 0; k < v->k; k++) {
-            dec d = value_as(v, lay, t / v->count, t % v->count, k);
-            if (!d.m || d.e >= cut) continue;
-            if (x->out) {
-                int w = cut - d.e; /* the tail's bits: below the cut (d.e is set: never 0) */
-                uint64_t m = w >= 64 ? d.m : d.m & ((UINT64_C(1) << w) - 1);
-                double tv = ldexp((double)m, d.e);
-                x->out[n] = (tailv){k, m, d.e, d.neg, d.neg ? -tv : tv};
-                if (d.e < low) low = d.e;
-                if (d.e + bits_of(m) > top) top = d.e + bits_of(m);
-            }
-            n++;
-        }
-        if (!x->out)
-            x->start[t + 1] = n;
-        else if (low != INT32_MAX) /* the line's n tails add up to less than n·2^top */
-            x->span[t] = (tail_span){low, top + ceil_log2(n - x->start[t])};
-        if (low < tmin) tmin = low;
-    }
-    x->tmin[part] = tmin;
-}
-
-static void tails_part(void *arg, int part, int64_t lo, int64_t hi) {
-    tails_job *x = arg;
-#define TAILS(lay) tails_as(x, lay, part, lo, hi)
-    FOR_EACH_LAYOUT(x->v->type, TAILS)
-#undef TAILS
-}
-
-static bool collect_tails(const lines *v, const int32_t *E, const uint8_t *need, int beta, int S,
-                          int64_t count, int64_t **start, tailv **out, tail_span **span,
-                          int32_t *tmin) {
-    int64_t nl = v->members * v->count;
-    *start = malloc((size_t)(nl + 1) * sizeof **start);
-    *out = malloc((size_t)(count > 0 ? count : 1) * sizeof **out);
-    *span = calloc((size_t)nl, sizeof **span);
-    tails_job *x = calloc(1, sizeof *x);
-    bool ok = *start && *out && *span && x;
-    if (ok) {
-        *x = (tails_job){
-            .v = v, .E = E, .need = need, .beta = beta, .S = S, .start = *start, .span = *span};
-        int parts = line_parts(v, nl);
-        gck_parallel_for(parts, nl, x, tails_part);
-        (*start)[0] = 0;
-        for (int64_t t = 0; t < nl; t++) (*start)[t + 1] += (*start)[t];
-        ok = (*start)[nl] == count;
-        x->out = *out;
-        if (ok) gck_parallel_for(parts, nl, x, tails_part);
-        for (int p = 0; ok && p < parts; p++)
-            if (x->tmin[p] < *tmin) *tmin = x->tmin[p];
-    }
-    free(x);
-    return ok;
-}
-
-/* Digit s (of S slices of beta bits) of the value d of a line of scale E. */
-static inline double digit(dec d, int32_t E, int beta, int S, int s) {
-    if (!d.m) return 0.0;          /* zeros, and NaN or Inf (decided by the IEEE rules instead) */
-    int sh = d.e - (E - beta * S); /* below 0: the value has a tail, which is dropped here */
-    if (sh <= -64) return 0.0;
-    unsigned __int128 x = sh >= 0 ? (unsigned __int128)d.m << sh : (unsigned __int128)(d.m >> -sh);
-    uint64_t g = (uint64_t)(x >> (beta * (S - 1 - s))) & ((UINT64_C(1) << beta) - 1);
-    return d.neg ? -(double)g : (double)g;
-}
-
-/* Slice s of the lines of member b, line by line (element (line, k) at line·K + k: op(B)'s
- * slice is the K x count column-major matrix, op(A)'s the transpose of its count x K one); the
- * lines cut among the cores. */
-typedef struct slice_job {
-    const lines *v;
-    const int32_t *E;
-    int64_t b;
-    int beta, S, s;
-    double *out;
-} slice_job;
-
-/* digit() when the slices span at most 63 bits (beta·S <= 63), in 64-bit integers without
- * branches: the value's significand as stored (its trailing zeros too) shifted to the slices'
- * frame, whose lowest bit lies at `cut` (a shift right of 63 leaves nothing of a significand
- * below 2^53), then the slice `up` bits above the frame's lowest. */
-static inline __attribute__((always_inline)) double digit64(dec d, int32_t cut, int up,
-                                                            uint64_t mask) {
-    int32_t sh = d.e - cut;
-    uint64_t x = sh >= 0 ? d.m << (sh & 63) : d.m >> (-sh < 63 ? -sh : 63);
-    double g = (double)((x >> up) & mask);
-    return d.neg ? -g : g;
-}
-
-/* slice_part for one storage layout. */
-static inline __attribute__((always_inline)) void slice_as(const slice_job *x, layout lay,
-                                                           int64_t lo, int64_t hi) {
-    const lines *v = x->v;
-    const int32_t *E = x->E + x->b * v->count;
-    const char *base = (const char *)v->base + x->b * v->member_bytes;
-    bool narrow = x->beta * x->S <= 63;
-    int up = x->beta * (x->S - 1 - x->s);
-    uint64_t mask = (UINT64_C(1) << x->beta) - 1;
-    for (int64_t l = lo; l < hi; l++) {
-        int32_t cut = E[l] - x->beta * x->S;
-        double *out = x->out + l * v->k;
-        for (int64_t k = 0; k < v->k; k++) {
-            bool sp;
-            dec d = decode_raw(raw_at(base, lay.bytes, l * v->ls + k * v->ks), lay.fb, lay.eb, &sp);
-            out[k] =
-                narrow ? digit64(d, cut, up, mask) : digit(strip(d), E[l], x->beta, x->S, x->s);
-        }
-    }
-}
-
-static void slice_part(void *arg, int part, int64_t lo, int64_t hi) {
-    (void)part;
-    const slice_job *x = arg;
-#define SLICE(lay) slice_as(x, lay, lo, hi)
-    FOR_EACH_LAYOUT(x->v->type, SLICE)
-#undef SLICE
-}
-
-static void slice(const lines *v, const int32_t *E, int64_t b, int beta, int S, int s,
-                  double *out) {
-    slice_job x = {v, E, b, beta, S, s, out};
-    gck_parallel_for(line_parts(v, v->count), v->count, &x, slice_part);
 }
 
 /* ---- building the terms -------------------------------------------------------------------- */
@@ -662,14 +208,14 @@ static bool build_pair(gck_ozaki *o, const lines *va, const lines *vb, int64_t m
     int64_t M = o->m, N = o->n, K = o->k, nd = o->nd;
     gck_freivalds_vector(seed, w->x, N);
     for (int t = 0; t < o->sb; t++) {
-        slice(vb, o->eb, mb, o->beta, o->sb, t, w->bs + t * K * N);
+        gck_oz_slice(vb, o->eb, mb, o->beta, o->sb, t, w->bs + t * K * N);
         gck_freivalds_matvec(w->bs + t * K * N, K, N, w->x, w->acc, w->yb + t * K);
     }
     memset(w->rhs, 0, (size_t)(nd * M) * sizeof *w->rhs);
     accum_job x = {
         .p = w->p, .q = q, .rhs = w->rhs, .x = w->x, .acc = w->acc, .m = M, .n = N, .nd = nd};
     for (int s = 0; s < o->sa; s++) {
-        slice(va, o->ea, ma, o->beta, o->sa, s, w->as);
+        gck_oz_slice(va, o->ea, ma, o->beta, o->sa, s, w->as);
         for (int t = 0; t < o->sb; t++) {
             if (!slice_product(o, w->as, w->bs + t * K * N, w->p)) return false;
             if (o->corrupt >= 0 && s + t == 0) w->p[o->corrupt % (M * N)] += 1;
@@ -680,108 +226,6 @@ static bool build_pair(gck_ozaki *o, const lines *va, const lines *vb, int64_t m
         }
     }
     return accum_pass(&x, M, verify_part);
-}
-
-/* ---- the tails' products, summed ahead of the elements ------------------------------------ */
-
-/* tsum of pair p (members ma, mb): += tail_a·b over the rows of op(A) in blocks of 8, summed
- * along j in a scratch of 8 rows and then written out 8 adjacent sums per j (each part writes
- * its rows only); += a·tail_b over the columns; -= tail_a·tail_b. An element uses its sum only
- * where tails_exact holds: then none of these operations rounds, in any order. */
-typedef struct tsum_job {
-    const gck_ozaki *o;
-    double *t;
-    int64_t ma, mb;
-    double **scratch; /* per part: 8 rows of N */
-} tsum_job;
-
-/* y[0 .. n) += v·x[0 .. n) */
-static void axpy(double *restrict y, const double *restrict x, double v, int64_t n) {
-    for (int64_t q = 0; q < n; q++) y[q] += v * x[q];
-}
-
-static void tsum_rows_part(void *arg, int part, int64_t lo, int64_t hi) {
-    const tsum_job *x = arg;
-    const gck_ozaki *o = x->o;
-    int64_t M = o->m, N = o->n;
-    const int64_t *st = o->ta_start + x->ma * M;
-    const double *pb = o->pb + x->mb * o->k * N;
-    double *sc = x->scratch[part];
-    for (int64_t blk = lo; blk < hi; blk++) {
-        int64_t i0 = blk * 8, i1 = i0 + 8 < M ? i0 + 8 : M;
-        if (st[i1] == st[i0]) continue;
-        memset(sc, 0, (size_t)(8 * N) * sizeof *sc);
-        for (int64_t i = i0; i < i1; i++)
-            for (int64_t z = st[i]; z < st[i + 1]; z++)
-                axpy(sc + (i - i0) * N, pb + o->ta[z].k * N, o->ta[z].v, N);
-        for (int64_t j = 0; j < N; j++)
-            for (int64_t i = i0; i < i1; i++) x->t[j * M + i] = sc[(i - i0) * N + j];
-    }
-}
-
-static void tsum_cols_part(void *arg, int part, int64_t lo, int64_t hi) {
-    (void)part;
-    const tsum_job *x = arg;
-    const gck_ozaki *o = x->o;
-    int64_t M = o->m;
-    const int64_t *st = o->tb_start + x->mb * o->n;
-    const double *pa = o->pa + x->ma * o->k * M;
-    for (int64_t j = lo; j < hi; j++)
-        for (int64_t z = st[j]; z < st[j + 1]; z++)
-            axpy(x->t + j * M, pa + o->tb[z].k * M, o->tb[z].v, M);
-}
-
-/* -= tail_a·tail_b: op(A)'s tails bucketed by k, met by each tail of each column. */
-static bool tsum_both(const tsum_job *x) {
-    const gck_ozaki *o = x->o;
-    int64_t K = o->k, M = o->m, N = o->n, na;
-    if (!o->ntail_a || !o->ntail_b) return true;
-    const int64_t *sa = o->ta_start + x->ma * M, *sb = o->tb_start + x->mb * N;
-    if (!(na = sa[M] - sa[0]) || sb[N] == sb[0]) return true;
-    int64_t *start = calloc((size_t)(K + 2), sizeof *start);
-    tailv *byk = malloc((size_t)na * sizeof *byk);
-    if (!start || !byk) {
-        free(start);
-        free(byk);
-        return false;
-    }
-    for (int64_t z = sa[0]; z < sa[M]; z++) start[o->ta[z].k + 2]++;
-    for (int64_t k = 0; k < K; k++) start[k + 2] += start[k + 1];
-    for (int64_t i = 0; i < M; i++) /* the row in m */
-        for (int64_t z = sa[i]; z < sa[i + 1]; z++)
-            byk[start[o->ta[z].k + 1]++] = (tailv){o->ta[z].k, (uint64_t)i, 0, 0, o->ta[z].v};
-    for (int64_t j = 0; j < N; j++)
-        for (int64_t z = sb[j]; z < sb[j + 1]; z++)
-            for (int64_t y = start[o->tb[z].k]; y < start[o->tb[z].k + 1]; y++)
-                x->t[j * M + byk[y].m] -= byk[y].v * o->tb[z].v;
-    free(start);
-    free(byk);
-    return true;
-}
-
-/* tsum for every pair; false (tsum freed: every element adds its tail products one by one) when
- * out of memory. */
-static bool build_tsum(gck_ozaki *o) {
-    int64_t M = o->m, N = o->n, blocks = (M + 7) / 8;
-    int parts = gck_parallel_parts(blocks, 8 * N);
-    parts = parts < OZ_MAX_PARTS ? parts : OZ_MAX_PARTS;
-    if (!o->tsum) o->tsum = calloc((size_t)(o->pairs * M * N), sizeof *o->tsum);
-    double *scratch[OZ_MAX_PARTS] = {0};
-    bool ok = o->tsum != NULL;
-    for (int t = 0; ok && o->ntail_a && t < parts; t++)
-        ok = (scratch[t] = malloc((size_t)(8 * N) * sizeof *scratch[t])) != NULL;
-    for (int64_t p = 0; ok && p < o->pairs; p++) {
-        tsum_job x = {o, o->tsum + p * M * N, o->a_batched ? p : 0, o->b_batched ? p : 0, scratch};
-        if (o->ntail_a) gck_parallel_for(parts, blocks, &x, tsum_rows_part);
-        if (o->ntail_b) gck_parallel_for(gck_parallel_parts(N, M), N, &x, tsum_cols_part);
-        ok = tsum_both(&x);
-    }
-    for (int t = 0; t < OZ_MAX_PARTS; t++) free(scratch[t]);
-    if (!ok) {
-        free(o->tsum);
-        o->tsum = NULL;
-    }
-    return ok;
 }
 
 /* The weights' range: the lowest bit of any term and the bits any sum needs above it. */
@@ -806,7 +250,7 @@ static void weight_range(gck_ozaki *o, int64_t la, int64_t lb) {
  * to the element's accumulator); *cost: that cost. */
 #define TAIL_COST 200.0
 static void choose_slices(gck_ozaki *o, const int64_t *ha, const int64_t *hb, double *cost) {
-    int maxa = most_needed(ha), maxb = most_needed(hb);
+    int maxa = gck_oz_most_needed(ha), maxb = gck_oz_most_needed(hb);
     if (maxa > OZ_MAX_BITS / o->beta) maxa = OZ_MAX_BITS / o->beta;
     if (maxb > OZ_MAX_BITS / o->beta) maxb = OZ_MAX_BITS / o->beta;
     double mnk = (double)o->m * (double)o->n * (double)o->k * (double)o->pairs;
@@ -814,8 +258,8 @@ static void choose_slices(gck_ozaki *o, const int64_t *ha, const int64_t *hb, do
     for (int sa = 1; sa <= maxa; sa++)
         for (int sb = 1; sb <= maxb; sb++) {
             double c = sa * sb * mnk + TAIL_COST * (double)o->pairs *
-                                           ((double)o->n * (double)tails_beyond(ha, sa) +
-                                            (double)o->m * (double)tails_beyond(hb, sb));
+                                           ((double)o->n * (double)gck_oz_tails_beyond(ha, sa) +
+                                            (double)o->m * (double)gck_oz_tails_beyond(hb, sb));
             if (c < *cost) *cost = c, o->sa = sa, o->sb = sb;
         }
 }
@@ -967,10 +411,10 @@ static lines lines_of(const gck_case *c, gck_operand x, const void *X) {
 /* The tails of both operands; *tmina, *tminb: the lowest bit of any tail of each. False (with
  * why) when out of memory. */
 static bool prepare_tails(gck_ozaki *o, int32_t *tmina, int32_t *tminb, char *why, size_t len) {
-    if ((o->ntail_a && !collect_tails(&o->va, o->ea, o->need_a, o->beta, o->sa, o->ntail_a,
-                                      &o->ta_start, &o->ta, &o->sp_a, tmina)) ||
-        (o->ntail_b && !collect_tails(&o->vb, o->eb, o->need_b, o->beta, o->sb, o->ntail_b,
-                                      &o->tb_start, &o->tb, &o->sp_b, tminb))) {
+    if ((o->ntail_a && !gck_oz_collect_tails(&o->va, o->ea, o->need_a, o->beta, o->sa, o->ntail_a,
+                                             &o->ta_start, &o->ta, &o->sp_a, tmina)) ||
+        (o->ntail_b && !gck_oz_collect_tails(&o->vb, o->eb, o->need_b, o->beta, o->sb, o->ntail_b,
+                                             &o->tb_start, &o->tb, &o->sp_b, tminb))) {
         snprintf(why, len, "out of memory for the tails");
         return false;
     }
@@ -1000,7 +444,7 @@ static void sum_tails_ahead(gck_ozaki *o, work *w) {
         o->tsum = w->p, w->p = NULL;
         memset(o->tsum, 0, (size_t)(o->m * o->n) * sizeof *o->tsum);
     }
-    build_tsum(o);
+    gck_oz_build_tsum(o);
 }
 
 gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B,
@@ -1036,9 +480,9 @@ gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B,
     }
     int64_t ha[OZ_NEED_BINS] = {0}, hb[OZ_NEED_BINS] = {0};
     int32_t lowa = INT32_MAX, lowb = INT32_MAX, tmina = INT32_MAX, tminb = INT32_MAX;
-    bool scaled = line_scales(&va, o->beta, o->ea, o->need_a, ha, &lowa) &&
-                  line_scales(&vb, o->beta, o->eb, o->need_b, hb, &lowb);
-    if (!scaled || !most_needed(ha) || !most_needed(hb)) {
+    bool scaled = gck_oz_line_scales(&va, o->beta, o->ea, o->need_a, ha, &lowa) &&
+                  gck_oz_line_scales(&vb, o->beta, o->eb, o->need_b, hb, &lowb);
+    if (!scaled || !gck_oz_most_needed(ha) || !gck_oz_most_needed(hb)) {
         snprintf(why, why_len, !scaled ? "out of memory" : "no non-zero finite product");
         gck_ozaki_free(o);
         return NULL;
@@ -1046,8 +490,8 @@ gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B,
     double cost;
     choose_slices(o, ha, hb, &cost);
     o->nd = o->sa + o->sb - 1;
-    o->ntail_a = tails_beyond(ha, o->sa);
-    o->ntail_b = tails_beyond(hb, o->sb);
+    o->ntail_a = gck_oz_tails_beyond(ha, o->sa);
+    o->ntail_b = gck_oz_tails_beyond(hb, o->sb);
     o->va = va;
     o->vb = vb;
     work w = {0};

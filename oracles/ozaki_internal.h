@@ -1,0 +1,110 @@
+/* The Ozaki splitting's parts, shared by its plan and term building (oracle_ozaki.c), the
+ * slicing of the operands (ozaki_slices.c) and the tails (ozaki_tails.c) (internal: private to
+ * oracles/). */
+#ifndef GEMMCHECK_ORACLES_OZAKI_INTERNAL_H
+#define GEMMCHECK_ORACLES_OZAKI_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "decode.h"
+#include "oracle_ozaki.h"
+
+/* Splitting is used in AUTO mode from this many products (per GEMM), and in any mode while its
+ * arrays take at most OZ_MAX_BYTES. */
+#define OZ_MIN_PRODUCTS (INT64_C(1) << 22)
+#define OZ_MAX_BYTES    (INT64_C(4) << 30)
+#define OZ_MAX_BITS     120 /* slices·beta: a value's significand shifted into an __int128 */
+
+/* One operand as lines (rows of op(A), columns of op(B)) along k. */
+typedef struct lines {
+    const void *base;
+    gck_format type;
+    layout lay;
+    int64_t stride, members, count, k, ls, ks; /* element (line, k) at line·ls + k·ks */
+    int64_t member_bytes;                      /* from one member to the next */
+} lines;
+
+/* A value's bits below its line's slices: m·2^e with the value's sign, at step k; v the same
+ * as a double (exact: m has at most 53 bits and e >= -1074). */
+typedef struct tailv {
+    int64_t k;
+    uint64_t m;
+    int32_t e, neg;
+    double v;
+} tailv;
+
+/* Where a line's tails lie: every tail is a multiple of 2^lo, and their magnitudes add up to
+ * less than 2^up. */
+typedef struct tail_span {
+    int32_t lo, up;
+} tail_span;
+
+struct gck_ozaki {
+    int64_t m, n, k, pairs;    /* pairs: members with their own sums (1 when A and B are shared) */
+    bool a_batched, b_batched; /* a member of A (B) per batch member, else one for all */
+    int sa, sb, beta, nd;
+    int64_t corrupt;  /* gck_ozaki_options' planted fault (tests; < 0: none) */
+    int32_t *ea, *eb; /* per member and row of op(A) / column of op(B): the scale exponent */
+    uint8_t *need_a, *need_b; /* as ea, eb: the most slices a value of the line needs */
+    int64_t *q;               /* [pair][j][i][d]: the terms of each element */
+    int32_t lowest, width;
+    /* the tails: the bits of a value below its line's SA (SB) slices, kept exactly, per line
+     * (member·lines + line) in order of k; their products are added one by one */
+    lines va, vb;
+    int64_t *ta_start, *tb_start;
+    tailv *ta, *tb;
+    tail_span *sp_a, *sp_b; /* per line, as ta_start */
+    /* the tails' partners as doubles (NaN and Inf as 0) with the lines adjacent, k by k:
+     * op(B) for op(A)'s tails ([member][k][j]), op(A) for op(B)'s ([member][k][i]) */
+    double *pa, *pb;
+    void *va_copy, *vb_copy; /* va, vb line by line, when the operands' lines are strided */
+    /* [pair][j][i]: each element's tail products, tail_a·b + a·tail_b - tail_a·tail_b, summed in
+     * doubles; exact where tails_exact says so (else the element adds them one by one) */
+    double *tsum;
+    int32_t low_a, low_b; /* the lowest set bit of any value of op(A), op(B) */
+    int64_t ntail_a, ntail_b;
+};
+
+/* The value of a line at step k, decoded in the shortest form, whose last bit is at or above the
+ * operand's lowest set bit (the frame of the tails' products starts there). A NaN or Inf gives
+ * m = 0 (such elements are decided by the IEEE rules first). */
+static inline __attribute__((always_inline)) dec value_as(const lines *v, layout lay,
+                                                          int64_t member, int64_t line, int64_t k) {
+    bool sp;
+    return strip(decode_raw(raw_at((const char *)v->base + member * v->member_bytes, lay.bytes,
+                                   line * v->ls + k * v->ks),
+                            lay.fb, lay.eb, &sp));
+}
+
+static inline __attribute__((always_inline)) dec value_at(const lines *v, int64_t member,
+                                                          int64_t line, int64_t k) {
+    return value_as(v, v->lay, member, line, k);
+}
+
+/* Bins of the slices-needed histogram, most parts a pass is cut into, and the gaps below a
+ * line's scale looked up in a table (from 63·26 up: the last bin). */
+#define OZ_NEED_BINS 64
+#define OZ_MAX_PARTS 64
+#define OZ_NEED_TAB  2048 /* gaps w below a line's scale looked up (from 63·26 up: the last bin) */
+
+/* tsum for every pair; false (tsum freed: every element adds its tail products one by one) when
+ * out of memory. */
+bool gck_oz_build_tsum(gck_ozaki *o);
+
+bool gck_oz_collect_tails(const lines *v, const int32_t *E, const uint8_t *need, int beta, int S,
+                          int64_t count, int64_t **start, tailv **out, tail_span **span,
+                          int32_t *tmin);
+
+bool gck_oz_line_scales(const lines *v, int beta, int32_t *E, uint8_t *need, int64_t *hist,
+                        int32_t *low);
+
+/* The most slices any value needs (0: no non-zero finite value). */
+int gck_oz_most_needed(const int64_t *hist);
+
+void gck_oz_slice(const lines *v, const int32_t *E, int64_t b, int beta, int S, int s, double *out);
+
+/* Values that need more than S slices (those with a tail). */
+int64_t gck_oz_tails_beyond(const int64_t *hist, int S);
+
+#endif

@@ -1,0 +1,268 @@
+/* The Ozaki splitting's slicing (ozaki_internal.h): each line's scale and the slices its values
+ * need, the tails (the bits below a line's slices) collected, and the slices themselves as f64
+ * matrices of integers (see oracle_ozaki.c). */
+#include "ozaki_internal.h"
+
+#include "format_internal.h"
+#include "freivalds.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode.h"
+#include "gemmcheck/kernels.h"
+#include "oracle_common.h"
+#include "parallel.h"
+#include "stash.h"
+
+/* Each line's scale E (the exponent just above its largest magnitude; 0 for a line without a
+ * non-zero finite value), and how many slices of beta bits each value needs below its line's
+ * scale: hist[n] values need n (the last bin, OZ_NEED_BINS - 1, those needing more), need[t]
+ * the most any value of line t needs; *low: the lowest set bit of any value. The lines are cut
+ * among the cores, each with its own histogram. */
+typedef struct scales_job {
+    const lines *v;
+    int beta;
+    int32_t *E;
+    uint8_t *need;
+    uint8_t tab[OZ_NEED_TAB]; /* tab[w]: the slices a value needs whose last bit is w below E */
+    int64_t hist[OZ_MAX_PARTS][OZ_NEED_BINS];
+    int32_t low[OZ_MAX_PARTS];
+} scales_job;
+
+/* scales_part for one storage layout. The largest magnitude of a line is the largest of its
+ * values' stored bits without the sign among the finite ones (IEEE formats order magnitudes as
+ * integers), so the first pass over a line compares integers only. */
+static inline __attribute__((always_inline)) void scales_as(scales_job *x, layout lay, int part,
+                                                            int64_t lo, int64_t hi) {
+    const lines *v = x->v;
+    int64_t *hist = x->hist[part];
+    int32_t low = INT32_MAX;
+    const uint64_t sign = UINT64_C(1) << (lay.fb + lay.eb), inf = (uint64_t)((1 << lay.eb) - 1)
+                                                                  << lay.fb;
+    for (int64_t t = lo; t < hi; t++) {
+        const char *p = (const char *)v->base + t / v->count * v->member_bytes +
+                        t % v->count * v->ls * lay.bytes;
+        uint64_t big = 0;
+        for (int64_t k = 0; k < v->k; k++) {
+            uint64_t u = raw_at(p, lay.bytes, k * v->ks) & (sign - 1);
+            big = u < inf && u > big ? u : big;
+        }
+        bool sp;
+        dec top = decode_raw(big, lay.fb, lay.eb, &sp);
+        int32_t e = x->E[t] = big ? top.e + bits_of(top.m) : 0;
+        int most = 0;
+        for (int64_t k = 0; big && k < v->k; k++) { /* the line is cache-hot */
+            dec d = strip(decode_raw(raw_at(p, lay.bytes, k * v->ks), lay.fb, lay.eb, &sp));
+            if (!d.m) continue;
+            int64_t w = (int64_t)e - d.e; /* at least 1 */
+            int need = x->tab[w < OZ_NEED_TAB ? w : OZ_NEED_TAB - 1];
+            hist[need]++;
+            most = need > most ? need : most;
+            low = d.e < low ? d.e : low;
+        }
+        x->need[t] = (uint8_t)most;
+    }
+    x->low[part] = low;
+}
+
+static void scales_part(void *arg, int part, int64_t lo, int64_t hi) {
+    scales_job *x = arg;
+#define SCALES(lay) scales_as(x, lay, part, lo, hi)
+    FOR_EACH_LAYOUT(x->v->type, SCALES)
+#undef SCALES
+}
+
+/* Parts for a pass over `count` lines of v, at most OZ_MAX_PARTS (the per-part results). */
+static int line_parts(const lines *v, int64_t count) {
+    int parts = gck_parallel_parts(count, v->k);
+    return parts < OZ_MAX_PARTS ? parts : OZ_MAX_PARTS;
+}
+
+bool gck_oz_line_scales(const lines *v, int beta, int32_t *E, uint8_t *need, int64_t *hist,
+                        int32_t *low) {
+    scales_job *x = calloc(1, sizeof *x);
+    if (!x) return false;
+    x->v = v, x->beta = beta, x->E = E, x->need = need;
+    for (int w = 0; w < OZ_NEED_TAB; w++) { /* ceil(w / beta), the last bin for the rest */
+        int n = (w + beta - 1) / beta;
+        x->tab[w] = (uint8_t)(n < OZ_NEED_BINS ? n : OZ_NEED_BINS - 1);
+    }
+    int parts = line_parts(v, v->members * v->count);
+    gck_parallel_for(parts, v->members * v->count, x, scales_part);
+    for (int p = 0; p < parts; p++) {
+        for (int n = 0; n < OZ_NEED_BINS; n++) hist[n] += x->hist[p][n];
+        if (x->low[p] < *low) *low = x->low[p];
+    }
+    free(x);
+    return true;
+}
+
+/* The most slices any value needs (0: no non-zero finite value). */
+int gck_oz_most_needed(const int64_t *hist) {
+    int n = OZ_NEED_BINS - 1;
+    while (n > 0 && !hist[n]) n--;
+    return n;
+}
+
+/* Values that need more than S slices (those with a tail). */
+int64_t gck_oz_tails_beyond(const int64_t *hist, int S) {
+    int64_t n = 0;
+    for (int x = S + 1; x < OZ_NEED_BINS; x++) n += hist[x];
+    return n;
+}
+
+/* The tails of the values that need more than S slices, line by line in order of k (CSR: line
+ * t's at out[start[t] .. start[t+1]]), and each line's span; *tmin: the lowest bit of any tail.
+ * Two passes over the lines, cut among the cores: each line's count, then (from their prefix
+ * sums) its tails. */
+typedef struct tails_job {
+    const lines *v;
+    const int32_t *E;
+    const uint8_t *need; /* the most slices a value of each line needs: lines within S have none */
+    int beta, S;
+    int64_t *start; /* first pass: start[t + 1] = line t's count */
+    tailv *out;     /* NULL in the first pass */
+    tail_span *span;
+    int32_t tmin[OZ_MAX_PARTS];
+} tails_job;
+
+/* The smallest c with n <= 2^c (n >= 1). */
+static int32_t ceil_log2(int64_t n) { return n <= 1 ? 0 : 64 - __builtin_clzll((uint64_t)n - 1); }
+
+static inline __attribute__((always_inline)) void tails_as(tails_job *x, layout lay, int part,
+                                                           int64_t lo, int64_t hi) {
+    const lines *v = x->v;
+    int32_t tmin = INT32_MAX;
+    for (int64_t t = lo; t < hi; t++) {
+        if (x->need[t] <= x->S) { /* no tail */
+            if (!x->out) x->start[t + 1] = 0;
+            continue;
+        }
+        int32_t cut = x->E[t] - x->beta * x->S; /* the slices keep the bits from cut up */
+        int64_t n = x->out ? x->start[t] : 0;
+        int32_t low = INT32_MAX, top = INT32_MIN;
+        for (int64_t k = 0; k < v->k; k++) {
+            dec d = value_as(v, lay, t / v->count, t % v->count, k);
+            if (!d.m || d.e >= cut) continue;
+            if (x->out) {
+                int w = cut - d.e; /* the tail's bits: below the cut (d.e is set: never 0) */
+                uint64_t m = w >= 64 ? d.m : d.m & ((UINT64_C(1) << w) - 1);
+                double tv = ldexp((double)m, d.e);
+                x->out[n] = (tailv){k, m, d.e, d.neg, d.neg ? -tv : tv};
+                if (d.e < low) low = d.e;
+                if (d.e + bits_of(m) > top) top = d.e + bits_of(m);
+            }
+            n++;
+        }
+        if (!x->out)
+            x->start[t + 1] = n;
+        else if (low != INT32_MAX) /* the line's n tails add up to less than n·2^top */
+            x->span[t] = (tail_span){low, top + ceil_log2(n - x->start[t])};
+        if (low < tmin) tmin = low;
+    }
+    x->tmin[part] = tmin;
+}
+
+static void tails_part(void *arg, int part, int64_t lo, int64_t hi) {
+    tails_job *x = arg;
+#define TAILS(lay) tails_as(x, lay, part, lo, hi)
+    FOR_EACH_LAYOUT(x->v->type, TAILS)
+#undef TAILS
+}
+
+bool gck_oz_collect_tails(const lines *v, const int32_t *E, const uint8_t *need, int beta, int S,
+                          int64_t count, int64_t **start, tailv **out, tail_span **span,
+                          int32_t *tmin) {
+    int64_t nl = v->members * v->count;
+    *start = malloc((size_t)(nl + 1) * sizeof **start);
+    *out = malloc((size_t)(count > 0 ? count : 1) * sizeof **out);
+    *span = calloc((size_t)nl, sizeof **span);
+    tails_job *x = calloc(1, sizeof *x);
+    bool ok = *start && *out && *span && x;
+    if (ok) {
+        *x = (tails_job){
+            .v = v, .E = E, .need = need, .beta = beta, .S = S, .start = *start, .span = *span};
+        int parts = line_parts(v, nl);
+        gck_parallel_for(parts, nl, x, tails_part);
+        (*start)[0] = 0;
+        for (int64_t t = 0; t < nl; t++) (*start)[t + 1] += (*start)[t];
+        ok = (*start)[nl] == count;
+        x->out = *out;
+        if (ok) gck_parallel_for(parts, nl, x, tails_part);
+        for (int p = 0; ok && p < parts; p++)
+            if (x->tmin[p] < *tmin) *tmin = x->tmin[p];
+    }
+    free(x);
+    return ok;
+}
+
+/* Digit s (of S slices of beta bits) of the value d of a line of scale E. */
+static inline double digit(dec d, int32_t E, int beta, int S, int s) {
+    if (!d.m) return 0.0;          /* zeros, and NaN or Inf (decided by the IEEE rules instead) */
+    int sh = d.e - (E - beta * S); /* below 0: the value has a tail, which is dropped here */
+    if (sh <= -64) return 0.0;
+    unsigned __int128 x = sh >= 0 ? (unsigned __int128)d.m << sh : (unsigned __int128)(d.m >> -sh);
+    uint64_t g = (uint64_t)(x >> (beta * (S - 1 - s))) & ((UINT64_C(1) << beta) - 1);
+    return d.neg ? -(double)g : (double)g;
+}
+
+/* Slice s of the lines of member b, line by line (element (line, k) at line·K + k: op(B)'s
+ * slice is the K x count column-major matrix, op(A)'s the transpose of its count x K one); the
+ * lines cut among the cores. */
+typedef struct slice_job {
+    const lines *v;
+    const int32_t *E;
+    int64_t b;
+    int beta, S, s;
+    double *out;
+} slice_job;
+
+/* digit() when the slices span at most 63 bits (beta·S <= 63), in 64-bit integers without
+ * branches: the value's significand as stored (its trailing zeros too) shifted to the slices'
+ * frame, whose lowest bit lies at `cut` (a shift right of 63 leaves nothing of a significand
+ * below 2^53), then the slice `up` bits above the frame's lowest. */
+static inline __attribute__((always_inline)) double digit64(dec d, int32_t cut, int up,
+                                                            uint64_t mask) {
+    int32_t sh = d.e - cut;
+    uint64_t x = sh >= 0 ? d.m << (sh & 63) : d.m >> (-sh < 63 ? -sh : 63);
+    double g = (double)((x >> up) & mask);
+    return d.neg ? -g : g;
+}
+
+/* slice_part for one storage layout. */
+static inline __attribute__((always_inline)) void slice_as(const slice_job *x, layout lay,
+                                                           int64_t lo, int64_t hi) {
+    const lines *v = x->v;
+    const int32_t *E = x->E + x->b * v->count;
+    const char *base = (const char *)v->base + x->b * v->member_bytes;
+    bool narrow = x->beta * x->S <= 63;
+    int up = x->beta * (x->S - 1 - x->s);
+    uint64_t mask = (UINT64_C(1) << x->beta) - 1;
+    for (int64_t l = lo; l < hi; l++) {
+        int32_t cut = E[l] - x->beta * x->S;
+        double *out = x->out + l * v->k;
+        for (int64_t k = 0; k < v->k; k++) {
+            bool sp;
+            dec d = decode_raw(raw_at(base, lay.bytes, l * v->ls + k * v->ks), lay.fb, lay.eb, &sp);
+            out[k] =
+                narrow ? digit64(d, cut, up, mask) : digit(strip(d), E[l], x->beta, x->S, x->s);
+        }
+    }
+}
+
+static void slice_part(void *arg, int part, int64_t lo, int64_t hi) {
+    (void)part;
+    const slice_job *x = arg;
+#define SLICE(lay) slice_as(x, lay, lo, hi)
+    FOR_EACH_LAYOUT(x->v->type, SLICE)
+#undef SLICE
+}
+
+void gck_oz_slice(const lines *v, const int32_t *E, int64_t b, int beta, int S, int s,
+                  double *out) {
+    slice_job x = {v, E, b, beta, S, s, out};
+    gck_parallel_for(line_parts(v, v->count), v->count, &x, slice_part);
+}
