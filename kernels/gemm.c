@@ -16,16 +16,27 @@
 
 /* ---- paths ------------------------------------------------------------------------------- */
 
-static const char *const path_names[GCK_KPATH_COUNT] = {"auto", "portable", "avx2", "avx512",
-                                                        "avx512bf16"};
+/* The paths, one list: each one's name and its table (the file of each x86 path ends in its
+ * table: ukernel_avx2.c, ukernel_avx512.c, ukernel_avx512bf16.c; ukernel_x86.c says which the
+ * CPU can run). gck_kpath_auto prefers the last supported one. */
+static const struct {
+    const char *name;
+    const gck_kpath_ops *ops;
+} paths[GCK_KPATH_COUNT] = {
+    [GCK_KPATH_AUTO] = {"auto", NULL},
+    [GCK_KPATH_PORTABLE] = {"portable", &gck_kpath_portable_ops},
+    [GCK_KPATH_AVX2] = {"avx2", &gck_kpath_avx2_ops},
+    [GCK_KPATH_AVX512] = {"avx512", &gck_kpath_avx512_ops},
+    [GCK_KPATH_AVX512BF16] = {"avx512bf16", &gck_kpath_avx512bf16_ops},
+};
 
 const char *gck_kpath_name(gck_kpath p) {
-    return (unsigned)p < GCK_KPATH_COUNT ? path_names[p] : "unknown";
+    return (unsigned)p < GCK_KPATH_COUNT && paths[p].name ? paths[p].name : "unknown";
 }
 
 bool gck_kpath_parse(const char *name, gck_kpath *out) {
     for (int p = 0; p < GCK_KPATH_COUNT; p++)
-        if (!strcmp(name, path_names[p])) {
+        if (paths[p].name && !strcmp(name, paths[p].name)) {
             *out = (gck_kpath)p;
             return true;
         }
@@ -80,13 +91,7 @@ gck_kpath gck_kpath_auto(void) {
 }
 
 const gck_kpath_ops *gck_kpath_ops_of(gck_kpath p) {
-    switch (p) {
-    case GCK_KPATH_PORTABLE: return &gck_kpath_portable_ops;
-    case GCK_KPATH_AVX2: return &gck_kpath_avx2_ops;
-    case GCK_KPATH_AVX512: return &gck_kpath_avx512_ops;
-    case GCK_KPATH_AVX512BF16: return &gck_kpath_avx512bf16_ops;
-    default: return NULL;
-    }
+    return p > GCK_KPATH_AUTO && (unsigned)p < GCK_KPATH_COUNT ? paths[p].ops : NULL;
 }
 
 /* ---- the model ---------------------------------------------------------------------------- */

@@ -1,0 +1,87 @@
+/* The AVX-512F path (ukernel_x86.h): 32 x 12 floats and 24 x 8 doubles packed, the 512-bit
+ * tiles for jobs that read op(A) in place; it ends in the path's table (whose skinny shapes
+ * include the AVX2 path's). */
+#include "ukernel_x86.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+
+/* ---- AVX-512F: 32 x 12 floats, 24 x 8 doubles (24 of 32 zmm registers accumulate) ------- */
+
+/* The AVX-512 paths' tiles for jobs that read op(A) in place and pack op(B) (the AVX2 ones above
+ * serve the other in-place jobs: a tile of many columns of op(B) read in place along k reads
+ * that many streams a leading dimension apart, which overflow a cache set). On a Zen 4 core,
+ * f64 2048 x N x 1024 in GFLOP/s, the best AVX2 tile against the AVX-512 one that fits N
+ * (2026-11-26, one thread, best of 100 calls): N = 2 16.6 / 19.6, 3 12.6 / 24.1 (48 x 4),
+ * 4 23.9 / 29.4, 8 34.1 / 44.6, 12 33.3 / 44.7, 16 34.3 / 44.0-46.0, 24 32.4 / 47.4 (16 x 12);
+ * at N = 1 the 48 x 1 AVX2 tile is as fast (11.1 against 10.9 for 96 x 1), so there is none. */
+#define AVX512_F64_TILE(NV, NC)                                                                    \
+    VEC_TILE(gck_kavx512_s64_##NV##x##NC, AVX512, 512, double, __m512d, pd, NV, NC)
+AVX512_F64_TILE(8, 2)
+AVX512_F64_TILE(6, 4)
+AVX512_F64_TILE(2, 6)
+AVX512_F64_TILE(3, 8)
+AVX512_F64_TILE(2, 12)
+AVX512_F64_TILE(1, 16)
+/* In f32 the AVX-512 paths have 512-bit tiles for every job read in place (`wide` but the one
+ * of a single vector: gemm.c, sup_shape), of at most eight columns, so that the columns of op(B)
+ * read in place along k stay within a cache set's ways. On a Zen 4 thread, f32 GFLOP/s against
+ * the AVX2 tile the choice took before (2026-11-26, best of 200 calls): 2048 x 8 x 1024 57 ->
+ * 102 (32 x 8), 2048 x 3 x 1024 26 -> 59 (64 x 4), 64 x 64 x 16384 92 -> 96 (32 x 8). */
+#define AVX512_F32_TILE(NV, NC)                                                                    \
+    VEC_TILE(gck_kavx512_s32_##NV##x##NC, AVX512, 512, float, __m512, ps, NV, NC)
+AVX512_F32_TILE(2, 8)
+AVX512_F32_TILE(2, 6)
+AVX512_F32_TILE(2, 4)
+AVX512_F32_TILE(1, 8)
+AVX512_F32_TILE(4, 4)
+AVX512_F32_TILE(4, 2)
+
+AVX512 void gck_kavx512_f32(int64_t kc, const float *a, const float *b, float *w, int64_t ldw,
+                            bool first) {
+    __m512 c0[A5_NR], c1[A5_NR];
+    tile_f32_load(c0, c1, w, ldw, first);
+    for (int64_t k = 0; k < kc; k++, a += A5_MR32, b += A5_NR) {
+        PREFETCH(a, PF_STEPS * A5_MR32 * 4);
+        PREFETCH(a, PF_STEPS * A5_MR32 * 4 + 64);
+        __m512 a0 = _mm512_loadu_ps(a), a1 = _mm512_loadu_ps(a + 16);
+#pragma GCC unroll 16
+        for (int j = 0; j < A5_NR; j++) {
+            __m512 bj = _mm512_set1_ps(b[j]);
+            c0[j] = _mm512_fmadd_ps(a0, bj, c0[j]);
+            c1[j] = _mm512_fmadd_ps(a1, bj, c1[j]);
+        }
+    }
+    tile_f32_store(c0, c1, w, ldw);
+}
+
+AVX512 void gck_kavx512_f64(int64_t kc, const double *a, const double *b, double *w, int64_t ldw,
+                            bool first) {
+    __m512d c[A5_NR64][3];
+#pragma GCC unroll 16
+    for (int j = 0; j < A5_NR64; j++)
+#pragma GCC unroll 3
+        for (int v = 0; v < 3; v++)
+            c[j][v] = first ? _mm512_setzero_pd() : _mm512_loadu_pd(w + j * ldw + 8 * v);
+    prefetch_tile(w, ldw * 8, A5_MR64 * 8, A5_NR64, 3);
+    for (int64_t k = 0; k < kc; k++, a += A5_MR64, b += A5_NR64) {
+#pragma GCC unroll 3
+        for (int v = 0; v < 3; v++) PREFETCH(a, PF_STEPS * A5_MR64 * 8 + 64 * v);
+        __m512d av[3] = {_mm512_loadu_pd(a), _mm512_loadu_pd(a + 8), _mm512_loadu_pd(a + 16)};
+#pragma GCC unroll 16
+        for (int j = 0; j < A5_NR64; j++) {
+            __m512d bj = _mm512_set1_pd(b[j]);
+#pragma GCC unroll 3
+            for (int v = 0; v < 3; v++) c[j][v] = _mm512_fmadd_pd(av[v], bj, c[j][v]);
+        }
+    }
+#pragma GCC unroll 16
+    for (int j = 0; j < A5_NR64; j++)
+#pragma GCC unroll 3
+        for (int v = 0; v < 3; v++) _mm512_storeu_pd(w + j * ldw + 8 * v, c[j][v]);
+}
+
+// clang-format off
+const gck_kpath_ops gck_kpath_avx512_ops = {A5_OPS};
+// clang-format on
+
+#endif
