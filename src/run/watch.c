@@ -4,10 +4,13 @@
 #include "watch.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 
+#include "backends.h"
 #include "call_limits.h"
+#include "text.h"
 
 void gck_watch_start(gck_case_watch *w, const gck_spec *s, double call_timeout, double floor) {
     *w = (gck_case_watch){.c = &s->c,
@@ -162,4 +165,105 @@ gck_watch_end gck_watch_step(gck_case_watch *w, const gck_worker *wk, gck_worker
         break;
     }
     return out->end;
+}
+
+/* ---- the worker's opening: READY, TABLE and the support rows (gck_worker_handshake) ---- */
+
+/* Why the worker gave no (or no usable) message while opening the backend. */
+static gck_handshake broken(const gck_worker *w, gck_worker_event ev, const char *bad, char *why,
+                            size_t wlen) {
+    if (ev == GCK_WORKER_NOTHING)
+        snprintf(why, wlen, "the worker did not finish opening the backend in time");
+    else if (ev == GCK_WORKER_MALFORMED)
+        snprintf(why, wlen, "the worker sent %s while opening the backend", bad);
+    else if (WIFSIGNALED(w->status))
+        snprintf(why, wlen, "the worker died by signal %d (%s) while opening the backend",
+                 WTERMSIG(w->status), strsignal(WTERMSIG(w->status)));
+    else
+        snprintf(why, wlen, "the worker %s while opening the backend",
+                 w->pipe_closed ? "closed gemmcheck's pipe" : "exited");
+    return GCK_HANDSHAKE_BROKEN;
+}
+
+/* READY: "<oracle>\t<version>\t<note>" into the worker's fields. */
+static bool take_ready(gck_worker *w, const char *text) {
+    const char *t1 = strchr(text, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+    if (!t2) return false;
+    size_t on = (size_t)(t1 - text);
+    snprintf(w->oracle, sizeof w->oracle, "%.*s", (int)(on < 15 ? on : 15), text);
+    gck_text_clean(w->version, sizeof w->version, t1 + 1, (size_t)(t2 - t1 - 1));
+    gck_text_clean(w->note, sizeof w->note, t2 + 1, strlen(t2 + 1));
+    return true;
+}
+
+/* One ROW: checked, then stored as row `got` when there is room. */
+static bool take_row(const gck_wire_frame *f, size_t got, gck_support_row *rows,
+                     char (*entries)[96], size_t max, char *why, size_t wlen) {
+    gck_wire_row wr;
+    memcpy(&wr, f->data, sizeof wr);
+    wr.entry[sizeof wr.entry - 1] = '\0';
+    gck_text_clean_inplace(wr.entry, sizeof wr.entry);
+    wr.row.entry = NULL;
+    char bad_row[200];
+    if (!gck_backend_check_table(&wr.row, 1, bad_row, sizeof bad_row)) {
+        snprintf(why, wlen, "support row %zu: %s", got, bad_row);
+        return false;
+    }
+    if (got < max) {
+        rows[got] = wr.row;
+        memcpy(entries[got], wr.entry, sizeof wr.entry);
+        rows[got].entry = entries[got];
+    }
+    return true;
+}
+
+gck_handshake gck_worker_handshake(gck_worker *w, double deadline, gck_support_row *rows,
+                                   char (*entries)[96], size_t max, size_t *n, char *why,
+                                   size_t wlen) {
+    gck_wire_frame f;
+    const char *text = NULL;
+    size_t want = 0, got = 0;
+    bool ready = false, table = false;
+    *n = 0;
+    for (;;) {
+        char bad[256];
+        gck_worker_event ev = gck_worker_next(w, deadline, &f, bad, sizeof bad);
+        if (ev == GCK_WORKER_NOTHING || ev == GCK_WORKER_MALFORMED || ev == GCK_WORKER_DIED)
+            return broken(w, ev, bad, why, wlen);
+        bool is_text = f.tag != GCK_WIRE_ROW && f.tag != GCK_WIRE_RESULT;
+        if (is_text && !gck_wire_text(&f, &text)) {
+            snprintf(why, wlen, "the worker sent an unterminated message while opening");
+            return GCK_HANDSHAKE_BROKEN;
+        }
+        if ((f.tag == GCK_WIRE_SETUP || f.tag == GCK_WIRE_UNAVAILABLE) && !ready) {
+            gck_text_clean(why, wlen, text, strlen(text));
+            return f.tag == GCK_WIRE_SETUP ? GCK_HANDSHAKE_CANNOT_OPEN : GCK_HANDSHAKE_UNAVAILABLE;
+        }
+        if (f.tag == GCK_WIRE_READY && !ready) {
+            if (!take_ready(w, text)) {
+                snprintf(why, wlen, "the worker sent a malformed READY while opening");
+                return GCK_HANDSHAKE_BROKEN;
+            }
+            ready = true;
+        } else if (f.tag == GCK_WIRE_TABLE && ready && !table) {
+            char *end;
+            unsigned long long c = strtoull(text, &end, 10);
+            if (*end || c == 0 || c > GCK_MAX_ROWS) {
+                snprintf(why, wlen, "the backend declares %s support rows", text);
+                return GCK_HANDSHAKE_BROKEN;
+            }
+            want = (size_t)c;
+            table = true;
+        } else if (f.tag == GCK_WIRE_ROW && table && got < want) {
+            if (!take_row(&f, got, rows, entries, max, why, wlen)) return GCK_HANDSHAKE_BROKEN;
+            got++;
+        } else {
+            snprintf(why, wlen, "the worker sent message %d out of turn while opening", f.tag);
+            return GCK_HANDSHAKE_BROKEN;
+        }
+        if (table && got == want) {
+            *n = want < max ? want : max;
+            return GCK_HANDSHAKE_READY;
+        }
+    }
 }

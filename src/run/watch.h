@@ -2,7 +2,9 @@
  * place where a worker's frames, deadlines and death are interpreted. Every command that runs
  * cases in workers (repro, shrink, known-finding checks and certify's appetite through
  * gck_run_isolated in isolate.c; fuzz's campaigns in fuzz/campaign.c) feeds each event of
- * gck_worker_next to gck_watch_step and acts on what it returns; none reads a frame's tag.
+ * gck_worker_next to gck_watch_step and acts on what it returns; none reads a frame's tag. The
+ * frames of a worker's opening (READY, TABLE, ROW) are read here too, by gck_worker_handshake
+ * (declared in worker.h).
  *
  * The blame follows the phase the watch is in: a death, corrupted message or missed deadline
  * inside a backend call, or after one returned, is the backend's (`crash`, `hang`); one while

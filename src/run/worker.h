@@ -76,7 +76,8 @@ typedef enum gck_handshake {
 } gck_handshake;
 
 /** Read the worker's handshake before `deadline`: READY (oracle, version), then the support
- *  table into rows/entries (at most `max`; *n rows); why says what went wrong. */
+ *  table into rows/entries (at most `max`; *n rows); why says what went wrong. Its frames are read
+ *  in watch.c, with every other frame a supervisor reads. */
 gck_handshake gck_worker_handshake(gck_worker *w, double deadline, gck_support_row *rows,
                                    char (*entries)[96], size_t max, size_t *n, char *why,
                                    size_t wlen);
