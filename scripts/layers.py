@@ -118,7 +118,7 @@ def check(root, extra=()):
             continue
         if text is None:
             with open(os.path.join(root, path), encoding="utf-8", errors="replace") as fh:
-                text = fh.read()
+                text = texts[path] = fh.read()  # kept for the scope check below
         for inc in INCLUDE.findall(text):
             if inc.startswith("gemmcheck/"):
                 target = public.get(inc.split("/", 1)[1])
@@ -137,13 +137,7 @@ def check(root, extra=()):
             if target != name and target not in allowed[name]:
                 problems.append(f"{path}: layer {name} includes {inc} of layer {target} "
                                 f"({name} may use: {', '.join(sorted(allowed[name])) or '-'})")
-    full = {}
-    for path in texts:
-        if texts[path] is not None:
-            full[path] = texts[path]
-        elif os.path.exists(os.path.join(root, path)):
-            with open(os.path.join(root, path), encoding="utf-8", errors="replace") as fh:
-                full[path] = fh.read()
+    full = {path: text for path, text in texts.items() if text is not None}
     problems += check_scopes(layers, allowed, [f for f in files if f[0] in full], full)
     return problems, layers, len(texts)
 

@@ -55,6 +55,9 @@ static void call_hook(void (*hook)(void *, const gck_call_info *), void *ctx, gc
     if (hook) hook(ctx, &ci);
 }
 
+/* The thread limit of spec s as gck_limits_begin takes it (negative: none). */
+static int thread_limit(const gck_spec *s) { return s->limit_threads ? s->max_threads : -1; }
+
 /* One backend call. The caller's floating-point environment is saved before and restored
  * after, so that what the backend leaves set cannot bend gemmcheck's own arithmetic; a change
  * is described in `fpenv` (the first one seen is kept). The message is the backend's text,
@@ -68,7 +71,7 @@ static gck_call_status call_limited(gck_backend *be, const gck_case *c, const gc
     gck_fpenv_save(&env);
     memset(cmsg, 0, clen);
     gck_limits_saved sv;
-    if (lim) gck_limits_begin(lim->mem_budget, lim->limit_threads ? lim->max_threads : -1, &sv);
+    if (lim) gck_limits_begin(lim->mem_budget, thread_limit(lim), &sv);
     gck_call_status st = be->ops->call(be->state, c, row, ops, cmsg, clen);
     if (lim) {
         int n = gck_limits_end(&sv);
@@ -642,7 +645,7 @@ static gck_status run_once(gck_backend *be, const gck_spec *s, const gck_run_opt
         return GCK_OK;
     }
     gck_row_describe(row, r->row, sizeof r->row);
-    int thr = s->limit_threads ? s->max_threads : -1;
+    int thr = thread_limit(s);
     bool limited = s->mem_budget > 0 || thr >= 0;
     char why[256];
     if (limited && !gck_limits_enforceable(s->mem_budget, thr, why, sizeof why))

@@ -41,12 +41,19 @@ static bool watch_frame(gck_case_watch *w, const gck_wire_frame *f) {
     return true;
 }
 
+/* " under a memory budget of ..." when the call under watch is the case's first, which alone
+ * runs under the case's limits; else "". */
+static void first_call_limits(const gck_case_watch *w, char *buf, size_t len) {
+    buf[0] = '\0';
+    if (w->call.mode == GCK_CALL_FIRST)
+        gck_limits_text(w->mem_budget, w->limit_threads, w->max_threads, buf, len);
+}
+
 /* "inside the backend's first call", "after the backend's rerun ... returned"; the first
  * call's limits named */
 static void where(const gck_case_watch *w, char *buf, size_t len) {
-    char lim[160] = "";
-    if (w->call.mode == GCK_CALL_FIRST)
-        gck_limits_text(w->mem_budget, w->limit_threads, w->max_threads, lim, sizeof lim);
+    char lim[160];
+    first_call_limits(w, lim, sizeof lim);
     if (w->in_call)
         snprintf(buf, len, "inside the backend's %s%s", gck_call_mode_name(w->call.mode), lim);
     else
@@ -57,9 +64,8 @@ static void where(const gck_case_watch *w, char *buf, size_t len) {
 static void watch_hang(const gck_case_watch *w, char *detail, size_t dlen, char *flags,
                        size_t flen) {
     gck_wire_hang_detail(&w->call, w->limit, detail, dlen, flags, flen);
-    char lim[160] = "";
-    if (w->call.mode == GCK_CALL_FIRST)
-        gck_limits_text(w->mem_budget, w->limit_threads, w->max_threads, lim, sizeof lim);
+    char lim[160];
+    first_call_limits(w, lim, sizeof lim);
     size_t used = strlen(detail);
     if (lim[0] && used < dlen) snprintf(detail + used, dlen - used, " (the call ran%s)", lim);
 }
