@@ -628,7 +628,9 @@ Test(fuzz, piped_runs_log_plain_lines_and_name_their_files, .init = setup, .fini
     /* bounded by --cases: each backend's own count out of N, never more, and no time left
      * (a run of cases has no end time) */
     snprintf(args, sizeof args,
-             "fuzz --backend ref --backend kernels --cases 400 --jobs 1 --log-every 1 --seed 4");
+             "fuzz --backend ref --backend kernels --cases 400 --jobs 1 --log-every 1 --seed 4 "
+             "--report %s/cases.json",
+             dir);
     cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);
     int counted = 0;
     for (const char *p = out; (p = strstr(p, "gemmcheck fuzz: ")) != NULL; p++) {
@@ -644,7 +646,10 @@ Test(fuzz, piped_runs_log_plain_lines_and_name_their_files, .init = setup, .fini
     cr_expect(strstr(out, " s left") == NULL, "%s", out);
     cr_expect_geq(counted, 1, "no progress line in a run of 800 cases:\n%s", out);
     /* --no-progress: no display and no log lines */
-    snprintf(args, sizeof args, "fuzz --backend ref --time 3 --jobs 1 --log-every 1 --no-progress");
+    snprintf(args, sizeof args,
+             "fuzz --backend ref --time 3 --jobs 1 --log-every 1 --no-progress --report "
+             "%s/quiet.json",
+             dir);
     cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);
     cr_expect(strstr(out, " s: ref: ") == NULL, "%s", out);
 }
