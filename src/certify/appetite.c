@@ -33,6 +33,12 @@ static bool probe(const char *spec, const gck_spec *base, int64_t bytes, double 
     }
 }
 
+/* A budget the row failed at: the highest so far is what `below` reports. */
+static void failed_at(gck_appetite *a, int64_t bytes, const char *what) {
+    a->below = bytes;
+    snprintf(a->below_what, sizeof a->below_what, "%s", what);
+}
+
 void gck_appetite_measure(const char *spec, const gck_support_row *row, double timeout,
                           gck_appetite *out) {
     memset(out, 0, sizeof *out);
@@ -50,8 +56,7 @@ void gck_appetite_measure(const char *spec, const gck_support_row *row, double t
     char what[160];
     int64_t lo = GCK_APPETITE_LOW, hi = GCK_APPETITE_HIGH;
     if (!probe(spec, &s, hi, timeout, res, out, what, sizeof what)) {
-        out->below = hi;
-        snprintf(out->below_what, sizeof out->below_what, "%s", what);
+        failed_at(out, hi, what);
         free(res);
         return;
     }
@@ -60,8 +65,7 @@ void gck_appetite_measure(const char *spec, const gck_support_row *row, double t
         free(res);
         return;
     }
-    out->below = lo;
-    snprintf(out->below_what, sizeof out->below_what, "%s", what);
+    failed_at(out, lo, what);
     /* the power of two: 2^e_lo fails, 2^e_hi succeeds */
     int e_lo = 12, e_hi = 34;
     while (e_hi - e_lo > 1) {
@@ -70,8 +74,7 @@ void gck_appetite_measure(const char *spec, const gck_support_row *row, double t
             e_hi = e;
         } else {
             e_lo = e;
-            out->below = (int64_t)1 << e;
-            snprintf(out->below_what, sizeof out->below_what, "%s", what);
+            failed_at(out, (int64_t)1 << e, what);
         }
     }
     /* then an eighth of that octave */
@@ -82,8 +85,7 @@ void gck_appetite_measure(const char *spec, const gck_support_row *row, double t
             hi = mid;
         } else {
             lo = mid;
-            out->below = mid;
-            snprintf(out->below_what, sizeof out->below_what, "%s", what);
+            failed_at(out, mid, what);
         }
     }
     out->bytes = hi;
