@@ -84,7 +84,7 @@ static bool start(run_ctx *x, slot *s) {
     /* a fresh worker; the case fields survive (a retry runs the same case again) */
     s->alive = s->busy = false;
     s->served = 0;
-    gck_worker_options wo = {x->backend, x->o->strict_ieee, x->o->oracle, stderr, 50};
+    gck_worker_options wo = {x->backend, x->o->strict_ieee, x->o->oracle, stderr, 50, false};
     return gck_worker_spawn(&s->w, &wo, x->setup_error, sizeof x->setup_error);
 }
 

@@ -3,7 +3,7 @@
  * renamed over it once complete, so that a kill mid-write, a full disk or two runs given the
  * same file never leave a truncated one (a PATH that is not a regular file, such as
  * /dev/stdout, is written directly) — and JSON strings are made of any bytes (internal: for fuzz/
- * and src/cli/). */
+ * and src/certify/, src/cli/). */
 #ifndef GEMMCHECK_FUZZ_OUTPUT_H
 #define GEMMCHECK_FUZZ_OUTPUT_H
 

@@ -12,9 +12,6 @@
 /** The version of the certificate's layout; compare refuses two of different versions. */
 #define GCK_CERTIFICATE_VERSION 2
 
-/** A row's type tuple, "f32 f32 f32 f32 | f32": the key by which compare matches rows. */
-void gck_certify_tuple(const gck_support_row *row, char *buf, size_t len);
-
 /** The certificate as one self-contained HTML page (src/cli/certify_html.c). */
 bool gck_certify_html(const json_t *cert, const char *path, char *err, size_t len);
 /** The comparison as a page: the verdict, the smallest reproducer of a regression (or NULL),

@@ -30,7 +30,7 @@ static int show(const char *spec, bool all_rows) {
     static char entries[GCK_MAX_ROWS][96];
     gck_worker w;
     char msg[1024];
-    gck_worker_options wo = {spec, false, GCK_ORACLE_EXACT, stderr, 50};
+    gck_worker_options wo = {spec, false, GCK_ORACLE_EXACT, stderr, 50, false};
     if (!gck_worker_spawn(&w, &wo, msg, sizeof msg)) {
         printf("%s: %s\n", spec, msg);
         return GCK_EXIT_INTERNAL;

@@ -13,6 +13,7 @@
 #include "cuda_probe.h"
 #include "gemmcheck/backend.h"
 #include "gemmcheck/version.h"
+#include "probes.h"
 #include "worker.h"
 
 static const char main_help[] =
@@ -129,6 +130,8 @@ int main(int argc, char **argv) {
         return GCK_EXIT_USAGE;
     }
     const char *cmd = argv[1];
+    /* the tasks a worker in task mode may be asked to run (this process's workers included) */
+    gck_probe_tasks_register();
     /* workers are started from this very binary (fork+exec of `gemmcheck __worker`) */
     static char exe[4096];
     ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);

@@ -5,7 +5,7 @@
  * beforehand, so that a library's frames do not count either); and a thread limit, enforced by
  * the gemmcheck executable's own pthread_create (src/cli/thread_gate.c), which the libraries a
  * worker loads bind to, and which refuses (EAGAIN) a thread past the limit while a limited call
- * runs (internal: for src/run/ and src/cli/). */
+ * runs (internal: for src/run/ and src/certify/, src/cli/). */
 #ifndef GEMMCHECK_RUN_CALL_LIMITS_H
 #define GEMMCHECK_RUN_CALL_LIMITS_H
 

@@ -45,7 +45,7 @@ static gck_status run_isolated(const char *backend, const gck_spec *s, const gck
     memset(out, 0, sizeof *out);
     gck_worker w;
     char why[1024];
-    gck_worker_options wo = {backend, o->check.strict_ieee, o->check.oracle, stderr, 200};
+    gck_worker_options wo = {backend, o->check.strict_ieee, o->check.oracle, stderr, 200, false};
     if (!gck_worker_spawn(&w, &wo, why, sizeof why)) {
         /* no process (fork refused, or a `python:` backend's interpreter missing): the
          * machine's set-up, not gemmcheck's fault */

@@ -1,7 +1,8 @@
 /* Worker processes, the worker's side (worker.h): open the backend, announce it (READY and its
  * support rows), then serve the cases its supervisor sends, one at a time, sending CALLING and
  * CALLED around every backend call and the checked result; strays the backend leaves are
- * reaped, and a lifeline thread ends the worker when its supervisor goes. */
+ * reaped, and a lifeline thread ends the worker when its supervisor goes. In task mode: run the
+ * one task the supervisor names (task.h), its output sent in frames. */
 #define _GNU_SOURCE 1
 #include "worker.h"
 
@@ -26,6 +27,7 @@
 #include "exitcode.h"
 #include "fpenv.h"
 #include "gemmcheck/runner.h"
+#include "task.h"
 #include "text.h"
 
 static uint32_t out_seq; /* frames this worker has sent */
@@ -145,10 +147,82 @@ static void start_lifeline(void) {
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-int gck_worker_serve(const char *backend, bool strict, gck_oracle_kind oracle) {
+/* What every worker does first: the lifeline, no death by a closed pipe, strays its own. */
+static void worker_start(void) {
     start_lifeline();
     signal(SIGPIPE, SIG_IGN);
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+}
+
+/* ---- task mode ------------------------------------------------------------------------------ */
+
+#define MAX_TASKS 16
+
+static struct {
+    char name[64];
+    gck_task_fn fn;
+} tasks[MAX_TASKS];
+static int ntasks;
+
+bool gck_task_register(const char *name, gck_task_fn fn) {
+    for (int i = 0; i < ntasks; i++)
+        if (!strcmp(tasks[i].name, name)) return tasks[i].fn = fn, true;
+    if (ntasks == MAX_TASKS || strlen(name) >= sizeof tasks[0].name) return false;
+    snprintf(tasks[ntasks].name, sizeof tasks[0].name, "%s", name);
+    tasks[ntasks++].fn = fn;
+    return true;
+}
+
+gck_task_fn gck_task_find(const char *name) {
+    for (int i = 0; i < ntasks; i++)
+        if (!strcmp(tasks[i].name, name)) return tasks[i].fn;
+    return NULL;
+}
+
+struct gck_task_sink {
+    bool broken; /* a frame could not be sent: the supervisor is gone or the pipe is closed */
+};
+
+bool gck_task_emit(gck_task_sink *out, const void *data, size_t len) {
+    const unsigned char *p = data;
+    while (!out->broken && len > 0) {
+        size_t n = len < GCK_WIRE_CHUNK_MAX ? len : GCK_WIRE_CHUNK_MAX;
+        out->broken = !gck_wire_send(GCK_WORKER_OUT_FD, &out_seq, GCK_WIRE_TASK_OUT, p, n);
+        p += n;
+        len -= n;
+    }
+    return !out->broken;
+}
+
+int gck_worker_serve_task(const char *backend) {
+    worker_start();
+    gck_wire_task *t = calloc(1, sizeof *t);
+    if (!t) return GCK_EXIT_INTERNAL;
+    uint32_t in_seq = 0;
+    int tag;
+    size_t len;
+    int got = gck_wire_read_frame(GCK_WORKER_IN_FD, &in_seq, &tag, t, sizeof *t, &len);
+    if (got <= 0 || tag != GCK_WIRE_TASK) {
+        free(t);
+        return GCK_EXIT_USAGE; /* no task, or not the supervisor's: nothing to guess */
+    }
+    t->name[sizeof t->name - 1] = t->arg[sizeof t->arg - 1] = '\0';
+    gck_task_fn fn = gck_task_find(t->name);
+    char why[GCK_WIRE_TEXT_MAX] = "";
+    gck_task_sink out = {false};
+    if (!fn)
+        snprintf(why, sizeof why, "no task named '%s' in this gemmcheck", t->name);
+    else if (!fn(backend, t->arg, &out, why, sizeof why) && !why[0])
+        snprintf(why, sizeof why, "the task '%s' failed", t->name);
+    free(t);
+    send_text(GCK_WIRE_TASK_END, why);
+    return why[0] ? GCK_EXIT_USAGE : GCK_EXIT_OK;
+}
+
+/* ---- case mode ------------------------------------------------------------------------------ */
+
+int gck_worker_serve(const char *backend, bool strict, gck_oracle_kind oracle) {
+    worker_start();
     char msg[1024];
     gck_backend be;
     gck_fpenv env;
@@ -224,13 +298,15 @@ int gck_worker_serve(const char *backend, bool strict, gck_oracle_kind oracle) {
 
 int gck_worker_main(int argc, char **argv) {
     const char *backend = NULL;
-    bool strict = false;
+    bool strict = false, task = false;
     gck_oracle_kind oracle = GCK_ORACLE_EXACT;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--backend") && i + 1 < argc)
             backend = argv[++i];
         else if (!strcmp(argv[i], "--strict-ieee"))
             strict = true;
+        else if (!strcmp(argv[i], "--task"))
+            task = true;
         else if (!strcmp(argv[i], "--parent") && i + 1 < argc) {
             /* die with the supervisor; if it is already gone, do not start */
             long parent = strtol(argv[++i], NULL, 10);
@@ -249,5 +325,5 @@ int gck_worker_main(int argc, char **argv) {
         send_text(GCK_WIRE_SETUP, "no --backend for the worker");
         return GCK_EXIT_USAGE;
     }
-    return gck_worker_serve(backend, strict, oracle);
+    return task ? gck_worker_serve_task(backend) : gck_worker_serve(backend, strict, oracle);
 }

@@ -70,17 +70,8 @@ static void watch_hang(const gck_case_watch *w, char *detail, size_t dlen, char 
     if (lim[0] && used < dlen) snprintf(detail + used, dlen - used, " (the call ran%s)", lim);
 }
 
-static bool watch_death(const gck_case_watch *w, const gck_worker *wk, char *detail, size_t dlen,
-                        char *flags, size_t flen) {
-    char at[320];
-    flags[0] = '\0';
-    bool backend = w->in_call || w->called;
-    if (backend) {
-        where(w, at, sizeof at);
-        gck_wire_call_flags(&w->call, flags, flen);
-    } else {
-        snprintf(at, sizeof at, "while gemmcheck prepared the case, before any backend call");
-    }
+/* How the worker ended, `at` where ("the worker died by signal 11 (...) AT"). */
+static void death_detail(const gck_worker *wk, const char *at, char *detail, size_t dlen) {
     int st = wk->status;
     if (wk->pipe_closed)
         snprintf(detail, dlen,
@@ -93,6 +84,20 @@ static bool watch_death(const gck_case_watch *w, const gck_worker *wk, char *det
     else
         snprintf(detail, dlen, "the worker exited with status %d %s",
                  WIFEXITED(st) ? WEXITSTATUS(st) : -1, at);
+}
+
+static bool watch_death(const gck_case_watch *w, const gck_worker *wk, char *detail, size_t dlen,
+                        char *flags, size_t flen) {
+    char at[320];
+    flags[0] = '\0';
+    bool backend = w->in_call || w->called;
+    if (backend) {
+        where(w, at, sizeof at);
+        gck_wire_call_flags(&w->call, flags, flen);
+    } else {
+        snprintf(at, sizeof at, "while gemmcheck prepared the case, before any backend call");
+    }
+    death_detail(wk, at, detail, dlen);
     return backend;
 }
 
@@ -272,4 +277,57 @@ gck_handshake gck_worker_handshake(gck_worker *w, double deadline, gck_support_r
             return GCK_HANDSHAKE_READY;
         }
     }
+}
+
+/* ---- a task (task.h) ------------------------------------------------------------------------ */
+
+/* A frame of a task: its output, its end, or a message a task does not send. */
+static bool task_frame(const gck_wire_frame *f, gck_task_result *r) {
+    const char *text;
+    if (f->tag == GCK_WIRE_TASK_OUT) {
+        char *grown = realloc(r->out, r->len + f->len + 1);
+        if (!grown) {
+            r->end = GCK_TASK_FAILED;
+            snprintf(r->why, sizeof r->why, "out of memory for the task's output");
+            return true;
+        }
+        memcpy(grown + r->len, f->data, f->len);
+        r->out = grown;
+        r->len += f->len;
+        r->out[r->len] = '\0';
+        return false;
+    }
+    bool texty = gck_wire_text(f, &text);
+    if (texty && (f->tag == GCK_WIRE_TASK_END || f->tag == GCK_WIRE_SETUP)) {
+        r->end = text[0] || f->tag == GCK_WIRE_SETUP ? GCK_TASK_FAILED : GCK_TASK_DONE;
+        snprintf(r->why, sizeof r->why, "%s", text);
+        return true;
+    }
+    r->end = GCK_TASK_CRASHED;
+    snprintf(r->why, sizeof r->why,
+             "gemmcheck's message pipe carried message %d out of turn (something in the worker "
+             "other than gemmcheck wrote to it); the worker was killed",
+             f->tag);
+    return true;
+}
+
+bool gck_watch_task_step(const gck_worker *wk, gck_worker_event ev, const gck_wire_frame *f,
+                         const char *why, gck_task_result *r) {
+    switch (ev) {
+    case GCK_WORKER_FRAME: return task_frame(f, r);
+    case GCK_WORKER_NOTHING: r->end = GCK_TASK_HUNG; return true;
+    case GCK_WORKER_MALFORMED:
+        r->end = GCK_TASK_CRASHED;
+        snprintf(r->why, sizeof r->why,
+                 "gemmcheck's message pipe carried %s (something in the worker other than "
+                 "gemmcheck wrote to it); the worker was killed",
+                 why);
+        return true;
+    default: break;
+    }
+    int st = wk->status;
+    r->end = wk->pipe_closed || WIFSIGNALED(st) ? GCK_TASK_CRASHED : GCK_TASK_FAILED;
+    r->code = WIFSIGNALED(st) ? WTERMSIG(st) : WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    death_detail(wk, "before the task ended", r->why, sizeof r->why);
+    return true;
 }

@@ -1,8 +1,9 @@
-/* Following one case in a worker: the one
+/* Following one case or one task in a worker: the one
  * place where a worker's frames, deadlines and death are interpreted. Every command that runs
  * cases in workers (repro, shrink, known-finding checks and certify's appetite through
  * gck_run_isolated in isolate.c; fuzz's campaigns in fuzz/campaign.c) feeds each event of
- * gck_worker_next to gck_watch_step and acts on what it returns; none reads a frame's tag. The
+ * gck_worker_next to gck_watch_step and acts on what it returns; certify's probes, tasks run by
+ * gck_run_task (task.c), go through gck_watch_task_step; none reads a frame's tag. The
  * frames of a worker's opening (READY, TABLE, ROW) are read here too, by gck_worker_handshake
  * (declared in worker.h).
  *
@@ -19,6 +20,7 @@
 
 #include "gemmcheck/runner.h"
 #include "gemmcheck/spec.h"
+#include "task.h"
 #include "wire.h"
 #include "worker.h"
 
@@ -71,5 +73,11 @@ void gck_watch_start(gck_case_watch *w, const gck_spec *s, double call_timeout, 
 gck_watch_end gck_watch_step(gck_case_watch *w, const gck_worker *wk, gck_worker_event ev,
                              const gck_wire_frame *f, const char *why, gck_run_result *result,
                              gck_watch_outcome *out);
+
+/** One event of gck_worker_next for a task in worker `wk` (task.h): output appended to r->out,
+ *  or the task's end set in r (its end, a hang when the deadline passed, a crash or a failure
+ *  with r->why). True once the task has ended. */
+bool gck_watch_task_step(const gck_worker *wk, gck_worker_event ev, const gck_wire_frame *f,
+                         const char *why, gck_task_result *r);
 
 #endif

@@ -24,6 +24,8 @@ static bool length_ok(uint32_t tag, uint32_t len) {
     case GCK_WIRE_RESULT: return len == sizeof(gck_run_result);
     case GCK_WIRE_ROW: return len == sizeof(gck_wire_row);
     case GCK_WIRE_REQUEST: return len == sizeof(gck_wire_request);
+    case GCK_WIRE_TASK: return len == sizeof(gck_wire_task);
+    case GCK_WIRE_TASK_OUT: return len >= 1 && len <= GCK_WIRE_CHUNK_MAX;
     default:
         return tag >= GCK_WIRE_SETUP && tag < GCK_WIRE_TAG_END && len >= 1 &&
                len <= GCK_WIRE_TEXT_MAX;
@@ -133,7 +135,10 @@ int gck_wire_read_frame(int fd, uint32_t *seq, int *tag, void *payload, size_t c
 
 /* ---- the supervisor's reader ---------------------------------------------------------------- */
 
-#define READER_CAP (sizeof(header) + sizeof(gck_run_result) + sizeof(gck_wire_request))
+/* room for the longest frame a worker sends (a result, or a task's chunk) and more */
+#define RECORDS_CAP (sizeof(gck_run_result) + sizeof(gck_wire_request))
+#define READER_CAP                                                                                 \
+    (sizeof(header) + (RECORDS_CAP > GCK_WIRE_CHUNK_MAX ? RECORDS_CAP : GCK_WIRE_CHUNK_MAX))
 
 bool gck_wire_reader_init(gck_wire_reader *r) {
     memset(r, 0, sizeof *r);

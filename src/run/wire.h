@@ -25,6 +25,9 @@ typedef enum gck_wire_tag {
     GCK_WIRE_ROW,       /* one support row (payload: gck_wire_row) */
     GCK_WIRE_REQUEST,   /* supervisor to worker: one case (payload: gck_wire_request) */
     GCK_WIRE_UNAVAILABLE, /* the backend opened but cannot run here (text: why) */
+    GCK_WIRE_TASK,        /* supervisor to a task worker: the task (payload: gck_wire_task) */
+    GCK_WIRE_TASK_OUT,    /* what the task writes (payload: 1 to GCK_WIRE_CHUNK_MAX bytes) */
+    GCK_WIRE_TASK_END,    /* the task returned (text: "" when it succeeded, else why not) */
     GCK_WIRE_TAG_END
 } gck_wire_tag;
 
@@ -42,6 +45,15 @@ typedef struct gck_wire_request {
     char dump_dir[1024];
     char repro[2048];
 } gck_wire_request;
+
+/** The most bytes of a task's output one TASK_OUT frame carries. */
+#define GCK_WIRE_CHUNK_MAX 16384
+
+/** A task for a worker started in task mode (task.h): a registered name and its argument. */
+typedef struct gck_wire_task {
+    char name[64];
+    char arg[960];
+} gck_wire_task;
 
 /** A support row as it crosses the pipe (the entry string inline). */
 typedef struct gck_wire_row {

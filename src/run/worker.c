@@ -211,7 +211,7 @@ bool gck_worker_spawn(gck_worker *w, const gck_worker_options *o, char *why, siz
     int err = 0;
     char ppid[32];
     snprintf(ppid, sizeof ppid, "%ld", (long)parent);
-    if (strncmp(o->backend, "python:", 7) == 0) {
+    if (!o->task && strncmp(o->backend, "python:", 7) == 0) {
         err = spawn_python(&pid, o, ppid, req[0], out[1], w->output);
     } else if (worker_exe[0]) {
         /* posix_spawn (vfork-like: no copy of a large supervisor's page tables); the worker
@@ -224,7 +224,9 @@ bool gck_worker_spawn(gck_worker *w, const gck_worker_options *o, char *why, siz
                         (char *)oracle,
                         "--parent",
                         ppid,
-                        o->strict_ieee ? "--strict-ieee" : NULL,
+                        o->task          ? "--task"
+                        : o->strict_ieee ? "--strict-ieee"
+                                         : NULL,
                         NULL};
         extern char **environ;
         err = spawn_exec(&pid, argv, environ, req[0], out[1], w->output);
@@ -232,14 +234,15 @@ bool gck_worker_spawn(gck_worker *w, const gck_worker_options *o, char *why, siz
         pid = fork();
         if (pid == 0) {
             child_setup(parent, req[0], out[1], w->output);
-            _exit(gck_worker_serve(o->backend, o->strict_ieee, o->oracle));
+            _exit(o->task ? gck_worker_serve_task(o->backend)
+                          : gck_worker_serve(o->backend, o->strict_ieee, o->oracle));
         }
         err = errno;
     }
     close_fd(&req[0]);
     close_fd(&out[1]);
     if (pid < 0) {
-        bool py = strncmp(o->backend, "python:", 7) == 0;
+        bool py = !o->task && strncmp(o->backend, "python:", 7) == 0;
         snprintf(why, wlen, "cannot start a worker: %s%s: %s",
                  py              ? python_interpreter()
                  : worker_exe[0] ? worker_exe
@@ -361,13 +364,17 @@ gck_worker_event gck_worker_next(gck_worker *w, double deadline, gck_wire_frame 
     }
 }
 
-bool gck_worker_request(gck_worker *w, const gck_wire_request *req, double deadline) {
+bool gck_worker_send(gck_worker *w, int tag, const void *payload, size_t len, double deadline) {
     if (w->dead || w->to < 0) return false;
     unsigned char buf[sizeof(gck_wire_request) + 64];
-    size_t n = gck_wire_encode(buf, sizeof buf, w->seq, GCK_WIRE_REQUEST, req, sizeof *req);
+    size_t n = gck_wire_encode(buf, sizeof buf, w->seq, tag, payload, len);
     if (n == 0 || !gck_wire_write(w->to, buf, n, deadline)) return false;
     w->seq++;
     return true;
+}
+
+bool gck_worker_request(gck_worker *w, const gck_wire_request *req, double deadline) {
+    return gck_worker_send(w, GCK_WIRE_REQUEST, req, sizeof *req, deadline);
 }
 
 void gck_worker_show_output(gck_worker *w) {

@@ -1,7 +1,9 @@
 /* Worker processes: the one place where a backend runs on behalf of gemmcheck's
  * commands. A worker is a child process, started by fork+exec of the gemmcheck binary
  * (`gemmcheck __worker`) or, for library callers without one, by fork alone; it opens the
- * backend and runs the cases its supervisor sends. The supervisor never opens the backend.
+ * backend and runs the cases its supervisor sends, or, started in task mode, runs one
+ * registered task on the backend (certify's probes, task.h). The supervisor never opens the
+ * backend.
  *
  * What a worker can do to its supervisor is bounded (docs/ISOLATION.md): it runs in its own
  * process group (a signal it sends to "its group" stays there), dies with its supervisor
@@ -28,6 +30,9 @@
 /** The worker's side: open `backend`, announce it and serve cases on GCK_WORKER_IN_FD /
  *  GCK_WORKER_OUT_FD until the supervisor closes them; returns the exit status (serve.c). */
 int gck_worker_serve(const char *backend, bool strict, gck_oracle_kind oracle);
+/** The worker's side in task mode: read one TASK frame, run the registered task on `backend`
+ *  (the task opens it), send its output as TASK_OUT frames and TASK_END; the exit status. */
+int gck_worker_serve_task(const char *backend);
 
 /** The executable that serves `__worker` (the gemmcheck binary); NULL or "": fork only. */
 void gck_worker_set_exe(const char *path);
@@ -43,6 +48,7 @@ typedef struct gck_worker_options {
     gck_oracle_kind oracle;
     FILE *output_to;  /* where the worker's stdout and stderr are shown (NULL: not shown) */
     int output_limit; /* lines shown per worker */
+    bool task;        /* task mode (task.h): always the gemmcheck binary, or fork alone */
 } gck_worker_options;
 
 /** A running worker as the supervisor sees it. */
@@ -83,6 +89,8 @@ gck_handshake gck_worker_handshake(gck_worker *w, double deadline, gck_support_r
                                    size_t wlen);
 /** Send one case; false when the worker does not take it before `deadline`. */
 bool gck_worker_request(gck_worker *w, const gck_wire_request *req, double deadline);
+/** Send one frame of any tag; false when the worker does not take it before `deadline`. */
+bool gck_worker_send(gck_worker *w, int tag, const void *payload, size_t len, double deadline);
 
 typedef enum gck_worker_event {
     GCK_WORKER_NOTHING = 0, /**< the deadline passed */
