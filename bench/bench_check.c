@@ -213,7 +213,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_check: %s\n", msg);
         return 2;
     }
-    printf("seconds on all cores (%s path of the kernels); ratios to OpenBLAS dgemm of the same "
+    printf("seconds on all cores (%s: the kernels' default path); ratios to OpenBLAS dgemm of the "
+           "same "
            "shape; 'today' and MPFR: checks of a sample of rows and columns, scaled to every "
            "element\n\n| inputs | n | OpenBLAS gemm | OpenBLAS dgemm | complete check | vs dgemm "
            "| exact oracle | vs dgemm | one by one | splitting's gain | today's check | MPFR "

@@ -244,6 +244,36 @@ typedef struct shape {
 
 static bool has_peers = true;
 
+/* The kernels' automatic choice: each supported path's measured rate per class of inputs (the
+ * measurement gck_kpath_auto_for makes once per process) and the path each class runs on. */
+static void print_choice(void) {
+    static const gck_format in[GCK_KCLASS_COUNT][3] = {{GCK_F64, GCK_F64, GCK_F64},
+                                                       {GCK_F32, GCK_F32, GCK_F32},
+                                                       {GCK_F16, GCK_F16, GCK_F32},
+                                                       {GCK_BF16, GCK_BF16, GCK_F32}};
+    printf("kernels, the automatic choice: each path's rate, GFLOP/s on one thread (192x192x384, "
+           "measured at start-up; another path must be %.2fx the default's to be chosen)\n\n"
+           "| inputs |",
+           GCK_KPATH_MARGIN);
+    for (int p = GCK_KPATH_PORTABLE + 1; p < GCK_KPATH_COUNT; p++)
+        printf(" %s |", gck_kpath_name((gck_kpath)p));
+    printf(" chosen |\n|---|");
+    for (int p = GCK_KPATH_PORTABLE + 1; p <= GCK_KPATH_COUNT; p++) printf("---|");
+    printf("\n");
+    for (int k = 0; k < GCK_KCLASS_COUNT; k++) {
+        printf("| %s |", gck_kclass_name((gck_kclass)k));
+        for (int p = GCK_KPATH_PORTABLE + 1; p < GCK_KPATH_COUNT; p++) {
+            double r = gck_kpath_rate((gck_kpath)p, (gck_kclass)k);
+            if (r > 0)
+                printf(" %.1f |", r);
+            else
+                printf(" — |");
+        }
+        printf(" %s |\n", gck_kpath_name(gck_kpath_auto_for(in[k][0], in[k][1], in[k][2])));
+    }
+    printf("\n");
+}
+
 /* One line of the f32 or f64 table: ours, every peer, ours over the best peer, share of peak. */
 static void blas_line(bool dbl, shape s, int threads, double peak) {
     gck_format t = dbl ? GCK_F64 : GCK_F32;
@@ -329,8 +359,9 @@ int main(int argc, char **argv) {
         p32 = f > p32 ? f : p32;
         pdp = d > pdp ? d : pdp;
     }
-    printf("kernels path: %s; calibrated peak per core (%s FMA): f32 %.1f, f64 %.1f, VDPBF16PS "
-           "%s GFLOP/s (%% of peak: per thread count, peak x threads)\n\n",
+    print_choice();
+    printf("kernels default path: %s; calibrated peak per core (%s FMA): f32 %.1f, f64 %.1f, "
+           "VDPBF16PS %s GFLOP/s (%% of peak: per thread count, peak x threads)\n\n",
            gck_kpath_name(gck_kpath_auto()),
            avx512 ? "512-bit"
            : avx2 ? "256-bit"

@@ -8,7 +8,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fpenv.h"
 #include "gemmcheck/refgemm.h"
 #include "kernels_internal.h"
 #include "parallel.h"
@@ -18,7 +17,8 @@
 
 /* The paths, one list: each one's name and its table (the file of each x86 path ends in its
  * table: ukernel_avx2.c, ukernel_avx512.c, ukernel_avx512bf16.c; ukernel_x86.c says which the
- * CPU can run). gck_kpath_auto prefers the last supported one. */
+ * CPU can run). gck_kpath_auto, the default, is the last supported one; select.c chooses per
+ * class of inputs by measured rate (gck_kpath_auto_for). */
 static const struct {
     const char *name;
     const gck_kpath_ops *ops;
@@ -105,7 +105,7 @@ static const gck_kpath_ops *resolved_ops(gck_kpath path) {
     return gck_kpath_ops_of(path == GCK_KPATH_AUTO ? gck_kpath_auto() : path);
 }
 
-gck_model gck_gemm_model(gck_kpath path, gck_format ta, gck_format tb, gck_format compute) {
+gck_model gck_kgemm_model(gck_kpath path, gck_format ta, gck_format tb, gck_format compute) {
     gck_ref_model r = gck_ref_model_default(compute);
     r.fma = true;
     r.scale_compute = compute;
@@ -114,7 +114,7 @@ gck_model gck_gemm_model(gck_kpath path, gck_format ta, gck_format tb, gck_forma
     return m;
 }
 
-bool gck_gemm_pair_dot(gck_kpath path, gck_format ta, gck_format tb, gck_format compute) {
+bool gck_kgemm_pair_dot(gck_kpath path, gck_format ta, gck_format tb, gck_format compute) {
     return uses_bf16dot(resolved_ops(path), ta, tb, compute);
 }
 
@@ -620,8 +620,8 @@ static bool transposed_pays(const gck_case *c, const kjob *proto) {
     return sup != sup_t ? sup_t : swapped < as_is;
 }
 
-static gck_gemm_arg gemm_call(const gck_case *c, const void *A, const void *B, const void *C,
-                              void *D, const gck_gemm_config *cfg, char *msg, size_t len) {
+gck_gemm_arg gck_kgemm(const gck_case *c, const void *A, const void *B, const void *C, void *D,
+                       const gck_gemm_config *cfg, char *msg, size_t len) {
     gck_gemm_arg bad = check_args(c, A, B, C, D, cfg, msg, len);
     if (bad != GCK_GEMM_OK || c->m == 0 || c->n == 0) return bad;
     gck_kpath path = cfg && cfg->path != GCK_KPATH_AUTO ? cfg->path : gck_kpath_auto();
@@ -658,10 +658,3 @@ static gck_gemm_arg gemm_call(const gck_case *c, const void *A, const void *B, c
                           "out of memory for the packing buffers (K = %" PRId64 ")", c->k);
     return GCK_GEMM_OK;
 }
-
-/* ---- the public functions, in gemmcheck's floating-point environment (fpenv.h) ------------ */
-
-GCK_GUARDED(gck_gemm_arg, gck_gemm, gemm_call,
-            (const gck_case *c, const void *A, const void *B, const void *C, void *D,
-             const gck_gemm_config *cfg, char *msg, size_t len),
-            (c, A, B, C, D, cfg, msg, len))

@@ -70,6 +70,15 @@ typedef struct gck_kpath_ops {
 /** The operations of a supported path (GCK_KPATH_AUTO not allowed). */
 const gck_kpath_ops *gck_kpath_ops_of(gck_kpath p);
 
+/** gck_gemm on cfg's path as given (gemm.c), GCK_KPATH_AUTO meaning the default path
+ *  (gck_kpath_auto), without the floating-point environment's guard; the public gck_gemm
+ *  (select.c) resolves GCK_KPATH_AUTO per class of inputs first. */
+gck_gemm_arg gck_kgemm(const gck_case *c, const void *A, const void *B, const void *C, void *D,
+                       const gck_gemm_config *cfg, char *msg, size_t len);
+/** gck_gemm_model and gck_gemm_pair_dot of a path as given (GCK_KPATH_AUTO: the default). */
+gck_model gck_kgemm_model(gck_kpath path, gck_format ta, gck_format tb, gck_format compute);
+bool gck_kgemm_pair_dot(gck_kpath path, gck_format ta, gck_format tb, gck_format compute);
+
 /** The portable micro-kernels (C, fmaf/fma), and the x86-64 ones (ukernel_x86.c). */
 extern const gck_kpath_ops gck_kpath_portable_ops;
 extern const gck_kpath_ops gck_kpath_avx2_ops;

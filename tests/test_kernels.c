@@ -452,7 +452,9 @@ Test(kernels, the_backend_declares_the_model_it_computes) {
             dots += dot;
             cr_expect(same_model(&row->model, &want), "%s row %zu", spec, r);
             cr_expect(same_model(&api, &want), "%s row %zu", spec, r);
-            gck_kpath resolved = p == GCK_KPATH_AUTO ? gck_kpath_auto() : (gck_kpath)p;
+            gck_kpath resolved = p == GCK_KPATH_AUTO
+                                     ? gck_kpath_auto_for(row->a, row->b, row->compute)
+                                     : (gck_kpath)p;
             cr_expect_eq(dot, resolved == GCK_KPATH_AVX512BF16 && row->a == GCK_BF16 &&
                                   row->b == GCK_BF16 && row->compute == GCK_F32);
         }
@@ -649,5 +651,79 @@ Test(kernels, paths_are_reported) {
     cr_expect(!gck_kpath_parse("avx9000", &p));
     cr_assert_eq(setenv("GEMMCHECK_KERNELS_PATH", "portable", 1), 0);
     cr_expect_eq(gck_kpath_auto(), GCK_KPATH_PORTABLE);
+    for (int k = 0; k < GCK_KCLASS_COUNT; k++) /* forced: whatever the rates */
+        cr_expect_eq(gck_kpath_auto_for(GCK_BF16, GCK_BF16, k ? GCK_F32 : GCK_F64),
+                     GCK_KPATH_PORTABLE);
     unsetenv("GEMMCHECK_KERNELS_PATH");
+}
+
+/* The rule on given rates: the default path unless another is GCK_KPATH_MARGIN times as fast.
+ * The rates of issue 44's Intel Emerald Rapids core (bf16 2048^3, one thread: 43.5 GFLOP/s on
+ * the pair dot product, 108.9 converting to f32) move bf16 off avx512bf16; a near tie does not
+ * move anything. */
+Test(kernels, the_choice_follows_the_measured_rates_with_a_margin) {
+    double r[GCK_KPATH_COUNT] = {0};
+    r[GCK_KPATH_AVX2] = 60, r[GCK_KPATH_AVX512] = 108.9, r[GCK_KPATH_AVX512BF16] = 43.5;
+    cr_expect_eq(gck_kpath_choose(r, GCK_KPATH_AVX512BF16), GCK_KPATH_AVX512);
+    r[GCK_KPATH_AVX512BF16] = 150; /* a core where the pair dot product is the fast one */
+    cr_expect_eq(gck_kpath_choose(r, GCK_KPATH_AVX512BF16), GCK_KPATH_AVX512BF16);
+    r[GCK_KPATH_AVX512BF16] = 0;     /* a CPU without it */
+    r[GCK_KPATH_AVX2] = 1.2 * 108.9; /* within the margin of the default: no move */
+    cr_expect_eq(gck_kpath_choose(r, GCK_KPATH_AVX512), GCK_KPATH_AVX512);
+    r[GCK_KPATH_AVX2] = 1.3 * 108.9;
+    cr_expect_eq(gck_kpath_choose(r, GCK_KPATH_AVX512), GCK_KPATH_AVX2);
+    double failed[GCK_KPATH_COUNT] = {0, 0, 40, 0, 0}; /* the default's measurement failed */
+    cr_expect_eq(gck_kpath_choose(failed, GCK_KPATH_AVX512), GCK_KPATH_AVX2);
+    double none[GCK_KPATH_COUNT] = {0};
+    cr_expect_eq(gck_kpath_choose(none, GCK_KPATH_PORTABLE), GCK_KPATH_PORTABLE);
+    cr_expect_eq(gck_kclass_of(GCK_BF16, GCK_BF16, GCK_F32), GCK_KCLASS_BF16);
+    cr_expect_eq(gck_kclass_of(GCK_BF16, GCK_F16, GCK_F32), GCK_KCLASS_F16);
+    cr_expect_eq(gck_kclass_of(GCK_BF16, GCK_F32, GCK_F32), GCK_KCLASS_F32);
+    cr_expect_eq(gck_kclass_of(GCK_BF16, GCK_BF16, GCK_F64), GCK_KCLASS_F64);
+}
+
+/* The measured rates on this CPU: every supported SIMD path has a rate on every class, a path it
+ * cannot run and the portable reference have none, and each class runs on a supported path whose
+ * rate obeys the rule. The automatic call computes exactly what the chosen path computes (the
+ * same bits as gck_gemm on that path, pair dot product or not), and the choice does not change
+ * within the process. */
+Test(kernels, the_automatic_choice_is_measured_and_kept) {
+    unsetenv("GEMMCHECK_KERNELS_PATH");
+    static const gck_format in[GCK_KCLASS_COUNT][3] = {{GCK_F64, GCK_F64, GCK_F64},
+                                                       {GCK_F32, GCK_F32, GCK_F32},
+                                                       {GCK_F16, GCK_F16, GCK_F32},
+                                                       {GCK_BF16, GCK_BF16, GCK_F32}};
+    for (int k = 0; k < GCK_KCLASS_COUNT; k++) {
+        double r[GCK_KPATH_COUNT];
+        for (int p = 0; p < GCK_KPATH_COUNT; p++) {
+            r[p] = gck_kpath_rate((gck_kpath)p, (gck_kclass)k);
+            bool simd = p > GCK_KPATH_PORTABLE && gck_kpath_supported((gck_kpath)p, NULL, 0);
+            cr_expect(simd ? r[p] > 0 : r[p] == 0, "%s on %s: %g", gck_kpath_name((gck_kpath)p),
+                      gck_kclass_name((gck_kclass)k), r[p]);
+        }
+        gck_kpath chosen = gck_kpath_auto_for(in[k][0], in[k][1], in[k][2]);
+        cr_expect(gck_kpath_supported(chosen, NULL, 0));
+        cr_expect_eq(chosen, gck_kpath_choose(r, gck_kpath_auto()));
+        cr_expect_eq(chosen, gck_kpath_auto_for(in[k][0], in[k][1], in[k][2]));
+        printf("[kernels] %s inputs: auto runs %s (", gck_kclass_name((gck_kclass)k),
+               gck_kpath_name(chosen));
+        for (int p = GCK_KPATH_PORTABLE + 1; p < GCK_KPATH_COUNT; p++)
+            printf("%s%s %.1f", p > GCK_KPATH_PORTABLE + 1 ? ", " : "",
+                   gck_kpath_name((gck_kpath)p), r[p]);
+        printf(" GFLOP/s)\n");
+        /* the automatic call and the chosen path: the same bits */
+        gck_case c;
+        gck_case_init(&c, 37, 29, 41);
+        c.type_a = in[k][0], c.type_b = in[k][1];
+        c.type_c = c.type_d = c.compute = c.scale_type = in[k][2];
+        unsigned char a[37 * 41 * 8], b[41 * 29 * 8], d1[37 * 29 * 8], d2[37 * 29 * 8];
+        for (int e = 0; e < 37 * 41; e++) gck_store(a, c.type_a, e, ldexp(1 + e % 13, -(e % 9)));
+        for (int e = 0; e < 41 * 29; e++) gck_store(b, c.type_b, e, ldexp(3 - e % 11, -(e % 7)));
+        memset(d1, 0, sizeof d1);
+        memset(d2, 0, sizeof d2);
+        gck_gemm_config automatic = {1, GCK_KPATH_AUTO}, explicit = {1, chosen};
+        cr_assert_eq(gck_gemm(&c, a, b, d1, d1, &automatic, NULL, 0), GCK_GEMM_OK);
+        cr_assert_eq(gck_gemm(&c, a, b, d2, d2, &explicit, NULL, 0), GCK_GEMM_OK);
+        cr_expect(memcmp(d1, d2, sizeof d1) == 0, "%s", gck_kclass_name((gck_kclass)k));
+    }
 }

@@ -36,7 +36,7 @@ extern "C" {
 
 /** An instruction-set path. */
 typedef enum gck_kpath {
-    GCK_KPATH_AUTO = 0,   /**< the best the CPU supports (or GEMMCHECK_KERNELS_PATH) */
+    GCK_KPATH_AUTO = 0,   /**< per input class, the fastest supported path (gck_kpath_auto_for) */
     GCK_KPATH_PORTABLE,   /**< C only: the reference every other path is tested against */
     GCK_KPATH_AVX2,       /**< AVX2 and FMA */
     GCK_KPATH_AVX512,     /**< AVX-512F (F16C for f16 inputs) */
@@ -50,9 +50,41 @@ GCK_API const char *gck_kpath_name(gck_kpath p);
 GCK_API bool gck_kpath_parse(const char *name, gck_kpath *out);
 /** Whether this build and this CPU can run the path; if not, why (into why). */
 GCK_API bool gck_kpath_supported(gck_kpath p, char *why, size_t why_len);
-/** The path GCK_KPATH_AUTO runs: the environment variable GEMMCHECK_KERNELS_PATH if it names a
- *  supported path, else the best supported one. */
+/** The default path: the environment variable GEMMCHECK_KERNELS_PATH if it names a supported
+ *  path, else the last supported one in the list above (the widest instruction set). */
 GCK_API gck_kpath gck_kpath_auto(void);
+
+/** The classes of inputs whose rates the automatic choice compares: f64 (f64 compute), f32 (f32
+ *  compute, no 16-bit input), f16 (f32 compute, an f16 input), bf16 (bf16 x bf16 in f32: the pair
+ *  dot product's inputs where a path has it; bf16 with another type counts as f32). */
+typedef enum gck_kclass {
+    GCK_KCLASS_F64,
+    GCK_KCLASS_F32,
+    GCK_KCLASS_F16,
+    GCK_KCLASS_BF16,
+    GCK_KCLASS_COUNT
+} gck_kclass;
+
+/** The class of the input types and compute type; its name ("f64", "f32", "f16", "bf16"). */
+GCK_API gck_kclass gck_kclass_of(gck_format type_a, gck_format type_b, gck_format compute);
+GCK_API const char *gck_kclass_name(gck_kclass cls);
+
+/** How much faster than the default path another path must be, measured, to be chosen. */
+#define GCK_KPATH_MARGIN 1.25
+
+/** Path p's measured rate on the class, GFLOP/s on one thread: gck_gemm of a 192 x 192 x 384
+ *  product of the class's types, the best of three after a warm-up, measured once per process
+ *  for every supported SIMD path when the first automatic choice is made; 0 for a path the CPU
+ *  cannot run and for the portable path (the reference, never chosen over a SIMD path). */
+GCK_API double gck_kpath_rate(gck_kpath p, gck_kclass cls);
+/** The choice on given rates (indexed by path): `dflt`, unless another path's rate is at least
+ *  GCK_KPATH_MARGIN times dflt's (then the fastest). The margin keeps the choice the same
+ *  from one process to the next where two paths are within measuring noise of each other. */
+GCK_API gck_kpath gck_kpath_choose(const double rates[GCK_KPATH_COUNT], gck_kpath dflt);
+/** The path GCK_KPATH_AUTO runs for these types: GEMMCHECK_KERNELS_PATH if it names a supported
+ *  path (nothing measured), else gck_kpath_choose on the class's measured rates with
+ *  gck_kpath_auto as the default. The same for every call of a process. */
+GCK_API gck_kpath gck_kpath_auto_for(gck_format type_a, gck_format type_b, gck_format compute);
 
 /** Run options; a NULL pointer means the defaults. */
 typedef struct gck_gemm_config {

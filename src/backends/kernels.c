@@ -40,17 +40,42 @@ typedef struct kernels_state {
     gck_support_row rows[KERNELS_ROWS];
 } kernels_state;
 
-/* The rows with the model of the path the backend resolves to. */
+/* The path a row runs on: the backend's, or the automatic choice for the row's types. */
+static gck_kpath row_path(const kernels_state *s, const gck_support_row *row) {
+    return s->cfg.path == GCK_KPATH_AUTO ? gck_kpath_auto_for(row->a, row->b, row->compute)
+                                         : s->cfg.path;
+}
+
+/* The rows with the model of the path each resolves to (chosen once per process). */
 static void declare_rows(kernels_state *s) {
-    gck_kpath p =
-        s->cfg.path == GCK_KPATH_AUTO ? gck_kpath_auto() : s->cfg.path; /* resolved once */
     for (int r = 0; r < KERNELS_ROWS; r++) {
         gck_support_row *row = &s->rows[r];
         *row = kernels_tuples[r];
+        gck_kpath p = row_path(s, row);
         row->model = gck_gemm_model(p, row->a, row->b, row->compute);
         if (gck_gemm_pair_dot(p, row->a, row->b, row->compute))
             row->entry = "gck_gemm (VDPBF16PS pairs, odd step first, DAZ, FTZ)";
     }
+}
+
+/* "path avx512", or for the automatic choice the path of each class of inputs: "path auto (f64
+ * avx512, f32 avx512, f16 avx512, bf16 avx512bf16)". */
+static void path_text(const kernels_state *s, char *buf, size_t len) {
+    if (s->cfg.path != GCK_KPATH_AUTO) {
+        snprintf(buf, len, "path %s", gck_kpath_name(s->cfg.path));
+        return;
+    }
+    static const gck_format in[GCK_KCLASS_COUNT][3] = {{GCK_F64, GCK_F64, GCK_F64},
+                                                       {GCK_F32, GCK_F32, GCK_F32},
+                                                       {GCK_F16, GCK_F16, GCK_F32},
+                                                       {GCK_BF16, GCK_BF16, GCK_F32}};
+    size_t n = (size_t)snprintf(buf, len, "path auto (");
+    for (int k = 0; k < GCK_KCLASS_COUNT && n < len; k++) {
+        gck_kpath p = gck_kpath_auto_for(in[k][0], in[k][1], in[k][2]);
+        n += (size_t)snprintf(buf + n, len - n, "%s%s %s", k ? ", " : "",
+                              gck_kclass_name((gck_kclass)k), gck_kpath_name(p));
+    }
+    if (n < len) snprintf(buf + n, len - n, ")");
 }
 
 static gck_status kernels_init(void **state, const char *arg, char *msg, size_t len) {
@@ -74,16 +99,17 @@ static void kernels_teardown(void *state) { free(state); }
 static bool kernels_available(void *state, char *why, size_t len) {
     const kernels_state *s = state;
     if (!gck_kpath_supported(s->cfg.path, why, len)) return false;
-    gck_kpath p = s->cfg.path == GCK_KPATH_AUTO ? gck_kpath_auto() : s->cfg.path;
-    snprintf(why, len, "built in, path %s", gck_kpath_name(p));
+    char path[160];
+    path_text(s, path, sizeof path);
+    snprintf(why, len, "built in, %s", path);
     return true;
 }
 
 static void kernels_version(void *state, char *buf, size_t len) {
     const kernels_state *s = state;
-    gck_kpath p = s->cfg.path == GCK_KPATH_AUTO ? gck_kpath_auto() : s->cfg.path;
-    snprintf(buf, len, "gemmcheck kernels %s, path %s (docs/KERNELS.md)", GEMMCHECK_VERSION,
-             gck_kpath_name(p));
+    char path[160];
+    path_text(s, path, sizeof path);
+    snprintf(buf, len, "gemmcheck kernels %s, %s (docs/KERNELS.md)", GEMMCHECK_VERSION, path);
 }
 
 static size_t kernels_table(void *state, const gck_support_row **rows) {

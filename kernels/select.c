@@ -1,0 +1,136 @@
+/* The automatic choice of a path per class of inputs, by measured rate (gemmcheck/kernels.h),
+ * and the public functions that make it: gck_gemm, gck_gemm_model, gck_gemm_pair_dot. A
+ * flag says what a core can run, not how fast: on an Intel Emerald Rapids core VDPBF16PS runs at
+ * half the rate of f32 FMA, and the avx512bf16 path multiplied bf16 at 43.5 GFLOP/s where
+ * converting to f32 ran at 108.9 (issue 44), while on AMD Zen 4 the pair dot product is the
+ * faster one. So each supported SIMD path's rate on each class is measured once per process, and
+ * the default path (the widest instruction set) gives way only to one measurably faster. */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "format_internal.h"
+#include "fpenv.h"
+#include "gemmcheck/kernels.h"
+#include "kernels_internal.h"
+
+static const char *const class_names[GCK_KCLASS_COUNT] = {"f64", "f32", "f16", "bf16"};
+
+const char *gck_kclass_name(gck_kclass cls) {
+    return (unsigned)cls < GCK_KCLASS_COUNT ? class_names[cls] : "unknown";
+}
+
+gck_kclass gck_kclass_of(gck_format a, gck_format b, gck_format compute) {
+    if (compute == GCK_F64) return GCK_KCLASS_F64;
+    if (a == GCK_BF16 && b == GCK_BF16) return GCK_KCLASS_BF16;
+    if (a == GCK_F16 || b == GCK_F16) return GCK_KCLASS_F16;
+    return GCK_KCLASS_F32;
+}
+
+gck_kpath gck_kpath_choose(const double rates[GCK_KPATH_COUNT], gck_kpath dflt) {
+    int best = dflt;
+    for (int p = GCK_KPATH_AUTO + 1; p < GCK_KPATH_COUNT; p++)
+        if (rates[p] > rates[best]) best = p;
+    return rates[best] >= GCK_KPATH_MARGIN * rates[dflt] ? (gck_kpath)best : dflt;
+}
+
+/* ---- the measurement ------------------------------------------------------------------------ */
+
+enum { CAL_M = 192, CAL_N = 192, CAL_K = 384, CAL_RUNS = 3 };
+
+static double rates[GCK_KPATH_COUNT][GCK_KCLASS_COUNT];
+static pthread_once_t measured = PTHREAD_ONCE_INIT;
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* The class's case: its input types, f32 or f64 compute, D in the compute type. */
+static gck_case class_case(gck_kclass cls) {
+    static const gck_format in[GCK_KCLASS_COUNT] = {GCK_F64, GCK_F32, GCK_F16, GCK_BF16};
+    gck_case c;
+    gck_case_init(&c, CAL_M, CAL_N, CAL_K);
+    c.type_a = c.type_b = in[cls];
+    c.type_c = c.type_d = c.compute = cls == GCK_KCLASS_F64 ? GCK_F64 : GCK_F32;
+    c.scale_type = c.compute;
+    return c;
+}
+
+/* One path's rate on one class, GFLOP/s; 0 when a call fails or memory is short. */
+static double measure(gck_kpath p, gck_kclass cls, void *a, void *b, void *d) {
+    gck_case c = class_case(cls);
+    int64_t ea = (int64_t)CAL_M * CAL_K, eb = (int64_t)CAL_K * CAL_N;
+    for (int64_t e = 0; e < ea; e++) gck_fmt_store(a, c.type_a, e, 0.5 + (double)(e % 7) / 16);
+    for (int64_t e = 0; e < eb; e++) gck_fmt_store(b, c.type_b, e, 0.25 + (double)(e % 5) / 8);
+    gck_gemm_config cfg = {1, p};
+    double best = 0;
+    for (int run = 0; run <= CAL_RUNS; run++) { /* run 0: the warm-up */
+        double t0 = now();
+        if (gck_kgemm(&c, a, b, d, d, &cfg, NULL, 0) != GCK_GEMM_OK) return 0;
+        double t = now() - t0;
+        double r = t > 0 ? 2.0 * CAL_M * CAL_N * CAL_K / t * 1e-9 : 0;
+        if (run > 0 && r > best) best = r;
+    }
+    return best;
+}
+
+static void measure_all(void) {
+    size_t bytes = sizeof(double) * CAL_K * (CAL_M > CAL_N ? CAL_M : CAL_N);
+    void *a = malloc(bytes), *b = malloc(bytes), *d = malloc(sizeof(double) * CAL_M * CAL_N);
+    for (int p = GCK_KPATH_PORTABLE + 1; a && b && d && p < GCK_KPATH_COUNT; p++)
+        for (int cls = 0; gck_kpath_supported((gck_kpath)p, NULL, 0) && cls < GCK_KCLASS_COUNT;
+             cls++)
+            rates[p][cls] = measure((gck_kpath)p, (gck_kclass)cls, a, b, d);
+    free(a);
+    free(b);
+    free(d);
+}
+
+double gck_kpath_rate(gck_kpath p, gck_kclass cls) {
+    if ((unsigned)p >= GCK_KPATH_COUNT || (unsigned)cls >= GCK_KCLASS_COUNT) return 0;
+    pthread_once(&measured, measure_all);
+    return rates[p][cls];
+}
+
+gck_kpath gck_kpath_auto_for(gck_format a, gck_format b, gck_format compute) {
+    gck_kpath dflt = gck_kpath_auto(), forced;
+    const char *env = getenv("GEMMCHECK_KERNELS_PATH");
+    if (dflt == GCK_KPATH_PORTABLE ||
+        (env && gck_kpath_parse(env, &forced) && forced == dflt)) /* forced, or no choice */
+        return dflt;
+    gck_kclass cls = gck_kclass_of(a, b, compute);
+    double r[GCK_KPATH_COUNT];
+    for (int p = 0; p < GCK_KPATH_COUNT; p++) r[p] = gck_kpath_rate((gck_kpath)p, cls);
+    return gck_kpath_choose(r, dflt);
+}
+
+/* ---- the public functions that resolve GCK_KPATH_AUTO, in gemmcheck's floating-point
+ * environment (fpenv.h) ------------------------------------------------------------------------ */
+
+static gck_kpath resolved(gck_kpath path, gck_format ta, gck_format tb, gck_format compute) {
+    return path == GCK_KPATH_AUTO ? gck_kpath_auto_for(ta, tb, compute) : path;
+}
+
+gck_model gck_gemm_model(gck_kpath path, gck_format ta, gck_format tb, gck_format compute) {
+    return gck_kgemm_model(resolved(path, ta, tb, compute), ta, tb, compute);
+}
+
+bool gck_gemm_pair_dot(gck_kpath path, gck_format ta, gck_format tb, gck_format compute) {
+    return gck_kgemm_pair_dot(resolved(path, ta, tb, compute), ta, tb, compute);
+}
+
+static gck_gemm_arg gemm_auto(const gck_case *c, const void *A, const void *B, const void *C,
+                              void *D, const gck_gemm_config *cfg, char *msg, size_t len) {
+    gck_gemm_config r = cfg ? *cfg : (gck_gemm_config){0, GCK_KPATH_AUTO};
+    if (c && r.path == GCK_KPATH_AUTO) r.path = resolved(r.path, c->type_a, c->type_b, c->compute);
+    return gck_kgemm(c, A, B, C, D, &r, msg, len);
+}
+
+GCK_GUARDED(gck_gemm_arg, gck_gemm, gemm_auto,
+            (const gck_case *c, const void *A, const void *B, const void *C, void *D,
+             const gck_gemm_config *cfg, char *msg, size_t len),
+            (c, A, B, C, D, cfg, msg, len))
