@@ -22,13 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_time.h"
 #include "gemmcheck/gemmcheck.h"
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* ---- peak ----------------------------------------------------------------------------------- */
 
@@ -37,12 +32,12 @@ static double now(void) {
 #define CHAINS 12
 #define PEAK_LOOP(OP, flops, REDUCE)                                                               \
     long iters = 0;                                                                                \
-    double t0 = now(), t;                                                                          \
+    double t0 = bench_now(), t;                                                                    \
     do {                                                                                           \
         for (int r = 0; r < 100000; r++)                                                           \
             _Pragma("GCC unroll 16") for (int c = 0; c < CHAINS; c++) acc[c] = OP;                 \
         iters += 100000;                                                                           \
-    } while ((t = now() - t0) < 0.2);                                                              \
+    } while ((t = bench_now() - t0) < 0.2);                                                        \
     float sink = 0;                                                                                \
     for (int c = 0; c < CHAINS; c++) sink += REDUCE(acc[c]);                                       \
     if (sink == 12345.0f) puts("");                                                                \
@@ -80,9 +75,9 @@ static double best_gflops(void (*fn)(void *), void *arg, double flops) {
     fn(arg);
     double best = 0, spent = 0;
     for (int r = 0; r < 1000 && (r < 3 || spent < 0.3); r++) {
-        double t0 = now();
+        double t0 = bench_now();
         fn(arg);
-        double t = now() - t0;
+        double t = bench_now() - t0;
         spent += t;
         if (flops / t / 1e9 > best) best = flops / t / 1e9;
     }

@@ -10,6 +10,7 @@
 #include "gemmcheck/gemmcheck.h"
 #include "grid.h"
 #include "kernels_internal.h"
+#include "mix.h"
 #include "testutil.h"
 
 /* The reference evaluation gck_gemm declares for a compute type. */
@@ -726,4 +727,92 @@ Test(kernels, the_automatic_choice_is_measured_and_kept) {
         cr_assert_eq(gck_gemm(&c, a, b, d2, d2, &explicit, NULL, 0), GCK_GEMM_OK);
         cr_expect(memcmp(d1, d2, sizeof d1) == 0, "%s", gck_kclass_name((gck_kclass)k));
     }
+}
+
+/* ---- the int8 GEMM -------------------------------------------------------------------------- */
+
+/* C = A·Bᵀ by int64 sums, one element at a time: the truth gck_igemm_s8 must equal bit for bit. */
+static int64_t int8_dot(const int8_t *a, const int8_t *b, int64_t k) {
+    int64_t s = 0;
+    for (int64_t t = 0; t < k; t++) s += (int64_t)a[t] * b[t];
+    return s;
+}
+
+/* Shapes across the tile edges (6 rows, 64 columns, k in groups of 4 and blocks of 512), values
+ * drawn from the whole int8 range with its ends over-weighted, leading dimensions beyond the line;
+ * on both implementations, 1 and 2 threads, stored and accumulated. */
+Test(kernels, the_int8_gemm_is_exact_on_every_path, .timeout = 120) {
+    static const int64_t ms[] = {1, 5, 6, 7, 13, 200}, ns[] = {1, 63, 64, 65, 130},
+                         ks[] = {0, 1, 3, 4, 5, 511, 512, 513, 1030};
+    uint64_t z = 0x1a2b3c;
+    int cases = 0;
+    printf("[kernels] int8 GEMM here: %s\n", gck_igemm_path(false));
+    for (size_t mi = 0; mi < sizeof ms / sizeof *ms; mi++)
+        for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++)
+            for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++) {
+                int64_t m = ms[mi], n = ns[ni], k = ks[ki], lda = k + 3, ldb = k + 1, ldc = n + 2;
+                int8_t *A = malloc((size_t)(m * lda + 1)), *B = malloc((size_t)(n * ldb + 1));
+                int32_t *C = malloc(sizeof(int32_t) * (size_t)(ldc * m)),
+                        *start = malloc(sizeof(int32_t) * (size_t)(ldc * m));
+                for (int64_t e = 0; e < m * lda; e++) {
+                    z = gck_splitmix64(z);
+                    A[e] = (int8_t)(z % 5 == 0 ? (z & 64 ? 127 : -128) : (int8_t)(z >> 24));
+                }
+                for (int64_t e = 0; e < n * ldb; e++) {
+                    z = gck_splitmix64(z);
+                    B[e] = (int8_t)(z % 5 == 0 ? (z & 64 ? 127 : -128) : (int8_t)(z >> 24));
+                }
+                for (int64_t e = 0; e < ldc * m; e++)
+                    start[e] = (int32_t)(e * 7919 % 100003) - 50000;
+                for (int v = 0; v < 8; v++) {
+                    bool portable = v & 1, acc = v & 2;
+                    memcpy(C, start, sizeof(int32_t) * (size_t)(ldc * m));
+                    gck_igemm_args g = {m,   n, k,   A,   lda,           B,
+                                        ldb, C, ldc, acc, v & 4 ? 2 : 1, portable};
+                    cr_assert(gck_igemm_s8(&g));
+                    for (int64_t i = 0; i < m; i++)
+                        for (int64_t j = 0; j < ldc; j++) {
+                            int64_t want = j >= n ? start[i * ldc + j]
+                                                  : int8_dot(A + i * lda, B + j * ldb, k) +
+                                                        (acc ? start[i * ldc + j] : 0);
+                            cr_assert_eq(C[i * ldc + j], want,
+                                         "m %lld n %lld k %lld (%lld, %lld) %s acc %d",
+                                         (long long)m, (long long)n, (long long)k, (long long)i,
+                                         (long long)j, gck_igemm_path(portable), acc);
+                        }
+                    cases++;
+                }
+                free(A), free(B), free(C), free(start);
+            }
+    printf("[kernels] int8 GEMM: %d products equal to int64 sums element by element\n", cases);
+}
+
+/* At the largest k the extremes sum to ±2^30 and nearby, exactly; one more k, a negative size or
+ * a short leading dimension is refused with C untouched. */
+Test(kernels, the_int8_gemm_holds_its_extremes_and_refuses_the_rest, .timeout = 60) {
+    int64_t k = GCK_IGEMM_MAX_K;
+    int8_t *A = malloc((size_t)(2 * k + 2)), *B = malloc((size_t)(2 * k + 2));
+    memset(A, 0x80, (size_t)(2 * k + 2)); /* -128 */
+    memset(B, 0x80, (size_t)k);           /* column 0: -128 */
+    memset(B + k, 0x7f, (size_t)(k + 2)); /* column 1: 127 */
+    A[k + 5] = 127;                       /* row 1 differs in one place */
+    int32_t C[4];
+    for (int portable = 0; portable < 2; portable++) {
+        gck_igemm_args g = {2, 2, k, A, k, B, k, C, 2, false, 0, portable};
+        cr_assert(gck_igemm_s8(&g));
+        cr_expect_eq(C[0], INT64_C(1) << 30);
+        cr_expect_eq(C[2], (INT64_C(1) << 30) - 128 * 128 - 127 * 128); /* C row-major */
+        cr_expect_eq(C[1], -(int64_t)k * 128 * 127);
+        cr_expect_eq(C[3], -(int64_t)(k - 1) * 128 * 127 + 127 * 127);
+        int32_t before[4];
+        memcpy(before, C, sizeof C);
+        g.k = k + 1, g.lda = g.ldb = k + 1;
+        cr_expect(!gck_igemm_s8(&g));
+        g.k = 8, g.lda = 7;
+        cr_expect(!gck_igemm_s8(&g));
+        g.lda = 8, g.m = -1;
+        cr_expect(!gck_igemm_s8(&g));
+        cr_expect(memcmp(before, C, sizeof C) == 0);
+    }
+    free(A), free(B);
 }

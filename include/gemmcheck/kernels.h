@@ -25,6 +25,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "gemmcheck/case.h"
 #include "gemmcheck/export.h"
@@ -153,6 +154,37 @@ GCK_API gck_model gck_gemm_model(gck_kpath path, gck_format type_a, gck_format t
  *  rounding), an odd K padded with +0 * +0 (docs/KERNELS.md). */
 GCK_API bool gck_gemm_pair_dot(gck_kpath path, gck_format type_a, gck_format type_b,
                                gck_format compute);
+
+/* ---- the int8 GEMM ---------------------------------------------------------------------------
+ * The exact integer products of the oracles' sliced operands. */
+
+/** The largest k gck_igemm_s8 takes: no partial sum of 65,536 products of int8 values (each of
+ *  magnitude at most 2^14, and (a + 128)·b at most 255·128) can leave int32. */
+#define GCK_IGEMM_MAX_K 65536
+
+/** C = A·Bᵀ (+ C when accumulate) for int8 lines along k: row i of A at A + i·lda, column j of B
+ *  at B + j·ldb, each k bytes; C row-major, C[i·ldc + j], int32. */
+typedef struct gck_igemm_args {
+    int64_t m, n, k;
+    const int8_t *A;
+    int64_t lda;
+    const int8_t *B;
+    int64_t ldb;
+    int32_t *C;
+    int64_t ldc;
+    bool accumulate; /**< add to C (the caller keeps C + the sum within int32) */
+    int threads;     /**< 0: one per online core, while each has work enough */
+    bool portable;   /**< the C loop even where VPDPBUSD runs (tests) */
+} gck_igemm_args;
+
+/** The product, exact: every partial sum is an integer within int32, so the bits do not depend
+ *  on the order, the path or the threads. VPDPBUSD (AVX512-VNNI) where the CPU has it, else a C
+ *  loop. False, nothing written, for k > GCK_IGEMM_MAX_K, a negative size, a leading dimension
+ *  below its line, or out of memory for the packing (then C is partly written). */
+GCK_API bool gck_igemm_s8(const gck_igemm_args *args);
+/** The implementation gck_igemm_s8 runs here: "avx512vnni" or "portable" (always, with
+ *  `portable`). */
+GCK_API const char *gck_igemm_path(bool portable);
 
 #ifdef __cplusplus
 }
