@@ -9,7 +9,8 @@
  *   - dgemm:     OpenBLAS cblas_dgemm on the same shape, all cores (the unit of the ratios);
  *   - check:     gck_check_values, every element (the exact sums by splitting where it applies,
  *                the bound's sums of |a||b| from a GEMM), all cores, and the path its sums took;
- *   - oracle:    gck_oracle_exact alone (splitting as it chooses), all cores;
+ *   - oracle:    gck_oracle_exact alone (splitting as GEMMCHECK_OZAKI said when the benchmark
+ *                started: auto, its default, always, or int8), all cores;
  *   - one by one: the exact oracle with splitting off (GEMMCHECK_OZAKI=never), all cores, for
  *                n <= 2048 (at 4096 it is scaled from 2048 by 8, and marked so);
  *   - today:     the check as it was before splitting and the GEMM bound (no operand copy, hence
@@ -120,6 +121,11 @@ static double check_seconds(const operands *o, const gck_check_options *opt, gck
                                            : t;
 }
 
+/* The run's splitting mode: GEMMCHECK_OZAKI as the benchmark started (auto, always, int8). */
+static char run_mode[16] = "auto";
+
+static void restore_mode(void) { setenv("GEMMCHECK_OZAKI", run_mode, 1); }
+
 static double oracle_seconds(const operands *o, const char *ozaki) {
     setenv("GEMMCHECK_OZAKI", ozaki, 1);
     size_t bytes = (size_t)o->c.m * (size_t)o->c.n * (o->c.type_d == GCK_F64 ? 8 : 4);
@@ -129,7 +135,7 @@ static double oracle_seconds(const operands *o, const char *ozaki) {
     gck_status s = gck_oracle_exact(&o->c, o->a, o->b, NULL, d, 0, msg, sizeof msg);
     t = now() - t;
     free(d);
-    unsetenv("GEMMCHECK_OZAKI");
+    restore_mode();
     if (s != GCK_OK) {
         fprintf(stderr, "bench_check: %s\n", msg);
         exit(2);
@@ -160,7 +166,7 @@ static void line(gck_backend *be, gck_format t, int n, int sample_lines, double 
     double check = check_seconds(&o, &opt, r);
     char path[192];
     snprintf(path, sizeof path, "%s", r->oracle_path);
-    double oracle = oracle_seconds(&o, "auto");
+    double oracle = oracle_seconds(&o, run_mode);
     bool scaled = n > 2048;
     double obo = scaled ? (one_by_one ? *one_by_one * 8 : NAN) : oracle_seconds(&o, "never");
     if (one_by_one && !scaled) *one_by_one = obo;
@@ -171,7 +177,7 @@ static void line(gck_backend *be, gck_format t, int n, int sample_lines, double 
                              .sample_lines = sample_lines,
                              .copy_limit = 1};
     double today = check_seconds(&o, &old, r);
-    unsetenv("GEMMCHECK_OZAKI");
+    restore_mode();
     gck_check_options mp = {.oracle = GCK_ORACLE_MPFR, .sample_above = 1, .sample_lines = 2};
     double mpfr = check_seconds(&o, &mp, r);
     char obo_s[48] = "- (2048 not in --sizes)", gain_s[16] = "-";
@@ -191,7 +197,9 @@ static void line(gck_backend *be, gck_format t, int n, int sample_lines, double 
 
 int main(int argc, char **argv) {
     int sizes[8] = {1024, 2048, 4096}, nsizes = 3, sample_lines = 4;
-    const char *types = "f16,bf16,f32,f64";
+    const char *types = "f16,bf16,f32,f64", *env = getenv("GEMMCHECK_OZAKI");
+    if (env && *env) snprintf(run_mode, sizeof run_mode, "%s", env);
+    restore_mode();
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--sizes") && i + 1 < argc)
             nsizes = parse_list(argv[++i], sizes, 8);
@@ -213,14 +221,15 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_check: %s\n", msg);
         return 2;
     }
-    printf("seconds on all cores (%s: the kernels' default path); ratios to OpenBLAS dgemm of the "
+    printf("seconds on all cores (%s: the kernels' default path; splitting: %s); ratios to "
+           "OpenBLAS dgemm of the "
            "same "
            "shape; 'today' and MPFR: checks of a sample of rows and columns, scaled to every "
            "element\n\n| inputs | n | OpenBLAS gemm | OpenBLAS dgemm | complete check | vs dgemm "
            "| exact oracle | vs dgemm | one by one | splitting's gain | today's check | MPFR "
            "check | how the sums were made |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
            "---|\n",
-           gck_kpath_name(gck_kpath_auto()));
+           gck_kpath_name(gck_kpath_auto()), run_mode);
     const gck_format all[] = {GCK_F16, GCK_BF16, GCK_F32, GCK_F64};
     for (int f = 0; f < 4; f++) {
         char list[64], *save = NULL;

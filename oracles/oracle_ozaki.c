@@ -51,7 +51,7 @@ void gck_ozaki_set_mode(gck_ozaki_mode m) {
 }
 
 gck_ozaki_options gck_ozaki_defaults(void) {
-    gck_ozaki_options o = {GCK_OZAKI_AUTO, -1};
+    gck_ozaki_options o = {GCK_OZAKI_AUTO, -1, 0, 0};
     const char *e = getenv("GEMMCHECK_OZAKI");
     if (mode_set)
         o.mode = mode;
@@ -59,6 +59,8 @@ gck_ozaki_options gck_ozaki_defaults(void) {
         o.mode = GCK_OZAKI_ALWAYS;
     else if (e && !strcmp(e, "never"))
         o.mode = GCK_OZAKI_NEVER;
+    else if (e && !strcmp(e, "int8"))
+        o.mode = GCK_OZAKI_INT8;
     return o;
 }
 
@@ -82,6 +84,8 @@ void gck_ozaki_free(gck_ozaki *o) {
     free(o->tsum);
     free(o);
 }
+
+const char *gck_ozaki_gemm(const gck_ozaki *o) { return o->int8 ? "int8" : "f64"; }
 
 void gck_ozaki_shape(const gck_ozaki *o, int *slices_a, int *slices_b, int *beta) {
     *slices_a = o->sa;
@@ -114,10 +118,12 @@ typedef struct work {
     uint64_t *x, *yb, *ra; /* Freivalds: x (N), dB_t·x (SB x K), dA_s·(dB_t·x) (M) */
     __int128 *acc;         /* sums of a matrix-vector product (max(M, K)) */
     __int128 *rhs;         /* ND x M */
+    int8_t *a8, *b8;       /* int8 mode: as and bs as bytes (the same element order) */
+    int32_t *p32;          /* int8 mode: the product, row-major */
 } work;
 
 static void work_free(work *w) {
-    void *all[] = {w->as, w->bs, w->p, w->x, w->yb, w->ra, w->acc, w->rhs};
+    void *all[] = {w->as, w->bs, w->p, w->x, w->yb, w->ra, w->acc, w->rhs, w->a8, w->b8, w->p32};
     for (size_t t = 0; t < sizeof all / sizeof all[0]; t++) free(all[t]);
 }
 
@@ -134,18 +140,50 @@ static bool work_alloc(work *w, const gck_ozaki *o) {
                 malloc((size_t)(o->sb * K) * sizeof(uint64_t)),
                 malloc((size_t)M * sizeof(uint64_t)),
                 malloc((size_t)mk * sizeof(__int128)),
-                malloc((size_t)(o->nd * M) * sizeof(__int128))};
+                malloc((size_t)(o->nd * M) * sizeof(__int128)),
+                NULL,
+                NULL,
+                NULL};
+    if (o->int8) {
+        w->a8 = malloc((size_t)(M * K));
+        w->b8 = malloc((size_t)(o->sb * K * N));
+        w->p32 = malloc((size_t)(M * N) * sizeof(int32_t));
+        if (!w->a8 || !w->b8 || !w->p32) return false;
+    }
     return w->as && w->bs && w->p && w->x && w->yb && w->ra && w->acc && w->rhs;
 }
 
 /* P = dA_s · dB_t with gemmcheck's f64 GEMM (exact: see the top of the file); a holds dA_s
- * transposed. */
-static bool slice_product(const gck_ozaki *o, const double *a, const double *b, double *p) {
+ * transposed. In int8 mode with the int8 GEMM on the same digits as bytes (a8: dA_s's rows along
+ * k, b8: dB_t's columns along k, the element order of a and b), exact as well: digits below 2^7,
+ * K <= GCK_IGEMM_MAX_K. */
+static bool slice_product(const gck_ozaki *o, const double *a, const double *b, double *p,
+                          const work *w, int t) {
+    if (o->int8) {
+        gck_igemm_args g = {.m = o->m,
+                            .n = o->n,
+                            .k = o->k,
+                            .A = w->a8,
+                            .lda = o->k,
+                            .B = w->b8 + t * o->k * o->n,
+                            .ldb = o->k,
+                            .C = w->p32,
+                            .ldc = o->n};
+        if (!gck_igemm_s8(&g)) return false;
+        for (int64_t i = 0; i < o->m; i++)
+            for (int64_t j = 0; j < o->n; j++) p[i + j * o->m] = w->p32[i * o->n + j];
+        return true;
+    }
     gck_case g; /* f64, column-major, tight, alpha = 1, beta = 0 (C not read) */
     gck_case_init(&g, o->m, o->n, o->k);
     g.transa = GCK_OP_T, g.lda = o->k;
     char msg[256];
     return gck_gemm(&g, a, b, p, p, NULL, msg, sizeof msg) == GCK_GEMM_OK;
+}
+
+/* n digits as bytes (int8 mode; each below 2^7 in magnitude). */
+static void digits_to_bytes(const double *d, int64_t n, int8_t *out) {
+    for (int64_t e = 0; e < n; e++) out[e] = (int8_t)d[e];
 }
 
 /* Q_d += P for the slice product P (M x N), the columns cut among the cores; a part that meets
@@ -209,6 +247,7 @@ static bool build_pair(gck_ozaki *o, const lines *va, const lines *vb, int64_t m
     gck_freivalds_vector(seed, w->x, N);
     for (int t = 0; t < o->sb; t++) {
         gck_oz_slice(vb, o->eb, mb, o->beta, o->sb, t, w->bs + t * K * N);
+        if (o->int8) digits_to_bytes(w->bs + t * K * N, K * N, w->b8 + t * K * N);
         gck_freivalds_matvec(w->bs + t * K * N, K, N, w->x, w->acc, w->yb + t * K);
     }
     memset(w->rhs, 0, (size_t)(nd * M) * sizeof *w->rhs);
@@ -216,8 +255,9 @@ static bool build_pair(gck_ozaki *o, const lines *va, const lines *vb, int64_t m
         .p = w->p, .q = q, .rhs = w->rhs, .x = w->x, .acc = w->acc, .m = M, .n = N, .nd = nd};
     for (int s = 0; s < o->sa; s++) {
         gck_oz_slice(va, o->ea, ma, o->beta, o->sa, s, w->as);
+        if (o->int8) digits_to_bytes(w->as, M * K, w->a8);
         for (int t = 0; t < o->sb; t++) {
-            if (!slice_product(o, w->as, w->bs + t * K * N, w->p)) return false;
+            if (!slice_product(o, w->as, w->bs + t * K * N, w->p, w, t)) return false;
             if (o->corrupt >= 0 && s + t == 0) w->p[o->corrupt % (M * N)] += 1;
             x.d = s + t;
             if (!accum_pass(&x, N, accum_part)) return false;
@@ -246,22 +286,80 @@ static void weight_range(gck_ozaki *o, int64_t la, int64_t lb) {
 }
 
 /* The slice counts of least estimated cost, in f64 multiply-adds: SA·SB slice products of M·N·K
- * each, and every tail value TAIL_COST times for each element it meets (a decoded product added
- * to the element's accumulator); *cost: that cost. */
+ * each (`weight` f64 multiply-adds per multiply-add of the slices' GEMM), `pass` more per element
+ * of each product (0 keeps the f64 splitting's original choice), and every tail value TAIL_COST
+ * times for each element it meets (a decoded product added to the element's accumulator);
+ * *cost: that cost. */
 #define TAIL_COST 200.0
-static void choose_slices(gck_ozaki *o, const int64_t *ha, const int64_t *hb, double *cost) {
+static void choose_slices(gck_ozaki *o, const int64_t *ha, const int64_t *hb, double weight,
+                          double pass, double *cost) {
     int maxa = gck_oz_most_needed(ha), maxb = gck_oz_most_needed(hb);
     if (maxa > OZ_MAX_BITS / o->beta) maxa = OZ_MAX_BITS / o->beta;
     if (maxb > OZ_MAX_BITS / o->beta) maxb = OZ_MAX_BITS / o->beta;
-    double mnk = (double)o->m * (double)o->n * (double)o->k * (double)o->pairs;
+    double mn = (double)o->m * (double)o->n * (double)o->pairs, mnk = mn * (double)o->k;
     *cost = INFINITY;
     for (int sa = 1; sa <= maxa; sa++)
         for (int sb = 1; sb <= maxb; sb++) {
-            double c = sa * sb * mnk + TAIL_COST * (double)o->pairs *
-                                           ((double)o->n * (double)gck_oz_tails_beyond(ha, sa) +
-                                            (double)o->m * (double)gck_oz_tails_beyond(hb, sb));
+            double c = sa * sb * (weight * mnk + pass * mn) +
+                       TAIL_COST * (double)o->pairs *
+                           ((double)o->n * (double)gck_oz_tails_beyond(ha, sa) +
+                            (double)o->m * (double)gck_oz_tails_beyond(hb, sb));
             if (c < *cost) *cost = c, o->sa = sa, o->sb = sb;
         }
+}
+
+/* ---- AUTO's choice of the slices' GEMM ---------------------------------------------------------
+ * The f64 splitting takes slices of up to 26 bits, the int8 one slices of 7 bits: more products,
+ * each on a GEMM several times faster where VPDPBUSD runs. Both are planned, and their costs
+ * compared in f64 multiply-adds, from the rates this process measured (the kernels' f64 path,
+ * gck_kpath_rate; the int8 GEMM, gck_igemm_rate), plus a pass over each product's M·N elements
+ * (OZ_PASS: adding it to its term, about 1 ns an element on a Zen 4, some 25 f64 multiply-adds
+ * there; the int8 product also turned into doubles, as much again). */
+#define OZ_PASS 25.0
+
+/* The int8 plan in `t` (scales and slice counts on scratch arrays); false when out of memory. */
+static bool int8_plan(const gck_ozaki *o, const lines *va, const lines *vb, gck_ozaki *t,
+                      int64_t *ha, int64_t *hb, int32_t *lowa, int32_t *lowb, double weight,
+                      double *cost) {
+    *t = *o;
+    t->int8 = true, t->beta = 7;
+    t->ea = malloc((size_t)(va->members * o->m) * sizeof *t->ea);
+    t->eb = malloc((size_t)(vb->members * o->n) * sizeof *t->eb);
+    t->need_a = malloc((size_t)(va->members * o->m));
+    t->need_b = malloc((size_t)(vb->members * o->n));
+    memset(ha, 0, OZ_NEED_BINS * sizeof *ha);
+    memset(hb, 0, OZ_NEED_BINS * sizeof *hb);
+    bool ok = t->ea && t->eb && t->need_a && t->need_b &&
+              gck_oz_line_scales(va, 7, t->ea, t->need_a, ha, lowa) &&
+              gck_oz_line_scales(vb, 7, t->eb, t->need_b, hb, lowb);
+    if (ok) choose_slices(t, ha, hb, weight, 2 * OZ_PASS, cost);
+    return ok;
+}
+
+/* AUTO: whether the int8 plan costs less than the f64 one (`cost`: its cost, *o its plan);
+ * if so, *o, ha, hb, the lowest bits and `cost` become the int8 plan's. */
+static void maybe_int8(gck_ozaki *o, const gck_ozaki_options *opt, const lines *va, const lines *vb,
+                       int64_t *ha, int64_t *hb, int32_t *lowa, int32_t *lowb, double *cost) {
+    double r64 = opt->rate_f64 > 0 ? opt->rate_f64
+                                   : gck_kpath_rate(gck_kpath_auto_for(GCK_F64, GCK_F64, GCK_F64),
+                                                    GCK_KCLASS_F64),
+           r8 = opt->rate_int8 > 0 ? opt->rate_int8 : gck_igemm_rate();
+    if (!(r64 > 0) || !(r8 > 0)) return;
+    double f64_cost = *cost + OZ_PASS * o->sa * o->sb * (double)o->m * (double)o->n * o->pairs;
+    int64_t h8a[OZ_NEED_BINS], h8b[OZ_NEED_BINS];
+    int32_t l8a = INT32_MAX, l8b = INT32_MAX;
+    gck_ozaki t;
+    double c8;
+    bool ok = int8_plan(o, va, vb, &t, h8a, h8b, &l8a, &l8b, r64 / r8, &c8);
+    if (ok && c8 < f64_cost) {
+        free(o->ea), free(o->eb), free(o->need_a), free(o->need_b);
+        *o = t;
+        memcpy(ha, h8a, sizeof h8a);
+        memcpy(hb, h8b, sizeof h8b);
+        *lowa = l8a, *lowb = l8b, *cost = c8;
+        return;
+    }
+    free(t.ea), free(t.eb), free(t.need_a), free(t.need_b);
 }
 
 /* Whether to split: always in ALWAYS mode (memory permitting), else when the product is large
@@ -283,7 +381,7 @@ static bool decide(gck_ozaki *o, gck_ozaki_mode md, double cost, char *why, size
                       (o->ntail_a ? (double)o->vb.members * o->n : 0));
     if (bytes > (double)OZ_MAX_BYTES)
         snprintf(why, len, "splitting would take %.1f GiB", bytes / (1 << 30));
-    else if (md == GCK_OZAKI_ALWAYS)
+    else if (md == GCK_OZAKI_ALWAYS || md == GCK_OZAKI_INT8)
         return true;
     else if (products < OZ_MIN_PRODUCTS)
         snprintf(why, len, "too few products (%lld) for splitting to pay", (long long)products);
@@ -428,7 +526,8 @@ static bool prepare_tails(gck_ozaki *o, int32_t *tmina, int32_t *tminb, char *wh
 static bool ahead_pays(const gck_ozaki *o, gck_ozaki_mode md) {
     double products = (double)o->ntail_a * (double)o->n + (double)o->ntail_b * (double)o->m,
            passes = (double)o->k * (double)(o->m + o->n) + (double)o->m * (double)o->n;
-    return products > 0 && (md == GCK_OZAKI_ALWAYS || 8 * products >= passes * (double)o->pairs);
+    return products > 0 && (md == GCK_OZAKI_ALWAYS || md == GCK_OZAKI_INT8 ||
+                            8 * products >= passes * (double)o->pairs);
 }
 
 /* The tails' partners and sums (build_tsum), in the slices' and product's memory where it has
@@ -447,6 +546,40 @@ static void sum_tails_ahead(gck_ozaki *o, work *w) {
     gck_oz_build_tsum(o);
 }
 
+/* The terms of every pair of members, the tails' range below them, and the tails summed ahead
+ * where it pays; low: the lowest bit of any value of op(A), of op(B), of any tail of each.
+ * False (with why) when out of memory or a slice product failed its check. */
+static bool build_terms(gck_ozaki *o, gck_ozaki_mode md, const lines *va, const lines *vb,
+                        const int32_t low[4], char *why, size_t why_len) {
+    int32_t lowa = low[0], lowb = low[1], tmina = low[2], tminb = low[3];
+    weight_range(o, va->members * o->m, vb->members * o->n);
+    /* the tails' products lie below the slices': tail x value */
+    if (tmina != INT32_MAX && tmina + lowb < o->lowest)
+        o->width += o->lowest - (tmina + lowb), o->lowest = tmina + lowb;
+    if (tminb != INT32_MAX && lowa + tminb < o->lowest)
+        o->width += o->lowest - (lowa + tminb), o->lowest = lowa + tminb;
+    work w = {0};
+    int64_t mn = o->m * o->n;
+    o->q = calloc((size_t)(o->pairs * mn * o->nd), sizeof *o->q);
+    bool ok = o->q && work_alloc(&w, o);
+    if (!ok) snprintf(why, why_len, "out of memory for the slices");
+    for (int64_t p = 0; ok && p < o->pairs; p++) {
+        ok = build_pair(o, va, vb, o->a_batched ? p : 0, o->b_batched ? p : 0,
+                        o->q + p * mn * o->nd, &w, 0x6f7a616b69u + (uint64_t)p);
+        if (!ok) {
+            snprintf(why, why_len, "an %s slice product failed its check (Freivalds)",
+                     gck_ozaki_gemm(o));
+            fprintf(stderr,
+                    "gemmcheck: warning: the %s GEMM of a slice product (Ozaki splitting) gave a "
+                    "wrong result; the exact oracle sums the products one by one instead\n",
+                    gck_ozaki_gemm(o));
+        }
+    }
+    if (ok && ahead_pays(o, md)) sum_tails_ahead(o, &w);
+    if (o->q) work_free(&w);
+    return ok;
+}
+
 gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B,
                          const gck_ozaki_options *opt, char *why, size_t why_len) {
     gck_ozaki_mode md = opt->mode;
@@ -460,7 +593,8 @@ gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B,
     o->a_batched = c->stride_a != 0, o->b_batched = c->stride_b != 0;
     int64_t ma = c->stride_a ? c->batch : 1, mb = c->stride_b ? c->batch : 1;
     lines va = lines_of(c, GCK_A, A), vb = lines_of(c, GCK_B, B);
-    bool may_split = md == GCK_OZAKI_ALWAYS || o->pairs * c->m * c->n * c->k >= OZ_MIN_PRODUCTS;
+    bool may_split = md == GCK_OZAKI_ALWAYS || md == GCK_OZAKI_INT8 ||
+                     o->pairs * c->m * c->n * c->k >= OZ_MIN_PRODUCTS;
     if (may_split && (!line_major(&va, &o->va_copy) || !line_major(&vb, &o->vb_copy))) {
         snprintf(why, why_len, "out of memory");
         gck_ozaki_free(o);
@@ -472,9 +606,14 @@ gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B,
     o->need_b = malloc((size_t)(mb * c->n));
     int log2k = 0;
     while ((INT64_C(1) << log2k) < c->k) log2k++;
-    o->beta = (53 - log2k) / 2;
-    if (!o->ea || !o->eb || !o->need_a || !o->need_b || log2k > 40) {
-        snprintf(why, why_len, log2k > 40 ? "K too large" : "out of memory");
+    o->int8 = md == GCK_OZAKI_INT8;
+    o->beta = o->int8 ? 7 : (53 - log2k) / 2; /* int8: digits within ±127 */
+    if (!o->ea || !o->eb || !o->need_a || !o->need_b || log2k > 40 ||
+        (o->int8 && c->k > GCK_IGEMM_MAX_K)) {
+        snprintf(why, why_len, "%s",
+                 log2k > 40                          ? "K too large"
+                 : o->int8 && c->k > GCK_IGEMM_MAX_K ? "K above the int8 GEMM's 65,536"
+                                                     : "out of memory");
         gck_ozaki_free(o);
         return NULL;
     }
@@ -488,39 +627,18 @@ gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B,
         return NULL;
     }
     double cost;
-    choose_slices(o, ha, hb, &cost);
+    choose_slices(o, ha, hb, 1.0, 0.0, &cost);
+    if (md == GCK_OZAKI_AUTO && may_split && c->k <= GCK_IGEMM_MAX_K)
+        maybe_int8(o, opt, &va, &vb, ha, hb, &lowa, &lowb, &cost);
     o->nd = o->sa + o->sb - 1;
     o->ntail_a = gck_oz_tails_beyond(ha, o->sa);
     o->ntail_b = gck_oz_tails_beyond(hb, o->sb);
     o->va = va;
     o->vb = vb;
-    work w = {0};
     bool ok = decide(o, md, cost, why, why_len);
     o->low_a = lowa, o->low_b = lowb;
     ok = ok && prepare_tails(o, &tmina, &tminb, why, why_len);
-    if (ok) {
-        weight_range(o, ma * c->m, mb * c->n);
-        /* the tails' products lie below the slices': tail x value */
-        if (tmina != INT32_MAX && tmina + lowb < o->lowest)
-            o->width += o->lowest - (tmina + lowb), o->lowest = tmina + lowb;
-        if (tminb != INT32_MAX && lowa + tminb < o->lowest)
-            o->width += o->lowest - (lowa + tminb), o->lowest = lowa + tminb;
-        o->q = calloc((size_t)(o->pairs * c->m * c->n * o->nd), sizeof *o->q);
-        ok = o->q && work_alloc(&w, o);
-        if (!ok) snprintf(why, why_len, "out of memory for the slices");
-        for (int64_t p = 0; ok && p < o->pairs; p++) {
-            ok = build_pair(o, &va, &vb, c->stride_a ? p : 0, c->stride_b ? p : 0,
-                            o->q + p * c->m * c->n * o->nd, &w, 0x6f7a616b69u + (uint64_t)p);
-            if (!ok) {
-                snprintf(why, why_len, "an f64 slice product failed its check (Freivalds)");
-                fprintf(stderr, "gemmcheck: warning: the f64 GEMM of a slice product (Ozaki "
-                                "splitting) gave a wrong result; the exact oracle sums the "
-                                "products one by one instead\n");
-            }
-        }
-        if (ok && ahead_pays(o, md)) sum_tails_ahead(o, &w);
-        if (o->q) work_free(&w);
-    }
+    ok = ok && build_terms(o, md, &va, &vb, (int32_t[4]){lowa, lowb, tmina, tminb}, why, why_len);
     if (!ok) {
         gck_ozaki_free(o);
         return NULL;

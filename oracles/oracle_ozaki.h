@@ -18,18 +18,22 @@
 typedef struct gck_ozaki gck_ozaki;
 
 /** When to split: GCK_OZAKI_AUTO when it is expected to be faster than summing the products one
- *  by one (large products, few slices), ALWAYS whenever the values can be split (tests), NEVER. */
-typedef enum { GCK_OZAKI_AUTO, GCK_OZAKI_ALWAYS, GCK_OZAKI_NEVER } gck_ozaki_mode;
+ *  by one (large products, few slices), ALWAYS whenever the values can be split (tests), NEVER;
+ *  INT8 as ALWAYS, on slices of 7 bits multiplied by the exact int8 GEMM (gck_igemm_s8) instead
+ *  of slices of up to 26 bits by the f64 GEMM (K at most GCK_IGEMM_MAX_K). */
+typedef enum { GCK_OZAKI_AUTO, GCK_OZAKI_ALWAYS, GCK_OZAKI_NEVER, GCK_OZAKI_INT8 } gck_ozaki_mode;
 
 /** What a plan is built with: when to split, and (tests only) a fault to plant. */
 typedef struct gck_ozaki_options {
     gck_ozaki_mode mode;
     int64_t corrupt; /**< tests: the plan's first slice product has its element index mod M·N
                           off by one, which the check must refuse (< 0: none) */
+    double rate_f64, rate_int8; /**< tests: the GEMMs' rates AUTO's cost model weighs (GFLOP/s,
+                                     GOPS; 0: as measured in this process) */
 } gck_ozaki_options;
 
-/** The process's options: the mode of gck_ozaki_set_mode, else GEMMCHECK_OZAKI=auto|always|never,
- *  else AUTO; nothing planted. */
+/** The process's options: the mode of gck_ozaki_set_mode, else
+ *  GEMMCHECK_OZAKI=auto|always|never|int8, else AUTO; nothing planted. */
 gck_ozaki_options gck_ozaki_defaults(void);
 
 /** The process's mode (gck_ozaki_defaults), for the paths that build plans without options (the
@@ -42,6 +46,8 @@ void gck_ozaki_set_mode(gck_ozaki_mode m);
 gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B,
                          const gck_ozaki_options *opt, char *why, size_t why_len);
 void gck_ozaki_free(gck_ozaki *o);
+/** The GEMM of the slice products: "f64" or "int8". */
+const char *gck_ozaki_gemm(const gck_ozaki *o);
 
 /** Slices of op(A) and op(B), and bits per slice. */
 void gck_ozaki_shape(const gck_ozaki *o, int *slices_a, int *slices_b, int *beta);

@@ -44,6 +44,7 @@ struct gck_ozaki {
     int64_t m, n, k, pairs;    /* pairs: members with their own sums (1 when A and B are shared) */
     bool a_batched, b_batched; /* a member of A (B) per batch member, else one for all */
     int sa, sb, beta, nd;
+    bool int8;        /* slices of 7 bits multiplied by gck_igemm_s8 (GCK_OZAKI_INT8) */
     int64_t corrupt;  /* gck_ozaki_options' planted fault (tests; < 0: none) */
     int32_t *ea, *eb; /* per member and row of op(A) / column of op(B): the scale exponent */
     uint8_t *need_a, *need_b; /* as ea, eb: the most slices a value of the line needs */

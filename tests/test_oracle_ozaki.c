@@ -272,12 +272,123 @@ Test(ozaki, a_wrong_slice_product_is_caught_and_the_products_summed_one_by_one) 
         bool splits = !strcmp(gck_exact_plan_path(p), "ozaki");
         gck_exact_plan_free(p);
         /* one element of one slice product off by one unit: the check must refuse it */
-        gck_ozaki_options planted = {GCK_OZAKI_ALWAYS, n * 7919};
+        gck_ozaki_options planted = {GCK_OZAKI_ALWAYS, n * 7919, 0, 0};
         const char *path = compare_case_with(&s, X[0], X[1], X[2], &elements, &planted);
         if (splits) cr_expect_str_neq(path, "ozaki", "a corrupted product was accepted");
         for (int x = 0; x < 3; x++) free(X[x]);
     }
     cr_expect_gt(elements, 0);
+}
+
+/* ---- the int8 slices (GCK_OZAKI_INT8) -------------------------------------------------------- */
+
+/* Slices of 7 bits multiplied by the exact int8 GEMM (kernels/igemm.c): the same property test,
+ * a quarter of its elements, every element equal to MPFR in value and exact error. */
+Test(ozaki, int8_slices_equal_mpfr_bit_for_bit, .timeout = 900) {
+    gck_ozaki_set_mode(GCK_OZAKI_INT8);
+    test_rng r = {test_seed("oracle_ozaki.int8", 2027)};
+    long elements = 0, split = 0, cases = 0;
+    while (elements < PROPERTY_ELEMENTS / 4) {
+        gck_spec s;
+        random_case(&r, &s);
+        void *X[3];
+        filled_operands(&s, X);
+        long before = elements;
+        if (!strcmp(compare_case(&s, X[0], X[1], X[2], &elements), "ozaki"))
+            split += elements - before;
+        cases++;
+        for (int x = 0; x < 3; x++) free(X[x]);
+    }
+    fprintf(stderr,
+            "[ozaki int8 vs MPFR] %ld cases, %ld elements identical in value and exact errors, "
+            "%ld of them by int8 slices\n",
+            cases, elements, split);
+    cr_expect_geq(split, elements * 8 / 10, "only %ld of %ld elements were split", split, elements);
+}
+
+/* Wide rows on int8 slices: many 7-bit slices or tails, and MPFR's bits either way; the plan
+ * names the int8 GEMM. */
+Test(ozaki, int8_slices_cover_wide_rows) {
+    gck_ozaki_set_mode(GCK_OZAKI_INT8);
+    int few = 0, many = 0;
+    span_case(GCK_F32, 30, 64, "ozaki", &few);
+    span_case(GCK_F32, 110, 64, "ozaki", &many);
+    cr_expect_lt(few, many, "%d slices for 30 bits, %d for 110", few, many);
+    span_case(GCK_F64, 118, 4096, "ozaki", NULL);
+    span_case(GCK_F64, 400, 4096, "ozaki", NULL);
+    span_case(GCK_F16, 27, 5000, "ozaki", NULL);
+    gck_case c;
+    gck_case_init(&c, 8, 8, 64);
+    c.type_a = c.type_b = c.type_c = c.type_d = c.compute = GCK_BF16;
+    void *A = alloc_elems(GCK_BF16, 512), *B = alloc_elems(GCK_BF16, 512),
+         *C = alloc_elems(GCK_BF16, 64);
+    gck_spec s;
+    gck_spec_init(&s, &c);
+    gck_spec_fill(&s, GCK_A, A);
+    gck_spec_fill(&s, GCK_B, B);
+    gck_exact_plan *p = gck_exact_plan_new(&c, A, B, C);
+    char d[256];
+    gck_exact_plan_describe(p, d, sizeof d);
+    cr_expect(strstr(d, "slices of 7 bits") && strstr(d, "int8 GEMMs"), "%s", d);
+    gck_exact_plan_free(p);
+    free(A), free(B), free(C);
+    gck_ozaki_set_mode(GCK_OZAKI_ALWAYS);
+}
+
+/* A wrong int8 slice product (one element off by one) fails Freivalds' test: the products are
+ * summed one by one. */
+Test(ozaki, a_wrong_int8_slice_product_is_caught) {
+    test_rng r = {test_seed("oracle_ozaki.corrupt8", 6)};
+    long elements = 0, caught = 0;
+    for (int n = 0; n < 20; n++) {
+        gck_spec s;
+        random_case(&r, &s);
+        s.special_pm = 0;
+        void *X[3];
+        filled_operands(&s, X);
+        gck_ozaki_options clean = {GCK_OZAKI_INT8, -1, 0, 0},
+                          planted = {GCK_OZAKI_INT8, n * 7919, 0, 0};
+        long e0 = 0;
+        bool splits = !strcmp(compare_case_with(&s, X[0], X[1], X[2], &e0, &clean), "ozaki");
+        const char *path = compare_case_with(&s, X[0], X[1], X[2], &elements, &planted);
+        if (splits) {
+            cr_expect_str_neq(path, "ozaki", "a corrupted int8 product was accepted");
+            caught++;
+        }
+        for (int x = 0; x < 3; x++) free(X[x]);
+    }
+    cr_expect_gt(caught, 10, "only %ld cases split on int8 slices", caught);
+}
+
+/* AUTO weighs the two splittings by the GEMMs' rates: an int8 GEMM 100 times the f64 one's rate
+ * takes the int8 slices, one no faster keeps the f64 slices, and both equal MPFR (a long K, so
+ * that the GEMMs, not the passes over each product, make the cost). */
+Test(ozaki, auto_mode_chooses_the_slices_gemm_by_rate) {
+    gck_case c;
+    gck_case_init(&c, 64, 64, 4096);
+    c.type_a = c.type_b = c.type_c = c.type_d = c.compute = GCK_F32;
+    c.d_is_c = false;
+    gck_spec s;
+    gck_spec_init(&s, &c);
+    s.dist_ab = GCK_DIST_NORMAL;
+    void *X[3];
+    filled_operands(&s, X);
+    static const struct {
+        double f64, int8;
+        const char *gemm;
+    } cases[] = {{40, 4000, "int8 GEMMs"}, {40, 40, "f64 GEMMs"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gck_ozaki_options o = {GCK_OZAKI_AUTO, -1, cases[i].f64, cases[i].int8};
+        char why[256];
+        gck_ozaki *oz = gck_ozaki_new(&c, X[0], X[1], &o, why, sizeof why);
+        cr_assert(oz, "%s", why);
+        cr_expect_str_eq(gck_ozaki_gemm(oz), cases[i].gemm[0] == 'i' ? "int8" : "f64");
+        gck_ozaki_free(oz);
+        long n = 0;
+        cr_expect_str_eq(compare_case_with(&s, X[0], X[1], X[2], &n, &o), "ozaki");
+        cr_expect_gt(n, 0);
+    }
+    for (int x = 0; x < 3; x++) free(X[x]);
 }
 
 /* ---- Freivalds' test on its own (oracles/freivalds.c) ---------------------------------------- */
