@@ -75,6 +75,10 @@ const gck_kpath_ops *gck_kpath_ops_of(gck_kpath p);
  *  (select.c) resolves GCK_KPATH_AUTO per class of inputs first. */
 gck_gemm_arg gck_kgemm(const gck_case *c, const void *A, const void *B, const void *C, void *D,
                        const gck_gemm_config *cfg, char *msg, size_t len);
+/** The rate of call(ctx), `ops` operations a call, in G per second: the best of three timed
+ *  calls after a warm-up call (select.c); 0 when a call returns false. The kernels' rate
+ *  measurements (gck_kpath_rate, gck_igemm_rate) all go through it. */
+double gck_kbest_rate(bool (*call)(void *ctx), void *ctx, double ops);
 /** gck_gemm_model and gck_gemm_pair_dot of a path as given (GCK_KPATH_AUTO: the default). */
 gck_model gck_kgemm_model(gck_kpath path, gck_format ta, gck_format tb, gck_format compute);
 bool gck_kgemm_pair_dot(gck_kpath path, gck_format ta, gck_format tb, gck_format compute);

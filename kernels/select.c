@@ -22,6 +22,12 @@ const char *gck_kclass_name(gck_kclass cls) {
     return (unsigned)cls < GCK_KCLASS_COUNT ? class_names[cls] : "unknown";
 }
 
+void gck_kclass_types(gck_kclass cls, gck_format *input, gck_format *compute) {
+    static const gck_format in[GCK_KCLASS_COUNT] = {GCK_F64, GCK_F32, GCK_F16, GCK_BF16};
+    *input = (unsigned)cls < GCK_KCLASS_COUNT ? in[cls] : GCK_F32;
+    *compute = cls == GCK_KCLASS_F64 ? GCK_F64 : GCK_F32;
+}
+
 gck_kclass gck_kclass_of(gck_format a, gck_format b, gck_format compute) {
     if (compute == GCK_F64) return GCK_KCLASS_F64;
     if (a == GCK_BF16 && b == GCK_BF16) return GCK_KCLASS_BF16;
@@ -43,39 +49,45 @@ enum { CAL_M = 192, CAL_N = 192, CAL_K = 384, CAL_RUNS = 3 };
 static double rates[GCK_KPATH_COUNT][GCK_KCLASS_COUNT];
 static pthread_once_t measured = PTHREAD_ONCE_INIT;
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-/* The class's case: its input types, f32 or f64 compute, D in the compute type. */
-static gck_case class_case(gck_kclass cls) {
-    static const gck_format in[GCK_KCLASS_COUNT] = {GCK_F64, GCK_F32, GCK_F16, GCK_BF16};
-    gck_case c;
-    gck_case_init(&c, CAL_M, CAL_N, CAL_K);
-    c.type_a = c.type_b = in[cls];
-    c.type_c = c.type_d = c.compute = cls == GCK_KCLASS_F64 ? GCK_F64 : GCK_F32;
-    c.scale_type = c.compute;
-    return c;
-}
-
-/* One path's rate on one class, GFLOP/s; 0 when a call fails or memory is short. */
-static double measure(gck_kpath p, gck_kclass cls, void *a, void *b, void *d) {
-    gck_case c = class_case(cls);
-    int64_t ea = (int64_t)CAL_M * CAL_K, eb = (int64_t)CAL_K * CAL_N;
-    for (int64_t e = 0; e < ea; e++) gck_fmt_store(a, c.type_a, e, 0.5 + (double)(e % 7) / 16);
-    for (int64_t e = 0; e < eb; e++) gck_fmt_store(b, c.type_b, e, 0.25 + (double)(e % 5) / 8);
-    gck_gemm_config cfg = {1, p};
+double gck_kbest_rate(bool (*call)(void *ctx), void *ctx, double ops) {
     double best = 0;
     for (int run = 0; run <= CAL_RUNS; run++) { /* run 0: the warm-up */
-        double t0 = now();
-        if (gck_kgemm(&c, a, b, d, d, &cfg, NULL, 0) != GCK_GEMM_OK) return 0;
-        double t = now() - t0;
-        double r = t > 0 ? 2.0 * CAL_M * CAL_N * CAL_K / t * 1e-9 : 0;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        if (!call(ctx)) return 0;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double t = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        double r = t > 0 ? ops / t * 1e-9 : 0;
         if (run > 0 && r > best) best = r;
     }
     return best;
+}
+
+/* One calibration call: the class's product on one path. */
+typedef struct cal_call {
+    gck_case c;
+    const void *a, *b;
+    void *d;
+    gck_gemm_config cfg;
+} cal_call;
+
+static bool cal_gemm(void *ctx) {
+    cal_call *x = ctx;
+    return gck_kgemm(&x->c, x->a, x->b, x->d, x->d, &x->cfg, NULL, 0) == GCK_GEMM_OK;
+}
+
+/* One path's rate on one class, GFLOP/s; 0 when a call fails. The class's case: its input
+ * types, f32 or f64 compute, D in the compute type. */
+static double measure(gck_kpath p, gck_kclass cls, void *a, void *b, void *d) {
+    cal_call x = {.a = a, .b = b, .d = d, .cfg = {1, p}};
+    gck_case_init(&x.c, CAL_M, CAL_N, CAL_K);
+    gck_kclass_types(cls, &x.c.type_a, &x.c.compute);
+    x.c.type_b = x.c.type_a;
+    x.c.type_c = x.c.type_d = x.c.scale_type = x.c.compute;
+    int64_t ea = (int64_t)CAL_M * CAL_K, eb = (int64_t)CAL_K * CAL_N;
+    for (int64_t e = 0; e < ea; e++) gck_fmt_store(a, x.c.type_a, e, 0.5 + (double)(e % 7) / 16);
+    for (int64_t e = 0; e < eb; e++) gck_fmt_store(b, x.c.type_b, e, 0.25 + (double)(e % 5) / 8);
+    return gck_kbest_rate(cal_gemm, &x, 2.0 * CAL_M * CAL_N * CAL_K);
 }
 
 static void measure_all(void) {
@@ -96,16 +108,19 @@ double gck_kpath_rate(gck_kpath p, gck_kclass cls) {
     return rates[p][cls];
 }
 
-gck_kpath gck_kpath_auto_for(gck_format a, gck_format b, gck_format compute) {
+gck_kpath gck_kpath_auto_class(gck_kclass cls) {
     gck_kpath dflt = gck_kpath_auto(), forced;
     const char *env = getenv("GEMMCHECK_KERNELS_PATH");
     if (dflt == GCK_KPATH_PORTABLE ||
         (env && gck_kpath_parse(env, &forced) && forced == dflt)) /* forced, or no choice */
         return dflt;
-    gck_kclass cls = gck_kclass_of(a, b, compute);
     double r[GCK_KPATH_COUNT];
     for (int p = 0; p < GCK_KPATH_COUNT; p++) r[p] = gck_kpath_rate((gck_kpath)p, cls);
     return gck_kpath_choose(r, dflt);
+}
+
+gck_kpath gck_kpath_auto_for(gck_format a, gck_format b, gck_format compute) {
+    return gck_kpath_auto_class(gck_kclass_of(a, b, compute));
 }
 
 /* ---- the public functions that resolve GCK_KPATH_AUTO, in gemmcheck's floating-point

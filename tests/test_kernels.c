@@ -690,11 +690,10 @@ Test(kernels, the_choice_follows_the_measured_rates_with_a_margin) {
  * within the process. */
 Test(kernels, the_automatic_choice_is_measured_and_kept) {
     unsetenv("GEMMCHECK_KERNELS_PATH");
-    static const gck_format in[GCK_KCLASS_COUNT][3] = {{GCK_F64, GCK_F64, GCK_F64},
-                                                       {GCK_F32, GCK_F32, GCK_F32},
-                                                       {GCK_F16, GCK_F16, GCK_F32},
-                                                       {GCK_BF16, GCK_BF16, GCK_F32}};
     for (int k = 0; k < GCK_KCLASS_COUNT; k++) {
+        gck_format in, compute;
+        gck_kclass_types((gck_kclass)k, &in, &compute);
+        cr_expect_eq(gck_kclass_of(in, in, compute), (gck_kclass)k);
         double r[GCK_KPATH_COUNT];
         for (int p = 0; p < GCK_KPATH_COUNT; p++) {
             r[p] = gck_kpath_rate((gck_kpath)p, (gck_kclass)k);
@@ -702,10 +701,11 @@ Test(kernels, the_automatic_choice_is_measured_and_kept) {
             cr_expect(simd ? r[p] > 0 : r[p] == 0, "%s on %s: %g", gck_kpath_name((gck_kpath)p),
                       gck_kclass_name((gck_kclass)k), r[p]);
         }
-        gck_kpath chosen = gck_kpath_auto_for(in[k][0], in[k][1], in[k][2]);
+        gck_kpath chosen = gck_kpath_auto_for(in, in, compute);
         cr_expect(gck_kpath_supported(chosen, NULL, 0));
         cr_expect_eq(chosen, gck_kpath_choose(r, gck_kpath_auto()));
-        cr_expect_eq(chosen, gck_kpath_auto_for(in[k][0], in[k][1], in[k][2]));
+        cr_expect_eq(chosen, gck_kpath_auto_for(in, in, compute));
+        cr_expect_eq(chosen, gck_kpath_auto_class((gck_kclass)k));
         printf("[kernels] %s inputs: auto runs %s (", gck_kclass_name((gck_kclass)k),
                gck_kpath_name(chosen));
         for (int p = GCK_KPATH_PORTABLE + 1; p < GCK_KPATH_COUNT; p++)
@@ -715,8 +715,8 @@ Test(kernels, the_automatic_choice_is_measured_and_kept) {
         /* the automatic call and the chosen path: the same bits */
         gck_case c;
         gck_case_init(&c, 37, 29, 41);
-        c.type_a = in[k][0], c.type_b = in[k][1];
-        c.type_c = c.type_d = c.compute = c.scale_type = in[k][2];
+        c.type_a = c.type_b = in;
+        c.type_c = c.type_d = c.compute = c.scale_type = compute;
         unsigned char a[37 * 41 * 8], b[41 * 29 * 8], d1[37 * 29 * 8], d2[37 * 29 * 8];
         for (int e = 0; e < 37 * 41; e++) gck_store(a, c.type_a, e, ldexp(1 + e % 13, -(e % 9)));
         for (int e = 0; e < 41 * 29; e++) gck_store(b, c.type_b, e, ldexp(3 - e % 11, -(e % 7)));

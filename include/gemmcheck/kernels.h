@@ -69,6 +69,9 @@ typedef enum gck_kclass {
 /** The class of the input types and compute type; its name ("f64", "f32", "f16", "bf16"). */
 GCK_API gck_kclass gck_kclass_of(gck_format type_a, gck_format type_b, gck_format compute);
 GCK_API const char *gck_kclass_name(gck_kclass cls);
+/** The types that stand for a class: both operands' type and the compute type (f64 x f64 in
+ *  f64, f32 x f32 in f32, f16 x f16 in f32, bf16 x bf16 in f32). */
+GCK_API void gck_kclass_types(gck_kclass cls, gck_format *input, gck_format *compute);
 
 /** How much faster than the default path another path must be, measured, to be chosen. */
 #define GCK_KPATH_MARGIN 1.25
@@ -86,6 +89,8 @@ GCK_API gck_kpath gck_kpath_choose(const double rates[GCK_KPATH_COUNT], gck_kpat
  *  path (nothing measured), else gck_kpath_choose on the class's measured rates with
  *  gck_kpath_auto as the default. The same for every call of a process. */
 GCK_API gck_kpath gck_kpath_auto_for(gck_format type_a, gck_format type_b, gck_format compute);
+/** The same for a class of inputs (gck_kpath_auto_for of any types of the class). */
+GCK_API gck_kpath gck_kpath_auto_class(gck_kclass cls);
 
 /** Run options; a NULL pointer means the defaults. */
 typedef struct gck_gemm_config {

@@ -65,13 +65,9 @@ static void path_text(const kernels_state *s, char *buf, size_t len) {
         snprintf(buf, len, "path %s", gck_kpath_name(s->cfg.path));
         return;
     }
-    static const gck_format in[GCK_KCLASS_COUNT][3] = {{GCK_F64, GCK_F64, GCK_F64},
-                                                       {GCK_F32, GCK_F32, GCK_F32},
-                                                       {GCK_F16, GCK_F16, GCK_F32},
-                                                       {GCK_BF16, GCK_BF16, GCK_F32}};
     size_t n = (size_t)snprintf(buf, len, "path auto (");
     for (int k = 0; k < GCK_KCLASS_COUNT && n < len; k++) {
-        gck_kpath p = gck_kpath_auto_for(in[k][0], in[k][1], in[k][2]);
+        gck_kpath p = gck_kpath_auto_class((gck_kclass)k);
         n += (size_t)snprintf(buf + n, len - n, "%s%s %s", k ? ", " : "",
                               gck_kclass_name((gck_kclass)k), gck_kpath_name(p));
     }

@@ -125,7 +125,6 @@ static json_t *pinned_json(gck_backend *be, const gck_support_row *row, size_t n
 }
 
 /* Variables that set a BLAS's thread count; the one-thread task sets each to 1. */
-/* Variables that set a BLAS's thread count; the one-thread child sets each to 1. */
 static const char *const thread_vars[] = {"OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS",
                                           "OMP_NUM_THREADS", "BLIS_NUM_THREADS", "MKL_NUM_THREADS"};
 
@@ -148,6 +147,9 @@ static json_t *appetite_json(const char *spec, const gck_support_row *row, doubl
     json_object_set_new(o, "probes", json_integer(a.probes));
     return o;
 }
+
+/* The values of the thread probe's product (D is M x N). */
+#define THREADS_VALUES ((size_t)GCK_FP_THREADS_M * GCK_FP_THREADS_N)
 
 /* The row's product for the thread probe, made in the fingerprint's worker and compared with
  * the one-thread run's by the supervisor (gck_probe_parse). */
@@ -188,7 +190,7 @@ static void row_json(json_t *row, gck_backend *be, const char *spec, const gck_p
         gck_fingerprint_row(be, r, &fp);
         json_object_set_new(row, "fingerprint", fingerprint_json(&fp));
         if ((t->probed = gck_fp_threads_row(r))) {
-            t->d = malloc(sizeof(double) * GCK_FP_THREADS_M * GCK_FP_THREADS_N);
+            t->d = malloc(sizeof(double) * THREADS_VALUES);
             if (!t->d || !gck_fp_threads_run(be, r, t->d, t->why, sizeof t->why)) {
                 if (!t->d) snprintf(t->why, sizeof t->why, "out of memory");
                 free(t->d);
@@ -271,7 +273,7 @@ static bool probe_task(const char *backend, const char *arg, gck_task_sink *out,
     json_decref(o);
     bool ok = s && gck_task_emit(out, s, strlen(s) + 1);
     free(s);
-    size_t count = (size_t)GCK_FP_THREADS_M * GCK_FP_THREADS_N;
+    size_t count = THREADS_VALUES;
     if (ok && t.probed)
         ok = gck_task_emit(out, t.d ? "V" : "W", 1) &&
              (t.d ? gck_task_emit(out, t.d, count * sizeof *t.d)
@@ -292,7 +294,7 @@ static bool one_thread_task(const char *backend, const char *arg, gck_task_sink 
     char msg[512];
     const gck_support_row *rows;
     size_t n = be.ops->available(be.state, msg, sizeof msg) ? be.ops->table(be.state, &rows) : 0;
-    size_t count = (size_t)GCK_FP_THREADS_M * GCK_FP_THREADS_N;
+    size_t count = THREADS_VALUES;
     double *d = malloc(count * sizeof *d);
     bool ok = d != NULL;
     for (size_t r = 0; ok && r < n; r++) {
@@ -316,7 +318,7 @@ void gck_probe_tasks_register(void) {
 
 void gck_one_thread_parse(const char *out, size_t len, gck_one_thread *ot) {
     memset(ot, 0, sizeof *ot);
-    size_t count = (size_t)GCK_FP_THREADS_M * GCK_FP_THREADS_N, at = 0;
+    size_t count = THREADS_VALUES, at = 0;
     int64_t head[2];
     while (out && at + sizeof head <= len) {
         memcpy(head, out + at, sizeof head);
@@ -351,7 +353,7 @@ json_t *gck_probe_parse(const char *out, size_t len, const double *one, const ch
     size_t at = out ? strlen(out) + 1 : 0;
     json_t *rows = json_object_get(o, "rows");
     if (!o || at >= len || json_array_size(rows) != 1) return o; /* no thread probe */
-    size_t count = (size_t)GCK_FP_THREADS_M * GCK_FP_THREADS_N;
+    size_t count = THREADS_VALUES;
     const char *dflt = NULL, *why = why_one;
     if (out[at] == 'V' && len - at - 1 == count * sizeof(double))
         dflt = out + at + 1;

@@ -3,7 +3,6 @@
 #define _GNU_SOURCE 1
 #include "task.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,18 +38,8 @@ gck_task_end gck_run_task(const gck_task_request *q, gck_task_result *r) {
 void gck_task_why(const gck_task_result *r, double timeout, char *buf, size_t len) {
     switch (r->end) {
     case GCK_TASK_DONE: snprintf(buf, len, "finished"); break;
-    case GCK_TASK_FAILED:
-        if (r->why[0])
-            snprintf(buf, len, "failed (%s)", r->why);
-        else
-            snprintf(buf, len, "exited with status %d", r->code);
-        break;
-    case GCK_TASK_CRASHED:
-        if (r->why[0])
-            snprintf(buf, len, "crashed (%s)", r->why);
-        else
-            snprintf(buf, len, "died of signal %d (%s)", r->code, strsignal(r->code));
-        break;
+    case GCK_TASK_FAILED: snprintf(buf, len, "failed (%s)", r->why); break;
+    case GCK_TASK_CRASHED: snprintf(buf, len, "crashed (%s)", r->why); break;
     case GCK_TASK_HUNG: snprintf(buf, len, "did not finish within %.0f s (a hang)", timeout); break;
     default: snprintf(buf, len, "%s", r->why); /* "cannot start a worker: ..." */
     }

@@ -44,8 +44,9 @@ typedef enum gck_task_end {
 
 typedef struct gck_task_result {
     gck_task_end end;
-    int code;      /**< the exit status (FAILED) or the signal (CRASHED), when there is one */
-    char why[512]; /**< the task's failure, the corruption seen, or why no worker started */
+    char why[512]; /**< FAILED, CRASHED, NOT_STARTED: the task's failure, how the worker died
+                        (its signal or exit status) or what corrupted its messages, or why no
+                        worker started */
     char *out;     /**< what the task emitted, NUL-terminated (free it), or NULL */
     size_t len;    /**< its length */
 } gck_task_result;
@@ -62,8 +63,9 @@ typedef struct gck_task_request {
  *  every case (what came before a crash or hang is kept). */
 gck_task_end gck_run_task(const gck_task_request *q, gck_task_result *r);
 
-/** One line on how a task that did not finish ended ("died of signal 11 (Segmentation fault)",
- *  "did not finish within 30 s (a hang)", "exited with status 3", the task's own reason). */
+/** One line on how a task that did not finish ended ("crashed (the worker died by signal 11
+ *  (Segmentation fault) before the task ended)", "did not finish within 30 s (a hang)",
+ *  "failed (the task's own reason)"). */
 void gck_task_why(const gck_task_result *r, double timeout, char *buf, size_t len);
 
 #endif

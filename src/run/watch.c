@@ -101,6 +101,14 @@ static bool watch_death(const gck_case_watch *w, const gck_worker *wk, char *det
     return backend;
 }
 
+/* What corrupted the message pipe (`why`), `at` where, as a case's or a task's detail. */
+static void corrupted_detail(const char *why, const char *at, char *detail, size_t dlen) {
+    snprintf(detail, dlen,
+             "gemmcheck's message pipe carried %s %s (something in the worker other than "
+             "gemmcheck wrote to it); the worker was killed",
+             why, at);
+}
+
 static void watch_corrupted(const gck_case_watch *w, const char *why, char *detail, size_t dlen,
                             char *flags, size_t flen) {
     char at[320];
@@ -110,10 +118,7 @@ static void watch_corrupted(const gck_case_watch *w, const char *why, char *deta
         snprintf(at, sizeof at, "before the case's first backend call");
     flags[0] = '\0';
     gck_wire_call_flags(&w->call, flags, flen);
-    snprintf(detail, dlen,
-             "gemmcheck's message pipe carried %s %s (something in the worker other than "
-             "gemmcheck wrote to it); the worker was killed",
-             why, at);
+    corrupted_detail(why, at, detail, dlen);
 }
 
 /* A frame of the case in flight: a call record, the result, or the worker's own message. */
@@ -281,6 +286,9 @@ gck_handshake gck_worker_handshake(gck_worker *w, double deadline, gck_support_r
 
 /* ---- a task (task.h) ------------------------------------------------------------------------ */
 
+/* A task's detail: where it was when the worker ended or misbehaved. */
+#define TASK_AT "before the task ended"
+
 /* A frame of a task: its output, its end, or a message a task does not send. */
 static bool task_frame(const gck_wire_frame *f, gck_task_result *r) {
     const char *text;
@@ -300,14 +308,13 @@ static bool task_frame(const gck_wire_frame *f, gck_task_result *r) {
     bool texty = gck_wire_text(f, &text);
     if (texty && (f->tag == GCK_WIRE_TASK_END || f->tag == GCK_WIRE_SETUP)) {
         r->end = text[0] || f->tag == GCK_WIRE_SETUP ? GCK_TASK_FAILED : GCK_TASK_DONE;
-        snprintf(r->why, sizeof r->why, "%s", text);
+        snprintf(r->why, sizeof r->why, "%s", text[0] ? text : "the worker's set-up failed");
         return true;
     }
+    char what[64];
+    snprintf(what, sizeof what, "message %d out of turn", f->tag);
     r->end = GCK_TASK_CRASHED;
-    snprintf(r->why, sizeof r->why,
-             "gemmcheck's message pipe carried message %d out of turn (something in the worker "
-             "other than gemmcheck wrote to it); the worker was killed",
-             f->tag);
+    corrupted_detail(what, TASK_AT, r->why, sizeof r->why);
     return true;
 }
 
@@ -318,16 +325,11 @@ bool gck_watch_task_step(const gck_worker *wk, gck_worker_event ev, const gck_wi
     case GCK_WORKER_NOTHING: r->end = GCK_TASK_HUNG; return true;
     case GCK_WORKER_MALFORMED:
         r->end = GCK_TASK_CRASHED;
-        snprintf(r->why, sizeof r->why,
-                 "gemmcheck's message pipe carried %s (something in the worker other than "
-                 "gemmcheck wrote to it); the worker was killed",
-                 why);
+        corrupted_detail(why, TASK_AT, r->why, sizeof r->why);
         return true;
     default: break;
     }
-    int st = wk->status;
-    r->end = wk->pipe_closed || WIFSIGNALED(st) ? GCK_TASK_CRASHED : GCK_TASK_FAILED;
-    r->code = WIFSIGNALED(st) ? WTERMSIG(st) : WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    death_detail(wk, "before the task ended", r->why, sizeof r->why);
+    r->end = wk->pipe_closed || WIFSIGNALED(wk->status) ? GCK_TASK_CRASHED : GCK_TASK_FAILED;
+    death_detail(wk, TASK_AT, r->why, sizeof r->why);
     return true;
 }
