@@ -16,6 +16,8 @@
 #                    default: build-device, configured and built here when it has no binary
 #   GCK_TEST_LIBS    extra library directories for test_cuda_backend (Criterion's, when carried)
 #   GCK_CAMPAIGN_S   seconds per campaign (90); GCK_CERTIFY_S certify's campaign (30);
+#   GCK_LIMITS_S     seconds of the campaign of both backends under device memory budgets of
+#                    1M to 256M (45; docs/RESOURCES.md);
 #   GCK_CERTIFY      the backends to certify ("cublas cublaslt");
 #   GCK_REPROS       a file of `BACKEND 'gck1 ...'` lines to run with `repro --dump` as well;
 #   GCK_TORCH_S      seconds for the PyTorch check (30; 0 skips it); GCK_JOBS workers (4)
@@ -46,6 +48,7 @@ find "$out" -mindepth 1 -delete
 touch "$out/.device-check"
 budget=${GCK_BUDGET:-450}
 campaign_s=${GCK_CAMPAIGN_S:-90}
+limits_s=${GCK_LIMITS_S:-45}
 certify_s=${GCK_CERTIFY_S:-30}
 torch_s=${GCK_TORCH_S:-30}
 torch_fuzz_s=${GCK_TORCH_FUZZ_S:-120}
@@ -146,10 +149,16 @@ for be in cublas cublaslt; do
         --findings "$out/fuzz-$be.findings.jsonl"
     [ $? -le 1 ] || failed=1 # exit 1 = findings, read in the summary
 done
+# both backends under memory budgets, on the device and the host: an error is counted, a
+# wrong result, hang, crash or broken next call is a finding naming its budget
+step budget $((limits_s + 60)) "$gck" fuzz --backend cublas --backend cublaslt --time "$limits_s" \
+    --memory-budget 1M:256M --seed 47 --jobs "$jobs" --no-progress \
+    --report "$out/fuzz-budget.json" --findings "$out/fuzz-budget.findings.jsonl"
+[ $? -le 1 ] || failed=1
 
 # every distinct finding's operands, for reading by hand (ten per backend at most), and any
 # reproducers listed in GCK_REPROS (a file of `BACKEND 'gck1 ...'` lines): `repro --dump`
-for be in cublas cublaslt; do
+for be in cublas cublaslt budget; do
     f="$out/fuzz-$be.findings.jsonl"
     [ -s "$f" ] || continue
     "$py" -c '

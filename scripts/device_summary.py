@@ -30,10 +30,14 @@ def campaign(out, be):
     print(f"  {be}: {s['cases']} cases in {s['seconds']:.0f} s ({o['pass']} pass, "
           f"{o['unsupported']} unsupported, {o['findings']} with findings), "
           f"{s['distinct_findings']} distinct findings, seed {s['seed']}")
-    print(f"    {'tuple':24} {'compute':8} {'pass':>6} {'fail':>5} {'unsup':>6}")
+    print(f"    {'backend':9} {'tuple':24} {'compute':8} {'pass':>6} {'fail':>5} {'unsup':>6}")
     for t in s["support_matrix"]:
-        print(f"    {t['types']:24} {t['compute']:8} {t['pass']:6} {t['fail']:5} "
-              f"{t['unsupported']:6}{'' if t.get('fuzzed', True) else '  (not fuzzed)'}")
+        print(f"    {t.get('backend', be):9} {t['types']:24} {t['compute']:8} {t['pass']:6} "
+              f"{t['fail']:5} {t['unsupported']:6}"
+              f"{'' if t.get('fuzzed', True) else '  (not fuzzed)'}")
+    refused = sum(t.get("refused_under_limits", 0) for t in s["support_matrix"])
+    if refused:
+        print(f"    first calls refused under their limits (counted, not findings): {refused}")
     kinds = {k: n for k, n in s["cases_by_kind"].items() if n}
     print(f"    cases by kind: {kinds or 'none'}")
     for c in r["causes"]:
@@ -75,7 +79,7 @@ def main():
         except OSError as e:
             print(f"  ({e})")
     print("== campaigns")
-    for be in ("cublas", "cublaslt"):
+    for be in ("cublas", "cublaslt", "budget"):
         campaign(out, be)
     print("== certificates")
     for be in ("cublas", "cublaslt"):

@@ -2,13 +2,12 @@
 #define _GNU_SOURCE
 #include "call_limits.h"
 
-#include <alloca.h>
+#include "call_budget.h"
+
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 /* Threads a limited call may still start (-1: no limit in force), and how many it was refused. */
 static _Atomic int room = -1;
@@ -71,45 +70,11 @@ bool gck_limits_enforceable(int64_t memory, int threads, char *why, size_t len) 
     return true;
 }
 
-/* The process's address-space size in bytes (0 when /proc cannot say), read without malloc. */
-static uint64_t vm_size(void) {
-    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    char buf[128];
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) return 0;
-    buf[n] = '\0';
-    unsigned long long pages = 0;
-    if (sscanf(buf, "%llu", &pages) != 1) return 0;
-    return (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
-}
-
-/* The stack the call may use without counting against its budget: the calling thread's stack
- * grows on demand, and growth is address space, so under a small budget a library's deep
- * frames would fault. Touched before the limit is set, from the caller's frame down, these
- * pages are mapped already and part of the size the budget is added to: 4 MiB, or the stack
- * limit less 2 MiB for the frames above when that is less (a Python worker's interpreter
- * frames come first), at least 256 KiB. */
-__attribute__((noinline)) static void prefault_stack(void) {
-    size_t n = (size_t)4 << 20;
-    struct rlimit st;
-    if (getrlimit(RLIMIT_STACK, &st) == 0 && st.rlim_cur != RLIM_INFINITY &&
-        st.rlim_cur < n + ((size_t)2 << 20))
-        n = st.rlim_cur > ((rlim_t)3 << 20) ? (size_t)st.rlim_cur - ((size_t)2 << 20)
-                                            : (size_t)256 << 10;
-    volatile char *pad = alloca(n);
-    for (size_t i = n; i > 0; i = i > 4096 ? i - 4096 : 0) pad[i - 1] = 0; /* downwards */
-}
-
 void gck_limits_begin(int64_t memory, int threads, gck_limits_saved *sv) {
     memset(sv, 0, sizeof *sv);
-    if (memory > 0) prefault_stack();
-    if (memory > 0 && getrlimit(RLIMIT_AS, &sv->as) == 0) {
-        struct rlimit lim = sv->as;
-        uint64_t want = vm_size() + (uint64_t)memory;
-        if (lim.rlim_max == RLIM_INFINITY || want < lim.rlim_max) lim.rlim_cur = want;
-        sv->memory = setrlimit(RLIMIT_AS, &lim) == 0;
+    if (memory > 0) {
+        gck_call_budget_begin(memory);
+        sv->memory = true;
     }
     if (threads >= 0) {
         atomic_store(&refused, 0);
@@ -119,7 +84,7 @@ void gck_limits_begin(int64_t memory, int threads, gck_limits_saved *sv) {
 }
 
 int gck_limits_end(gck_limits_saved *sv) {
-    if (sv->memory) setrlimit(RLIMIT_AS, &sv->as);
+    if (sv->memory) gck_call_budget_end();
     if (!sv->threads) return 0;
     atomic_store(&room, -1);
     return atomic_exchange(&refused, 0);

@@ -1,8 +1,7 @@
 /* The resources one backend call may take (a case's mem= and thr=, docs/RESOURCES.md): a memory
- * budget, enforced as the soft address-space limit (RLIMIT_AS) set to the process's own size
- * plus the budget just before the call and restored just after it, so that gemmcheck's
- * buffers and checks never count (up to 4 MiB of the calling thread's stack is mapped
- * beforehand, so that a library's frames do not count either); and a thread limit, enforced by
+ * budget, put in force just before the call and lifted just after it, so that gemmcheck's
+ * buffers and checks never count (src/backends/call_budget.h: the host's address-space limit,
+ * and a device's memory where a backend has one); and a thread limit, enforced by
  * the gemmcheck executable's own pthread_create (src/cli/thread_gate.c), which the libraries a
  * worker loads bind to, and which refuses (EAGAIN) a thread past the limit while a limited call
  * runs (internal: for src/run/ and src/certify/, src/cli/). */
@@ -12,12 +11,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/resource.h>
 
 /** What gck_limits_begin changed, for gck_limits_end. */
 typedef struct gck_limits_saved {
     bool memory, threads;
-    struct rlimit as;
 } gck_limits_saved;
 
 /** Whether limits of `memory` bytes (0: none) and `threads` new threads (negative: none; 0: not

@@ -19,6 +19,7 @@ SCRIPT = SOURCE / "scripts" / "device-check.sh"
 
 def run_script(out, build, **env):
     e = dict(os.environ, GCK_BUILD=str(build), GCK_CAMPAIGN_S="2", GCK_CERTIFY_S="0",
+             GCK_LIMITS_S="2",
              GCK_TORCH_S="0", GCK_TORCH_FUZZ_S="0", GCK_JOBS="1", GCK_PYTHON=sys.executable)
     e.update(env)
     return subprocess.run(["bash", str(SCRIPT), str(out)], env=e, capture_output=True, text=True,
@@ -38,7 +39,8 @@ def test_the_script_runs_every_step_and_summarises_without_a_gpu(gemmcheck_binar
     names = [s[0] for s in steps]
     assert names[:2] == ["build", "backends"], names
     assert steps[0][1] == "reused"
-    for want in ("fuzz-cublas", "fuzz-cublaslt", "certify-cublas", "certify-cublaslt", "total"):
+    for want in ("fuzz-cublas", "fuzz-cublaslt", "budget", "certify-cublas", "certify-cublaslt",
+                 "total"):
         assert want in names, names
     summary = (out / "summary.txt").read_text()
     for section in ("== steps", "== machine", "== campaigns", "== certificates"):

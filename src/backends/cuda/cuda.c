@@ -8,6 +8,12 @@
  * host's guard, padding and input checks then judge what the device did. A sticky CUDA error
  * after the call (illegal address, launch failure) is a device fault: a `crash`.
  *
+ * Under a memory budget (call_budget.h) the operands are copied with the host limit lifted (they
+ * are gemmcheck's), and then device memory is taken until only the budget is free, so that what
+ * the library allocates in the call fails past it: cuBLAS runs on a handle made in the call
+ * (its set-up and workspace count), cuBLASLt's heuristic is offered a workspace of at most the
+ * budget, allocated in the call.
+ *
  * The support table follows the cuBLAS documentation's cublasGemmEx table (computeType,
  * scaleType, Atype/Btype, Ctype), without the integer and complex rows: 16F with f16; 32F with
  * bf16->bf16, f16->f16, bf16->f32, f16->f32, f32->f32; 32F_FAST_16F, _FAST_16BF, _FAST_TF32
@@ -20,6 +26,7 @@
 #include <string.h>
 
 #include "backends.h"
+#include "call_budget.h"
 #include "cuda_api.h"
 #include "cuda_probe.h"
 #include "text.h"
@@ -272,8 +279,8 @@ static void make_scalars(cublasComputeType_t ct, const gck_case *c, scalars *sc)
     }
 }
 
-static gck_call_status run_gemmex(cuda_state *s, const gck_case *c, cublasComputeType_t ct,
-                                  void *dev[4], char *msg, size_t len) {
+static gck_call_status run_gemmex(cuda_state *s, cublasHandle_t h, const gck_case *c,
+                                  cublasComputeType_t ct, void *dev[4], char *msg, size_t len) {
     gck_cublas_args a = gck_cublas_map(c);
     scalars sc;
     make_scalars(ct, c, &sc);
@@ -283,12 +290,11 @@ static gck_call_status run_gemmex(cuda_state *s, const gck_case *c, cublasComput
     cudaDataType tc = gck_cuda_datatype(c->type_c);
     cublasStatus_t st;
     if (c->batch == 1)
-        st = s->cu->cublasGemmEx(s->handle, a.opx, a.opy, a.m, a.n, a.k, &sc.alpha, X, tx, a.ldx, Y,
-                                 ty, a.ldy, &sc.beta, dev[GCK_C], tc, a.ldc, ct,
-                                 CUBLAS_GEMM_DEFAULT);
+        st = s->cu->cublasGemmEx(h, a.opx, a.opy, a.m, a.n, a.k, &sc.alpha, X, tx, a.ldx, Y, ty,
+                                 a.ldy, &sc.beta, dev[GCK_C], tc, a.ldc, ct, CUBLAS_GEMM_DEFAULT);
     else
-        st = s->cu->cublasGemmStridedBatchedEx(s->handle, a.opx, a.opy, a.m, a.n, a.k, &sc.alpha, X,
-                                               tx, a.ldx, a.stride_x, Y, ty, a.ldy, a.stride_y,
+        st = s->cu->cublasGemmStridedBatchedEx(h, a.opx, a.opy, a.m, a.n, a.k, &sc.alpha, X, tx,
+                                               a.ldx, a.stride_x, Y, ty, a.ldy, a.stride_y,
                                                &sc.beta, dev[GCK_C], tc, a.ldc, a.stride_c, a.batch,
                                                ct, CUBLAS_GEMM_DEFAULT);
     return from_cublas(s->cu, st, c->batch == 1 ? "cublasGemmEx" : "cublasGemmStridedBatchedEx",
@@ -337,7 +343,7 @@ static cublasStatus_t preference(const gck_cuda_api *cu, cublasLtMatmulPreferenc
 }
 
 static gck_call_status run_lt(cuda_state *s, const gck_case *c, cublasComputeType_t ct,
-                              void *dev[4], char *msg, size_t len) {
+                              void *dev[4], size_t ws_bytes, char *msg, size_t len) {
     gck_cublas_args a = gck_cublas_map(c);
     scalars sc;
     make_scalars(ct, c, &sc);
@@ -348,7 +354,6 @@ static gck_call_status run_lt(cuda_state *s, const gck_case *c, cublasComputeTyp
     cublasLtMatrixLayout_t lx = NULL, ly = NULL, lc = NULL, ld = NULL;
     cublasLtMatmulPreference_t pref = NULL;
     void *workspace = NULL;
-    size_t ws_bytes = 32u << 20;
     gck_call_status out = GCK_CALL_OK;
     cublasStatus_t st = s->cu->cublasLtMatmulDescCreate(&op, ct, gck_cuda_scale_type(ct));
     if (st == CUBLAS_STATUS_SUCCESS)
@@ -409,28 +414,88 @@ done:
     return out;
 }
 
-static gck_call_status cuda_call(void *state, const gck_case *c, const gck_support_row *row,
-                                 const gck_operands *ops, char *msg, size_t len) {
-    cuda_state *s = state;
-    probe(s);
-    if (!s->usable) {
-        snprintf(msg, len, "%s", s->why);
-        return GCK_CALL_ERROR;
+/* ---- a memory budget on the device ------------------------------------------------------- */
+
+/* The device memory taken for one call so that only its budget stays free. */
+enum { BALLOON_PIECES = 64 };
+typedef struct balloon {
+    void *piece[BALLOON_PIECES];
+    int n;
+} balloon;
+
+/* Take free memory less `budget`, in pieces of whole multiples of 2 MiB (the devices' allocation
+ * granularity; a piece is halved when it does not fit), so that between `budget` and `budget` +
+ * 2 MiB stay free. A failed cudaMalloc here is not left as the runtime's last error, where the
+ * library would find it. */
+static void inflate(const gck_cuda_api *cu, int64_t budget, balloon *b) {
+    memset(b, 0, sizeof *b);
+    const size_t grain = (size_t)2 << 20;
+    size_t free_b = 0, total = 0;
+    if (cu->cudaMemGetInfo(&free_b, &total) != cudaSuccess || free_b <= (uint64_t)budget) {
+        cu->cudaGetLastError();
+        return;
     }
-    if (!s->have_handle) {
-        cublasStatus_t st =
-            s->lt ? s->cu->cublasLtCreate(&s->lt_handle) : s->cu->cublasCreate(&s->handle);
-        if (st != CUBLAS_STATUS_SUCCESS)
-            return from_cublas(s->cu, st, s->lt ? "cublasLtCreate" : "cublasCreate", msg, len);
-        s->have_handle = true;
+    size_t want = (free_b - (size_t)budget) / grain * grain, piece = want;
+    while (want > 0 && piece > 0 && b->n < BALLOON_PIECES) {
+        if (piece > want) piece = want;
+        if (cu->cudaMalloc(&b->piece[b->n], piece) == cudaSuccess) {
+            b->n++;
+            want -= piece;
+        } else {
+            cu->cudaGetLastError();
+            piece = piece / 2 / grain * grain;
+        }
     }
-    const gck_support_row *rows;
-    const cublasComputeType_t *cts;
-    gck_cuda_rows(s->lt, &rows, &cts);
-    cublasComputeType_t ct = cts[row - rows];
-    /* mirror the four regions (D's is C's when in place) */
+}
+
+static void deflate(const gck_cuda_api *cu, balloon *b) {
+    for (int i = 0; i < b->n; i++) cu->cudaFree(b->piece[i]);
+    b->n = 0;
+}
+
+/* The library's part of one call, under `budget` bytes of device memory (0: none). */
+static gck_call_status run_budgeted(cuda_state *s, const gck_case *c, cublasComputeType_t ct,
+                                    void *dev[4], int64_t budget, char *msg, size_t len) {
+    balloon b;
+    if (budget > 0) inflate(s->cu, budget, &b);
+    gck_call_status out;
+    size_t ws = (size_t)32 << 20; /* NVIDIA's recommended cuBLASLt workspace on Hopper */
+    if (s->lt) {
+        if (budget > 0 && (uint64_t)budget < ws) ws = (size_t)budget;
+        out = run_lt(s, c, ct, dev, ws, msg, len);
+    } else if (budget > 0) {
+        cublasHandle_t h;
+        cublasStatus_t st = s->cu->cublasCreate(&h);
+        out = from_cublas(s->cu, st, "cublasCreate (in the call, under its budget)", msg, len);
+        if (st == CUBLAS_STATUS_SUCCESS) {
+            out = run_gemmex(s, h, c, ct, dev, msg, len);
+            s->cu->cublasDestroy(h); /* synchronises the device first */
+        }
+    } else {
+        out = run_gemmex(s, s->handle, c, ct, dev, msg, len);
+    }
+    gck_call_status sync =
+        from_cuda(s->cu, s->cu->cudaDeviceSynchronize(), "after the call", msg, len);
+    if (sync != GCK_CALL_OK) out = sync;
+    if (budget > 0) deflate(s->cu, &b);
+    return out;
+}
+
+/* The handle the calls without a budget use, made once, outside any limit. */
+static gck_call_status make_handle(cuda_state *s, char *msg, size_t len) {
+    if (s->have_handle) return GCK_CALL_OK;
+    cublasStatus_t st =
+        s->lt ? s->cu->cublasLtCreate(&s->lt_handle) : s->cu->cublasCreate(&s->handle);
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return from_cublas(s->cu, st, s->lt ? "cublasLtCreate" : "cublasCreate", msg, len);
+    s->have_handle = true;
+    return GCK_CALL_OK;
+}
+
+/* Mirror the four regions (D's is C's when in place) on the device. */
+static gck_call_status copy_in(cuda_state *s, const gck_case *c, const gck_operands *ops,
+                               void *dregion[4], void *dev[4], char *msg, size_t len) {
     const void *host_base[4] = {ops->a, ops->b, ops->c, ops->d};
-    void *dregion[4] = {NULL, NULL, NULL, NULL}, *dev[4] = {NULL, NULL, NULL, NULL};
     gck_call_status out = GCK_CALL_OK;
     int nreg = c->d_is_c ? 3 : 4;
     for (int x = 0; x < nreg && out == GCK_CALL_OK; x++) {
@@ -442,14 +507,32 @@ static gck_call_status cuda_call(void *state, const gck_case *c, const gck_suppo
         dev[x] = (char *)dregion[x] + ((const char *)host_base[x] - (const char *)ops->region[x]);
     }
     if (c->d_is_c) dev[GCK_D] = dev[GCK_C];
-    if (out == GCK_CALL_OK) {
-        out = s->lt ? run_lt(s, c, ct, dev, msg, len) : run_gemmex(s, c, ct, dev, msg, len);
-        gck_call_status sync =
-            from_cuda(s->cu, s->cu->cudaDeviceSynchronize(), "after the call", msg, len);
-        if (sync != GCK_CALL_OK) out = sync;
+    return out;
+}
+
+static gck_call_status cuda_call(void *state, const gck_case *c, const gck_support_row *row,
+                                 const gck_operands *ops, char *msg, size_t len) {
+    cuda_state *s = state;
+    probe(s);
+    if (!s->usable) {
+        snprintf(msg, len, "%s", s->why);
+        return GCK_CALL_ERROR;
     }
+    const gck_support_row *rows;
+    const cublasComputeType_t *cts;
+    gck_cuda_rows(s->lt, &rows, &cts);
+    cublasComputeType_t ct = cts[row - rows];
+    int64_t budget = gck_call_budget();
+    void *dregion[4] = {NULL, NULL, NULL, NULL}, *dev[4] = {NULL, NULL, NULL, NULL};
+    gck_call_budget_pause(); /* gemmcheck's own work: the handle of later calls, the copies */
+    gck_call_status out = make_handle(s, msg, len);
+    if (out == GCK_CALL_OK) out = copy_in(s, c, ops, dregion, dev, msg, len);
+    gck_call_budget_resume();
+    if (out == GCK_CALL_OK) out = run_budgeted(s, c, ct, dev, budget, msg, len);
     /* copy every region back, so the host checks see inputs, guards and padding as the device
      * left them (skipped after a device fault: the context is gone) */
+    gck_call_budget_pause();
+    int nreg = c->d_is_c ? 3 : 4;
     for (int x = 0; x < nreg && out != GCK_CALL_DEVICE_FAULT; x++)
         if (dregion[x]) {
             gck_call_status back =
@@ -461,6 +544,7 @@ static gck_call_status cuda_call(void *state, const gck_case *c, const gck_suppo
         }
     for (int x = 0; x < nreg; x++)
         if (dregion[x]) s->cu->cudaFree(dregion[x]);
+    gck_call_budget_resume();
     return out;
 }
 

@@ -28,6 +28,8 @@
     X(cudaGetDeviceProperties)                                                                     \
     X(cudaGetErrorString)                                                                          \
     X(cudaGetErrorName)                                                                            \
+    X(cudaGetLastError)                                                                            \
+    X(cudaMemGetInfo)                                                                              \
     X(cudaMalloc)                                                                                  \
     X(cudaFree)                                                                                    \
     X(cudaMemcpy)                                                                                  \
