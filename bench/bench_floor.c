@@ -19,7 +19,11 @@
  *   - int8 slices: VPDPBUSD multiplies unsigned 8-bit by signed 8-bit digits: ceil(p / 8) x
  *     ceil(p / 7) int8 GEMMs;
  *   - int8 residues (Ozaki scheme II): the integer sums need 2p + ceil(log2 K) + 1 bits, each
- *     modulus below 2^8 adds under 8 bits: ceil((2p + ceil(log2 K) + 1) / 8) int8 GEMMs. */
+ *     modulus below 2^8 adds under 8 bits: ceil((2p + ceil(log2 K) + 1) / 8) int8 GEMMs.
+ * A second table breaks the splitting down by pass (oracles/oracle_ozaki.h, gck_oz_pass), with
+ * f64 slices and, where VPDPBUSD runs, int8 slices: the time of each pass of the plan, and the
+ * rest of the whole oracle in that mode (each element's terms decoded and summed, the tails'
+ * products). It links the library's internals (gemmcheck_internal) for the plan's timings. */
 #define _DEFAULT_SOURCE 1
 #include <cblas.h>
 #include <immintrin.h>
@@ -32,6 +36,7 @@
 #include <unistd.h>
 
 #include "gemmcheck/gemmcheck.h"
+#include "oracle_ozaki.h" /* the splitting's passes (internal: linked from gemmcheck_internal) */
 
 static double now(void) {
     struct timespec t;
@@ -166,22 +171,34 @@ static void gemm_seconds(int n, double *ours, double *openblas) {
     free(a), free(b), free(d);
 }
 
-/* The exact oracle on n^3 of type t (values as gck_spec_fill draws them), splitting `ozaki`;
- * *path: how it summed. */
-static double oracle_seconds(gck_format t, int n, const char *ozaki, char *path, size_t len) {
+/* The case n^3 of inputs t and its operands, values as gck_spec_fill draws them (D unwritten). */
+typedef struct operands {
     gck_case c;
-    gck_case_init(&c, n, n, n);
+    void *a, *b, *d;
+} operands;
+
+static operands make_operands(gck_format t, int n) {
+    operands x;
+    gck_case_init(&x.c, n, n, n);
     gck_format out = t == GCK_F64 ? GCK_F64 : GCK_F32;
-    c.type_a = c.type_b = t;
-    c.type_c = c.type_d = c.compute = c.scale_type = out;
-    c.d_is_c = false;
+    x.c.type_a = x.c.type_b = t;
+    x.c.type_c = x.c.type_d = x.c.compute = x.c.scale_type = out;
+    x.c.d_is_c = false;
     gck_spec s;
-    gck_spec_init(&s, &c);
+    gck_spec_init(&s, &x.c);
     size_t nn = (size_t)n * (size_t)n, es = (size_t)gck_format_get(t)->storage_bytes;
-    void *a = alloc_or_die(nn * es), *b = alloc_or_die(nn * es),
-         *d = alloc_or_die(nn * (out == GCK_F64 ? 8 : 4));
-    gck_spec_fill(&s, GCK_A, a);
-    gck_spec_fill(&s, GCK_B, b);
+    x.a = alloc_or_die(nn * es), x.b = alloc_or_die(nn * es);
+    x.d = alloc_or_die(nn * (out == GCK_F64 ? 8 : 4));
+    gck_spec_fill(&s, GCK_A, x.a);
+    gck_spec_fill(&s, GCK_B, x.b);
+    return x;
+}
+
+/* The exact oracle on n^3 of type t, splitting `ozaki`; *path: how it summed. */
+static double oracle_seconds(gck_format t, int n, const char *ozaki, char *path, size_t len) {
+    operands x = make_operands(t, n);
+    gck_case c = x.c;
+    void *a = x.a, *b = x.b, *d = x.d;
     setenv("GEMMCHECK_OZAKI", ozaki, 1);
     char msg[256];
     double secs = now();
@@ -206,6 +223,33 @@ static double oracle_seconds(gck_format t, int n, const char *ozaki, char *path,
     }
     free(a), free(b), free(d);
     return secs;
+}
+
+/* One line of the passes' table: the splitting of type t in mode md (gck_ozaki_new, each pass
+ * timed by it), and the whole exact oracle in that mode (GEMMCHECK_OZAKI=env); the rest, each
+ * element's terms decoded and summed with its tails' products, is the difference. */
+static void pass_row(gck_format t, int n, gck_ozaki_mode md, const char *env) {
+    operands x = make_operands(t, n);
+    gck_ozaki_options opt = gck_ozaki_defaults();
+    opt.mode = md;
+    char why[256];
+    double build = now();
+    gck_ozaki *o = gck_ozaki_new(&x.c, x.a, x.b, &opt, why, sizeof why);
+    build = now() - build;
+    free(x.a), free(x.b), free(x.d);
+    const char *name = gck_format_get(t)->name;
+    if (!o) {
+        printf("| %s | %s slices: not split (%s) |\n", name, env, why);
+        return;
+    }
+    int sa, sb, beta;
+    gck_ozaki_shape(o, &sa, &sb, &beta);
+    printf("| %s | %d x %d %s slices of %d bits |", name, sa, sb, gck_ozaki_gemm(o), beta);
+    for (int p = 0; p < GCK_OZ_PASSES; p++) printf(" %.3f |", gck_ozaki_seconds(o, p));
+    gck_ozaki_free(o);
+    double whole = oracle_seconds(t, n, env, NULL, 0);
+    printf(" %.3f | %.3f | %.3f |\n", build, whole - build, whole);
+    fflush(stdout);
 }
 
 static int ceil_div(int a, int b) { return (a + b - 1) / b; }
@@ -278,6 +322,19 @@ int main(int argc, char **argv) {
                fi->name, obo, budget, today, obo / today, g64, t64, g8, t8, gres, tres,
                least / budget, path);
         fflush(stdout);
+    }
+    printf("\nThe splitting's passes (oracles/oracle_ozaki.h, seconds on all cores), with f64 and "
+           "with int8 slices: the plan's passes, their sum (the splitting), the rest of the "
+           "oracle (each element's terms decoded and summed, with its tails' products) and the "
+           "whole oracle in that mode\n\n| inputs | slices |");
+    for (int p = 0; p < GCK_OZ_PASSES; p++) printf(" %s |", gck_oz_pass_name(p));
+    printf(" splitting | rest | whole |\n|---|---|");
+    for (int p = 0; p < GCK_OZ_PASSES + 3; p++) printf("---|");
+    printf("\n");
+    for (int f = 0; f < 4; f++) {
+        if (!listed(types, gck_format_get(all[f])->name)) continue;
+        pass_row(all[f], n, GCK_OZAKI_ALWAYS, "always");
+        if (vnni) pass_row(all[f], n, GCK_OZAKI_INT8, "int8");
     }
     return 0;
 }

@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "decode.h"
 #include "gemmcheck/kernels.h"
@@ -87,6 +88,30 @@ void gck_ozaki_free(gck_ozaki *o) {
 
 const char *gck_ozaki_gemm(const gck_ozaki *o) { return o->int8 ? "int8" : "f64"; }
 
+const char *gck_oz_pass_name(gck_oz_pass p) {
+    static const char *const names[GCK_OZ_PASSES] = {"copy", "scales", "tails", "slices",
+                                                     "gemm", "accum",  "verify"};
+    return (unsigned)p < GCK_OZ_PASSES ? names[p] : "?";
+}
+
+double gck_ozaki_seconds(const gck_ozaki *o, gck_oz_pass p) {
+    return (unsigned)p < GCK_OZ_PASSES ? o->sec[p] : 0;
+}
+
+/* Wall-clock seconds, for the passes' times. */
+static double oz_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Adds the time since *t to pass p and restarts *t. */
+static void oz_lap(gck_ozaki *o, gck_oz_pass p, double *t) {
+    double now = oz_now();
+    o->sec[p] += now - *t;
+    *t = now;
+}
+
 void gck_ozaki_shape(const gck_ozaki *o, int *slices_a, int *slices_b, int *beta) {
     *slices_a = o->sa;
     *slices_b = o->sb;
@@ -118,8 +143,8 @@ typedef struct work {
     uint64_t *x, *yb, *ra; /* Freivalds: x (N), dB_t·x (SB x K), dA_s·(dB_t·x) (M) */
     __int128 *acc;         /* sums of a matrix-vector product (max(M, K)) */
     __int128 *rhs;         /* ND x M */
-    int8_t *a8, *b8;       /* int8 mode: as and bs as bytes (the same element order) */
-    int32_t *p32;          /* int8 mode: the product, row-major */
+    int8_t *a8, *b8;       /* int8 mode: the SA slices of op(A) and SB of op(B) as bytes */
+    int32_t *p32;          /* int8 mode: a sum of slice products, column-major */
 } work;
 
 static void work_free(work *w) {
@@ -145,7 +170,7 @@ static bool work_alloc(work *w, const gck_ozaki *o) {
                 NULL,
                 NULL};
     if (o->int8) {
-        w->a8 = malloc((size_t)(M * K));
+        w->a8 = malloc((size_t)(o->sa * M * K));
         w->b8 = malloc((size_t)(o->sb * K * N));
         w->p32 = malloc((size_t)(M * N) * sizeof(int32_t));
         if (!w->a8 || !w->b8 || !w->p32) return false;
@@ -154,26 +179,8 @@ static bool work_alloc(work *w, const gck_ozaki *o) {
 }
 
 /* P = dA_s · dB_t with gemmcheck's f64 GEMM (exact: see the top of the file); a holds dA_s
- * transposed. In int8 mode with the int8 GEMM on the same digits as bytes (a8: dA_s's rows along
- * k, b8: dB_t's columns along k, the element order of a and b), exact as well: digits below 2^7,
- * K <= GCK_IGEMM_MAX_K. */
-static bool slice_product(const gck_ozaki *o, const double *a, const double *b, double *p,
-                          const work *w, int t) {
-    if (o->int8) {
-        gck_igemm_args g = {.m = o->m,
-                            .n = o->n,
-                            .k = o->k,
-                            .A = w->a8,
-                            .lda = o->k,
-                            .B = w->b8 + t * o->k * o->n,
-                            .ldb = o->k,
-                            .C = w->p32,
-                            .ldc = o->n};
-        if (!gck_igemm_s8(&g)) return false;
-        for (int64_t i = 0; i < o->m; i++)
-            for (int64_t j = 0; j < o->n; j++) p[i + j * o->m] = w->p32[i * o->n + j];
-        return true;
-    }
+ * transposed. */
+static bool slice_product(const gck_ozaki *o, const double *a, const double *b, double *p) {
     gck_case g; /* f64, column-major, tight, alpha = 1, beta = 0 (C not read) */
     gck_case_init(&g, o->m, o->n, o->k);
     g.transa = GCK_OP_T, g.lda = o->k;
@@ -190,6 +197,7 @@ static void digits_to_bytes(const double *d, int64_t n, int8_t *out) {
  * a NaN or a value out of range (a wrong product: exact ones are integers below 2^53) says so. */
 typedef struct accum_job {
     const double *p;
+    const int32_t *p32; /* int8 mode: the product (column-major) instead of p */
     int64_t *q;
     const __int128 *rhs;
     const uint64_t *x;
@@ -210,6 +218,15 @@ static void accum_part(void *arg, int part, int64_t lo, int64_t hi) {
                 x->q[(j * x->m + i) * x->nd + x->d] += (int64_t)v;
         }
     x->bad[part] = bad;
+}
+
+/* Q_d += P as accum_part, from the int8 products' sums (every int32 is an integer in range). */
+static void accum_part32(void *arg, int part, int64_t lo, int64_t hi) {
+    accum_job *x = arg;
+    for (int64_t j = lo; j < hi; j++)
+        for (int64_t i = 0; i < x->m; i++)
+            x->q[(j * x->m + i) * x->nd + x->d] += x->p32[i + j * x->m];
+    x->bad[part] = false;
 }
 
 /* Freivalds' test of every Q_d on rows [lo, hi): Q_d·x against the sum of dA_s·(dB_t·x). */
@@ -239,33 +256,105 @@ static bool accum_pass(accum_job *x, int64_t count, void (*body)(void *, int, in
     return true;
 }
 
-/* The terms of one pair of members: every slice product added into q (this pair's block), each
- * term matrix checked by Freivalds' test. false: out of memory or a wrong product. */
-static bool build_pair(gck_ozaki *o, const lines *va, const lines *vb, int64_t ma, int64_t mb,
-                       int64_t *q, work *w, uint64_t seed) {
-    int64_t M = o->m, N = o->n, K = o->k, nd = o->nd;
+/* op(B)'s slices of member mb (and as bytes in int8 mode), with dB_t·x for Freivalds' test. */
+static void slices_of_b(gck_ozaki *o, const lines *vb, int64_t mb, work *w, uint64_t seed) {
+    int64_t K = o->k, N = o->n;
     gck_freivalds_vector(seed, w->x, N);
     for (int t = 0; t < o->sb; t++) {
         gck_oz_slice(vb, o->eb, mb, o->beta, o->sb, t, w->bs + t * K * N);
         if (o->int8) digits_to_bytes(w->bs + t * K * N, K * N, w->b8 + t * K * N);
         gck_freivalds_matvec(w->bs + t * K * N, K, N, w->x, w->acc, w->yb + t * K);
     }
-    memset(w->rhs, 0, (size_t)(nd * M) * sizeof *w->rhs);
+    memset(w->rhs, 0, (size_t)(o->nd * o->m) * sizeof *w->rhs);
+}
+
+/* The right-hand sides of Freivalds' test for op(A)'s slice s (in w->as): dA_s·(dB_t·x) added
+ * to term s + t's, for every t. */
+static void rhs_of_a(const gck_ozaki *o, work *w, int s) {
+    for (int t = 0; t < o->sb; t++) {
+        gck_freivalds_matvec_rows(w->as, o->m, o->k, w->yb + t * o->k, w->ra);
+        for (int64_t i = 0; i < o->m; i++) w->rhs[(s + t) * o->m + i] += w->ra[i];
+    }
+}
+
+/* The terms of one pair of members on f64 slices: every slice product added into q (this
+ * pair's block), each term matrix checked by Freivalds' test. false: a wrong product. */
+static bool build_pair_f64(gck_ozaki *o, const lines *va, const lines *vb, int64_t ma, int64_t mb,
+                           int64_t *q, work *w, uint64_t seed) {
+    int64_t M = o->m, N = o->n, K = o->k;
+    double clock = oz_now();
+    slices_of_b(o, vb, mb, w, seed);
     accum_job x = {
-        .p = w->p, .q = q, .rhs = w->rhs, .x = w->x, .acc = w->acc, .m = M, .n = N, .nd = nd};
+        .p = w->p, .q = q, .rhs = w->rhs, .x = w->x, .acc = w->acc, .m = M, .n = N, .nd = o->nd};
     for (int s = 0; s < o->sa; s++) {
         gck_oz_slice(va, o->ea, ma, o->beta, o->sa, s, w->as);
-        if (o->int8) digits_to_bytes(w->as, M * K, w->a8);
+        rhs_of_a(o, w, s);
+        oz_lap(o, GCK_OZ_SLICES, &clock);
         for (int t = 0; t < o->sb; t++) {
-            if (!slice_product(o, w->as, w->bs + t * K * N, w->p, w, t)) return false;
+            if (!slice_product(o, w->as, w->bs + t * K * N, w->p)) return false;
             if (o->corrupt >= 0 && s + t == 0) w->p[o->corrupt % (M * N)] += 1;
+            oz_lap(o, GCK_OZ_GEMM, &clock);
             x.d = s + t;
             if (!accum_pass(&x, N, accum_part)) return false;
-            gck_freivalds_matvec_rows(w->as, M, K, w->yb + t * K, w->ra);
-            for (int64_t i = 0; i < M; i++) w->rhs[x.d * M + i] += w->ra[i];
+            oz_lap(o, GCK_OZ_ACCUM, &clock);
         }
     }
-    return accum_pass(&x, M, verify_part);
+    bool ok = accum_pass(&x, M, verify_part);
+    oz_lap(o, GCK_OZ_VERIFY, &clock);
+    return ok;
+}
+
+/* The same on int8 slices: the products of one term d (s + t = d) summed by the int8 GEMM in
+ * int32 (as many at a time as stay within it: each is at most K·127² in magnitude), written
+ * column-major (op(B)'s slice as the GEMM's A, op(A)'s as its B: the transposed product), and
+ * added into q once per such sum. */
+static bool build_pair_int8(gck_ozaki *o, const lines *va, const lines *vb, int64_t ma, int64_t mb,
+                            int64_t *q, work *w, uint64_t seed) {
+    int64_t M = o->m, N = o->n, K = o->k;
+    double clock = oz_now();
+    slices_of_b(o, vb, mb, w, seed);
+    for (int s = 0; s < o->sa; s++) {
+        gck_oz_slice(va, o->ea, ma, o->beta, o->sa, s, w->as);
+        digits_to_bytes(w->as, M * K, w->a8 + s * M * K);
+        rhs_of_a(o, w, s);
+    }
+    oz_lap(o, GCK_OZ_SLICES, &clock);
+    accum_job x = {.p32 = w->p32,
+                   .q = q,
+                   .rhs = w->rhs,
+                   .x = w->x,
+                   .acc = w->acc,
+                   .m = M,
+                   .n = N,
+                   .nd = o->nd};
+    int64_t room = INT32_MAX / (K * 127 * 127); /* products one int32 sum holds (>= 1) */
+    for (int d = 0; d < o->nd; d++) {
+        int64_t summed = 0;
+        for (int s = d < o->sb ? 0 : d - o->sb + 1; s < o->sa && s <= d; s++) {
+            gck_igemm_args g = {.m = N,
+                                .n = M,
+                                .k = K,
+                                .A = w->b8 + (d - s) * K * N,
+                                .lda = K,
+                                .B = w->a8 + s * M * K,
+                                .ldb = K,
+                                .C = w->p32,
+                                .ldc = M,
+                                .accumulate = summed > 0};
+            if (!gck_igemm_s8(&g)) return false;
+            if (o->corrupt >= 0 && d == 0) w->p32[o->corrupt % (M * N)] += 1;
+            oz_lap(o, GCK_OZ_GEMM, &clock);
+            x.d = d;
+            if (++summed == room || s == o->sa - 1 || s == d) {
+                accum_pass(&x, N, accum_part32);
+                summed = 0;
+            }
+            oz_lap(o, GCK_OZ_ACCUM, &clock);
+        }
+    }
+    bool ok = accum_pass(&x, M, verify_part);
+    oz_lap(o, GCK_OZ_VERIFY, &clock);
+    return ok;
 }
 
 /* The weights' range: the lowest bit of any term and the bits any sum needs above it. */
@@ -300,7 +389,9 @@ static void choose_slices(gck_ozaki *o, const int64_t *ha, const int64_t *hb, do
     *cost = INFINITY;
     for (int sa = 1; sa <= maxa; sa++)
         for (int sb = 1; sb <= maxb; sb++) {
-            double c = sa * sb * (weight * mnk + pass * mn) +
+            /* int8: a pass per term, its products summed in int32 (up to K·127² each) */
+            int passes = o->int8 ? sa + sb - 1 : sa * sb;
+            double c = sa * sb * weight * mnk + passes * pass * mn +
                        TAIL_COST * (double)o->pairs *
                            ((double)o->n * (double)gck_oz_tails_beyond(ha, sa) +
                             (double)o->m * (double)gck_oz_tails_beyond(hb, sb));
@@ -314,7 +405,7 @@ static void choose_slices(gck_ozaki *o, const int64_t *ha, const int64_t *hb, do
  * compared in f64 multiply-adds, from the rates this process measured (the kernels' f64 path,
  * gck_kpath_rate; the int8 GEMM, gck_igemm_rate), plus a pass over each product's M·N elements
  * (OZ_PASS: adding it to its term, about 1 ns an element on a Zen 4, some 25 f64 multiply-adds
- * there; the int8 product also turned into doubles, as much again). */
+ * there); the int8 GEMM sums a term's products in int32 itself, so its plan passes once a term. */
 #define OZ_PASS 25.0
 
 /* The int8 plan in `t` (scales and slice counts on scratch arrays); false when out of memory. */
@@ -332,7 +423,7 @@ static bool int8_plan(const gck_ozaki *o, const lines *va, const lines *vb, gck_
     bool ok = t->ea && t->eb && t->need_a && t->need_b &&
               gck_oz_line_scales(va, 7, t->ea, t->need_a, ha, lowa) &&
               gck_oz_line_scales(vb, 7, t->eb, t->need_b, hb, lowb);
-    if (ok) choose_slices(t, ha, hb, weight, 2 * OZ_PASS, cost);
+    if (ok) choose_slices(t, ha, hb, weight, OZ_PASS, cost);
     return ok;
 }
 
@@ -564,8 +655,9 @@ static bool build_terms(gck_ozaki *o, gck_ozaki_mode md, const lines *va, const 
     bool ok = o->q && work_alloc(&w, o);
     if (!ok) snprintf(why, why_len, "out of memory for the slices");
     for (int64_t p = 0; ok && p < o->pairs; p++) {
-        ok = build_pair(o, va, vb, o->a_batched ? p : 0, o->b_batched ? p : 0,
-                        o->q + p * mn * o->nd, &w, 0x6f7a616b69u + (uint64_t)p);
+        ok = (o->int8 ? build_pair_int8
+                      : build_pair_f64)(o, va, vb, o->a_batched ? p : 0, o->b_batched ? p : 0,
+                                        o->q + p * mn * o->nd, &w, 0x6f7a616b69u + (uint64_t)p);
         if (!ok) {
             snprintf(why, why_len, "an %s slice product failed its check (Freivalds)",
                      gck_ozaki_gemm(o));
@@ -575,7 +667,9 @@ static bool build_terms(gck_ozaki *o, gck_ozaki_mode md, const lines *va, const 
                     gck_ozaki_gemm(o));
         }
     }
+    double clock = oz_now();
     if (ok && ahead_pays(o, md)) sum_tails_ahead(o, &w);
+    oz_lap(o, GCK_OZ_TAILS, &clock);
     if (o->q) work_free(&w);
     return ok;
 }
@@ -593,6 +687,7 @@ gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B,
     o->a_batched = c->stride_a != 0, o->b_batched = c->stride_b != 0;
     int64_t ma = c->stride_a ? c->batch : 1, mb = c->stride_b ? c->batch : 1;
     lines va = lines_of(c, GCK_A, A), vb = lines_of(c, GCK_B, B);
+    double clock = oz_now();
     bool may_split = md == GCK_OZAKI_ALWAYS || md == GCK_OZAKI_INT8 ||
                      o->pairs * c->m * c->n * c->k >= OZ_MIN_PRODUCTS;
     if (may_split && (!line_major(&va, &o->va_copy) || !line_major(&vb, &o->vb_copy))) {
@@ -600,6 +695,7 @@ gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B,
         gck_ozaki_free(o);
         return NULL;
     }
+    oz_lap(o, GCK_OZ_COPY, &clock);
     o->ea = malloc((size_t)(ma * c->m) * sizeof *o->ea);
     o->eb = malloc((size_t)(mb * c->n) * sizeof *o->eb);
     o->need_a = malloc((size_t)(ma * c->m));
@@ -637,7 +733,9 @@ gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B,
     o->vb = vb;
     bool ok = decide(o, md, cost, why, why_len);
     o->low_a = lowa, o->low_b = lowb;
+    oz_lap(o, GCK_OZ_SCALES, &clock);
     ok = ok && prepare_tails(o, &tmina, &tminb, why, why_len);
+    oz_lap(o, GCK_OZ_TAILS, &clock);
     ok = ok && build_terms(o, md, &va, &vb, (int32_t[4]){lowa, lowb, tmina, tminb}, why, why_len);
     if (!ok) {
         gck_ozaki_free(o);

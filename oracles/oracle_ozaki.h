@@ -46,6 +46,22 @@ void gck_ozaki_set_mode(gck_ozaki_mode m);
 gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B,
                          const gck_ozaki_options *opt, char *why, size_t why_len);
 void gck_ozaki_free(gck_ozaki *o);
+/** The passes of gck_ozaki_new, in the order they run, for the time each took (bench_floor). */
+typedef enum {
+    GCK_OZ_COPY,   /**< strided lines of the operands copied line by line */
+    GCK_OZ_SCALES, /**< each line's scale and slice count, the slicing plan (and int8's) */
+    GCK_OZ_TAILS,  /**< the bits below the slices gathered, and their products summed ahead */
+    GCK_OZ_SLICES, /**< the slices cut (and made bytes), with their Freivalds vectors */
+    GCK_OZ_GEMM,   /**< the slice products */
+    GCK_OZ_ACCUM,  /**< each product added into its elements' terms */
+    GCK_OZ_VERIFY, /**< Freivalds' test of the terms */
+    GCK_OZ_PASSES
+} gck_oz_pass;
+/** The pass's name ("copy", "scales", ...). */
+const char *gck_oz_pass_name(gck_oz_pass p);
+/** Seconds the pass took in building o (wall time, all threads together). */
+double gck_ozaki_seconds(const gck_ozaki *o, gck_oz_pass p);
+
 /** The GEMM of the slice products: "f64" or "int8". */
 const char *gck_ozaki_gemm(const gck_ozaki *o);
 

@@ -65,6 +65,7 @@ struct gck_ozaki {
     double *tsum;
     int32_t low_a, low_b; /* the lowest set bit of any value of op(A), op(B) */
     int64_t ntail_a, ntail_b;
+    double sec[GCK_OZ_PASSES]; /* the time of each pass of gck_ozaki_new */
 };
 
 /* The value of a line at step k, decoded in the shortest form, whose last bit is at or above the

@@ -317,6 +317,9 @@ Test(ozaki, int8_slices_cover_wide_rows) {
     span_case(GCK_F64, 118, 4096, "ozaki", NULL);
     span_case(GCK_F64, 400, 4096, "ozaki", NULL);
     span_case(GCK_F16, 27, 5000, "ozaki", NULL);
+    /* K = 60,000: an int32 sum holds two slice products (each up to K·127²), so a term of up to
+     * four products is added in two sums */
+    span_case(GCK_F32, 60, 60000, "ozaki", NULL);
     gck_case c;
     gck_case_init(&c, 8, 8, 64);
     c.type_a = c.type_b = c.type_c = c.type_d = c.compute = GCK_BF16;
