@@ -513,8 +513,11 @@ static gck_call_status copy_in(cuda_state *s, const gck_case *c, const gck_opera
 static gck_call_status cuda_call(void *state, const gck_case *c, const gck_support_row *row,
                                  const gck_operands *ops, char *msg, size_t len) {
     cuda_state *s = state;
+    gck_call_budget_pause(); /* gemmcheck's own work: the probe, the handle of later calls and
+                                the copies */
     probe(s);
     if (!s->usable) {
+        gck_call_budget_resume();
         snprintf(msg, len, "%s", s->why);
         return GCK_CALL_ERROR;
     }
@@ -524,7 +527,6 @@ static gck_call_status cuda_call(void *state, const gck_case *c, const gck_suppo
     cublasComputeType_t ct = cts[row - rows];
     int64_t budget = gck_call_budget();
     void *dregion[4] = {NULL, NULL, NULL, NULL}, *dev[4] = {NULL, NULL, NULL, NULL};
-    gck_call_budget_pause(); /* gemmcheck's own work: the handle of later calls, the copies */
     gck_call_status out = make_handle(s, msg, len);
     if (out == GCK_CALL_OK) out = copy_in(s, c, ops, dregion, dev, msg, len);
     gck_call_budget_resume();
