@@ -1,13 +1,16 @@
 /* bench_kernels: GFLOP/s of gemmcheck's GEMM (kernels/) beside OpenBLAS and BLIS on the same
  * shapes, in one run, with the machine's peak calibrated at the start.
  *
- *   bench_kernels [--sizes 256,512,1024,2048,4096] [--threads 1,2] [--no-skinny] [--no-peers]
+ *   bench_kernels [--sizes 256,512,1024,2048,4096] [--threads 1,2] [--rounds 1] [--no-skinny]
+ *                 [--no-peers]
  *
  * Peers run in child processes of this program (`--peer`), because OpenBLAS and BLIS read their
  * kernel choice (OPENBLAS_CORETYPE, BLIS_ARCH_TYPE) and thread count once, when loaded: OpenBLAS
  * and BLIS as they select themselves and with their best kernels for this CPU forced (AVX-512:
  * SkylakeX and skx; AVX2: Haswell and haswell). Every figure is the best of several timed calls
- * after a warm-up call. The peak is measured, not computed from a nominal clock (the best of five
+ * after a warm-up call; with --rounds R, gemmcheck and the peers of a line are timed R times in
+ * turn, each keeping its best (on a shared machine a neighbour's burst then costs one round of one
+ * side, not the ratio). The peak is measured, not computed from a nominal clock (the best of five
  * calibrations): independent chains of FMAs of the widest vectors the CPU has (512 or 256 bits;
  * and VDPBF16PS where present) on one core for about 0.2 s, 2 flops per multiply-add. */
 #define _GNU_SOURCE 1
@@ -238,6 +241,7 @@ typedef struct shape {
 } shape;
 
 static bool has_peers = true;
+static int rounds = 1; /* --rounds: each line's measurements repeated in turn */
 
 /* The kernels' automatic choice: each supported path's measured rate per class of inputs (the
  * measurement gck_kpath_auto_for makes once per process) and the path each class runs on. */
@@ -265,34 +269,42 @@ static void print_choice(void) {
     printf("\n");
 }
 
-/* One line of the f32 or f64 table: ours, every peer, ours over the best peer, share of peak. */
+/* One line of the f32 or f64 table: ours, every peer, ours over the best peer, share of peak.
+ * With --rounds R, ours and the peers are timed R times in turn and each keeps its best: a
+ * neighbour that takes the core for a moment then costs one side one round, not the line. */
 static void blas_line(bool dbl, shape s, int threads, double peak) {
     gck_format t = dbl ? GCK_F64 : GCK_F32;
-    double ours = own_gflops(t, t, t, t, s.m, s.n, s.k, threads), best = 0;
+    double ours = 0, g[NPEERS] = {0}, best = 0;
+    for (int r = 0; r < rounds; r++) {
+        ours = fmax(ours, own_gflops(t, t, t, t, s.m, s.n, s.k, threads));
+        for (int p = 0; p < NPEERS && has_peers; p++)
+            g[p] = fmax(g[p], peer_gflops(&peers[p], dbl, s.m, s.n, s.k, threads));
+    }
     printf("| %dx%dx%d | %d | %.1f |", s.m, s.n, s.k, threads, ours);
     for (int p = 0; p < NPEERS; p++) {
-        double g = has_peers ? peer_gflops(&peers[p], dbl, s.m, s.n, s.k, threads) : 0;
-        if (g > best) best = g;
-        printf(" %.1f |", g);
+        if (g[p] > best) best = g[p];
+        printf(" %.1f |", g[p]);
     }
     printf(" %.2fx | %.0f%% |\n", best > 0 ? ours / best : 0, 100 * ours / (peak * threads));
     fflush(stdout);
 }
 
-/* One line of the bf16/f16/mixed table, against the best sgemm/dgemm of the same line. */
+/* One line of the bf16/f16/mixed table, against the best sgemm/dgemm of the same line (with
+ * --rounds, as blas_line). */
 static void mixed_line(shape s, int threads, double peak_dp) {
-    double bf = own_gflops(GCK_BF16, GCK_BF16, GCK_F32, GCK_F32, s.m, s.n, s.k, threads);
-    double hf = own_gflops(GCK_F16, GCK_F16, GCK_F32, GCK_F32, s.m, s.n, s.k, threads);
-    double bh = own_gflops(GCK_BF16, GCK_F16, GCK_F32, GCK_F32, s.m, s.n, s.k, threads);
-    double hs = own_gflops(GCK_F16, GCK_F32, GCK_F32, GCK_F32, s.m, s.n, s.k, threads);
-    double sd = own_gflops(GCK_F32, GCK_F64, GCK_F64, GCK_F64, s.m, s.n, s.k, threads);
-    double s32 = own_gflops(GCK_F32, GCK_F32, GCK_F32, GCK_F32, s.m, s.n, s.k, threads);
-    double d64 = own_gflops(GCK_F64, GCK_F64, GCK_F64, GCK_F64, s.m, s.n, s.k, threads);
-    double bs = 0;
-    for (int p = 0; p < NPEERS && has_peers; p++) {
-        double g = peer_gflops(&peers[p], false, s.m, s.n, s.k, threads);
-        if (g > bs) bs = g;
+    static const gck_format ty[7][3] = {{GCK_BF16, GCK_BF16, GCK_F32}, {GCK_F16, GCK_F16, GCK_F32},
+                                        {GCK_BF16, GCK_F16, GCK_F32},  {GCK_F16, GCK_F32, GCK_F32},
+                                        {GCK_F32, GCK_F64, GCK_F64},   {GCK_F32, GCK_F32, GCK_F32},
+                                        {GCK_F64, GCK_F64, GCK_F64}};
+    double v[7] = {0}, bs = 0;
+    for (int r = 0; r < rounds; r++) {
+        for (int i = 0; i < 7; i++)
+            v[i] = fmax(v[i],
+                        own_gflops(ty[i][0], ty[i][1], ty[i][2], ty[i][2], s.m, s.n, s.k, threads));
+        for (int p = 0; p < NPEERS && has_peers; p++)
+            bs = fmax(bs, peer_gflops(&peers[p], false, s.m, s.n, s.k, threads));
     }
+    double bf = v[0], hf = v[1], bh = v[2], hs = v[3], sd = v[4], s32 = v[5], d64 = v[6];
     printf("| %dx%dx%d | %d | %.1f | %.0f%% | %.2fx | %.1f | %.2fx | %.1f | %.2fx | %.1f | %.2fx |"
            " %.1f | %.2fx |\n",
            s.m, s.n, s.k, threads, bf, peak_dp > 0 ? 100 * bf / (peak_dp * threads) : 0,
@@ -328,10 +340,12 @@ int main(int argc, char **argv) {
             skinny = false;
         else if (!strcmp(argv[i], "--no-peers"))
             has_peers = false;
+        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+            parse_list(argv[++i], &rounds, 1);
         else {
             fprintf(stderr,
                     "bench_kernels: unknown argument '%s' (--sizes L, --threads L, "
-                    "--no-skinny, --no-peers)\n",
+                    "--rounds R, --no-skinny, --no-peers)\n",
                     argv[i]);
             return 2;
         }

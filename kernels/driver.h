@@ -170,6 +170,10 @@ static bool KN(block)(const kjob *j, const void *A, const void *B, const void *C
     int64_t mc = bk.mc, kc = bk.kc / KP * KP, kp = (c->k + KP - 1) / KP * KP;
     int64_t rows = (i1 - i0 + mr - 1) / mr * mr, cols = (j1 - j0 + nr - 1) / nr * nr;
     int64_t nc = bk.nc > cols ? cols : bk.nc; /* both whole tiles */
+    /* as many panels, of even widths: a job of 1024 columns at NC 1020 would otherwise pack
+     * all of op(A) again for a panel of 4 */
+    int64_t panels = (cols + nc - 1) / nc;
+    nc = (cols / nr + panels - 1) / panels * nr;
     /* op(A) read in place is streamed down its columns: every row of the job in one block (as
      * many as W holds); each tile requests the tile two below it, step by step, and a block has
      * as many steps as keep those requests within half of L1 */

@@ -153,12 +153,19 @@ gck_blocking gck_kernels_blocking(int es, int mr, int nr) {
      * from 77 to 85-90 GFLOP/s against an MC-row accumulator with B packed for all K). The B
      * panel, KC x NC, within L2 (at least 512 columns): on a Zen 4 core (1 MiB of L2) f64
      * 4096^3 went from 47.3-48.2 to 50.6-51.0 GFLOP/s on one thread and from 95.8-96.7 to
-     * 100.6-102.4 on two with NC 512 instead of 4096; f32 and f16 at NC 768 within noise */
+     * 100.6-102.4 on two with NC 512 instead of 4096; f32 and f16 at NC 768 within noise.
+     * op(A) is packed once per panel, and that pass costs the same per value while a
+     * narrower type's multiply-adds go twice as fast, so the least NC is 4096 bytes' worth of
+     * values (512 f64, 1024 f32): on a Zen 5 core (1 MiB of L2), 2048^3 at NC 1020 instead of
+     * 504, best of 15-20 calls, three rounds alternated, GFLOP/s: f32 one thread 169-186
+     * against 168-177, two 334-359 against 321-344; f16 2048^3 0.97x the best sgemm against
+     * 0.83x (bench_kernels, docs/PERFORMANCE.md) */
     (void)mr;
     int64_t kc = clamp_to(l1 / 2 / (nr * (int64_t)es), 64, 1024, 8);
     int64_t mc = clamp_to(l2 / 2 / (kc * es), mr, 4096, mr);
     int64_t nc = clamp_to(limit_nc > 0 ? limit_nc : l2 / (kc * es), nr, 4096, nr);
-    if (limit_nc <= 0 && nc < 512) nc = clamp_to(512, nr, 4096, nr);
+    int64_t nc_min = 4096 / es; /* 512 f64 columns, 1024 f32 */
+    if (limit_nc <= 0 && nc < nc_min) nc = clamp_to(nc_min, nr, 4096, nr);
     int64_t w = limit_w > 0 ? limit_w : (int64_t)32 << 20;
     return (gck_blocking){mc < mr ? mr : mc, kc, nc < nr ? nr : nc, w, l1};
 }

@@ -156,11 +156,15 @@ static bool work_alloc(work *w, const gck_ozaki *o) {
     int64_t M = o->m, N = o->n, K = o->k, mk = M > K ? M : K;
     /* the large ones from the stash when it has them (the checker's bound leaves two) */
     void *as = gck_stash_take((size_t)(M * K) * sizeof(double)),
-         *bs = gck_stash_take((size_t)(o->sb * K * N) * sizeof(double)),
-         *p = gck_stash_take((size_t)(M * N) * sizeof(double));
+         *bs = gck_stash_take((size_t)(o->sb * K * N) * sizeof(double));
+    /* no product buffer for a plan of one f64 product: it is written into the terms (and the
+     * tails' sums, which take this buffer's memory, get their own: sum_tails_ahead) */
+    bool one = !o->int8 && o->nd == 1;
+    void *p = one ? NULL : gck_stash_take((size_t)(M * N) * sizeof(double));
+    if (!p && !one) p = malloc((size_t)(M * N) * sizeof(double));
     *w = (work){as ? as : malloc((size_t)(M * K) * sizeof(double)),
                 bs ? bs : malloc((size_t)(o->sb * K * N) * sizeof(double)),
-                p ? p : malloc((size_t)(M * N) * sizeof(double)),
+                p,
                 malloc((size_t)N * sizeof(uint64_t)),
                 malloc((size_t)(o->sb * K) * sizeof(uint64_t)),
                 malloc((size_t)M * sizeof(uint64_t)),
@@ -175,7 +179,7 @@ static bool work_alloc(work *w, const gck_ozaki *o) {
         w->p32 = malloc((size_t)(M * N) * sizeof(int32_t));
         if (!w->a8 || !w->b8 || !w->p32) return false;
     }
-    return w->as && w->bs && w->p && w->x && w->yb && w->ra && w->acc && w->rhs;
+    return w->as && w->bs && (w->p || one) && w->x && w->yb && w->ra && w->acc && w->rhs;
 }
 
 /* P = dA_s · dB_t with gemmcheck's f64 GEMM (exact: see the top of the file); a holds dA_s
@@ -217,6 +221,23 @@ static void accum_part(void *arg, int part, int64_t lo, int64_t hi) {
             else
                 x->q[(j * x->m + i) * x->nd + x->d] += (int64_t)v;
         }
+    x->bad[part] = bad;
+}
+
+/* Q = P for a plan of one product (one slice of each operand), P written by the GEMM into Q's
+ * own memory as doubles: each converted where it lies (memcpy: the same bytes read as a double,
+ * written as an int64). */
+static void convert_part(void *arg, int part, int64_t lo, int64_t hi) {
+    accum_job *x = arg;
+    bool bad = false;
+    for (int64_t e = lo * x->m; e < hi * x->m; e++) {
+        double v;
+        memcpy(&v, x->q + e, sizeof v);
+        if (!(fabs(v) < 0x1p60))
+            bad = true;
+        else
+            x->q[e] = (int64_t)v;
+    }
     x->bad[part] = bad;
 }
 
@@ -291,6 +312,15 @@ static bool build_pair_f64(gck_ozaki *o, const lines *va, const lines *vb, int64
         rhs_of_a(o, w, s);
         oz_lap(o, GCK_OZ_SLICES, &clock);
         for (int t = 0; t < o->sb; t++) {
+            if (o->nd == 1) { /* the one product, into the terms' memory (convert_part) */
+                double *p = (double *)(void *)q;
+                if (!slice_product(o, w->as, w->bs, p)) return false;
+                if (o->corrupt >= 0) p[o->corrupt % (M * N)] += 1;
+                oz_lap(o, GCK_OZ_GEMM, &clock);
+                if (!accum_pass(&x, N, convert_part)) return false;
+                oz_lap(o, GCK_OZ_ACCUM, &clock);
+                continue;
+            }
             if (!slice_product(o, w->as, w->bs + t * K * N, w->p)) return false;
             if (o->corrupt >= 0 && s + t == 0) w->p[o->corrupt % (M * N)] += 1;
             oz_lap(o, GCK_OZ_GEMM, &clock);
@@ -631,7 +661,9 @@ static void sum_tails_ahead(gck_ozaki *o, work *w) {
     if (o->ntail_b && !(o->pa = adjacent_lines(&o->va, into_a))) return;
     if (o->pa == w->as) w->as = NULL;
     if (o->pairs == 1) {
-        o->tsum = w->p, w->p = NULL;
+        o->tsum = w->p ? w->p : malloc((size_t)(o->m * o->n) * sizeof *o->tsum);
+        w->p = NULL;
+        if (!o->tsum) return;
         memset(o->tsum, 0, (size_t)(o->m * o->n) * sizeof *o->tsum);
     }
     gck_oz_build_tsum(o);
