@@ -652,7 +652,8 @@ static bool ahead_pays(const gck_ozaki *o, gck_ozaki_mode md) {
 }
 
 /* The tails' partners and sums (build_tsum), in the slices' and product's memory where it has
- * room (its pages are in place already), which the work no longer needs; when out of memory
+ * room (its pages are in place already), which the work no longer needs (a plan of one f64
+ * product has no product buffer: the sums then get memory of their own); when out of memory
  * the elements add their tail products one by one. */
 static void sum_tails_ahead(gck_ozaki *o, work *w) {
     double *into_b = o->vb.members == 1 ? w->bs : NULL, *into_a = o->va.members == 1 ? w->as : NULL;
