@@ -839,8 +839,12 @@ static int run_backends(const gck_campaign_options *o, run_ctx *x, gck_campaign_
         x->t0 = t0;
         double now = gck_wire_now();
         x->began = now;
+        /* the time left, shared among the backends left, but never less than an even share:
+         * a backend whose last case overran its end (by up to the 3 s grace) would otherwise
+         * leave the next one nothing (--time 4, two backends: 0 cases for the second) */
         double share = (t0 + o->time_limit - now) / (nusable - done++);
-        x->end = now + (share > 0 ? share : 0);
+        if (share < o->time_limit / nusable) share = o->time_limit / nusable;
+        x->end = now + share;
         x->jsonl = jsonl;
         if (!run_backend(x)) {
             if (skip_backend(o, x->info, x->backend, x->setup_error)) return GCK_EXIT_USAGE;
