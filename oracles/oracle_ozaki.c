@@ -307,25 +307,19 @@ static bool build_pair_f64(gck_ozaki *o, const lines *va, const lines *vb, int64
     slices_of_b(o, vb, mb, w, seed);
     accum_job x = {
         .p = w->p, .q = q, .rhs = w->rhs, .x = w->x, .acc = w->acc, .m = M, .n = N, .nd = o->nd};
+    /* a plan of one product has it written into the terms' memory (convert_part) */
+    bool one = o->nd == 1;
+    double *p = one ? (double *)(void *)q : w->p;
     for (int s = 0; s < o->sa; s++) {
         gck_oz_slice(va, o->ea, ma, o->beta, o->sa, s, w->as);
         rhs_of_a(o, w, s);
         oz_lap(o, GCK_OZ_SLICES, &clock);
         for (int t = 0; t < o->sb; t++) {
-            if (o->nd == 1) { /* the one product, into the terms' memory (convert_part) */
-                double *p = (double *)(void *)q;
-                if (!slice_product(o, w->as, w->bs, p)) return false;
-                if (o->corrupt >= 0) p[o->corrupt % (M * N)] += 1;
-                oz_lap(o, GCK_OZ_GEMM, &clock);
-                if (!accum_pass(&x, N, convert_part)) return false;
-                oz_lap(o, GCK_OZ_ACCUM, &clock);
-                continue;
-            }
-            if (!slice_product(o, w->as, w->bs + t * K * N, w->p)) return false;
-            if (o->corrupt >= 0 && s + t == 0) w->p[o->corrupt % (M * N)] += 1;
+            if (!slice_product(o, w->as, w->bs + t * K * N, p)) return false;
+            if (o->corrupt >= 0 && s + t == 0) p[o->corrupt % (M * N)] += 1;
             oz_lap(o, GCK_OZ_GEMM, &clock);
             x.d = s + t;
-            if (!accum_pass(&x, N, accum_part)) return false;
+            if (!accum_pass(&x, N, one ? convert_part : accum_part)) return false;
             oz_lap(o, GCK_OZ_ACCUM, &clock);
         }
     }
