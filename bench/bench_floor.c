@@ -96,12 +96,21 @@ __attribute__((target("avx512f"))) static double sum512i(const __m512i *acc) {
     return _mm512_reduce_add_epi32(s);
 }
 
+/* VPDPBUSD with its accumulator tied, as the kernel writes it: through GCC 12's intrinsic each
+ * accumulator is copied to a fresh register and back on every step, and the rate measured moved
+ * with the code's placement (580-620 against 850-900 GOPS per core on the same Zen 5). */
+__attribute__((target("avx512f,avx512vnni"), always_inline)) static inline __m512i
+dpbusd_tied(__m512i a, __m512i x, __m512i y) {
+    __asm__("vpdpbusd %2, %1, %0" : "+v"(a) : "v"(x), "v"(y));
+    return a;
+}
+
 PEAK(f64_512, "avx512f", __m512d, 8, _mm512_set1_pd, _mm512_set1_pd(1.0000001),
      _mm512_set1_pd(0.9999999), FMA_PD512, sum512d)
 PEAK(f64_256, "avx2,fma", __m256d, 4, _mm256_set1_pd, _mm256_set1_pd(1.0000001),
      _mm256_set1_pd(0.9999999), FMA_PD256, sum256d)
 PEAK(int8_512, "avx512f,avx512vnni", __m512i, 64, _mm512_set1_epi32, _mm512_set1_epi8(3),
-     _mm512_set1_epi8(5), _mm512_dpbusd_epi32, sum512i)
+     _mm512_set1_epi8(5), dpbusd_tied, sum512i)
 
 typedef struct peak_job {
     double (*fn)(long);
