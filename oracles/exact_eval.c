@@ -122,11 +122,11 @@ static void add_tail(void *ctx, unsigned __int128 m, int32_t e, bool neg) {
 static void sum_split(const gck_exact_plan *p, int64_t *l, int n, int64_t bi, int64_t i,
                       int64_t j) {
     int32_t w0;
-    int count;
-    const int64_t *t = gck_ozaki_terms(p->oz, bi, i, j, &w0, &count);
+    int count, step;
+    const int64_t *t = gck_ozaki_terms(p->oz, bi, i, j, &w0, &count, &step);
     for (int d = 0; d < count; d++)
         if (t[d])
-            add64(l, (int64_t)w0 - (int64_t)p->oz_beta * d - p->base_s,
+            add64(l, (int64_t)w0 - (int64_t)step * d - p->base_s,
                   t[d] < 0 ? (uint64_t)-t[d] : (uint64_t)t[d], t[d] < 0);
     tail_sink sink = {l, p->base_s};
     gck_ozaki_tail_terms(p->oz, bi, i, j, add_tail, &sink);
@@ -345,12 +345,12 @@ static double up128(unsigned __int128 u, int64_t base) {
 static bool eval128(const gck_exact_plan *p, int64_t bi, int64_t i, int64_t j, double cv,
                     const double *got, gck_oracle_eval *out, int64_t tails[2]) {
     int32_t w0;
-    int count;
-    const int64_t *t = gck_ozaki_terms(p->oz, bi, i, j, &w0, &count);
+    int count, step;
+    const int64_t *t = gck_ozaki_terms(p->oz, bi, i, j, &w0, &count, &step);
     sum128 x = {0, p->base_s, false};
     for (int d = 0; d < count; d++)
         add_term128(&x, t[d] < 0 ? -(unsigned __int128)t[d] : (unsigned __int128)t[d],
-                    (int64_t)w0 - (int64_t)p->oz_beta * d - p->base_s, t[d] < 0);
+                    (int64_t)w0 - (int64_t)step * d - p->base_s, t[d] < 0);
     if (x.overflow || !gck_ozaki_tail_sum128(p->oz, bi, i, j, x.base, &x.s, tails) || x.s == 0)
         return false;
     /* alpha·S at base_s + alpha.e */

@@ -71,7 +71,6 @@ struct gck_exact_plan {
     const gck_format_info *fo;
     int64_t crs, ccs;
     gck_ozaki *oz;    /* PATH_OZAKI: the sums */
-    int oz_beta;      /* ... and the bits of its slices */
     char oz_why[160]; /* otherwise: why not */
 };
 

@@ -308,10 +308,8 @@ gck_exact_plan *gck_exact_plan_new_with(const gck_case *c, const void *A, const 
     int growth = 2 + bits_of((uint64_t)c->k + 1);
     if (any && (p->oz = gck_ozaki_new(c, A, B, opt, p->oz_why, sizeof p->oz_why))) {
         int32_t width;
-        int slices_a, slices_b;
         p->path = PATH_OZAKI;
         gck_ozaki_range(p->oz, &p->base_s, &width);
-        gck_ozaki_shape(p->oz, &slices_a, &slices_b, &p->oz_beta);
         p->nlimbs_s = width / 32 + 6;
         size_final(p, c);
     } else {

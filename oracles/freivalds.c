@@ -22,6 +22,7 @@ uint64_t gck_mod_p61_signed(__int128 v) {
  * the cores. */
 typedef struct matvec_job {
     const double *X;
+    const int8_t *X8; /* instead of X: a matrix of bytes */
     int64_t rows, cols;
     const uint64_t *x;
     __int128 *acc;
@@ -33,16 +34,26 @@ static void matvec_part(void *arg, int part, int64_t lo, int64_t hi) {
     const matvec_job *m = arg;
     __int128 *acc = m->acc;
     memset(acc + lo, 0, (size_t)(hi - lo) * sizeof *acc);
-    for (int64_t c = 0; c < m->cols; c++) {
-        const double *col = m->X + c * m->rows;
-        for (int64_t r = lo; r < hi; r++) acc[r] += (__int128)(int64_t)col[r] * m->x[c];
-    }
+    for (int64_t c = 0; c < m->cols; c++)
+        if (m->X8) {
+            const int8_t *col = m->X8 + c * m->rows;
+            for (int64_t r = lo; r < hi; r++) acc[r] += (__int128)(int64_t)col[r] * m->x[c];
+        } else {
+            const double *col = m->X + c * m->rows;
+            for (int64_t r = lo; r < hi; r++) acc[r] += (__int128)(int64_t)col[r] * m->x[c];
+        }
     for (int64_t r = lo; r < hi; r++) m->y[r] = gck_mod_p61_signed(acc[r]);
 }
 
 void gck_freivalds_matvec(const double *X, int64_t rows, int64_t cols, const uint64_t *x,
                           __int128 *acc, uint64_t *y) {
-    matvec_job m = {X, rows, cols, x, acc, y};
+    matvec_job m = {X, NULL, rows, cols, x, acc, y};
+    gck_parallel_for(gck_parallel_parts(rows, cols), rows, &m, matvec_part);
+}
+
+void gck_freivalds_matvec8(const int8_t *X, int64_t rows, int64_t cols, const uint64_t *x,
+                           __int128 *acc, uint64_t *y) {
+    matvec_job m = {NULL, X, rows, cols, x, acc, y};
     gck_parallel_for(gck_parallel_parts(rows, cols), rows, &m, matvec_part);
 }
 
@@ -52,16 +63,27 @@ static void matvec_rows_part(void *arg, int part, int64_t lo, int64_t hi) {
     (void)part;
     const matvec_job *m = arg;
     for (int64_t r = lo; r < hi; r++) {
-        const double *row = m->X + r * m->cols;
         __int128 acc = 0;
-        for (int64_t c = 0; c < m->cols; c++) acc += (__int128)(int64_t)row[c] * m->x[c];
+        if (m->X8) {
+            const int8_t *row = m->X8 + r * m->cols;
+            for (int64_t c = 0; c < m->cols; c++) acc += (__int128)(int64_t)row[c] * m->x[c];
+        } else {
+            const double *row = m->X + r * m->cols;
+            for (int64_t c = 0; c < m->cols; c++) acc += (__int128)(int64_t)row[c] * m->x[c];
+        }
         m->y[r] = gck_mod_p61_signed(acc);
     }
 }
 
 void gck_freivalds_matvec_rows(const double *X, int64_t rows, int64_t cols, const uint64_t *x,
                                uint64_t *y) {
-    matvec_job m = {X, rows, cols, x, NULL, y};
+    matvec_job m = {X, NULL, rows, cols, x, NULL, y};
+    gck_parallel_for(gck_parallel_parts(rows, cols), rows, &m, matvec_rows_part);
+}
+
+void gck_freivalds_matvec_rows8(const int8_t *X, int64_t rows, int64_t cols, const uint64_t *x,
+                                uint64_t *y) {
+    matvec_job m = {NULL, X, rows, cols, x, NULL, y};
     gck_parallel_for(gck_parallel_parts(rows, cols), rows, &m, matvec_rows_part);
 }
 

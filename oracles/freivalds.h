@@ -29,6 +29,11 @@ void gck_freivalds_matvec(const double *X, int64_t rows, int64_t cols, const uin
 /** The same for X stored row by row (its rows adjacent). */
 void gck_freivalds_matvec_rows(const double *X, int64_t rows, int64_t cols, const uint64_t *x,
                                uint64_t *y);
+/** The two above for a matrix of bytes (the int8 slices). */
+void gck_freivalds_matvec8(const int8_t *X, int64_t rows, int64_t cols, const uint64_t *x,
+                           __int128 *acc, uint64_t *y);
+void gck_freivalds_matvec_rows8(const int8_t *X, int64_t rows, int64_t cols, const uint64_t *x,
+                                uint64_t *y);
 
 /** Whether C = A·B (A m x k, B k x n, C m x n, all integer-valued doubles below 2^53, k and n
  *  below 2^13) by one test with the vector of `seed`; false also when memory runs out. */

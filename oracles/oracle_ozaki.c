@@ -23,6 +23,13 @@
  * wrong Q_d passes with probability at most 2^-32; a failed check drops the splitting and the
  * oracle sums the products one by one, as when splitting would not pay or not fit in memory.
  *
+ * On int8 slices (beta = 7) a term is far below 2^53: |Q_d| <= min(SA, SB)·K·127², about 2^27
+ * at K = 2048. So `group` consecutive terms are kept as one int64, Q_g = sum_r Q_(g·group+r) ·
+ * 2^(7·(group-1-r)), as many as stay below 2^62 (five at K = 2048: every term of an f16 or bf16
+ * product in one integer); the element then has nq = ceil(nd / group) terms 7·group bits apart,
+ * and Freivalds' test checks each Q_g against the same combination of its terms' right-hand
+ * sides.
+ *
  * The bits of a value below its line's slices (its tail: zero for most values) are kept exactly
  * and their products added one by one (a·b = slices' product + tail_a·b + a·tail_b -
  * tail_a·tail_b), so that a few small values do not set the slice count of a whole line. */
@@ -129,11 +136,12 @@ void gck_ozaki_range(const gck_ozaki *o, int32_t *lowest, int32_t *width) {
 }
 
 const int64_t *gck_ozaki_terms(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j, int32_t *w0,
-                               int *count) {
+                               int *count, int *step) {
     int64_t pair = o->pairs == 1 ? 0 : bi, ma = o->a_batched ? bi : 0, mb = o->b_batched ? bi : 0;
-    *w0 = o->ea[ma * o->m + i] + o->eb[mb * o->n + j] - 2 * o->beta;
-    *count = o->nd;
-    return o->q + ((pair * o->n + j) * o->m + i) * o->nd;
+    *w0 = o->ea[ma * o->m + i] + o->eb[mb * o->n + j] - 2 * o->beta - o->beta * (o->group - 1);
+    *count = o->nq;
+    *step = o->beta * o->group;
+    return o->q + ((pair * o->n + j) * o->m + i) * o->nq;
 }
 
 /* ---- building the terms -------------------------------------------------------------------- */
@@ -154,22 +162,23 @@ static void work_free(work *w) {
 
 static bool work_alloc(work *w, const gck_ozaki *o) {
     int64_t M = o->m, N = o->n, K = o->k, mk = M > K ? M : K;
-    /* the large ones from the stash when it has them (the checker's bound leaves two) */
-    void *as = gck_stash_take((size_t)(M * K) * sizeof(double)),
-         *bs = gck_stash_take((size_t)(o->sb * K * N) * sizeof(double));
+    /* the large ones from the stash when it has them (the checker's bound leaves two); int8
+     * slices are cut straight to bytes, with no slices as doubles */
+    void *as = o->int8 ? NULL : gck_stash_take((size_t)(M * K) * sizeof(double)),
+         *bs = o->int8 ? NULL : gck_stash_take((size_t)(o->sb * K * N) * sizeof(double));
     /* no product buffer for a plan of one f64 product: it is written into the terms (and the
      * tails' sums, which take this buffer's memory, get their own: sum_tails_ahead) */
     bool one = !o->int8 && o->nd == 1;
     void *p = one ? NULL : gck_stash_take((size_t)(M * N) * sizeof(double));
     if (!p && !one) p = malloc((size_t)(M * N) * sizeof(double));
-    *w = (work){as ? as : malloc((size_t)(M * K) * sizeof(double)),
-                bs ? bs : malloc((size_t)(o->sb * K * N) * sizeof(double)),
+    *w = (work){as || o->int8 ? as : malloc((size_t)(M * K) * sizeof(double)),
+                bs || o->int8 ? bs : malloc((size_t)(o->sb * K * N) * sizeof(double)),
                 p,
                 malloc((size_t)N * sizeof(uint64_t)),
                 malloc((size_t)(o->sb * K) * sizeof(uint64_t)),
                 malloc((size_t)M * sizeof(uint64_t)),
                 malloc((size_t)mk * sizeof(__int128)),
-                malloc((size_t)(o->nd * M) * sizeof(__int128)),
+                malloc((size_t)(o->nq * M) * sizeof(__int128)),
                 NULL,
                 NULL,
                 NULL};
@@ -179,7 +188,8 @@ static bool work_alloc(work *w, const gck_ozaki *o) {
         w->p32 = malloc((size_t)(M * N) * sizeof(int32_t));
         if (!w->a8 || !w->b8 || !w->p32) return false;
     }
-    return w->as && w->bs && (w->p || one) && w->x && w->yb && w->ra && w->acc && w->rhs;
+    return ((w->as && w->bs) || o->int8) && (w->p || one) && w->x && w->yb && w->ra && w->acc &&
+           w->rhs;
 }
 
 /* P = dA_s · dB_t with gemmcheck's f64 GEMM (exact: see the top of the file); a holds dA_s
@@ -192,11 +202,6 @@ static bool slice_product(const gck_ozaki *o, const double *a, const double *b, 
     return gck_gemm(&g, a, b, p, p, NULL, msg, sizeof msg) == GCK_GEMM_OK;
 }
 
-/* n digits as bytes (int8 mode; each below 2^7 in magnitude). */
-static void digits_to_bytes(const double *d, int64_t n, int8_t *out) {
-    for (int64_t e = 0; e < n; e++) out[e] = (int8_t)d[e];
-}
-
 /* Q_d += P for the slice product P (M x N), the columns cut among the cores; a part that meets
  * a NaN or a value out of range (a wrong product: exact ones are integers below 2^53) says so. */
 typedef struct accum_job {
@@ -206,7 +211,8 @@ typedef struct accum_job {
     const __int128 *rhs;
     const uint64_t *x;
     __int128 *acc;
-    int64_t m, n, nd, d;
+    int64_t m, n, nd, d; /* nd: the terms kept per element (nq); d: the one being added to */
+    int64_t weight;      /* int8 mode: what the product is multiplied by, 2^(7·(group-1-r)) */
     bool bad[OZ_MAX_PARTS];
 } accum_job;
 
@@ -241,12 +247,13 @@ static void convert_part(void *arg, int part, int64_t lo, int64_t hi) {
     x->bad[part] = bad;
 }
 
-/* Q_d += P as accum_part, from the int8 products' sums (every int32 is an integer in range). */
+/* Q_g += 2^(7·(group-1-r))·P as accum_part, from the int8 products' sums (every int32 is an
+ * integer in range, and the group's sum stays below 2^62). */
 static void accum_part32(void *arg, int part, int64_t lo, int64_t hi) {
     accum_job *x = arg;
     for (int64_t j = lo; j < hi; j++)
         for (int64_t i = 0; i < x->m; i++)
-            x->q[(j * x->m + i) * x->nd + x->d] += x->p32[i + j * x->m];
+            x->q[(j * x->m + i) * x->nd + x->d] += x->weight * x->p32[i + j * x->m];
     x->bad[part] = false;
 }
 
@@ -277,24 +284,33 @@ static bool accum_pass(accum_job *x, int64_t count, void (*body)(void *, int, in
     return true;
 }
 
-/* op(B)'s slices of member mb (and as bytes in int8 mode), with dB_t·x for Freivalds' test. */
+/* op(B)'s slices of member mb (as bytes in int8 mode), with dB_t·x for Freivalds' test. */
 static void slices_of_b(gck_ozaki *o, const lines *vb, int64_t mb, work *w, uint64_t seed) {
     int64_t K = o->k, N = o->n;
     gck_freivalds_vector(seed, w->x, N);
-    for (int t = 0; t < o->sb; t++) {
-        gck_oz_slice(vb, o->eb, mb, o->beta, o->sb, t, w->bs + t * K * N);
-        if (o->int8) digits_to_bytes(w->bs + t * K * N, K * N, w->b8 + t * K * N);
-        gck_freivalds_matvec(w->bs + t * K * N, K, N, w->x, w->acc, w->yb + t * K);
-    }
-    memset(w->rhs, 0, (size_t)(o->nd * o->m) * sizeof *w->rhs);
+    for (int t = 0; t < o->sb; t++)
+        if (o->int8) {
+            gck_oz_slice8(vb, o->eb, mb, o->sb, t, w->b8 + t * K * N);
+            gck_freivalds_matvec8(w->b8 + t * K * N, K, N, w->x, w->acc, w->yb + t * K);
+        } else {
+            gck_oz_slice(vb, o->eb, mb, o->beta, o->sb, t, w->bs + t * K * N);
+            gck_freivalds_matvec(w->bs + t * K * N, K, N, w->x, w->acc, w->yb + t * K);
+        }
+    memset(w->rhs, 0, (size_t)(o->nq * o->m) * sizeof *w->rhs);
 }
 
-/* The right-hand sides of Freivalds' test for op(A)'s slice s (in w->as): dA_s·(dB_t·x) added
- * to term s + t's, for every t. */
+/* The right-hand sides of Freivalds' test for op(A)'s slice s (in w->as, or its bytes in w->a8):
+ * dA_s·(dB_t·x) added to term s + t's, for every t (at its weight within its group: ra < 2^61,
+ * times at most 2^28). */
 static void rhs_of_a(const gck_ozaki *o, work *w, int s) {
     for (int t = 0; t < o->sb; t++) {
-        gck_freivalds_matvec_rows(w->as, o->m, o->k, w->yb + t * o->k, w->ra);
-        for (int64_t i = 0; i < o->m; i++) w->rhs[(s + t) * o->m + i] += w->ra[i];
+        if (o->int8)
+            gck_freivalds_matvec_rows8(w->a8 + s * o->m * o->k, o->m, o->k, w->yb + t * o->k,
+                                       w->ra);
+        else
+            gck_freivalds_matvec_rows(w->as, o->m, o->k, w->yb + t * o->k, w->ra);
+        int g = (s + t) / o->group, up = o->beta * (o->group - 1 - (s + t) % o->group);
+        for (int64_t i = 0; i < o->m; i++) w->rhs[g * o->m + i] += (__int128)w->ra[i] << up;
     }
 }
 
@@ -306,7 +322,7 @@ static bool build_pair_f64(gck_ozaki *o, const lines *va, const lines *vb, int64
     double clock = oz_now();
     slices_of_b(o, vb, mb, w, seed);
     accum_job x = {
-        .p = w->p, .q = q, .rhs = w->rhs, .x = w->x, .acc = w->acc, .m = M, .n = N, .nd = o->nd};
+        .p = w->p, .q = q, .rhs = w->rhs, .x = w->x, .acc = w->acc, .m = M, .n = N, .nd = o->nq};
     /* a plan of one product has it written into the terms' memory (convert_part) */
     bool one = o->nd == 1;
     double *p = one ? (double *)(void *)q : w->p;
@@ -338,8 +354,7 @@ static bool build_pair_int8(gck_ozaki *o, const lines *va, const lines *vb, int6
     double clock = oz_now();
     slices_of_b(o, vb, mb, w, seed);
     for (int s = 0; s < o->sa; s++) {
-        gck_oz_slice(va, o->ea, ma, o->beta, o->sa, s, w->as);
-        digits_to_bytes(w->as, M * K, w->a8 + s * M * K);
+        gck_oz_slice8(va, o->ea, ma, o->sa, s, w->a8 + s * M * K);
         rhs_of_a(o, w, s);
     }
     oz_lap(o, GCK_OZ_SLICES, &clock);
@@ -350,7 +365,7 @@ static bool build_pair_int8(gck_ozaki *o, const lines *va, const lines *vb, int6
                    .acc = w->acc,
                    .m = M,
                    .n = N,
-                   .nd = o->nd};
+                   .nd = o->nq};
     int64_t room = INT32_MAX / (K * 127 * 127); /* products one int32 sum holds (>= 1) */
     for (int d = 0; d < o->nd; d++) {
         int64_t summed = 0;
@@ -368,7 +383,7 @@ static bool build_pair_int8(gck_ozaki *o, const lines *va, const lines *vb, int6
             if (!gck_igemm_s8(&g)) return false;
             if (o->corrupt >= 0 && d == 0) w->p32[o->corrupt % (M * N)] += 1;
             oz_lap(o, GCK_OZ_GEMM, &clock);
-            x.d = d;
+            x.d = d / o->group, x.weight = INT64_C(1) << (o->beta * (o->group - 1 - d % o->group));
             if (++summed == room || s == o->sa - 1 || s == d) {
                 accum_pass(&x, N, accum_part32);
                 summed = 0;
@@ -392,7 +407,9 @@ static void weight_range(gck_ozaki *o, int64_t la, int64_t lb) {
         if (o->eb[l] < lo_b) lo_b = o->eb[l];
         if (o->eb[l] > hi_b) hi_b = o->eb[l];
     }
-    o->lowest = lo_a + lo_b - o->beta * (o->sa + o->sb);
+    /* the lowest term's weight; kept in groups, the last group's weight lies lower by the
+     * terms it lacks (their places are zero bits, which the sums' frames must still hold) */
+    o->lowest = lo_a + lo_b - o->beta * (o->sa + o->sb) - o->beta * (o->group * o->nq - o->nd);
     /* the top term: below min(SA, SB)·2^53 <= 2^56 at weight Ea + Eb - 2·beta; ND terms add at
      * most 4 bits of carries */
     o->width = hi_a + hi_b - 2 * o->beta + 64 - o->lowest;
@@ -483,7 +500,7 @@ static void maybe_int8(gck_ozaki *o, const gck_ozaki_options *opt, const lines *
 #define OZ_ONE_BY_ONE 10.0
 static bool decide(gck_ozaki *o, gck_ozaki_mode md, double cost, char *why, size_t len) {
     int64_t products = o->pairs * o->m * o->n * o->k;
-    double bytes = 8.0 * ((double)o->pairs * (double)o->m * (double)o->n * o->nd +
+    double bytes = 8.0 * ((double)o->pairs * (double)o->m * (double)o->n * o->nq +
                           (double)o->m * (double)o->k + (double)o->sb * (double)o->k * o->n +
                           (double)o->m * (double)o->n);
     if (o->va_copy) /* op(A) or op(B) copied line by line */
@@ -678,13 +695,13 @@ static bool build_terms(gck_ozaki *o, gck_ozaki_mode md, const lines *va, const 
         o->width += o->lowest - (lowa + tminb), o->lowest = lowa + tminb;
     work w = {0};
     int64_t mn = o->m * o->n;
-    o->q = calloc((size_t)(o->pairs * mn * o->nd), sizeof *o->q);
+    o->q = calloc((size_t)(o->pairs * mn * o->nq), sizeof *o->q);
     bool ok = o->q && work_alloc(&w, o);
     if (!ok) snprintf(why, why_len, "out of memory for the slices");
     for (int64_t p = 0; ok && p < o->pairs; p++) {
         ok = (o->int8 ? build_pair_int8
                       : build_pair_f64)(o, va, vb, o->a_batched ? p : 0, o->b_batched ? p : 0,
-                                        o->q + p * mn * o->nd, &w, 0x6f7a616b69u + (uint64_t)p);
+                                        o->q + p * mn * o->nq, &w, 0x6f7a616b69u + (uint64_t)p);
         if (!ok) {
             snprintf(why, why_len, "an %s slice product failed its check (Freivalds)",
                      gck_ozaki_gemm(o));
@@ -754,6 +771,12 @@ gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B,
     if (md == GCK_OZAKI_AUTO && may_split && c->k <= GCK_IGEMM_MAX_K)
         maybe_int8(o, opt, &va, &vb, ha, hb, &lowa, &lowb, &cost);
     o->nd = o->sa + o->sb - 1;
+    o->group = 1;
+    if (o->int8) { /* terms below min(SA, SB)·K·127², a group's sum below 2^62 */
+        int top = bits_of((uint64_t)(o->sa < o->sb ? o->sa : o->sb) * (uint64_t)c->k * 127 * 127);
+        o->group = (62 - top) / o->beta + 1;
+    }
+    o->nq = (o->nd + o->group - 1) / o->group;
     o->ntail_a = gck_oz_tails_beyond(ha, o->sa);
     o->ntail_b = gck_oz_tails_beyond(hb, o->sb);
     o->va = va;

@@ -76,9 +76,10 @@ void gck_ozaki_tails(const gck_ozaki *o, int64_t *tails_a, int64_t *tails_b);
  *  the number of bits above it any sum needs (carries included). */
 void gck_ozaki_range(const gck_ozaki *o, int32_t *lowest, int32_t *width);
 
-/** Element (i, j) of batch member bi: S = sum over d < *count of terms[d]·2^(w0 - beta·d). */
+/** Element (i, j) of batch member bi: S = sum over d < *count of terms[d]·2^(w0 - step·d)
+ *  (step: beta, or a multiple of it where several terms are kept as one integer). */
 const int64_t *gck_ozaki_terms(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j, int32_t *w0,
-                               int *count);
+                               int *count, int *step);
 
 /** Element (i, j) of batch member bi beyond its terms: the products of the tails, each exact,
  *  passed to add as (-1)^neg·m·2^e. */

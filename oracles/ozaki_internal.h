@@ -43,7 +43,11 @@ typedef struct tail_span {
 struct gck_ozaki {
     int64_t m, n, k, pairs;    /* pairs: members with their own sums (1 when A and B are shared) */
     bool a_batched, b_batched; /* a member of A (B) per batch member, else one for all */
-    int sa, sb, beta, nd;
+    int sa, sb, beta, nd;      /* nd = sa + sb - 1 terms, term d of weight 2^-(beta·d) */
+    /* the terms as kept: nq of them, each `group` consecutive terms d = g·group + r added in
+     * int64 at 2^(beta·(group - 1 - r)) (int8 mode: each term is below 2^27 or so, and up to
+     * five fit one int64; f64 mode: group 1, nq = nd) */
+    int group, nq;
     bool int8;        /* slices of 7 bits multiplied by gck_igemm_s8 (GCK_OZAKI_INT8) */
     int64_t corrupt;  /* gck_ozaki_options' planted fault (tests; < 0: none) */
     int32_t *ea, *eb; /* per member and row of op(A) / column of op(B): the scale exponent */
@@ -105,6 +109,8 @@ bool gck_oz_line_scales(const lines *v, int beta, int32_t *E, uint8_t *need, int
 int gck_oz_most_needed(const int64_t *hist);
 
 void gck_oz_slice(const lines *v, const int32_t *E, int64_t b, int beta, int S, int s, double *out);
+/** The same for slices of 7 bits, each digit (within ±127) written as a byte. */
+void gck_oz_slice8(const lines *v, const int32_t *E, int64_t b, int S, int s, int8_t *out);
 
 /* Values that need more than S slices (those with a tail). */
 int64_t gck_oz_tails_beyond(const int64_t *hist, int S);

@@ -218,6 +218,7 @@ typedef struct slice_job {
     int64_t b;
     int beta, S, s;
     double *out;
+    int8_t *out8; /* instead of out: the digits as bytes (int8 slices, each within ±127) */
 } slice_job;
 
 /* digit() when the slices span at most 63 bits (beta·S <= 63), in 64-bit integers without
@@ -243,12 +244,17 @@ static inline __attribute__((always_inline)) void slice_as(const slice_job *x, l
     uint64_t mask = (UINT64_C(1) << x->beta) - 1;
     for (int64_t l = lo; l < hi; l++) {
         int32_t cut = E[l] - x->beta * x->S;
-        double *out = x->out + l * v->k;
+        double *out = x->out ? x->out + l * v->k : NULL;
+        int8_t *out8 = x->out8 ? x->out8 + l * v->k : NULL;
         for (int64_t k = 0; k < v->k; k++) {
             bool sp;
             dec d = decode_raw(raw_at(base, lay.bytes, l * v->ls + k * v->ks), lay.fb, lay.eb, &sp);
-            out[k] =
+            double g =
                 narrow ? digit64(d, cut, up, mask) : digit(strip(d), E[l], x->beta, x->S, x->s);
+            if (out8)
+                out8[k] = (int8_t)g;
+            else
+                out[k] = g;
         }
     }
 }
@@ -263,6 +269,11 @@ static void slice_part(void *arg, int part, int64_t lo, int64_t hi) {
 
 void gck_oz_slice(const lines *v, const int32_t *E, int64_t b, int beta, int S, int s,
                   double *out) {
-    slice_job x = {v, E, b, beta, S, s, out};
+    slice_job x = {v, E, b, beta, S, s, out, NULL};
+    gck_parallel_for(line_parts(v, v->count), v->count, &x, slice_part);
+}
+
+void gck_oz_slice8(const lines *v, const int32_t *E, int64_t b, int S, int s, int8_t *out) {
+    slice_job x = {v, E, b, 7, S, s, NULL, out};
     gck_parallel_for(line_parts(v, v->count), v->count, &x, slice_part);
 }

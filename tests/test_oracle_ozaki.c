@@ -338,6 +338,50 @@ Test(ozaki, int8_slices_cover_wide_rows) {
     gck_ozaki_set_mode(GCK_OZAKI_ALWAYS);
 }
 
+/* An f32 case of normal values (D apart from C), its operands filled. */
+static void normal_f32_case(gck_case *c, gck_spec *s, void *X[3], int64_t m, int64_t n, int64_t k) {
+    gck_case_init(c, m, n, k);
+    c->type_a = c->type_b = c->type_c = c->type_d = c->compute = GCK_F32;
+    c->d_is_c = false;
+    gck_spec_init(s, c);
+    s->dist_ab = GCK_DIST_NORMAL;
+    filled_operands(s, X);
+}
+
+/* On int8 slices the terms are kept several to an int64: f32 at K = 4096 has 8 terms below
+ * 2^29 each, kept as two integers 35 bits apart (five terms and a partial group of three), every
+ * one below 2^62, and every element still equals MPFR. */
+Test(ozaki, int8_terms_are_kept_in_groups) {
+    gck_case c;
+    gck_spec s;
+    void *X[3];
+    normal_f32_case(&c, &s, X, 24, 20, 4096);
+    gck_ozaki_options o = {GCK_OZAKI_INT8, -1, 0, 0};
+    char why[256];
+    gck_ozaki *oz = gck_ozaki_new(&c, X[0], X[1], &o, why, sizeof why);
+    cr_assert(oz, "%s", why);
+    int sa, sb, beta, count = 0, step = 0;
+    gck_ozaki_shape(oz, &sa, &sb, &beta);
+    int least = sa < sb ? sa : sb, nd = sa + sb - 1;
+    /* a term's bound: least·K·127², here below 2^29; five of them 7 bits apart stay below 2^62 */
+    cr_assert_lt((double)least * 4096 * 127 * 127, 0x1p29, "%d x %d slices", sa, sb);
+    for (int64_t i = 0; i < c.m; i++)
+        for (int64_t j = 0; j < c.n; j++) {
+            int32_t w0;
+            const int64_t *t = gck_ozaki_terms(oz, 0, i, j, &w0, &count, &step);
+            for (int d = 0; d < count; d++)
+                cr_assert(t[d] < INT64_C(1) << 62 && t[d] > -(INT64_C(1) << 62));
+        }
+    cr_expect_eq(step, 35, "terms %d bits apart", step);
+    cr_expect_eq(count, (nd + 4) / 5, "%d terms kept for %d", count, nd);
+    cr_expect_gt(nd % 5, 0, "%d terms: no partial group", nd);
+    gck_ozaki_free(oz);
+    long n = 0;
+    cr_expect_str_eq(compare_case_with(&s, X[0], X[1], X[2], &n, &o), "ozaki");
+    cr_expect_eq(n, c.m * c.n);
+    for (int x = 0; x < 3; x++) free(X[x]);
+}
+
 /* A wrong int8 slice product (one element off by one) fails Freivalds' test: the products are
  * summed one by one. */
 Test(ozaki, a_wrong_int8_slice_product_is_caught) {
@@ -368,14 +412,9 @@ Test(ozaki, a_wrong_int8_slice_product_is_caught) {
  * that the GEMMs, not the passes over each product, make the cost). */
 Test(ozaki, auto_mode_chooses_the_slices_gemm_by_rate) {
     gck_case c;
-    gck_case_init(&c, 64, 64, 4096);
-    c.type_a = c.type_b = c.type_c = c.type_d = c.compute = GCK_F32;
-    c.d_is_c = false;
     gck_spec s;
-    gck_spec_init(&s, &c);
-    s.dist_ab = GCK_DIST_NORMAL;
     void *X[3];
-    filled_operands(&s, X);
+    normal_f32_case(&c, &s, X, 64, 64, 4096);
     static const struct {
         double f64, int8;
         const char *gemm;
