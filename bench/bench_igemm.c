@@ -109,14 +109,14 @@ static void line(int n, int threads, int rounds, double peak) {
 }
 
 int main(int argc, char **argv) {
-    int sizes[8] = {512, 2048}, nsizes = 2, threads[8] = {1, 2}, nthreads = 2, rounds = 3, nr = 0;
+    int sizes[8] = {512, 2048}, nsizes = 2, threads[8] = {1, 2}, nthreads = 2, rounds = 3;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--sizes") && i + 1 < argc)
             parse_list(argv[++i], sizes, &nsizes, 8);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
             parse_list(argv[++i], threads, &nthreads, 8);
         else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
-            parse_list(argv[++i], &rounds, &nr, 1);
+            rounds = strchr(argv[++i], ',') ? 0 : atoi(argv[i]);
         else {
             fprintf(stderr,
                     "bench_igemm: unknown argument '%s' (--sizes L, --threads L, --rounds R)\n",
@@ -125,7 +125,7 @@ int main(int argc, char **argv) {
         }
     }
     if (rounds < 1 || rounds > 1000) {
-        fprintf(stderr, "bench_igemm: --rounds takes 1 to 1000\n");
+        fprintf(stderr, "bench_igemm: --rounds takes one number, 1 to 1000\n");
         return 2;
     }
     __builtin_cpu_init();

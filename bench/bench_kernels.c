@@ -340,9 +340,13 @@ int main(int argc, char **argv) {
             skinny = false;
         else if (!strcmp(argv[i], "--no-peers"))
             has_peers = false;
-        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
-            parse_list(argv[++i], &rounds, 1);
-        else {
+        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
+            if (strchr(argv[++i], ',')) {
+                fprintf(stderr, "bench_kernels: --rounds takes one number, not '%s'\n", argv[i]);
+                return 2;
+            }
+            parse_list(argv[i], &rounds, 1);
+        } else {
             fprintf(stderr,
                     "bench_kernels: unknown argument '%s' (--sizes L, --threads L, "
                     "--rounds R, --no-skinny, --no-peers)\n",
