@@ -772,9 +772,9 @@ gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B,
         maybe_int8(o, opt, &va, &vb, ha, hb, &lowa, &lowb, &cost);
     o->nd = o->sa + o->sb - 1;
     o->group = 1;
-    if (o->int8) { /* terms below min(SA, SB)·K·127², a group's sum below 2^62 */
+    if (o->int8) { /* terms below 2^top, so a group's sum below 2^(top + 7·(group-1))·128/127 */
         int top = bits_of((uint64_t)(o->sa < o->sb ? o->sa : o->sb) * (uint64_t)c->k * 127 * 127);
-        o->group = (62 - top) / o->beta + 1;
+        o->group = (61 - top) / o->beta + 1; /* below 2^61·128/127 < 2^62 */
     }
     o->nq = (o->nd + o->group - 1) / o->group;
     o->ntail_a = gck_oz_tails_beyond(ha, o->sa);

@@ -45,8 +45,8 @@ struct gck_ozaki {
     bool a_batched, b_batched; /* a member of A (B) per batch member, else one for all */
     int sa, sb, beta, nd;      /* nd = sa + sb - 1 terms, term d of weight 2^-(beta·d) */
     /* the terms as kept: nq of them, each `group` consecutive terms d = g·group + r added in
-     * int64 at 2^(beta·(group - 1 - r)) (int8 mode: each term is below 2^27 or so, and up to
-     * five fit one int64; f64 mode: group 1, nq = nd) */
+     * int64 at 2^(beta·(group - 1 - r)) (int8 mode: each term at most min(SA, SB)·K·127², as
+     * many as keep the sum below 2^62, five at K = 2048; f64 mode: group 1, nq = nd) */
     int group, nq;
     bool int8;        /* slices of 7 bits multiplied by gck_igemm_s8 (GCK_OZAKI_INT8) */
     int64_t corrupt;  /* gck_ozaki_options' planted fault (tests; < 0: none) */
