@@ -1,6 +1,6 @@
 /* bench_igemm: GOPS of gemmcheck's int8 GEMM (gck_igemm_s8, kernels/igemm.c) beside oneDNN's
- * dnnl_gemm_s8s8s32 on the same square shapes, in one run, with VPDPBUSD's peak calibrated at
- * the start (2 operations per multiply-add).
+ * dnnl_gemm_s8s8s32 on the same square shapes, in one run, with VPDPBUSD's peak calibrated
+ * before each line (2 operations per multiply-add).
  *
  *   bench_igemm [--sizes 512,2048] [--threads 1,2] [--rounds 3]
  *

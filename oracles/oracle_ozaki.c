@@ -171,8 +171,10 @@ static bool work_alloc(work *w, const gck_ozaki *o) {
     bool one = !o->int8 && o->nd == 1;
     void *p = one ? NULL : gck_stash_take((size_t)(M * N) * sizeof(double));
     if (!p && !one) p = malloc((size_t)(M * N) * sizeof(double));
-    *w = (work){as || o->int8 ? as : malloc((size_t)(M * K) * sizeof(double)),
-                bs || o->int8 ? bs : malloc((size_t)(o->sb * K * N) * sizeof(double)),
+    if (!o->int8 && !as) as = malloc((size_t)(M * K) * sizeof(double));
+    if (!o->int8 && !bs) bs = malloc((size_t)(o->sb * K * N) * sizeof(double));
+    *w = (work){as,
+                bs,
                 p,
                 malloc((size_t)N * sizeof(uint64_t)),
                 malloc((size_t)(o->sb * K) * sizeof(uint64_t)),
