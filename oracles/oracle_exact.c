@@ -97,7 +97,7 @@ static gck_status exact_oracle(const gck_case *c, const void *A, const void *B, 
     int64_t total;
     gck_status s = gck_oracle_check_args(c, A, B, C, D, &total, msg, msg_len);
     if (s != GCK_OK || total == 0) return s;
-    gck_exact_plan *p = gck_exact_plan_new(c, A, B, C);
+    gck_exact_plan *p = gck_exact_plan_new_rated(c, A, B, C);
     if (!p) {
         snprintf(msg, msg_len, "out of memory decoding the operands");
         return GCK_ENOMEM;

@@ -16,6 +16,15 @@ gck_exact_plan *gck_exact_plan_new(const gck_case *c, const void *A, const void 
 /** The same with the splitting's options given (tests plant a fault through them). */
 gck_exact_plan *gck_exact_plan_new_with(const gck_case *c, const void *A, const void *B,
                                         const void *C, const gck_ozaki_options *opt);
+/** The plan as the public oracle and the checker make it: gck_exact_plan_new, with the splitting
+ *  weighed in AUTO mode against summing one by one at its measured rate (exact_rate.c). */
+gck_exact_plan *gck_exact_plan_new_rated(const gck_case *c, const void *A, const void *B,
+                                         const void *C);
+/** Products the plan sums one by one per second on one thread, in G, for inputs ta x tb: every
+ *  element of a 32 x 32 x 512 product of standard normal values, the best of three after a
+ *  warm-up, measured once per process and pair of types (a few milliseconds); 0 when out of
+ *  memory or for a type out of range. */
+double gck_exact_one_by_one_rate(gck_format ta, gck_format tb);
 void gck_exact_plan_free(gck_exact_plan *p);
 gck_exact_ws *gck_exact_ws_new(const gck_exact_plan *p);
 void gck_exact_ws_free(gck_exact_ws *w);

@@ -44,7 +44,7 @@ gck_oracle_plan *gck_oracle_plan_new(gck_oracle_kind kind, const gck_case *c, co
     gck_oracle_plan *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     *p = (gck_oracle_plan){kind, c, A, B, C, NULL};
-    if (kind != GCK_ORACLE_MPFR && !(p->exact = gck_exact_plan_new(c, A, B, C))) {
+    if (kind != GCK_ORACLE_MPFR && !(p->exact = gck_exact_plan_new_rated(c, A, B, C))) {
         free(p);
         return NULL;
     }

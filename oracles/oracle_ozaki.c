@@ -44,6 +44,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bigmem.h"
 #include "decode.h"
 #include "gemmcheck/kernels.h"
 #include "oracle_common.h"
@@ -59,7 +60,7 @@ void gck_ozaki_set_mode(gck_ozaki_mode m) {
 }
 
 gck_ozaki_options gck_ozaki_defaults(void) {
-    gck_ozaki_options o = {GCK_OZAKI_AUTO, -1, 0, 0};
+    gck_ozaki_options o = {GCK_OZAKI_AUTO, -1, 0, 0, 0, false};
     const char *e = getenv("GEMMCHECK_OZAKI");
     if (mode_set)
         o.mode = mode;
@@ -170,9 +171,9 @@ static bool work_alloc(work *w, const gck_ozaki *o) {
      * tails' sums, which take this buffer's memory, get their own: sum_tails_ahead) */
     bool one = !o->int8 && o->nd == 1;
     void *p = one ? NULL : gck_stash_take((size_t)(M * N) * sizeof(double));
-    if (!p && !one) p = malloc((size_t)(M * N) * sizeof(double));
-    if (!o->int8 && !as) as = malloc((size_t)(M * K) * sizeof(double));
-    if (!o->int8 && !bs) bs = malloc((size_t)(o->sb * K * N) * sizeof(double));
+    if (!p && !one) p = gck_big_alloc((size_t)(M * N) * sizeof(double));
+    if (!o->int8 && !as) as = gck_big_alloc((size_t)(M * K) * sizeof(double));
+    if (!o->int8 && !bs) bs = gck_big_alloc((size_t)(o->sb * K * N) * sizeof(double));
     *w = (work){as,
                 bs,
                 p,
@@ -185,9 +186,9 @@ static bool work_alloc(work *w, const gck_ozaki *o) {
                 NULL,
                 NULL};
     if (o->int8) {
-        w->a8 = malloc((size_t)(o->sa * M * K));
-        w->b8 = malloc((size_t)(o->sb * K * N));
-        w->p32 = malloc((size_t)(M * N) * sizeof(int32_t));
+        w->a8 = gck_big_alloc((size_t)(o->sa * M * K));
+        w->b8 = gck_big_alloc((size_t)(o->sb * K * N));
+        w->p32 = gck_big_alloc((size_t)(M * N) * sizeof(int32_t));
         if (!w->a8 || !w->b8 || !w->p32) return false;
     }
     return ((w->as && w->bs) || o->int8) && (w->p || one) && w->x && w->yb && w->ra && w->acc &&
@@ -292,10 +293,10 @@ static void slices_of_b(gck_ozaki *o, const lines *vb, int64_t mb, work *w, uint
     gck_freivalds_vector(seed, w->x, N);
     for (int t = 0; t < o->sb; t++)
         if (o->int8) {
-            gck_oz_slice8(vb, o->eb, mb, o->sb, t, w->b8 + t * K * N);
+            gck_oz_slice8(vb, o->eb, mb, o->sb, t, o->simd, w->b8 + t * K * N);
             gck_freivalds_matvec8(w->b8 + t * K * N, K, N, w->x, w->acc, w->yb + t * K);
         } else {
-            gck_oz_slice(vb, o->eb, mb, o->beta, o->sb, t, w->bs + t * K * N);
+            gck_oz_slice(vb, o->eb, mb, o->beta, o->sb, t, o->simd, w->bs + t * K * N);
             gck_freivalds_matvec(w->bs + t * K * N, K, N, w->x, w->acc, w->yb + t * K);
         }
     memset(w->rhs, 0, (size_t)(o->nq * o->m) * sizeof *w->rhs);
@@ -329,7 +330,7 @@ static bool build_pair_f64(gck_ozaki *o, const lines *va, const lines *vb, int64
     bool one = o->nd == 1;
     double *p = one ? (double *)(void *)q : w->p;
     for (int s = 0; s < o->sa; s++) {
-        gck_oz_slice(va, o->ea, ma, o->beta, o->sa, s, w->as);
+        gck_oz_slice(va, o->ea, ma, o->beta, o->sa, s, o->simd, w->as);
         rhs_of_a(o, w, s);
         oz_lap(o, GCK_OZ_SLICES, &clock);
         for (int t = 0; t < o->sb; t++) {
@@ -356,7 +357,7 @@ static bool build_pair_int8(gck_ozaki *o, const lines *va, const lines *vb, int6
     double clock = oz_now();
     slices_of_b(o, vb, mb, w, seed);
     for (int s = 0; s < o->sa; s++) {
-        gck_oz_slice8(va, o->ea, ma, o->sa, s, w->a8 + s * M * K);
+        gck_oz_slice8(va, o->ea, ma, o->sa, s, o->simd, w->a8 + s * M * K);
         rhs_of_a(o, w, s);
     }
     oz_lap(o, GCK_OZ_SLICES, &clock);
@@ -497,10 +498,13 @@ static void maybe_int8(gck_ozaki *o, const gck_ozaki_options *opt, const lines *
 }
 
 /* Whether to split: always in ALWAYS mode (memory permitting), else when the product is large
- * and splitting costs at most half of summing one by one (about OZ_ONE_BY_ONE multiply-adds of
- * an f64 GEMM per product, as measured on a Zen 3: 0.35 ns per product against 0.035). */
+ * and splitting costs at most half of summing one by one, `obo` f64 multiply-adds per product:
+ * the f64 GEMM's rate over the one-by-one rate, both measured in this process
+ * (one_by_one_cost), else OZ_ONE_BY_ONE (as measured on a Zen 3: 0.35 ns per product against
+ * 0.035 per multiply-add; on a Zen 5 the measured ratio is about 25). */
 #define OZ_ONE_BY_ONE 10.0
-static bool decide(gck_ozaki *o, gck_ozaki_mode md, double cost, char *why, size_t len) {
+static bool decide(gck_ozaki *o, gck_ozaki_mode md, double cost, double obo, char *why,
+                   size_t len) {
     int64_t products = o->pairs * o->m * o->n * o->k;
     double bytes = 8.0 * ((double)o->pairs * (double)o->m * (double)o->n * o->nq +
                           (double)o->m * (double)o->k + (double)o->sb * (double)o->k * o->n +
@@ -519,15 +523,26 @@ static bool decide(gck_ozaki *o, gck_ozaki_mode md, double cost, char *why, size
         return true;
     else if (products < OZ_MIN_PRODUCTS)
         snprintf(why, len, "too few products (%lld) for splitting to pay", (long long)products);
-    else if (cost > OZ_ONE_BY_ONE / 2 * (double)products)
+    else if (cost > obo / 2 * (double)products)
         snprintf(why, len,
                  "splitting would cost %.1f f64 multiply-adds per product (%d x %d slices and "
-                 "%lld + %lld tails)",
+                 "%lld + %lld tails), one by one %.1f",
                  cost / (double)products, o->sa, o->sb, (long long)o->ntail_a,
-                 (long long)o->ntail_b);
+                 (long long)o->ntail_b, obo);
     else
         return true;
     return false;
+}
+
+/* Summing one product by one in f64 multiply-adds: the kernels' f64 rate (GFLOP/s, 2 per
+ * multiply-add) over the measured one-by-one rate (G products per second), both on one thread;
+ * OZ_ONE_BY_ONE when either is unknown. */
+static double one_by_one_cost(const gck_ozaki_options *opt) {
+    if (!(opt->rate_one_by_one > 0)) return OZ_ONE_BY_ONE;
+    double r64 = opt->rate_f64 > 0 ? opt->rate_f64
+                                   : gck_kpath_rate(gck_kpath_auto_for(GCK_F64, GCK_F64, GCK_F64),
+                                                    GCK_KCLASS_F64);
+    return r64 > 0 ? r64 / 2 / opt->rate_one_by_one : OZ_ONE_BY_ONE;
 }
 
 /* The values of v as doubles (NaN and Inf as 0) with the lines adjacent: element (line, k) of
@@ -563,7 +578,8 @@ static void adjacent_part(void *arg, int part, int64_t lo, int64_t hi) {
 /* The copy of v (to be freed) in `into` when given (room for it), else in new memory; NULL when
  * out of memory. */
 static double *adjacent_lines(const lines *v, double *into) {
-    double *copy = into ? into : malloc((size_t)(v->members * v->count * v->k) * sizeof *copy);
+    double *copy =
+        into ? into : gck_big_alloc((size_t)(v->members * v->count * v->k) * sizeof *copy);
     if (!copy) return NULL;
     adjacent_job x = {v, copy};
     int64_t blocks = v->members * ((v->k + 63) / 64);
@@ -613,7 +629,7 @@ static bool line_major(lines *v, void **copy) {
     *copy = NULL;
     if (v->ks == 1 || v->k < 2) return true;
     int64_t n = v->count, K = v->k, bytes = v->lay.bytes;
-    if (!(*copy = malloc((size_t)(v->members * n * K * bytes)))) return false;
+    if (!(*copy = gck_big_alloc((size_t)(v->members * n * K * bytes)))) return false;
     line_major_job x = {v, *copy};
     int64_t blocks = v->members * ((n + 63) / 64);
     gck_parallel_for(gck_parallel_parts(blocks, 64 * K), blocks, &x, line_major_part);
@@ -675,7 +691,7 @@ static void sum_tails_ahead(gck_ozaki *o, work *w) {
     if (o->ntail_b && !(o->pa = adjacent_lines(&o->va, into_a))) return;
     if (o->pa == w->as) w->as = NULL;
     if (o->pairs == 1) {
-        o->tsum = w->p ? w->p : malloc((size_t)(o->m * o->n) * sizeof *o->tsum);
+        o->tsum = w->p ? w->p : gck_big_alloc((size_t)(o->m * o->n) * sizeof *o->tsum);
         w->p = NULL;
         if (!o->tsum) return;
         memset(o->tsum, 0, (size_t)(o->m * o->n) * sizeof *o->tsum);
@@ -697,7 +713,7 @@ static bool build_terms(gck_ozaki *o, gck_ozaki_mode md, const lines *va, const 
         o->width += o->lowest - (lowa + tminb), o->lowest = lowa + tminb;
     work w = {0};
     int64_t mn = o->m * o->n;
-    o->q = calloc((size_t)(o->pairs * mn * o->nq), sizeof *o->q);
+    o->q = gck_big_calloc((size_t)(o->pairs * mn * o->nq), sizeof *o->q);
     bool ok = o->q && work_alloc(&w, o);
     if (!ok) snprintf(why, why_len, "out of memory for the slices");
     for (int64_t p = 0; ok && p < o->pairs; p++) {
@@ -729,6 +745,7 @@ gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B,
     if (!o) return NULL;
     o->m = c->m, o->n = c->n, o->k = c->k;
     o->corrupt = opt->corrupt;
+    o->simd = !opt->portable_slices && gck_ozaki_simd_slices();
     o->pairs = c->stride_a || c->stride_b ? c->batch : 1;
     o->a_batched = c->stride_a != 0, o->b_batched = c->stride_b != 0;
     int64_t ma = c->stride_a ? c->batch : 1, mb = c->stride_b ? c->batch : 1;
@@ -783,7 +800,7 @@ gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B,
     o->ntail_b = gck_oz_tails_beyond(hb, o->sb);
     o->va = va;
     o->vb = vb;
-    bool ok = decide(o, md, cost, why, why_len);
+    bool ok = decide(o, md, cost, one_by_one_cost(opt), why, why_len);
     o->low_a = lowa, o->low_b = lowb;
     oz_lap(o, GCK_OZ_SCALES, &clock);
     ok = ok && prepare_tails(o, &tmina, &tminb, why, why_len);

@@ -30,7 +30,16 @@ typedef struct gck_ozaki_options {
                           off by one, which the check must refuse (< 0: none) */
     double rate_f64, rate_int8; /**< tests: the GEMMs' rates AUTO's cost model weighs (GFLOP/s,
                                      GOPS; 0: as measured in this process) */
+    double rate_one_by_one;     /**< products the exact oracle sums one by one per second on one
+                                     thread, in G (gck_exact_one_by_one_rate); 0: priced at
+                                     OZ_ONE_BY_ONE f64 multiply-adds each */
+    bool portable_slices;       /**< tests: cut the slices value by value, not 8 at a time with
+                                     AVX-512 where the CPU has it (the two give the same digits) */
 } gck_ozaki_options;
+
+/** Whether this CPU cuts slices 8 values at a time (AVX-512F and DQ, F16C), unless
+ *  portable_slices. */
+bool gck_ozaki_simd_slices(void);
 
 /** The process's options: the mode of gck_ozaki_set_mode, else
  *  GEMMCHECK_OZAKI=auto|always|never|int8, else AUTO; nothing planted. */

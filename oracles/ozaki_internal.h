@@ -13,8 +13,14 @@
 /* Splitting is used in AUTO mode from this many products (per GEMM), and in any mode while its
  * arrays take at most OZ_MAX_BYTES. */
 #define OZ_MIN_PRODUCTS (INT64_C(1) << 22)
-#define OZ_MAX_BYTES    (INT64_C(4) << 30)
-#define OZ_MAX_BITS     120 /* slices·beta: a value's significand shifted into an __int128 */
+/* From this many products (1024^3), AUTO prices summing one by one at its measured rate
+ * (gck_exact_plan_new_rated); below, at OZ_ONE_BY_ONE f64 multiply-adds a product. The cost
+ * model leaves out the splitting's fixed costs (first touches of its arrays, a pass per slice),
+ * which outweigh its savings in smaller products: on a Zen 5, f64 256^3 split took 0.019 s
+ * against 0.008 one by one, 512^3 0.066 against 0.063, 1024^3 0.32 against 0.38. */
+#define OZ_RATED_PRODUCTS (INT64_C(1) << 30)
+#define OZ_MAX_BYTES      (INT64_C(4) << 30)
+#define OZ_MAX_BITS       120 /* slices·beta: a value's significand shifted into an __int128 */
 
 /* One operand as lines (rows of op(A), columns of op(B)) along k. */
 typedef struct lines {
@@ -49,6 +55,7 @@ struct gck_ozaki {
      * many as keep the sum below 2^62, five at K = 2048; f64 mode: group 1, nq = nd) */
     int group, nq;
     bool int8;        /* slices of 7 bits multiplied by gck_igemm_s8 (GCK_OZAKI_INT8) */
+    bool simd;        /* the slices cut 8 values at a time (gck_ozaki_simd_slices) */
     int64_t corrupt;  /* gck_ozaki_options' planted fault (tests; < 0: none) */
     int32_t *ea, *eb; /* per member and row of op(A) / column of op(B): the scale exponent */
     uint8_t *need_a, *need_b; /* as ea, eb: the most slices a value of the line needs */
@@ -108,9 +115,12 @@ bool gck_oz_line_scales(const lines *v, int beta, int32_t *E, uint8_t *need, int
 /* The most slices any value needs (0: no non-zero finite value). */
 int gck_oz_most_needed(const int64_t *hist);
 
-void gck_oz_slice(const lines *v, const int32_t *E, int64_t b, int beta, int S, int s, double *out);
+/* Slice s of S of member b's lines as doubles (8 values at a time where simd). */
+void gck_oz_slice(const lines *v, const int32_t *E, int64_t b, int beta, int S, int s, bool simd,
+                  double *out);
 /** The same for slices of 7 bits, each digit (within ±127) written as a byte. */
-void gck_oz_slice8(const lines *v, const int32_t *E, int64_t b, int S, int s, int8_t *out);
+void gck_oz_slice8(const lines *v, const int32_t *E, int64_t b, int S, int s, bool simd,
+                   int8_t *out);
 
 /* Values that need more than S slices (those with a tail). */
 int64_t gck_oz_tails_beyond(const int64_t *hist, int S);

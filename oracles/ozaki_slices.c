@@ -219,6 +219,7 @@ typedef struct slice_job {
     int beta, S, s;
     double *out;
     int8_t *out8; /* instead of out: the digits as bytes (int8 slices, each within ±127) */
+    bool simd;    /* 8 values at a time (slice_line8) */
 } slice_job;
 
 /* digit() when the slices span at most 63 bits (beta·S <= 63), in 64-bit integers without
@@ -231,6 +232,65 @@ static inline __attribute__((always_inline)) double digit64(dec d, int32_t cut, 
     uint64_t x = sh >= 0 ? d.m << (sh & 63) : d.m >> (-sh < 63 ? -sh : 63);
     double g = (double)((x >> up) & mask);
     return d.neg ? -g : g;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define OZ_SIMD   1
+#define OZ_AVX512 __attribute__((target("avx512f,avx512dq,f16c")))
+
+/* 8 adjacent values of one storage layout (2 bytes with 10 fraction bits: f16, with 7: bf16;
+ * 4: f32; 8: f64) as doubles, exactly (the conversions are exact, in the default environment
+ * that gemmcheck's functions run in: no denormals flushed). */
+static inline __attribute__((always_inline)) OZ_AVX512 __m512d load8_as(const char *p, layout lay) {
+    if (lay.bytes == 8) return _mm512_loadu_pd(p);
+    if (lay.bytes == 4) return _mm512_cvtps_pd(_mm256_loadu_ps((const float *)(const void *)p));
+    __m128i h = _mm_loadu_si128((const __m128i *)(const void *)p);
+    if (lay.fb == 10) return _mm512_cvtps_pd(_mm256_cvtph_ps(h));
+    __m256i w = _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16); /* bf16: the top half of f32 */
+    return _mm512_cvtps_pd(_mm256_castsi256_ps(w));
+}
+
+/* The digits of values [0, n - n % 8) of one line as digit64 gives them (a narrow plan:
+ * beta·S <= 63), 8 at a time: |v|·2^-cut is exact (a power-of-two scaling of a value below
+ * 2^E, so below 2^(beta·S), or below 1 where it underflows), its integer part is the value's bits
+ * above the cut, shifted down by `up` and masked; the value's sign is put back (a negative value
+ * with a zero digit gives -0.0, as digit64); NaN and Inf give 0 with their sign, as digit64. The
+ * digits go to out (doubles) or out8 (bytes); returns how many values were done. */
+static OZ_AVX512 int64_t slice_line8(const char *src, layout lay, int64_t n, int32_t cut, int up,
+                                     uint64_t mask, double *out, int8_t *out8) {
+    const __m512d scale = _mm512_set1_pd(-(double)cut), sign = _mm512_set1_pd(-0.0);
+    const __m512i mk = _mm512_set1_epi64((long long)mask);
+    const __m128i sh = _mm_cvtsi32_si128(up);
+    int64_t k = 0;
+    for (; k + 8 <= n; k += 8) {
+        __m512d v = load8_as(src + k * lay.bytes, lay);
+        __mmask8 special = _mm512_fpclass_pd_mask(v, 0x99); /* QNaN, SNaN, +Inf, -Inf */
+        __m512d a = _mm512_maskz_mov_pd((__mmask8)~special, _mm512_abs_pd(v));
+        __m512i t = _mm512_cvttpd_epu64(_mm512_scalef_pd(a, scale));
+        __m512i g = _mm512_and_si512(_mm512_srl_epi64(t, sh), mk);
+        if (out8) {
+            __mmask8 neg = _mm512_movepi64_mask(_mm512_castpd_si512(v));
+            g = _mm512_mask_sub_epi64(g, neg, _mm512_setzero_si512(), g);
+            _mm_storel_epi64((__m128i *)(void *)(out8 + k), _mm512_cvtepi64_epi8(g));
+        } else {
+            __m512d d = _mm512_or_pd(_mm512_cvtepu64_pd(g), _mm512_and_pd(v, sign));
+            _mm512_storeu_pd(out + k, d);
+        }
+    }
+    return k;
+}
+
+#endif
+
+bool gck_ozaki_simd_slices(void) {
+#ifdef OZ_SIMD
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("f16c");
+#else
+    return false;
+#endif
 }
 
 /* slice_part for one storage layout. */
@@ -246,7 +306,12 @@ static inline __attribute__((always_inline)) void slice_as(const slice_job *x, l
         int32_t cut = E[l] - x->beta * x->S;
         double *out = x->out ? x->out + l * v->k : NULL;
         int8_t *out8 = x->out8 ? x->out8 + l * v->k : NULL;
-        for (int64_t k = 0; k < v->k; k++) {
+        int64_t k = 0;
+#ifdef OZ_SIMD
+        if (narrow && (v->ks == 1 || v->k == 1) && x->simd)
+            k = slice_line8(base + l * v->ls * lay.bytes, lay, v->k, cut, up, mask, out, out8);
+#endif
+        for (; k < v->k; k++) {
             bool sp;
             dec d = decode_raw(raw_at(base, lay.bytes, l * v->ls + k * v->ks), lay.fb, lay.eb, &sp);
             double g =
@@ -267,13 +332,14 @@ static void slice_part(void *arg, int part, int64_t lo, int64_t hi) {
 #undef SLICE
 }
 
-void gck_oz_slice(const lines *v, const int32_t *E, int64_t b, int beta, int S, int s,
+void gck_oz_slice(const lines *v, const int32_t *E, int64_t b, int beta, int S, int s, bool simd,
                   double *out) {
-    slice_job x = {v, E, b, beta, S, s, out, NULL};
+    slice_job x = {v, E, b, beta, S, s, out, NULL, simd};
     gck_parallel_for(line_parts(v, v->count), v->count, &x, slice_part);
 }
 
-void gck_oz_slice8(const lines *v, const int32_t *E, int64_t b, int S, int s, int8_t *out) {
-    slice_job x = {v, E, b, 7, S, s, NULL, out};
+void gck_oz_slice8(const lines *v, const int32_t *E, int64_t b, int S, int s, bool simd,
+                   int8_t *out) {
+    slice_job x = {v, E, b, 7, S, s, NULL, out, simd};
     gck_parallel_for(line_parts(v, v->count), v->count, &x, slice_part);
 }

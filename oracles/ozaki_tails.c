@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigmem.h"
 #include "decode.h"
 #include "gemmcheck/kernels.h"
 #include "oracle_common.h"
@@ -229,7 +230,7 @@ bool gck_oz_build_tsum(gck_ozaki *o) {
     int64_t M = o->m, N = o->n, blocks = (M + 7) / 8;
     int parts = gck_parallel_parts(blocks, 8 * N);
     parts = parts < OZ_MAX_PARTS ? parts : OZ_MAX_PARTS;
-    if (!o->tsum) o->tsum = calloc((size_t)(o->pairs * M * N), sizeof *o->tsum);
+    if (!o->tsum) o->tsum = gck_big_calloc((size_t)(o->pairs * M * N), sizeof *o->tsum);
     double *scratch[OZ_MAX_PARTS] = {0};
     bool ok = o->tsum != NULL;
     for (int t = 0; ok && o->ntail_a && t < parts; t++)

@@ -272,7 +272,7 @@ Test(ozaki, a_wrong_slice_product_is_caught_and_the_products_summed_one_by_one) 
         bool splits = !strcmp(gck_exact_plan_path(p), "ozaki");
         gck_exact_plan_free(p);
         /* one element of one slice product off by one unit: the check must refuse it */
-        gck_ozaki_options planted = {GCK_OZAKI_ALWAYS, n * 7919, 0, 0};
+        gck_ozaki_options planted = {GCK_OZAKI_ALWAYS, n * 7919, 0, 0, 0, false};
         const char *path = compare_case_with(&s, X[0], X[1], X[2], &elements, &planted);
         if (splits) cr_expect_str_neq(path, "ozaki", "a corrupted product was accepted");
         for (int x = 0; x < 3; x++) free(X[x]);
@@ -356,7 +356,7 @@ Test(ozaki, int8_terms_are_kept_in_groups) {
     gck_spec s;
     void *X[3];
     normal_f32_case(&c, &s, X, 24, 20, 4096);
-    gck_ozaki_options o = {GCK_OZAKI_INT8, -1, 0, 0};
+    gck_ozaki_options o = {GCK_OZAKI_INT8, -1, 0, 0, 0, false};
     char why[256];
     gck_ozaki *oz = gck_ozaki_new(&c, X[0], X[1], &o, why, sizeof why);
     cr_assert(oz, "%s", why);
@@ -382,6 +382,104 @@ Test(ozaki, int8_terms_are_kept_in_groups) {
     for (int x = 0; x < 3; x++) free(X[x]);
 }
 
+/* AUTO weighs splitting against summing one by one at the one-by-one rate it is given: an f64
+ * case whose splitting costs about 9 f64 multiply-adds a product is split when one by one costs
+ * 50 (rates: f64 GEMM 100 GFLOP/s, one by one 1 G products/s), not when it costs 5 (10 G
+ * products/s) nor at the fixed price of 10 (no rate); and the measured rates are positive. */
+Test(ozaki, auto_mode_weighs_one_by_one_at_its_measured_rate) {
+    gck_case c;
+    gck_case_init(&c, 128, 128, 256);
+    c.type_a = c.type_b = c.type_c = c.type_d = c.compute = GCK_F64;
+    c.d_is_c = false;
+    gck_spec s;
+    gck_spec_init(&s, &c);
+    s.dist_ab = GCK_DIST_NORMAL;
+    void *X[3];
+    filled_operands(&s, X);
+    const struct {
+        double one_by_one;
+        bool split;
+    } cases[] = {{1.0, true}, {10.0, false}, {0.0, false}};
+    for (int i = 0; i < 3; i++) {
+        gck_ozaki_options o = {GCK_OZAKI_AUTO, -1, 100.0, 100.0, cases[i].one_by_one, false};
+        char why[256] = "";
+        gck_ozaki *oz = gck_ozaki_new(&c, X[0], X[1], &o, why, sizeof why);
+        cr_expect_eq(oz != NULL, cases[i].split, "one by one at %g G/s: %s", cases[i].one_by_one,
+                     oz ? "split" : why);
+        if (!oz && cases[i].one_by_one > 0) cr_expect(strstr(why, "one by one 5.0"), "%s", why);
+        gck_ozaki_free(oz);
+    }
+    for (int x = 0; x < 3; x++) free(X[x]);
+    double r64 = gck_exact_one_by_one_rate(GCK_F64, GCK_F64),
+           r16 = gck_exact_one_by_one_rate(GCK_F16, GCK_F16);
+    cr_expect(r64 > 0 && isfinite(r64) && r16 > 0 && isfinite(r16), "%g, %g G/s", r64, r16);
+    cr_expect_eq(gck_exact_one_by_one_rate(GCK_F64, GCK_F64), r64, "measured once");
+    fprintf(stderr, "[ozaki] one by one: f64 %.2f, f16 %.2f G products/s on one thread\n", r64,
+            r16);
+}
+
+/* The slices cut 8 values at a time (AVX-512) hold the same digits as those cut value by value:
+ * every term and tail sum of every element identical, for every input type, in f64 and int8
+ * mode, on values of every kind (normal, wide exponents, subnormals, signed zeros, NaN and Inf,
+ * whose digits count as 0), with K = 203 so that each line ends in a part of 8 (done value by
+ * value). */
+Test(ozaki, slices_cut_eight_at_a_time_equal_those_cut_one_by_one) {
+    if (!gck_ozaki_simd_slices()) cr_skip_test("this CPU has no AVX-512F/DQ: one way of cutting");
+    const gck_format types[] = {GCK_F16, GCK_BF16, GCK_F32, GCK_F64};
+    const gck_dist dists[] = {GCK_DIST_NORMAL, GCK_DIST_LOGU, GCK_DIST_SUBNORMAL, GCK_DIST_BIG};
+    int compared = 0;
+    for (int t = 0; t < 4; t++)
+        for (int d = 0; d < 4; d++)
+            for (int md = 0; md < 2; md++) {
+                gck_case c;
+                gck_case_init(&c, 37, 29, 203);
+                c.type_a = c.type_b = c.type_c = c.type_d = c.compute = types[t];
+                c.d_is_c = false;
+                gck_spec s;
+                gck_spec_init(&s, &c);
+                s.dist_ab = dists[d];
+                s.seed = 1000 + 10 * t + d;
+                void *X[3];
+                filled_operands(&s, X);
+                const double specials[] = {NAN, INFINITY, -INFINITY, -0.0, 0.0};
+                for (int x = 0; x < 5; x++) { /* in the vector part and in the last part */
+                    gck_store(X[0], types[t], 17 * x + 3, specials[x]);
+                    gck_store(X[1], types[t], 203 * (x + 1) - 2, specials[x]);
+                }
+                gck_ozaki_options o = {md ? GCK_OZAKI_INT8 : GCK_OZAKI_ALWAYS, -1, 0, 0, 0, false},
+                                  po = o;
+                po.portable_slices = true;
+                char why[256], pwhy[256];
+                gck_ozaki *v = gck_ozaki_new(&c, X[0], X[1], &o, why, sizeof why),
+                          *q = gck_ozaki_new(&c, X[0], X[1], &po, pwhy, sizeof pwhy);
+                cr_assert_eq(v != NULL, q != NULL, "%s / %s", why, pwhy);
+                if (v) {
+                    for (int64_t i = 0; i < c.m; i++)
+                        for (int64_t j = 0; j < c.n; j++) {
+                            int32_t w0, pw0;
+                            int n, pn, st, pst;
+                            const int64_t *a = gck_ozaki_terms(v, 0, i, j, &w0, &n, &st),
+                                          *b = gck_ozaki_terms(q, 0, i, j, &pw0, &pn, &pst);
+                            cr_assert(w0 == pw0 && n == pn && st == pst);
+                            cr_assert_arr_eq(a, b, (size_t)n * sizeof *a,
+                                             "%s, dist %d, %s mode: (%lld, %lld)",
+                                             gck_format_get(types[t])->name, (int)dists[d],
+                                             md ? "int8" : "f64", (long long)i, (long long)j);
+                            __int128 sa = 0, sb = 0;
+                            int64_t ca[2] = {0, 0}, cb[2] = {0, 0};
+                            bool fa = gck_ozaki_tail_sum128(v, 0, i, j, w0 - 400, &sa, ca),
+                                 fb = gck_ozaki_tail_sum128(q, 0, i, j, w0 - 400, &sb, cb);
+                            cr_assert(fa == fb && (!fa || sa == sb));
+                        }
+                    compared++;
+                }
+                gck_ozaki_free(v);
+                gck_ozaki_free(q);
+                for (int x = 0; x < 3; x++) free(X[x]);
+            }
+    cr_expect_geq(compared, 24, "%d of 32 cases split", compared);
+}
+
 /* A wrong int8 slice product (one element off by one) fails Freivalds' test: the products are
  * summed one by one. */
 Test(ozaki, a_wrong_int8_slice_product_is_caught) {
@@ -393,8 +491,8 @@ Test(ozaki, a_wrong_int8_slice_product_is_caught) {
         s.special_pm = 0;
         void *X[3];
         filled_operands(&s, X);
-        gck_ozaki_options clean = {GCK_OZAKI_INT8, -1, 0, 0},
-                          planted = {GCK_OZAKI_INT8, n * 7919, 0, 0};
+        gck_ozaki_options clean = {GCK_OZAKI_INT8, -1, 0, 0, 0, false},
+                          planted = {GCK_OZAKI_INT8, n * 7919, 0, 0, 0, false};
         long e0 = 0;
         bool splits = !strcmp(compare_case_with(&s, X[0], X[1], X[2], &e0, &clean), "ozaki");
         const char *path = compare_case_with(&s, X[0], X[1], X[2], &elements, &planted);
@@ -420,7 +518,7 @@ Test(ozaki, auto_mode_chooses_the_slices_gemm_by_rate) {
         const char *gemm;
     } cases[] = {{40, 4000, "int8 GEMMs"}, {40, 40, "f64 GEMMs"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        gck_ozaki_options o = {GCK_OZAKI_AUTO, -1, cases[i].f64, cases[i].int8};
+        gck_ozaki_options o = {GCK_OZAKI_AUTO, -1, cases[i].f64, cases[i].int8, 0, false};
         char why[256];
         gck_ozaki *oz = gck_ozaki_new(&c, X[0], X[1], &o, why, sizeof why);
         cr_assert(oz, "%s", why);

@@ -1,15 +1,18 @@
 /* gck_parallel: every job runs exactly once, on the pool's threads where they fit and on
  * threads of their own otherwise (more jobs than workers, a call from inside a job, calls from
  * several threads at once, a forked child), in the caller's floating-point environment and in
- * the "C" locale. */
+ * the "C" locale. gck_big_alloc: large arrays aligned to 2 MiB and advised for huge pages,
+ * zeroed where asked, NULL for sizes that overflow. */
 #define _GNU_SOURCE 1
 #include <criterion/criterion.h>
 #include <dlfcn.h>
 #include <fenv.h>
 #include <langinfo.h>
 #include <locale.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +22,7 @@
 #include <immintrin.h>
 #endif
 
+#include "bigmem.h"
 #include "gemmcheck/gemmcheck.h"
 #include "parallel.h"
 #include "testutil.h"
@@ -222,4 +226,72 @@ Test(parallel, the_library_can_be_unloaded_after_using_its_pool) {
         cr_assert_eq(dlclose(lib), 0, "%s", dlerror());
         usleep(5000); /* a worker left running would fault here */
     }
+}
+
+/* ---- gck_big_alloc: large scratch arrays on huge pages ------------------------------------ */
+
+/* The VmFlags line of the mapping of /proc/self/smaps that holds address p ("" if none). */
+static void vmflags_of(const void *p, char *flags, size_t len) {
+    FILE *f = fopen("/proc/self/smaps", "r");
+    char line[512];
+    bool inside = false;
+    flags[0] = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+            inside = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+        else if (inside && !strncmp(line, "VmFlags:", 8)) {
+            size_t n = strlen(line + 8) < len - 1 ? strlen(line + 8) : len - 1;
+            memcpy(flags, line + 8, n);
+            flags[n] = 0;
+            break;
+        }
+    }
+    if (f) fclose(f);
+}
+
+Test(bigmem, large_arrays_are_aligned_advised_and_whole) {
+    size_t bytes = GCK_BIG_BYTES + 12345;
+    unsigned char *p = gck_big_alloc(bytes);
+    cr_assert(p);
+    cr_assert_eq((uintptr_t)p % ((size_t)2 << 20), 0, "not on a 2 MiB boundary: %p", (void *)p);
+    memset(p, 0xa5, bytes); /* every byte asked for is there (ASan checks the bounds) */
+    cr_assert_eq(p[bytes - 1], 0xa5);
+    FILE *thp = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (thp) { /* a kernel with huge pages records the advice: "hg" among the mapping's flags */
+        fclose(thp);
+        char flags[256];
+        vmflags_of(p, flags, sizeof flags);
+        cr_assert(strstr(flags, " hg"), "the mapping of %p has VmFlags:%s", (void *)p, flags);
+    }
+    free(p);
+}
+
+Test(bigmem, zeroed_arrays_are_zero_after_reuse_small_and_large) {
+    /* glibc: blocks this large from the heap, kept there when freed, so that the second round
+     * gets the first's dirty memory (fresh pages from the kernel are zero whether cleared or
+     * not) */
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    size_t sizes[] = {1, 4096, GCK_BIG_BYTES - 8, GCK_BIG_BYTES, 3 * GCK_BIG_BYTES + 8};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        for (int round = 0; round < 2; round++) { /* the second may get the first's memory */
+            size_t n = sizes[s] / 8 ? sizes[s] / 8 : 1;
+            uint64_t *p = gck_big_calloc(n, 8);
+            cr_assert(p, "%zu bytes", n * 8);
+            for (size_t i = 0; i < n; i++)
+                cr_assert_eq(p[i], 0, "%zu bytes, round %d: word %zu is %llx", n * 8, round, i,
+                             (unsigned long long)p[i]);
+            memset(p, 0xff, n * 8);
+            free(p);
+        }
+    }
+    uint8_t *small = gck_big_alloc(0); /* a block that can be freed, as malloc(1) */
+    cr_assert(small);
+    free(small);
+}
+
+Test(bigmem, sizes_that_overflow_give_null) {
+    cr_assert_null(gck_big_calloc(SIZE_MAX / 2, 3));
+    cr_assert_null(gck_big_alloc(SIZE_MAX - 100)); /* rounding up to 2 MiB would wrap */
 }

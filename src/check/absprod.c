@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigmem.h"
 #include "gemmcheck/kernels.h"
 #include "parallel.h"
 #include "stash.h"
@@ -316,8 +317,9 @@ gck_absprod *gck_absprod_new(const gck_case *c, const double *a, const double *b
     if (pairs * M * N * K < ABS_MIN_PRODUCTS || bytes > ABS_MAX_BYTES || K > (INT64_C(1) << 40))
         return NULL;
     gck_absprod *p = calloc(1, sizeof *p);
-    double *xa = malloc((size_t)(M * K) * sizeof *xa), *xb = malloc((size_t)(N * K) * sizeof *xb);
-    bool ok = p && xa && xb && (p->t = malloc((size_t)(pairs * M * N) * sizeof *p->t));
+    double *xa = gck_big_alloc((size_t)(M * K) * sizeof *xa),
+           *xb = gck_big_alloc((size_t)(N * K) * sizeof *xb);
+    bool ok = p && xa && xb && (p->t = gck_big_alloc((size_t)(pairs * M * N) * sizeof *p->t));
     if (ok) {
         /* f64 inputs are seldom all floats: not tried */
         bool f32 = c->type_a != GCK_F64 && c->type_b != GCK_F64;

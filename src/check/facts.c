@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigmem.h"
 #include "check_internal.h"
 #include "decode.h"
 #include "fpenv.h"
@@ -335,8 +336,8 @@ gather_plan *gck_gather_plan_new(const gck_case *c, const gck_model *m, const vo
     }
     double limit = copy_limit > 0 ? copy_limit : 1073741824.0;
     if ((double)(la + lb) * (double)c->k * (double)sizeof(double) <= limit) {
-        g->a = malloc((size_t)(la * c->k) * sizeof *g->a);
-        g->b = malloc((size_t)(lb * c->k) * sizeof *g->b);
+        g->a = gck_big_alloc((size_t)(la * c->k) * sizeof *g->a);
+        g->b = gck_big_alloc((size_t)(lb * c->k) * sizeof *g->b);
         if (!g->a || !g->b) { /* not needed: values are then read in place */
             free(g->a);
             free(g->b);
