@@ -501,7 +501,7 @@ static void maybe_int8(gck_ozaki *o, const gck_ozaki_options *opt, const lines *
  * and splitting costs at most half of summing one by one, `obo` f64 multiply-adds per product:
  * the f64 GEMM's rate over the one-by-one rate, both measured in this process
  * (one_by_one_cost), else OZ_ONE_BY_ONE (as measured on a Zen 3: 0.35 ns per product against
- * 0.035 per multiply-add; on a Zen 5 the measured ratio is about 25). */
+ * 0.035 per multiply-add). */
 #define OZ_ONE_BY_ONE 10.0
 static bool decide(gck_ozaki *o, gck_ozaki_mode md, double cost, double obo, char *why,
                    size_t len) {
