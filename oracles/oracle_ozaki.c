@@ -471,14 +471,19 @@ static bool int8_plan(const gck_ozaki *o, const lines *va, const lines *vb, gck_
     return ok;
 }
 
+/* The f64 GEMM's rate the cost model weighs: the options', else the kernels' measured one (GFLOP/s
+ * on one thread; 0 when unknown). */
+static double f64_rate(const gck_ozaki_options *opt) {
+    return opt->rate_f64 > 0
+               ? opt->rate_f64
+               : gck_kpath_rate(gck_kpath_auto_for(GCK_F64, GCK_F64, GCK_F64), GCK_KCLASS_F64);
+}
+
 /* AUTO: whether the int8 plan costs less than the f64 one (`cost`: its cost, *o its plan);
  * if so, *o, ha, hb, the lowest bits and `cost` become the int8 plan's. */
 static void maybe_int8(gck_ozaki *o, const gck_ozaki_options *opt, const lines *va, const lines *vb,
                        int64_t *ha, int64_t *hb, int32_t *lowa, int32_t *lowb, double *cost) {
-    double r64 = opt->rate_f64 > 0 ? opt->rate_f64
-                                   : gck_kpath_rate(gck_kpath_auto_for(GCK_F64, GCK_F64, GCK_F64),
-                                                    GCK_KCLASS_F64),
-           r8 = opt->rate_int8 > 0 ? opt->rate_int8 : gck_igemm_rate();
+    double r64 = f64_rate(opt), r8 = opt->rate_int8 > 0 ? opt->rate_int8 : gck_igemm_rate();
     if (!(r64 > 0) || !(r8 > 0)) return;
     double f64_cost = *cost + OZ_PASS * o->sa * o->sb * (double)o->m * (double)o->n * o->pairs;
     int64_t h8a[OZ_NEED_BINS], h8b[OZ_NEED_BINS];
@@ -539,9 +544,7 @@ static bool decide(gck_ozaki *o, gck_ozaki_mode md, double cost, double obo, cha
  * OZ_ONE_BY_ONE when either is unknown. */
 static double one_by_one_cost(const gck_ozaki_options *opt) {
     if (!(opt->rate_one_by_one > 0)) return OZ_ONE_BY_ONE;
-    double r64 = opt->rate_f64 > 0 ? opt->rate_f64
-                                   : gck_kpath_rate(gck_kpath_auto_for(GCK_F64, GCK_F64, GCK_F64),
-                                                    GCK_KCLASS_F64);
+    double r64 = f64_rate(opt);
     return r64 > 0 ? r64 / 2 / opt->rate_one_by_one : OZ_ONE_BY_ONE;
 }
 
