@@ -192,17 +192,17 @@ static bool KN(block)(const kjob *j, const void *A, const void *B, const void *C
     int64_t R = bk.w_bytes / ((int64_t)sizeof(KT) * nc) / mc * mc;
     if (R < mc) R = mc;
     if (R > rows) R = rows;
-    KT *tmp = kbuf(j->bufs, KBUF_TMP, (size_t)R * sizeof(KT));
+    KT *tmp = gck_kbuf(j->bufs, KBUF_TMP, (size_t)R * sizeof(KT));
     if (!tmp) return false;
     if (!gck_case_reads_ab(c)) {
         for (int64_t ic = i0; ic < i1; ic += mc)
             KN(epilogue)(j, NULL, 0, C, D, ic, i1 - ic < mc ? i1 - ic : mc, j0, j1 - j0, tmp);
         return true;
     }
-    PT *bp = kbuf(j->bufs, KBUF_B, (size_t)(kc * nc) * sizeof(PT));
+    PT *bp = gck_kbuf(j->bufs, KBUF_B, (size_t)(kc * nc) * sizeof(PT));
     /* op(A) read in place packs only its edge: one sliver */
-    PT *ap = kbuf(j->bufs, KBUF_A, (size_t)((ua ? mr : mc) * kc) * sizeof(PT));
-    KT *w = kbuf(j->bufs, KBUF_W, (size_t)(R * nc) * sizeof(KT));
+    PT *ap = gck_kbuf(j->bufs, KBUF_A, (size_t)((ua ? mr : mc) * kc) * sizeof(PT));
+    KT *w = gck_kbuf(j->bufs, KBUF_W, (size_t)(R * nc) * sizeof(KT));
     bool ok = bp && ap && w;
     kpanel pa = {A, c->type_a, gck_format_get(c->type_a)->storage_bytes, j->ars, j->acs, ops->f16c};
     kpanel pb = {B, c->type_b, gck_format_get(c->type_b)->storage_bytes, j->bcs, j->brs, ops->f16c};

@@ -274,7 +274,7 @@ static void *kalloc(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 *
  * own at its end): a job takes a set from a shared cache, grows what it needs, and gives the set
  * back; at most KBUF_SETS sets are kept, holding at most KBUF_KEEP bytes together (a set given
  * back past that is kept empty). */
-enum { KBUF_B, KBUF_A, KBUF_W, KBUF_TMP, KBUF_COUNT, KBUF_SETS = 16 };
+enum { KBUF_SETS = 16 };
 #define KBUF_KEEP ((size_t)128 << 20)
 typedef struct kbufs {
     void *p[KBUF_COUNT];
@@ -299,7 +299,7 @@ static void kbufs_empty(kbufs *b) {
     }
 }
 
-static kbufs *kbufs_take(void) {
+kbufs *gck_kbufs_take(void) {
     pthread_mutex_lock(&kbufs_lock);
     kbufs *b = kbufs_cached ? kbufs_cache[--kbufs_cached] : NULL;
     if (b) kbufs_bytes -= kbufs_size(b);
@@ -307,7 +307,7 @@ static kbufs *kbufs_take(void) {
     return b ? b : calloc(1, sizeof *b);
 }
 
-static void kbufs_give(kbufs *b) {
+void gck_kbufs_give(kbufs *b) {
     if (!b) return;
     bool kept, full;
     pthread_mutex_lock(&kbufs_lock);
@@ -337,7 +337,7 @@ __attribute__((destructor)) static void kbufs_release(void) {
 }
 
 /* Buffer `slot` of the set of at least `bytes` bytes, 64-byte aligned; NULL when out of memory. */
-static void *kbuf(kbufs *b, int slot, size_t bytes) {
+void *gck_kbuf(kbufs *b, int slot, size_t bytes) {
     if (!b) return NULL;
     if (b->size[slot] >= bytes) return b->p[slot];
     free(b->p[slot]);
@@ -508,7 +508,7 @@ static const void *member(const void *base, gck_format t, int64_t stride, int64_
 static void *run_job(void *arg) {
     kjob *j = arg;
     const gck_case *c = j->c;
-    j->bufs = kbufs_take();
+    j->bufs = gck_kbufs_take();
     j->ok = j->bufs != NULL;
     for (int64_t b = j->b0; b < j->b1 && j->ok; b++) {
         const void *Ab = member(j->A, c->type_a, c->stride_a, b);
@@ -522,7 +522,7 @@ static void *run_job(void *arg) {
         else
             j->ok = block_f64(j, Ab, Bb, Cb, Db, j->i0, j->i1, j->j0, j->j1);
     }
-    kbufs_give(j->bufs);
+    gck_kbufs_give(j->bufs);
     return NULL;
 }
 

@@ -163,4 +163,14 @@ long gck_kernels_lane_jobs(void);
 /** For tests: how many of those jobs ran on shape `s` of a path's f32 (f32) or f64 table. */
 long gck_kernels_shape_jobs(bool f32, int s);
 
+/* Packing buffers kept from one call to the next (kernels/gemm.c): a set taken from a shared
+ * cache (NULL when out of memory), buffer `slot` of it grown to at least `bytes` (64-byte
+ * aligned; NULL when out of memory), and the set given back (kept while the cache has room, freed
+ * when the library is unloaded or the process exits). */
+enum { KBUF_B, KBUF_A, KBUF_W, KBUF_TMP, KBUF_COUNT };
+typedef struct kbufs kbufs;
+kbufs *gck_kbufs_take(void);
+void *gck_kbuf(kbufs *b, int slot, size_t bytes);
+void gck_kbufs_give(kbufs *b);
+
 #endif

@@ -1,6 +1,6 @@
 /* The exact oracle per element (exact_internal.h): the sum of an element's products by the
  * plan's path, alpha, beta·c and the result's error added in a frame, one rounding to D's
- * format; the 128-bit lane for split products (see oracle_exact.c). */
+ * format; the 128- and 256-bit lanes for split products (see oracle_exact.c). */
 #include "exact_internal.h"
 #include "format_internal.h"
 #include "fpenv.h"
@@ -16,12 +16,15 @@
 #include "decode.h"
 #include "oracle_common.h"
 #include "oracle_ozaki.h"
+#include "ozaki_internal.h"
 #include "parallel.h"
 #include "tiles.h"
 
 /* ---- per element ------------------------------------------------------------------------- */
 
 long gck_exact_ws_lane(const gck_exact_ws *w) { return w->lane; }
+
+long gck_exact_ws_lane256(const gck_exact_ws *w) { return w->lane256; }
 
 void gck_exact_ws_tails(const gck_exact_ws *w, int64_t *met, int64_t *ahead) {
     *met = w->tails[0];
@@ -286,43 +289,30 @@ static void finish(const gck_exact_plan *p, gck_exact_ws *w, bool with_s, dec cd
 
 /* ---- the 128-bit lane ---------------------------------------------------------------------
  * An element of a split product whose value alpha·S + beta·c, and its difference from the
- * result, fit one __int128 at S's frame: the same sums, rounding and error as the limbs below,
- * in a few integer operations. Any term that would not fit sends the element down the limbs. */
+ * result, fit one __int128 (gck_sum128, whose frame starts at the element's own lowest term):
+ * the same sums, rounding and error as the limbs below, in a few integer operations. Any term
+ * that would not fit sends the element down the limbs. */
 
-typedef struct sum128 {
-    __int128 s;
-    int32_t base; /* the exponent of bit 0 */
-    bool overflow;
-} sum128;
-
-static int top128(unsigned __int128 u) {
-    uint64_t hi = (uint64_t)(u >> 64), lo = (uint64_t)u;
-    return hi ? 127 - __builtin_clzll(hi) : lo ? 63 - __builtin_clzll(lo) : -1;
-}
-
-/* s += (-1)^neg·m·2^sh, unless a term or the sum would reach 2^126. */
-static inline void add_term128(sum128 *x, unsigned __int128 m, int64_t sh, bool neg) {
-    if (!m) return;
-    if (sh < 0 || top128(m) + sh > 124) {
-        x->overflow = true;
-        return;
-    }
-    __int128 v = (__int128)(m << sh);
-    if (__builtin_add_overflow(x->s, neg ? -v : v, &x->s)) x->overflow = true;
+/* |s|, without a branch on its sign */
+static inline unsigned __int128 mag128(__int128 s) {
+    __int128 m = s >> 127;
+    return (unsigned __int128)((s ^ m) - m);
 }
 
 /* u·2^base (u != 0) rounded to nearest, ties to even, once to format f (as round_to). */
 static double round128(unsigned __int128 u, int64_t base, const gck_format_info *f) {
-    int t = top128(u);
+    int t = gck_top128(u);
     int64_t E = base + t, q = (E > f->emin ? E : f->emin) - f->precision + 1, lo = q - base;
     uint64_t N;
     if (lo <= 0) {
         N = (uint64_t)(u << -lo); /* exact: t - lo < precision */
-    } else {
-        N = lo >= 128 ? 0 : (uint64_t)(u >> lo);
-        unsigned round = lo - 1 >= 128 ? 0 : (unsigned)(u >> (lo - 1)) & 1;
-        bool sticky = lo - 1 >= 128 ? true : (u & (((unsigned __int128)1 << (lo - 1)) - 1)) != 0;
-        if (round && (sticky || (N & 1))) N++;
+    } else if (lo < 128) {        /* the round bit and the sticky bits compared, without a branch */
+        N = (uint64_t)(u >> lo);
+        unsigned __int128 rem = u & (((unsigned __int128)1 << lo) - 1),
+                          half = (unsigned __int128)1 << (lo - 1);
+        N += (uint64_t)((rem > half) | ((rem == half) & (N & 1)));
+    } else { /* u < 2^(lo - 1) but for lo = 128 */
+        N = lo == 128 && u > (unsigned __int128)1 << 127;
     }
     double v = scale2(N, q);
     return v > f->max ? INFINITY : v;
@@ -330,57 +320,303 @@ static double round128(unsigned __int128 u, int64_t base, const gck_format_info 
 
 /* u·2^base rounded up to a double (as magnitude_up). */
 static double up128(unsigned __int128 u, int64_t base) {
-    int t = top128(u);
+    int t = gck_top128(u);
     if (t < 0) return 0.0;
     int64_t lo = t - 52;
     if (base + lo < -1074) lo = -1074 - base;
     if (lo <= 0) return scale2((uint64_t)(u << -lo), base + lo);
-    uint64_t N = lo >= 128 ? 0 : (uint64_t)(u >> lo);
-    if (lo >= 128 || (u & (((unsigned __int128)1 << lo) - 1))) N++;
+    if (lo >= 128) return scale2(1, base + lo);
+    uint64_t N = (uint64_t)(u >> lo);
+    N += (u & (((unsigned __int128)1 << lo) - 1)) != 0;
     return scale2(N, base + lo);
 }
 
-/* The element by the lane: false (nothing written) when a term does not fit or the value is
- * exactly 0 (its sign follows the IEEE rules: the limbs' path decides it). */
-static bool eval128(const gck_exact_plan *p, int64_t bi, int64_t i, int64_t j, double cv,
-                    const double *got, gck_oracle_eval *out, int64_t tails[2]) {
-    int32_t w0;
-    int count, step;
-    const int64_t *t = gck_ozaki_terms(p->oz, bi, i, j, &w0, &count, &step);
-    sum128 x = {0, p->base_s, false};
-    for (int d = 0; d < count; d++)
-        add_term128(&x, t[d] < 0 ? -(unsigned __int128)t[d] : (unsigned __int128)t[d],
-                    (int64_t)w0 - (int64_t)step * d - p->base_s, t[d] < 0);
-    if (x.overflow || !gck_ozaki_tail_sum128(p->oz, bi, i, j, x.base, &x.s, tails) || x.s == 0)
-        return false;
-    /* alpha·S at base_s + alpha.e */
-    unsigned __int128 u = x.s < 0 ? -(unsigned __int128)x.s : (unsigned __int128)x.s;
-    if (top128(u) + bits_of(p->alpha.m) > 124) return false;
-    bool neg = (x.s < 0) != (bool)p->alpha.neg;
-    sum128 v = {neg ? -(__int128)(u * p->alpha.m) : (__int128)(u * p->alpha.m),
-                p->base_s + p->alpha.e, false};
+/* What the elements of column j of member bi share on the lane, looked up once per run. */
+typedef struct lane_col {
+    const gck_ozaki *o;
+    int64_t bi, j, ma, mb;
+    const int64_t *q;  /* element i's terms at q + i·nq */
+    const int32_t *ea; /* the member's row scales */
+    int32_t w;         /* + ea[i]: the weight of element i's last term */
+    int nq, step;
+    const int64_t *ta_start; /* the member's rows' tails (NULL: none) */
+    const tailv *tb;         /* column j's tails, nb of them */
+    int64_t nb;
+    const double *tsum; /* column j's tail products summed ahead (NULL: none) */
+} lane_col;
+
+static lane_col lane_col_of(const gck_ozaki *o, int64_t bi, int64_t j) {
+    int64_t pair = o->pairs == 1 ? 0 : bi, ma = o->a_batched ? bi : 0, mb = o->b_batched ? bi : 0;
+    int step = o->beta * o->group;
+    lane_col L = {o,
+                  bi,
+                  j,
+                  ma,
+                  mb,
+                  o->q + (pair * o->n + j) * o->m * o->nq,
+                  o->ea + ma * o->m,
+                  o->eb[mb * o->n + j] - 2 * o->beta - o->beta * (o->group - 1) -
+                      step * (o->nq - 1),
+                  o->nq,
+                  step,
+                  o->ta ? o->ta_start + ma * o->m : NULL,
+                  NULL,
+                  0,
+                  o->tsum ? o->tsum + (pair * o->n + j) * o->m : NULL};
+    if (o->tb) {
+        const int64_t *sb = o->tb_start + mb * o->n + j;
+        L.tb = o->tb + sb[0];
+        L.nb = sb[1] - sb[0];
+    }
+    return L;
+}
+
+/* Element i of the column by the lane: false (nothing written) when a term does not fit or the
+ * value is exactly 0 (its sign follows the IEEE rules: the limbs' path decides it). */
+static inline __attribute__((always_inline)) bool lane_eval(const gck_exact_plan *p,
+                                                            const lane_col *L, int64_t i, double cv,
+                                                            const double *got, gck_oracle_eval *out,
+                                                            int64_t tails[2]) {
+    int nq = L->nq, step = L->step;
+    const int64_t *t = L->q + i * nq;
+    /* S's terms, term d at 2^(step·(nq - 1 - d)) above the last one's weight: below
+     * 2^(bits + step·(nq - 1) + 1) for terms below 2^bits */
+    uint64_t any = 0;
+    for (int d = 0; d < nq; d++) any |= (uint64_t)((t[d] ^ (t[d] >> 63)) - (t[d] >> 63));
+    if (bits_of(any) + step * (nq - 1) + 1 > 124) return false;
+    __int128 s = 0;
+    for (int d = 0; d < nq; d++) s = (__int128)((unsigned __int128)s << step) + t[d];
+    gck_sum128 x = {s, L->ea[i] + L->w, false};
+    int64_t na = L->ta_start ? L->ta_start[i + 1] - L->ta_start[i] : 0;
+    if (na || L->nb) { /* the tails' products */
+        const gck_ozaki *o = L->o;
+        tails[0]++;
+        if (L->tsum && gck_oz_tails_exact(o, L->ma, L->mb, i, L->j, na, L->nb)) {
+            tails[1]++;
+            gck_sum128_add_double(&x, L->tsum[i]);
+        } else if (!gck_oz_tails_one_by_one128(o, L->ma, L->mb, i, L->j,
+                                               na ? o->ta + L->ta_start[i] : NULL, na, L->tb, L->nb,
+                                               &x))
+            return false;
+        if (x.overflow) return false;
+    }
+    if (x.s == 0) return false;
+    /* alpha·S */
+    unsigned __int128 u = mag128(x.s);
+    if (p->alpha.m != 1) {
+        if (gck_top128(u) + bits_of(p->alpha.m) > 124) return false;
+        u *= p->alpha.m;
+    }
+    __int128 nm = (x.s >> 127) ^ -(__int128)(p->alpha.neg != 0); /* all ones: negative */
+    gck_sum128 v = {((__int128)u ^ nm) - nm, x.base + p->alpha.e, false};
     if (p->rc && p->beta.m) { /* + beta·c (c is finite here) */
         dec cd = decode_double(cv);
-        add_term128(&v, (unsigned __int128)cd.m * p->beta.m, (int64_t)cd.e + p->beta.e - v.base,
-                    cd.neg != p->beta.neg);
+        gck_sum128_add(&v, (unsigned __int128)cd.m * p->beta.m, (int64_t)cd.e + p->beta.e,
+                       cd.neg != p->beta.neg);
     }
     if (v.overflow || v.s == 0) return false;
     double err = NAN;
     int sign = 0;
     if (got && isfinite(*got)) { /* |value - result| */
         dec gd = decode_double(*got);
-        sum128 diff = v;
-        add_term128(&diff, gd.m, (int64_t)gd.e - v.base, !gd.neg);
+        gck_sum128 diff = v;
+        gck_sum128_add(&diff, gd.m, gd.e, !gd.neg);
         if (diff.overflow) return false;
-        err = up128(diff.s < 0 ? -(unsigned __int128)diff.s : (unsigned __int128)diff.s, v.base);
-        sign = diff.s < 0 ? 1 : diff.s > 0 ? -1 : 0; /* diff = exact - result */
+        err = up128(mag128(diff.s), diff.base);
+        sign = (diff.s < 0) - (diff.s > 0); /* diff = exact - result */
     }
-    u = v.s < 0 ? -(unsigned __int128)v.s : (unsigned __int128)v.s;
-    double r = round128(u, v.base, p->fo);
+    double r = round128(mag128(v.s), v.base, p->fo);
     out->value = v.s < 0 ? -r : r;
     out->abs_error = err;
     out->err_sign = sign;
     return true;
+}
+
+/* ---- the 256-bit lane ---------------------------------------------------------------------
+ * An element of a split product without tails whose terms span more than the 128-bit lane
+ * holds (f64 on 3 x 3 f64 slices: up to 140 bits, on 8 x 8 int8 slices 133): the same sums in
+ * four 64-bit limbs, two's complement, kept below 2^251 in magnitude, then compressed to 127
+ * bits and a sticky bit for the 128-bit rounding. Anything larger goes down the limbs. */
+
+typedef struct sum256 {
+    uint64_t l[4]; /* little-endian */
+    int32_t base;  /* the exponent of bit 0 */
+    bool overflow;
+} sum256;
+
+enum { W_ROOM = 250 }; /* the most bits a term or a shifted sum may reach */
+
+static inline bool w_negative(const uint64_t *a) { return a[3] >> 63; }
+
+static inline void w_neg(uint64_t *a) {
+    unsigned __int128 c = 1;
+    for (int k = 0; k < 4; k++) {
+        c += (uint64_t)~a[k];
+        a[k] = (uint64_t)c;
+        c >>= 64;
+    }
+}
+
+static inline void w_add(uint64_t *a, const uint64_t *b) {
+    unsigned __int128 c = 0;
+    for (int k = 0; k < 4; k++) {
+        c += (unsigned __int128)a[k] + b[k];
+        a[k] = (uint64_t)c;
+        c >>= 64;
+    }
+}
+
+/* a <<= n (0 <= n < 256), two's complement */
+static inline void w_shl(uint64_t *a, int n) {
+    int q = n >> 6, r = n & 63;
+    uint64_t o[4];
+    for (int k = 3; k >= 0; k--) {
+        uint64_t hi = k - q >= 0 ? a[k - q] : 0, lo = k - q - 1 >= 0 ? a[k - q - 1] : 0;
+        o[k] = r ? (hi << r) | (lo >> (64 - r)) : hi;
+    }
+    memcpy(a, o, sizeof o);
+}
+
+/* a <<= n (0 < n < 64), two's complement */
+static inline void w_shl_small(uint64_t *a, int n) {
+    a[3] = (a[3] << n) | (a[2] >> (64 - n));
+    a[2] = (a[2] << n) | (a[1] >> (64 - n));
+    a[1] = (a[1] << n) | (a[0] >> (64 - n));
+    a[0] <<= n;
+}
+
+static inline void w_mag(const uint64_t *a, uint64_t *m) {
+    memcpy(m, a, 4 * sizeof *m);
+    if (w_negative(a)) w_neg(m);
+}
+
+static inline int w_top(const uint64_t *m) {
+    for (int k = 3; k >= 0; k--)
+        if (m[k]) return 64 * k + 63 - __builtin_clzll(m[k]);
+    return -1;
+}
+
+static inline bool w_zero(const uint64_t *a) { return !(a[0] | a[1] | a[2] | a[3]); }
+
+/* x += (-1)^neg·m·2^e, the frame moved down to 2^e when e lies below it */
+static void w_add_term(sum256 *x, unsigned __int128 m, int64_t e, bool neg) {
+    if (!m || x->overflow) return;
+    uint64_t mg[4];
+    w_mag(x->l, mg);
+    int top = w_top(mg);
+    int64_t sh = e - x->base;
+    if (sh < 0) {
+        if (-sh > W_ROOM || top - sh > W_ROOM) {
+            x->overflow = true;
+            return;
+        }
+        w_shl(x->l, (int)-sh);
+        top -= (int)sh;
+        x->base = (int32_t)e;
+        sh = 0;
+    }
+    if (sh > W_ROOM || gck_top128(m) + sh > W_ROOM) {
+        x->overflow = true;
+        return;
+    }
+    uint64_t t[4] = {(uint64_t)m, (uint64_t)(m >> 64), 0, 0};
+    w_shl(t, (int)sh);
+    if (neg) w_neg(t);
+    w_add(x->l, t); /* both below 2^251 in magnitude: no wrap */
+    w_mag(x->l, mg);
+    if (w_top(mg) > W_ROOM) x->overflow = true;
+}
+
+/* The magnitude m·2^*base (m != 0) as a 128-bit integer at a new *base: exact below 2^127, else
+ * its top 127 bits with a sticky bit for any bit below them (rounding to 53 bits or fewer, to
+ * nearest or up, then sees the same value). */
+static unsigned __int128 w_compress(const uint64_t *m, int32_t *base) {
+    int t = w_top(m);
+    if (t < 127) return (unsigned __int128)m[1] << 64 | m[0];
+    int r = t - 126, q = r >> 6, b = r & 63;
+    uint64_t o[2];
+    for (int k = 0; k < 2; k++) {
+        uint64_t lo = k + q < 4 ? m[k + q] : 0, hi = k + q + 1 < 4 ? m[k + q + 1] : 0;
+        o[k] = b ? (lo >> b) | (hi << (64 - b)) : lo;
+    }
+    bool sticky = b && (m[q] & ((UINT64_C(1) << b) - 1));
+    for (int k = 0; k < q; k++) sticky |= m[k] != 0;
+    *base += r;
+    return ((unsigned __int128)o[1] << 64 | o[0]) | sticky;
+}
+
+static bool lane256_eval(const gck_exact_plan *p, const lane_col *L, int64_t i, double cv,
+                         const double *got, gck_oracle_eval *out) {
+    int nq = L->nq, step = L->step;
+    if ((L->ta_start && L->ta_start[i + 1] > L->ta_start[i]) || L->nb || step < 1 || step >= 64)
+        return false;
+    const int64_t *t = L->q + i * nq;
+    uint64_t any = 0;
+    for (int d = 0; d < nq; d++) any |= (uint64_t)((t[d] ^ (t[d] >> 63)) - (t[d] >> 63));
+    if (bits_of(any) + step * (nq - 1) + 1 + bits_of(p->alpha.m) > W_ROOM) return false;
+    sum256 v = {{0, 0, 0, 0}, L->ea[i] + L->w, false};
+    for (int d = 0; d < nq; d++) { /* v = v·2^step + t[d] */
+        w_shl_small(v.l, step);
+        uint64_t x = (uint64_t)t[d], ext = (uint64_t)(t[d] >> 63), term[4] = {x, ext, ext, ext};
+        w_add(v.l, term);
+    }
+    if (w_zero(v.l)) return false;
+    /* alpha·S */
+    uint64_t mg[4];
+    w_mag(v.l, mg);
+    bool neg = w_negative(v.l) != (bool)p->alpha.neg;
+    if (p->alpha.m != 1) {
+        unsigned __int128 c = 0;
+        for (int k = 0; k < 4; k++) {
+            c += (unsigned __int128)mg[k] * p->alpha.m;
+            mg[k] = (uint64_t)c;
+            c >>= 64;
+        }
+    }
+    memcpy(v.l, mg, sizeof mg);
+    if (neg) w_neg(v.l);
+    v.base += p->alpha.e;
+    if (p->rc && p->beta.m) { /* + beta·c (c is finite here) */
+        dec cd = decode_double(cv);
+        w_add_term(&v, (unsigned __int128)cd.m * p->beta.m, (int64_t)cd.e + p->beta.e,
+                   cd.neg != p->beta.neg);
+    }
+    if (v.overflow || w_zero(v.l)) return false;
+    double err = NAN;
+    int sign = 0;
+    if (got && isfinite(*got)) { /* |value - result| */
+        dec gd = decode_double(*got);
+        sum256 diff = v;
+        w_add_term(&diff, gd.m, gd.e, !gd.neg);
+        if (diff.overflow) return false;
+        bool z = w_zero(diff.l), dn = w_negative(diff.l);
+        if (z) {
+            err = 0.0;
+        } else {
+            w_mag(diff.l, mg);
+            int32_t b = diff.base;
+            unsigned __int128 u = w_compress(mg, &b);
+            err = up128(u, b);
+        }
+        sign = z ? 0 : dn ? 1 : -1; /* diff = exact - result */
+    }
+    w_mag(v.l, mg);
+    int32_t b = v.base;
+    unsigned __int128 u = w_compress(mg, &b);
+    double r = round128(u, b, p->fo);
+    out->value = w_negative(v.l) ? -r : r;
+    out->abs_error = err;
+    out->err_sign = sign;
+    return true;
+}
+
+/* The element by the 128-bit lane, else the 256-bit one: 1 or 2, 0 when neither. */
+static int eval_lanes(const gck_exact_plan *p, int64_t bi, int64_t i, int64_t j, double cv,
+                      const double *got, gck_oracle_eval *out, int64_t tails[2]) {
+    lane_col L = lane_col_of(p->oz, bi, j);
+    return lane_eval(p, &L, i, cv, got, out, tails) ? 1
+           : lane256_eval(p, &L, i, cv, got, out)   ? 2
+                                                    : 0;
 }
 
 void gck_exact_eval(const gck_exact_plan *p, gck_exact_ws *w, int64_t bi, int64_t i, int64_t j,
@@ -407,9 +643,12 @@ void gck_exact_eval(const gck_exact_plan *p, gck_exact_ws *w, int64_t bi, int64_
         }
     }
     /* finite inputs: terms with a zero factor contribute 0 whether skipped or not */
-    if (rab && p->path == PATH_OZAKI &&
-        eval128(p, ma > mb ? ma : mb, i, j, cv, got, out, w->tails)) {
-        w->lane++;
+    int lane = rab && p->path == PATH_OZAKI
+                   ? eval_lanes(p, ma > mb ? ma : mb, i, j, cv, got, out, w->tails)
+                   : 0;
+    if (lane) {
+        w->lane += lane == 1;
+        w->lane256 += lane == 2;
         return;
     }
     if (rab) accumulate(p, w, ma, mb, i, j);
@@ -434,5 +673,33 @@ void gck_exact_eval(const gck_exact_plan *p, gck_exact_ws *w, int64_t bi, int64_
         int neg; /* the frame holds exact - result */
         out->abs_error = gck_sacc_magnitude_up(w->f, n, base, w->mag, &neg);
         out->err_sign = out->abs_error == 0 ? 0 : neg ? 1 : -1;
+    }
+}
+
+void gck_exact_eval_run(const gck_exact_plan *p, gck_exact_ws *w, int64_t bi, int64_t i0,
+                        int64_t i1, int64_t j, const double *got, gck_oracle_eval *out) {
+    const gck_case *c = p->c;
+    int64_t ma = c->stride_a == 0 ? 0 : bi, mb = c->stride_b == 0 ? 0 : bi;
+    if (!p->rab || p->path != PATH_OZAKI || p->col_special[mb * c->n + j]) {
+        for (int64_t i = i0; i < i1; i++)
+            gck_exact_eval(p, w, bi, i, j, false, got ? &got[i - i0] : NULL, &out[i - i0]);
+        return;
+    }
+    lane_col L = lane_col_of(p->oz, ma > mb ? ma : mb, j);
+    const uint8_t *rs = p->row_special + ma * c->m;
+    const void *C = p->rc ? gck_oracle_member(p->C, c->type_c, c->stride_c, bi) : NULL;
+    for (int64_t i = i0; i < i1; i++) {
+        gck_oracle_eval *e = &out[i - i0];
+        const double *g = got ? &got[i - i0] : NULL;
+        double cv = C ? gck_fmt_load(C, c->type_c, i * p->crs + j * p->ccs) : 0.0;
+        e->special_input = false;
+        if (rs[i] || !isfinite(cv))
+            gck_exact_eval(p, w, bi, i, j, false, g, e);
+        else if (lane_eval(p, &L, i, cv, g, e, w->tails))
+            w->lane++;
+        else if (lane256_eval(p, &L, i, cv, g, e))
+            w->lane256++;
+        else
+            gck_exact_eval(p, w, bi, i, j, false, g, e);
     }
 }

@@ -81,6 +81,7 @@ struct gck_exact_ws {
     int ns, nf, nb;
     int s_lo, s_top;  /* S's limbs that matter: s_lo..s_top-1 digits, s_top 0 or -1 (sign) */
     long lane;        /* elements by the 128-bit lane */
+    long lane256;     /* elements by the 256-bit lane */
     int64_t tails[2]; /* of those, elements meeting a tail; those whose tail sum came ahead */
 };
 

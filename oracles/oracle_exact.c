@@ -67,6 +67,9 @@ int64_t gck_exact_plan_tile(const gck_exact_plan *p) {
     return t < 4 ? 4 : t > 64 ? 64 : t;
 }
 
+/* Elements evaluated together, down a column of a tile. */
+#define EX_RUN 64
+
 static void *run_ex(void *arg) {
     ex_job *job = arg;
     ex_tiles *tl = job->tiles;
@@ -82,10 +85,12 @@ static void *run_ex(void *arg) {
         int64_t bi, i0, i1, j0, j1;
         gck_tile_range(&tl->g, c, t, &bi, &i0, &i1, &j0, &j1);
         for (int64_t j = j0; j < j1; j++)
-            for (int64_t i = i0; i < i1; i++) {
-                gck_oracle_eval ev;
-                gck_exact_eval(tl->p, w, bi, i, j, false, NULL, &ev);
-                gck_fmt_store(tl->D, td, bi * sd + i * drs + j * dcs, ev.value);
+            for (int64_t r0 = i0; r0 < i1; r0 += EX_RUN) {
+                int64_t r1 = i1 - r0 < EX_RUN ? i1 : r0 + EX_RUN;
+                gck_oracle_eval ev[EX_RUN];
+                gck_exact_eval_run(tl->p, w, bi, r0, r1, j, NULL, ev);
+                for (int64_t i = r0; i < r1; i++)
+                    gck_fmt_store(tl->D, td, bi * sd + i * drs + j * dcs, ev[i - r0].value);
             }
     }
     gck_exact_ws_free(w);

@@ -46,9 +46,17 @@ void gck_exact_plan_limit_block(gck_exact_plan *p, int64_t products);
 /** The same contract as gck_oracle_eval_element, computed with integers. */
 void gck_exact_eval(const gck_exact_plan *p, gck_exact_ws *w, int64_t bi, int64_t i, int64_t j,
                     bool skip_zero, const double *got, gck_oracle_eval *out);
+/** Elements i0 <= i < i1 of column j of member bi into out[0 .. i1 - i0), as gck_exact_eval
+ *  without skip_zero would give them one by one (got: NULL, or the results, one per element);
+ *  the facts the elements share are looked up once. */
+void gck_exact_eval_run(const gck_exact_plan *p, gck_exact_ws *w, int64_t bi, int64_t i0,
+                        int64_t i1, int64_t j, const double *got, gck_oracle_eval *out);
 /** How many of this workspace's elements took the 128-bit lane (a split product's element whose
  *  value and error fit one __int128: no limbs); for tests. */
 long gck_exact_ws_lane(const gck_exact_ws *w);
+/** How many took the 256-bit lane (a split product's element without tails whose terms span more
+ *  than 128 bits: f64 inputs); for tests. */
+long gck_exact_ws_lane256(const gck_exact_ws *w);
 /** How many of this workspace's tries of the 128-bit lane met a tail (a value's bits below its
  *  line's slices), and how many of those had their tail products summed ahead in doubles (the
  *  others added them one by one); for tests. */

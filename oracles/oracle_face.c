@@ -117,6 +117,16 @@ void gck_oracle_thread_eval(gck_oracle_thread *t, int64_t bi, int64_t i, int64_t
     }
 }
 
+void gck_oracle_thread_eval_run(gck_oracle_thread *t, int64_t bi, int64_t i0, int64_t i1, int64_t j,
+                                const double *got, gck_oracle_eval *out) {
+    if (t->p->kind == GCK_ORACLE_EXACT) {
+        gck_exact_eval_run(t->p->exact, t->ex, bi, i0, i1, j, got, out);
+        return;
+    }
+    for (int64_t i = i0; i < i1; i++)
+        gck_oracle_thread_eval(t, bi, i, j, false, got ? &got[i - i0] : NULL, &out[i - i0]);
+}
+
 int64_t gck_oracle_thread_disagreements(const gck_oracle_thread *t,
                                         gck_oracle_disagreement *first) {
     if (t->disagreements) *first = t->first;

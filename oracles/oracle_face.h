@@ -46,6 +46,10 @@ void gck_oracle_thread_free(gck_oracle_thread *t);
  *  oracles is counted (gck_oracle_thread_disagreements) and the exact one's value returned. */
 void gck_oracle_thread_eval(gck_oracle_thread *t, int64_t bi, int64_t i, int64_t j, bool skip_zero,
                             const double *got, gck_oracle_eval *out);
+/** Elements i0 <= i < i1 of column j of member bi into out[0 .. i1 - i0), as
+ *  gck_oracle_thread_eval without skip_zero one by one (got: NULL, or one result per element). */
+void gck_oracle_thread_eval_run(gck_oracle_thread *t, int64_t bi, int64_t i0, int64_t i1, int64_t j,
+                                const double *got, gck_oracle_eval *out);
 /** How many of this thread's elements the two oracles disagreed on, and the first. */
 int64_t gck_oracle_thread_disagreements(const gck_oracle_thread *t, gck_oracle_disagreement *first);
 

@@ -96,12 +96,50 @@ void gck_ozaki_tail_terms(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j,
                           void (*add)(void *ctx, unsigned __int128 m, int32_t e, bool neg),
                           void *ctx);
 
-/** The same tail products summed into *s, whose bit 0 is 2^base: false (with *s unspecified)
- *  when a product lies below 2^base or a product or the sum would reach 2^125 — the caller
+/** A sum kept exactly in one __int128: s·2^base. Adding a term below 2^base moves the frame
+ *  down (s shifted left) where there is room; a term, a shifted sum or the sum reaching 2^125
+ *  sets `overflow` (s and base are then unspecified: the caller falls back to its limbs). */
+typedef struct gck_sum128 {
+    __int128 s;
+    int32_t base;
+    bool overflow;
+} gck_sum128;
+
+/** The top set bit of u (-1 for 0). */
+static inline int gck_top128(unsigned __int128 u) {
+    uint64_t hi = (uint64_t)(u >> 64), lo = (uint64_t)u;
+    return hi ? 127 - __builtin_clzll(hi) : lo ? 63 - __builtin_clzll(lo) : -1;
+}
+
+/** x += (-1)^neg·m·2^e. */
+static inline void gck_sum128_add(gck_sum128 *x, unsigned __int128 m, int64_t e, bool neg) {
+    if (!m || x->overflow) return;
+    int64_t sh = e - x->base;
+    if (sh < 0) { /* the frame moves down to 2^e */
+        unsigned __int128 u = x->s < 0 ? -(unsigned __int128)x->s : (unsigned __int128)x->s;
+        if (-sh > 124 || gck_top128(u) - sh > 124) {
+            x->overflow = true;
+            return;
+        }
+        x->s = (__int128)((unsigned __int128)x->s << -sh);
+        x->base = (int32_t)e;
+        sh = 0;
+    }
+    if (sh > 124 || gck_top128(m) + sh > 124) {
+        x->overflow = true;
+        return;
+    }
+    __int128 nm = -(__int128)neg, v = ((__int128)(m << sh) ^ nm) - nm; /* without a branch */
+    if (__builtin_add_overflow(x->s, v, &x->s) || x->s >= ((__int128)1 << 125) ||
+        x->s <= -((__int128)1 << 125))
+        x->overflow = true;
+}
+
+/** The same tail products added into *x (gck_sum128_add): false when x overflowed — the caller
  *  then adds them as gck_ozaki_tail_terms gives them. When the element meets a tail,
  *  counts[0] is incremented, and counts[1] too when their sum was made ahead (exactly, in
  *  doubles, for the whole product) rather than product by product. */
-bool gck_ozaki_tail_sum128(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j, int32_t base,
-                           __int128 *s, int64_t counts[2]);
+bool gck_ozaki_tail_sum128(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j, gck_sum128 *x,
+                           int64_t counts[2]);
 
 #endif

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "decode.h"
 #include "oracle_ozaki.h"
@@ -72,7 +73,7 @@ struct gck_ozaki {
     double *pa, *pb;
     void *va_copy, *vb_copy; /* va, vb line by line, when the operands' lines are strided */
     /* [pair][j][i]: each element's tail products, tail_a·b + a·tail_b - tail_a·tail_b, summed in
-     * doubles; exact where tails_exact says so (else the element adds them one by one) */
+     * doubles; exact where gck_oz_tails_exact says so (else the element adds them one by one) */
     double *tsum;
     int32_t low_a, low_b; /* the lowest set bit of any value of op(A), op(B) */
     int64_t ntail_a, ntail_b;
@@ -124,5 +125,54 @@ void gck_oz_slice8(const lines *v, const int32_t *E, int64_t b, int S, int s, bo
 
 /* Values that need more than S slices (those with a tail). */
 int64_t gck_oz_tails_beyond(const int64_t *hist, int S);
+
+/* The tails of row i of op(A) and column j of op(B) for batch member bi: *na from *ta, *nb from
+ * *tb, each in order of k; *ma and *mb the members they belong to. */
+static inline __attribute__((always_inline)) void
+gck_oz_tails_at(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j, int64_t *ma, int64_t *mb,
+                const tailv **ta, int64_t *na, const tailv **tb, int64_t *nb) {
+    *ma = o->a_batched ? bi : 0, *mb = o->b_batched ? bi : 0;
+    const int64_t *sa = o->ta ? o->ta_start + *ma * o->m + i : NULL,
+                  *sb = o->tb ? o->tb_start + *mb * o->n + j : NULL;
+    *ta = sa ? o->ta + sa[0] : NULL, *na = sa ? sa[1] - sa[0] : 0;
+    *tb = sb ? o->tb + sb[0] : NULL, *nb = sb ? sb[1] - sb[0] : 0;
+}
+
+/* Whether element (i, j) of members ma, mb has its tail products summed exactly in tsum. Its
+ * terms (tail_a·b, a·tail_b, tail_a·tail_b) are multiples of 2^L, L the lower of the two sides'
+ * lowest bits (a tail's lowest bit plus the partner operand's), and each group adds up to less
+ * than 2^U (the side's span times its partner line's scale; tail_a·tail_b less than either), so
+ * with 2^(U+2) <= 2^(L+53) every product and partial sum is a multiple of 2^L below 2^(L+53)
+ * and representable (L >= -1074, U + 2 <= 1024): no operation rounds, in any order. */
+static inline bool gck_oz_tails_exact(const gck_ozaki *o, int64_t ma, int64_t mb, int64_t i,
+                                      int64_t j, int64_t na, int64_t nb) {
+    int32_t L = INT32_MAX, U = INT32_MIN;
+    if (na) {
+        const tail_span *sp = o->sp_a + ma * o->m + i;
+        L = sp->lo + o->low_b, U = sp->up + o->eb[mb * o->n + j];
+    }
+    if (nb) {
+        const tail_span *sp = o->sp_b + mb * o->n + j;
+        int32_t l = sp->lo + o->low_a, u = sp->up + o->ea[ma * o->m + i];
+        L = l < L ? l : L, U = u > U ? u : U;
+    }
+    return L >= -1074 && (int64_t)U + 2 <= ((int64_t)L + 53 < 1024 ? (int64_t)L + 53 : 1024);
+}
+
+/* *s += v (a finite double). */
+static inline void gck_sum128_add_double(gck_sum128 *s, double v) {
+    if (v == 0.0) return;
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    bool special;
+    dec d = strip(decode_raw(bits, 52, 11, &special));
+    gck_sum128_add(s, d.m, d.e, d.neg);
+}
+
+/* The tail products of element (i, j) of members ma, mb, product by product, into *s (its
+ * tails ta[0 .. na) and tb[0 .. nb) as gck_oz_tails_at gives them): false when s overflowed. */
+bool gck_oz_tails_one_by_one128(const gck_ozaki *o, int64_t ma, int64_t mb, int64_t i, int64_t j,
+                                const tailv *ta, int64_t na, const tailv *tb, int64_t nb,
+                                gck_sum128 *s);
 
 #endif

@@ -18,24 +18,12 @@
 #include "parallel.h"
 #include "stash.h"
 
-/* The tails of row i of op(A) and column j of op(B) for batch member bi: *na from *ta, *nb from
- * *tb, each in order of k; *ma and *mb the members they belong to. */
-static inline __attribute__((always_inline)) void
-tails_at(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j, int64_t *ma, int64_t *mb,
-         const tailv **ta, int64_t *na, const tailv **tb, int64_t *nb) {
-    *ma = o->a_batched ? bi : 0, *mb = o->b_batched ? bi : 0;
-    const int64_t *sa = o->ta ? o->ta_start + *ma * o->m + i : NULL,
-                  *sb = o->tb ? o->tb_start + *mb * o->n + j : NULL;
-    *ta = sa ? o->ta + sa[0] : NULL, *na = sa ? sa[1] - sa[0] : 0;
-    *tb = sb ? o->tb + sb[0] : NULL, *nb = sb ? sb[1] - sb[0] : 0;
-}
-
 void gck_ozaki_tail_terms(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j,
                           void (*add)(void *ctx, unsigned __int128 m, int32_t e, bool neg),
                           void *ctx) {
     int64_t ma, mb, na, nb;
     const tailv *ta, *tb;
-    tails_at(o, bi, i, j, &ma, &mb, &ta, &na, &tb, &nb);
+    gck_oz_tails_at(o, bi, i, j, &ma, &mb, &ta, &na, &tb, &nb);
     /* a·b = main_a·main_b (the slice products) + tail_a·b + a·tail_b - tail_a·tail_b */
     for (int64_t x = 0; x < na; x++) {
         dec d = value_at(&o->vb, mb, j, ta[x].k);
@@ -51,100 +39,65 @@ void gck_ozaki_tail_terms(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j,
     }
 }
 
-/* *s += (-1)^neg·ma·mb·2^(e - base), false (nothing added) when the product lies below 2^base or
- * it or the sum would reach 2^125. */
-static inline bool add_prod128(__int128 *s, uint64_t ma, uint64_t mb, int64_t e, int32_t base,
-                               bool neg) {
-    int64_t sh = e - base;
-    if (sh < 0 || bits_of(ma) + bits_of(mb) + sh > 125) return false;
-    __int128 v = (__int128)(((unsigned __int128)ma * mb) << sh);
-    return !__builtin_add_overflow(*s, neg ? -v : v, s);
-}
-
 /* One side's tail products into *s (see gck_ozaki_tail_sum128): each tail tv[x] times the value
  * of the partner line at the tail's k (element x·ks from p), for a partner format of fb fraction
  * and eb exponent bits in `bytes` bytes; the call sites pass constants, so that the decoding is
  * specialised per format. */
-static inline __attribute__((always_inline)) bool tail_side128(const tailv *tv, int64_t n,
+static inline __attribute__((always_inline)) void tail_side128(const tailv *tv, int64_t n,
                                                                const char *p, int64_t ks, int fb,
-                                                               int eb, int bytes, int32_t base,
-                                                               __int128 *s) {
+                                                               int eb, int bytes, gck_sum128 *s) {
     for (int64_t x = 0; x < n; x++) {
         bool sp;
         dec d = strip(decode_raw(raw_at(p, bytes, tv[x].k * ks), fb, eb, &sp));
-        if (d.m && !add_prod128(s, tv[x].m, d.m, (int64_t)tv[x].e + d.e, base, tv[x].neg != d.neg))
-            return false;
+        if (d.m)
+            gck_sum128_add(s, (unsigned __int128)tv[x].m * d.m, (int64_t)tv[x].e + d.e,
+                           tv[x].neg != d.neg);
     }
-    return true;
-}
-
-/* *s += v (a double that is a multiple of 2^base), false as add_prod128. */
-static bool add_double128(__int128 *s, double v, int32_t base) {
-    if (v == 0.0) return true;
-    uint64_t bits;
-    memcpy(&bits, &v, sizeof bits);
-    bool special;
-    dec d = strip(decode_raw(bits, 52, 11, &special)); /* its last bit at or above 2^base */
-    return add_prod128(s, d.m, 1, d.e, base, d.neg);
 }
 
 /* One side's tail products into *s, product by product: a line's tails times the partner line
  * (member, line of v). */
-static bool tail_side(const tailv *tv, int64_t n, const lines *v, int64_t member, int64_t line,
-                      int32_t base, __int128 *s) {
-    if (!n) return true;
+static void tail_side(const tailv *tv, int64_t n, const lines *v, int64_t member, int64_t line,
+                      gck_sum128 *s) {
+    if (!n) return;
     const char *p = (const char *)v->base + member * v->member_bytes + line * v->ls * v->lay.bytes;
     switch (v->type) {
-    case GCK_F16: return tail_side128(tv, n, p, v->ks, 10, 5, 2, base, s);
-    case GCK_BF16: return tail_side128(tv, n, p, v->ks, 7, 8, 2, base, s);
-    case GCK_F64: return tail_side128(tv, n, p, v->ks, 52, 11, 8, base, s);
-    default: return tail_side128(tv, n, p, v->ks, 23, 8, 4, base, s); /* f32, TF32 */
+    case GCK_F16: tail_side128(tv, n, p, v->ks, 10, 5, 2, s); break;
+    case GCK_BF16: tail_side128(tv, n, p, v->ks, 7, 8, 2, s); break;
+    case GCK_F64: tail_side128(tv, n, p, v->ks, 52, 11, 8, s); break;
+    default: tail_side128(tv, n, p, v->ks, 23, 8, 4, s); /* f32, TF32 */
     }
 }
 
-/* Whether element (i, j) of members ma, mb has its tail products summed exactly in tsum. Its
- * terms (tail_a·b, a·tail_b, tail_a·tail_b) are multiples of 2^L, L the lower of the two sides'
- * lowest bits (a tail's lowest bit plus the partner operand's), and each group adds up to less
- * than 2^U (the side's span times its partner line's scale; tail_a·tail_b less than either), so
- * with 2^(U+2) <= 2^(L+53) every product and partial sum is a multiple of 2^L below 2^(L+53)
- * and representable (L >= -1074, U + 2 <= 1024): no operation rounds, in any order. */
-static bool tails_exact(const gck_ozaki *o, int64_t ma, int64_t mb, int64_t i, int64_t j,
-                        int64_t na, int64_t nb) {
-    int32_t L = INT32_MAX, U = INT32_MIN;
-    if (na) {
-        const tail_span *sp = o->sp_a + ma * o->m + i;
-        L = sp->lo + o->low_b, U = sp->up + o->eb[mb * o->n + j];
-    }
-    if (nb) {
-        const tail_span *sp = o->sp_b + mb * o->n + j;
-        int32_t l = sp->lo + o->low_a, u = sp->up + o->ea[ma * o->m + i];
-        L = l < L ? l : L, U = u > U ? u : U;
-    }
-    return L >= -1074 && (int64_t)U + 2 <= ((int64_t)L + 53 < 1024 ? (int64_t)L + 53 : 1024);
-}
-
-bool gck_ozaki_tail_sum128(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j, int32_t base,
-                           __int128 *s, int64_t counts[2]) {
-    int64_t ma, mb, na, nb;
-    const tailv *ta, *tb;
-    tails_at(o, bi, i, j, &ma, &mb, &ta, &na, &tb, &nb);
-    if (!na && !nb) return true;
-    counts[0]++;
-    if (o->tsum && tails_exact(o, ma, mb, i, j, na, nb)) {
-        counts[1]++;
-        return add_double128(s, o->tsum[((o->pairs == 1 ? 0 : bi) * o->n + j) * o->m + i], base);
-    }
+bool gck_oz_tails_one_by_one128(const gck_ozaki *o, int64_t ma, int64_t mb, int64_t i, int64_t j,
+                                const tailv *ta, int64_t na, const tailv *tb, int64_t nb,
+                                gck_sum128 *s) {
     /* as gck_ozaki_tail_terms: tail_a·b + a·tail_b - tail_a·tail_b */
-    if (!tail_side(ta, na, &o->vb, mb, j, base, s) || !tail_side(tb, nb, &o->va, ma, i, base, s))
-        return false;
+    tail_side(ta, na, &o->vb, mb, j, s);
+    tail_side(tb, nb, &o->va, ma, i, s);
     for (int64_t x = 0, y = 0; na && x < nb; x++) {
         while (y < na && ta[y].k < tb[x].k) y++;
         if (y == na) break;
-        if (ta[y].k == tb[x].k && !add_prod128(s, ta[y].m, tb[x].m, (int64_t)ta[y].e + tb[x].e,
-                                               base, ta[y].neg == tb[x].neg))
-            return false;
+        if (ta[y].k == tb[x].k)
+            gck_sum128_add(s, (unsigned __int128)ta[y].m * tb[x].m, (int64_t)ta[y].e + tb[x].e,
+                           ta[y].neg == tb[x].neg);
     }
-    return true;
+    return !s->overflow;
+}
+
+bool gck_ozaki_tail_sum128(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j, gck_sum128 *s,
+                           int64_t counts[2]) {
+    int64_t ma, mb, na, nb;
+    const tailv *ta, *tb;
+    gck_oz_tails_at(o, bi, i, j, &ma, &mb, &ta, &na, &tb, &nb);
+    if (!na && !nb) return !s->overflow;
+    counts[0]++;
+    if (o->tsum && gck_oz_tails_exact(o, ma, mb, i, j, na, nb)) {
+        counts[1]++;
+        gck_sum128_add_double(s, o->tsum[((o->pairs == 1 ? 0 : bi) * o->n + j) * o->m + i]);
+        return !s->overflow;
+    }
+    return gck_oz_tails_one_by_one128(o, ma, mb, i, j, ta, na, tb, nb, s);
 }
 
 /* ---- the tails' products, summed ahead of the elements ------------------------------------ */
@@ -152,7 +105,7 @@ bool gck_ozaki_tail_sum128(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j,
 /* tsum of pair p (members ma, mb): += tail_a·b over the rows of op(A) in blocks of 8, summed
  * along j in a scratch of 8 rows and then written out 8 adjacent sums per j (each part writes
  * its rows only); += a·tail_b over the columns; -= tail_a·tail_b. An element uses its sum only
- * where tails_exact holds: then none of these operations rounds, in any order. */
+ * where gck_oz_tails_exact holds: then none of these operations rounds, in any order. */
 typedef struct tsum_job {
     const gck_ozaki *o;
     double *t;

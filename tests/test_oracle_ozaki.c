@@ -19,6 +19,7 @@ static gck_status ozaki_as_mpfr(const gck_case *c, const void *A, const void *B,
 
 static bool last_had_tails;            /* the last case compare_case split had values with a tail */
 static long lane_elements;             /* evaluations the exact oracle made by its 128-bit lane */
+static long lane256_elements;          /* and by its 256-bit lane */
 static int64_t tails_met, tails_ahead; /* elements meeting a tail; those summed ahead */
 
 static bool same_bits(double a, double b) {
@@ -63,7 +64,41 @@ static const char *compare_case_with(const gck_spec *s, const void *A, const voi
                 }
                 (*elements)++;
             }
+    /* the same elements a run down a column at a time (runs of 1 to 64 rows): every value,
+     * error and sign as one by one */
+    gck_exact_ws *wr = gck_exact_ws_new(p), *wo = gck_exact_ws_new(p);
+    cr_assert(wr && wo);
+    for (int64_t b = 0; b < c->batch; b++)
+        for (int64_t j = 0; j < c->n; j++)
+            for (int64_t i0 = 0, len = 1 + (j * 7 + b) % 64; i0 < c->m; i0 += len) {
+                int64_t i1 = c->m - i0 < len ? c->m : i0 + len;
+                gck_oracle_eval one[64], run[64];
+                double wrong[64];
+                for (int g = 0; g < 3; g++) { /* no result, then the two wrong ones */
+                    for (int64_t i = i0; i < i1; i++) {
+                        gck_exact_eval(p, wo, b, i, j, false, NULL, &one[i - i0]);
+                        double v = one[i - i0].value;
+                        wrong[i - i0] = g == 1 ? v * (1 + 0x1p-30) + 0x1p-1000 : v * (1 + 0x1p-20);
+                        if (g) gck_exact_eval(p, wo, b, i, j, false, &wrong[i - i0], &one[i - i0]);
+                    }
+                    gck_exact_eval_run(p, wr, b, i0, i1, j, g ? wrong : NULL, run);
+                    for (int64_t i = i0; i < i1; i++) {
+                        const gck_oracle_eval *x = &one[i - i0], *y = &run[i - i0];
+                        cr_assert(same_bits(x->value, y->value) &&
+                                      same_bits(x->abs_error, y->abs_error) &&
+                                      x->err_sign == y->err_sign &&
+                                      x->special_input == y->special_input,
+                                  "%s, [%lld](%lld,%lld), run %lld..%lld, result %d: one by one "
+                                  "%a err %a, the run %a err %a",
+                                  path, (long long)b, (long long)i, (long long)j, (long long)i0,
+                                  (long long)i1, g, x->value, x->abs_error, y->value, y->abs_error);
+                    }
+                }
+            }
+    gck_exact_ws_free(wr);
+    gck_exact_ws_free(wo);
     lane_elements += gck_exact_ws_lane(w);
+    lane256_elements += gck_exact_ws_lane256(w);
     int64_t met, ahead; /* wv evaluated each element once */
     gck_exact_ws_tails(wv, &met, &ahead);
     tails_met += met, tails_ahead += ahead;
@@ -138,7 +173,8 @@ static void filled_operands(const gck_spec *s, void *X[3]) {
 Test(ozaki, splitting_equals_mpfr_bit_for_bit_on_a_million_elements, .timeout = 900) {
     gck_ozaki_set_mode(GCK_OZAKI_ALWAYS);
     test_rng r = {test_seed("oracle_ozaki.property", 2026)};
-    long elements = 0, split = 0, not_split = 0, cases = 0, tails = 0, lane_before = lane_elements;
+    long elements = 0, split = 0, not_split = 0, cases = 0, tails = 0, lane_before = lane_elements,
+         lane256_before = lane256_elements;
     int64_t met_before = tails_met, ahead_before = tails_ahead;
     while (elements < PROPERTY_ELEMENTS) {
         gck_spec s;
@@ -155,12 +191,12 @@ Test(ozaki, splitting_equals_mpfr_bit_for_bit_on_a_million_elements, .timeout = 
         cases++;
         for (int x = 0; x < 3; x++) free(X[x]);
     }
-    long lane = lane_elements - lane_before;
+    long lane = lane_elements - lane_before, lane256 = lane256_elements - lane256_before;
     fprintf(stderr,
             "[ozaki vs MPFR] %ld cases, %ld elements identical in value and exact errors: %ld by "
             "splitting (%ld of them with tails), %ld summed one by one (no product); %ld of the "
-            "%ld evaluations by the 128-bit lane\n",
-            cases, elements, split, tails, not_split, lane, 2 * elements);
+            "%ld evaluations by the 128-bit lane, %ld by the 256-bit lane\n",
+            cases, elements, split, tails, not_split, lane, 2 * elements, lane256);
     long met = (long)(tails_met - met_before), ahead = (long)(tails_ahead - ahead_before);
     fprintf(stderr,
             "[ozaki vs MPFR] of the %ld elements meeting a tail, %ld had their tail "
@@ -171,6 +207,8 @@ Test(ozaki, splitting_equals_mpfr_bit_for_bit_on_a_million_elements, .timeout = 
     cr_expect_geq(met - ahead, PROPERTY_ELEMENTS / 1000,
                   "only %ld elements added their tail products one by one", met - ahead);
     cr_expect_geq(lane, PROPERTY_ELEMENTS / 2, "only %ld evaluations took the 128-bit lane", lane);
+    cr_expect_geq(lane256, PROPERTY_ELEMENTS / 20, "only %ld evaluations took the 256-bit lane",
+                  lane256);
     cr_expect_geq(tails, PROPERTY_ELEMENTS / 10, "only %ld elements had tails", tails);
     cr_expect_geq(split, PROPERTY_ELEMENTS * 8 / 10, "only %ld elements were split", split);
 }
@@ -465,11 +503,11 @@ Test(ozaki, slices_cut_eight_at_a_time_equal_those_cut_one_by_one) {
                                              "%s, dist %d, %s mode: (%lld, %lld)",
                                              gck_format_get(types[t])->name, (int)dists[d],
                                              md ? "int8" : "f64", (long long)i, (long long)j);
-                            __int128 sa = 0, sb = 0;
+                            gck_sum128 sa = {0, w0 - 400, false}, sb = sa;
                             int64_t ca[2] = {0, 0}, cb[2] = {0, 0};
-                            bool fa = gck_ozaki_tail_sum128(v, 0, i, j, w0 - 400, &sa, ca),
-                                 fb = gck_ozaki_tail_sum128(q, 0, i, j, w0 - 400, &sb, cb);
-                            cr_assert(fa == fb && (!fa || sa == sb));
+                            bool fa = gck_ozaki_tail_sum128(v, 0, i, j, &sa, ca),
+                                 fb = gck_ozaki_tail_sum128(q, 0, i, j, &sb, cb);
+                            cr_assert(fa == fb && (!fa || (sa.s == sb.s && sa.base == sb.base)));
                         }
                     compared++;
                 }

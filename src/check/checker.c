@@ -114,15 +114,30 @@ static void check_run(chk_job *job, gck_oracle_thread *o, int64_t bi, int64_t i0
                       int64_t j, bool may_skip, chk_elem *el) {
     const gck_case *c = job->c;
     int n = 0;
-    for (int64_t i = i0; i < i1; i++) {
-        if (job->rows && !job->rows[i] && !job->cols[j]) continue;
-        chk_elem *x = &el[n++];
-        x->i = i;
-        x->got = gck_fmt_load(job->D, job->td, bi * job->sd + i * job->drs + j * job->dcs);
-        gck_oracle_thread_eval(o, bi, i, j, false, &x->got, &x->ev);
-        gck_gather_lines(c, job->row, job->gp, job->A, job->B, job->C, bi, i, j, x->ev.value, &x->f,
-                         &x->w);
+    bool whole = !job->rows || job->cols[j]; /* every element of the run is checked */
+    if (whole) {                             /* the oracle's values for the run at once */
+        double got[CHK_RUN] = {0};
+        gck_oracle_eval ev[CHK_RUN];
+        for (int64_t i = i0; i < i1; i++)
+            got[i - i0] = gck_fmt_load(job->D, job->td, bi * job->sd + i * job->drs + j * job->dcs);
+        gck_oracle_thread_eval_run(o, bi, i0, i1, j, got, ev);
+        for (int64_t i = i0; i < i1; i++, n++) {
+            el[n].i = i;
+            el[n].got = got[n];
+            el[n].ev = ev[n];
+        }
+    } else {
+        for (int64_t i = i0; i < i1; i++) {
+            if (!job->rows[i]) continue;
+            chk_elem *x = &el[n++];
+            x->i = i;
+            x->got = gck_fmt_load(job->D, job->td, bi * job->sd + i * job->drs + j * job->dcs);
+            gck_oracle_thread_eval(o, bi, i, j, false, &x->got, &x->ev);
+        }
     }
+    for (int y = 0; y < n; y++)
+        gck_gather_lines(c, job->row, job->gp, job->A, job->B, job->C, bi, el[y].i, j,
+                         el[y].ev.value, &el[y].f, &el[y].w);
     int old = fegetround();
     fesetround(FE_UPWARD);
     for (int y = 0; y < n; y++)
