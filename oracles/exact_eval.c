@@ -511,7 +511,6 @@ static void w_add_term(sum256 *x, unsigned __int128 m, int64_t e, bool neg) {
             return;
         }
         w_shl(x->l, (int)-sh);
-        top -= (int)sh;
         x->base = (int32_t)e;
         sh = 0;
     }
