@@ -24,7 +24,8 @@
  *   - int8 residues (Ozaki scheme II): the integer sums need 2p + ceil(log2 K) + 1 bits, each
  *     modulus below 2^8 adds under 8 bits: ceil((2p + ceil(log2 K) + 1) / 8) int8 GEMMs.
  * A second table breaks the splitting down by pass (oracles/oracle_ozaki.h, gck_oz_pass), with
- * f64 slices and, where VPDPBUSD runs, int8 slices: the time of each pass of the plan, and the
+ * f64 slices and, where VPDPBUSD runs, int8 slices and int8 residues: the time of each pass of
+ * the plan, and the
  * rest of the whole oracle in that mode (each element's terms decoded and summed, the tails'
  * products). It links the library's internals (gemmcheck_internal) for the plan's timings. */
 #define _DEFAULT_SOURCE 1
@@ -258,7 +259,8 @@ static void pass_row(gck_format t, int n, gck_ozaki_mode md, const char *env) {
     }
     int sa, sb, beta;
     gck_ozaki_shape(o, &sa, &sb, &beta);
-    printf("| %s | %d x %d %s slices of %d bits |", name, sa, sb, gck_ozaki_gemm(o), beta);
+    printf("| %s | %d x %d slices of %d bits, %d %s GEMMs |", name, sa, sb, beta,
+           gck_ozaki_gemms(o), gck_ozaki_gemm(o));
     for (int p = 0; p < GCK_OZ_PASSES; p++) printf(" %.3f |", gck_ozaki_seconds(o, p));
     gck_ozaki_free(o);
     double whole = oracle_seconds(t, n, env, NULL, 0);
@@ -348,7 +350,8 @@ int main(int argc, char **argv) {
         fflush(stdout);
     }
     printf("\nThe splitting's passes (oracles/oracle_ozaki.h, seconds on all cores), with f64 and "
-           "with int8 slices: the plan's passes, their sum (the splitting), the rest of the "
+           "with int8 slices and on int8 residues: the plan's passes, their sum (the splitting), "
+           "the rest of the "
            "oracle (each element's terms decoded and summed, with its tails' products) and the "
            "whole oracle in that mode\n\n| inputs | slices |");
     for (int p = 0; p < GCK_OZ_PASSES; p++) printf(" %s |", gck_oz_pass_name(p));
@@ -359,6 +362,7 @@ int main(int argc, char **argv) {
         if (!listed(types, gck_format_get(all[f])->name)) continue;
         pass_row(all[f], n, GCK_OZAKI_ALWAYS, "always");
         if (vnni) pass_row(all[f], n, GCK_OZAKI_INT8, "int8");
+        if (vnni) pass_row(all[f], n, GCK_OZAKI_RESIDUES, "residues");
     }
     return 0;
 }

@@ -331,6 +331,13 @@ static double up128(unsigned __int128 u, int64_t base) {
     return scale2(N, base + lo);
 }
 
+/* The bits of the largest magnitude among an element's nq terms (branch-free absolute values). */
+static inline int terms_bits(const int64_t *t, int nq) {
+    uint64_t any = 0;
+    for (int d = 0; d < nq; d++) any |= (uint64_t)((t[d] ^ (t[d] >> 63)) - (t[d] >> 63));
+    return bits_of(any);
+}
+
 /* What the elements of column j of member bi share on the lane, looked up once per run. */
 typedef struct lane_col {
     const gck_ozaki *o;
@@ -381,9 +388,7 @@ static inline __attribute__((always_inline)) bool lane_eval(const gck_exact_plan
     const int64_t *t = L->q + i * nq;
     /* S's terms, term d at 2^(step·(nq - 1 - d)) above the last one's weight: below
      * 2^(bits + step·(nq - 1) + 1) for terms below 2^bits */
-    uint64_t any = 0;
-    for (int d = 0; d < nq; d++) any |= (uint64_t)((t[d] ^ (t[d] >> 63)) - (t[d] >> 63));
-    if (bits_of(any) + step * (nq - 1) + 1 > 124) return false;
+    if (terms_bits(t, nq) + step * (nq - 1) + 1 > 124) return false;
     __int128 s = 0;
     for (int d = 0; d < nq; d++) s = (__int128)((unsigned __int128)s << step) + t[d];
     gck_sum128 x = {s, L->ea[i] + L->w, false};
@@ -550,9 +555,7 @@ static bool lane256_eval(const gck_exact_plan *p, const lane_col *L, int64_t i, 
     if ((L->ta_start && L->ta_start[i + 1] > L->ta_start[i]) || L->nb || step < 1 || step >= 64)
         return false;
     const int64_t *t = L->q + i * nq;
-    uint64_t any = 0;
-    for (int d = 0; d < nq; d++) any |= (uint64_t)((t[d] ^ (t[d] >> 63)) - (t[d] >> 63));
-    if (bits_of(any) + step * (nq - 1) + 1 + bits_of(p->alpha.m) > W_ROOM) return false;
+    if (terms_bits(t, nq) + step * (nq - 1) + 1 + bits_of(p->alpha.m) > W_ROOM) return false;
     sum256 v = {{0, 0, 0, 0}, L->ea[i] + L->w, false};
     for (int d = 0; d < nq; d++) { /* v = v·2^step + t[d] */
         w_shl_small(v.l, step);

@@ -41,7 +41,8 @@ void gck_exact_plan_describe(const gck_exact_plan *p, char *buf, size_t len) {
         snprintf(buf, len,
                  "ozaki: %d x %d slices of %d bits, %d %s GEMMs per member, each checked by "
                  "Freivalds' test; %lld + %lld values with a tail",
-                 sa, sb, beta, sa * sb, gck_ozaki_gemm(p->oz), (long long)ta, (long long)tb);
+                 sa, sb, beta, gck_ozaki_gemms(p->oz), gck_ozaki_gemm(p->oz), (long long)ta,
+                 (long long)tb);
     } else
         snprintf(buf, len, "%s, products one by one (no splitting: %s)", path_names[p->path],
                  p->oz_why[0] ? p->oz_why : "A and B not read");

@@ -70,6 +70,8 @@ gck_ozaki_options gck_ozaki_defaults(void) {
         o.mode = GCK_OZAKI_NEVER;
     else if (e && !strcmp(e, "int8"))
         o.mode = GCK_OZAKI_INT8;
+    else if (e && !strcmp(e, "residues"))
+        o.mode = GCK_OZAKI_RESIDUES;
     return o;
 }
 
@@ -94,7 +96,11 @@ void gck_ozaki_free(gck_ozaki *o) {
     free(o);
 }
 
-const char *gck_ozaki_gemm(const gck_ozaki *o) { return o->int8 ? "int8" : "f64"; }
+const char *gck_ozaki_gemm(const gck_ozaki *o) {
+    return o->res ? "int8 residue" : o->int8 ? "int8" : "f64";
+}
+
+int gck_ozaki_gemms(const gck_ozaki *o) { return o->res ? o->crt.count : o->sa * o->sb; }
 
 const char *gck_oz_pass_name(gck_oz_pass p) {
     static const char *const names[GCK_OZ_PASSES] = {"copy", "scales", "tails", "slices",
@@ -154,10 +160,14 @@ typedef struct work {
     __int128 *rhs;         /* ND x M */
     int8_t *a8, *b8;       /* int8 mode: the SA slices of op(A) and SB of op(B) as bytes */
     int32_t *p32;          /* int8 mode: a sum of slice products, column-major */
+    int8_t *r8a, *r8b;     /* residues: op(A)'s and op(B)'s integers modulo one modulus */
+    int32_t *ca, *cb;      /* residues: those integers in pieces of 28 bits (gck_oz_chunks) */
+    uint8_t *t;            /* residues: each element's sum reduced, a plane per modulus */
 } work;
 
 static void work_free(work *w) {
-    void *all[] = {w->as, w->bs, w->p, w->x, w->yb, w->ra, w->acc, w->rhs, w->a8, w->b8, w->p32};
+    void *all[] = {w->as, w->bs, w->p,   w->x,   w->yb,  w->ra, w->acc, w->rhs,
+                   w->a8, w->b8, w->p32, w->r8a, w->r8b, w->t,  w->ca,  w->cb};
     for (size_t t = 0; t < sizeof all / sizeof all[0]; t++) free(all[t]);
 }
 
@@ -184,7 +194,20 @@ static bool work_alloc(work *w, const gck_ozaki *o) {
                 malloc((size_t)(o->nq * M) * sizeof(__int128)),
                 NULL,
                 NULL,
+                NULL,
+                NULL,
+                NULL,
+                NULL,
+                NULL,
                 NULL};
+    if (o->res) {
+        w->r8a = gck_big_alloc((size_t)(M * K));
+        w->r8b = gck_big_alloc((size_t)(K * N));
+        w->t = gck_big_alloc((size_t)(o->crt.count * M * N));
+        w->ca = gck_big_alloc((size_t)((o->sa + 3) / 4 * M * K) * sizeof(int32_t));
+        w->cb = gck_big_alloc((size_t)((o->sb + 3) / 4 * K * N) * sizeof(int32_t));
+        if (!w->r8a || !w->r8b || !w->t || !w->ca || !w->cb) return false;
+    }
     if (o->int8) {
         w->a8 = gck_big_alloc((size_t)(o->sa * M * K));
         w->b8 = gck_big_alloc((size_t)(o->sb * K * N));
@@ -216,6 +239,8 @@ typedef struct accum_job {
     __int128 *acc;
     int64_t m, n, nd, d; /* nd: the terms kept per element (nq); d: the one being added to */
     int64_t weight;      /* int8 mode: what the product is multiplied by, 2^(7·(group-1-r)) */
+    uint64_t *lhs;       /* residues: per row, the weighted sum of the terms' tests */
+    int step, shift;     /* residues: the terms' step and shift (gck_oz_crt_terms) */
     bool bad[OZ_MAX_PARTS];
 } accum_job;
 
@@ -399,6 +424,145 @@ static bool build_pair_int8(gck_ozaki *o, const lines *va, const lines *vb, int6
     return ok;
 }
 
+/* ---- the same on int8 residues (ozaki_residues.c) ----------------------------------------- */
+
+/* One of the residues' passes, its range cut among the cores: op(A)'s or op(B)'s integers
+ * reduced modulo modulus u (what 0), the GEMM's sums reduced into plane u (1), the elements
+ * rebuilt into their terms (2), the digits' integers cut into pieces (3). */
+typedef struct res_job {
+    const gck_ozaki *o;
+    work *w;
+    int what, u, S;
+    const int8_t *digits;
+    int32_t *chunks;
+    int64_t plane;
+    int8_t *into;
+    int64_t *q;
+} res_job;
+
+static void res_part(void *arg, int part, int64_t lo, int64_t hi) {
+    (void)part;
+    const res_job *x = arg;
+    const gck_ozaki *o = x->o;
+    int64_t mn = o->m * o->n;
+    if (x->what == 3)
+        gck_oz_chunks(x->digits, x->S, x->plane, lo, hi, x->chunks);
+    else if (x->what == 0)
+        gck_oz_residues8(x->chunks, (x->S + 3) / 4, x->plane, lo, hi, o->crt.p[x->u], o->simd,
+                         x->into);
+    else if (x->what == 1)
+        gck_oz_reduce_sums(&o->crt, x->u, x->w->p32, lo, hi, o->simd, x->w->t + x->u * mn);
+    else
+        gck_oz_crt_terms(&o->crt, x->w->t, mn, lo, hi, o->nq, o->beta * o->group,
+                         o->beta * (o->group * o->nq - o->nd), o->simd, x->q);
+}
+
+static void res_pass(res_job *x, int what, int64_t count) {
+    x->what = what;
+    int parts = gck_parallel_parts(count, 64);
+    gck_parallel_for(parts < OZ_MAX_PARTS ? parts : OZ_MAX_PARTS, count, x, res_part);
+}
+
+/* Freivalds' test of the terms as one integer per element: sum_g 2^(step·(nq-1-g))·Q_g·x (the
+ * terms hold the pieces of X·2^shift, with their carries) against 2^shift·A·(B·x) for op(A)'s
+ * and op(B)'s integers of digits (rhs, one per row), modulo p = 2^61 - 1, where 2^e is
+ * 2^(e mod 61). */
+static void verify_whole_part(void *arg, int part, int64_t lo, int64_t hi) {
+    accum_job *x = arg;
+    bool bad = false;
+    for (int64_t i = lo; i < hi; i++) x->lhs[i] = 0;
+    for (int64_t d = 0; d < x->nd; d++) {
+        memset(x->acc + lo, 0, (size_t)(hi - lo) * sizeof *x->acc);
+        for (int64_t j = 0; j < x->n; j++)
+            for (int64_t i = lo; i < hi; i++)
+                x->acc[i] += (__int128)x->q[(j * x->m + i) * x->nd + d] * (__int128)x->x[j];
+        unsigned __int128 w = (unsigned __int128)1 << (x->step * (x->nd - 1 - d) % 61);
+        for (int64_t i = lo; i < hi; i++)
+            x->lhs[i] = gck_mod_p61(x->lhs[i] + w * gck_mod_p61_signed(x->acc[i]));
+    }
+    unsigned __int128 up = (unsigned __int128)1 << (x->shift % 61);
+    for (int64_t i = lo; i < hi; i++)
+        bad |= x->lhs[i] != gck_mod_p61(up * gck_mod_p61((unsigned __int128)x->rhs[i]));
+    x->bad[part] = bad;
+}
+
+/* The terms of one pair of members on int8 residues: op(A)'s and op(B)'s digits as on int8
+ * slices, each line's digits taken as one integer and reduced modulo every modulus, one int8
+ * GEMM per modulus, each element's sum rebuilt from its residues and cut into terms, and the
+ * terms checked by Freivalds' test against the digits. */
+static bool build_pair_res(gck_ozaki *o, const lines *va, const lines *vb, int64_t ma, int64_t mb,
+                           int64_t *q, work *w, uint64_t seed) {
+    int64_t M = o->m, N = o->n, K = o->k;
+    double clock = oz_now();
+    slices_of_b(o, vb, mb, w, seed);
+    /* Freivalds: B·x for op(B)'s integers, sum_t 2^(7·(SB-1-t))·dB_t·x, then A·(B·x) */
+    for (int64_t k = 0; k < K; k++) {
+        unsigned __int128 v = 0;
+        for (int t = 0; t < o->sb; t++)
+            v = gck_mod_p61((v << 7) + w->yb[t * K + k]); /* below 2^68 + 2^61 */
+        w->yb[k] = (uint64_t)v;
+    }
+    for (int s = 0; s < o->sa; s++) {
+        gck_oz_slice8(va, o->ea, ma, o->sa, s, o->simd, w->a8 + s * M * K);
+        gck_freivalds_matvec_rows8(w->a8 + s * M * K, M, K, w->yb, w->ra);
+        for (int64_t i = 0; i < M; i++)
+            w->rhs[i] = gck_mod_p61(((unsigned __int128)w->rhs[i] << 7) + w->ra[i]);
+    }
+    oz_lap(o, GCK_OZ_SLICES, &clock);
+    res_job r = {.o = o, .w = w, .q = q},
+            ra = {.o = o,
+                  .w = w,
+                  .S = o->sa,
+                  .digits = w->a8,
+                  .chunks = w->ca,
+                  .plane = M * K,
+                  .into = w->r8a},
+            rb = {.o = o,
+                  .w = w,
+                  .S = o->sb,
+                  .digits = w->b8,
+                  .chunks = w->cb,
+                  .plane = K * N,
+                  .into = w->r8b};
+    res_pass(&ra, 3, M * K);
+    res_pass(&rb, 3, K * N);
+    for (int u = 0; u < o->crt.count; u++) {
+        r.u = ra.u = rb.u = u;
+        res_pass(&ra, 0, M * K);
+        res_pass(&rb, 0, K * N);
+        oz_lap(o, GCK_OZ_SLICES, &clock);
+        gck_igemm_args g = {.m = N,
+                            .n = M,
+                            .k = K,
+                            .A = w->r8b,
+                            .lda = K,
+                            .B = w->r8a,
+                            .ldb = K,
+                            .C = w->p32,
+                            .ldc = M};
+        if (!gck_igemm_s8(&g)) return false;
+        if (o->corrupt >= 0 && u == 0) w->p32[o->corrupt % (M * N)] += 1;
+        oz_lap(o, GCK_OZ_GEMM, &clock);
+        res_pass(&r, 1, M * N);
+        oz_lap(o, GCK_OZ_ACCUM, &clock);
+    }
+    res_pass(&r, 2, M * N);
+    oz_lap(o, GCK_OZ_ACCUM, &clock);
+    accum_job x = {.q = q,
+                   .rhs = w->rhs,
+                   .x = w->x,
+                   .acc = w->acc,
+                   .m = M,
+                   .n = N,
+                   .nd = o->nq,
+                   .lhs = w->ra,
+                   .step = o->beta * o->group,
+                   .shift = o->beta * (o->group * o->nq - o->nd)};
+    bool ok = accum_pass(&x, M, verify_whole_part);
+    oz_lap(o, GCK_OZ_VERIFY, &clock);
+    return ok;
+}
+
 /* The weights' range: the lowest bit of any term and the bits any sum needs above it. */
 static void weight_range(gck_ozaki *o, int64_t la, int64_t lb) {
     int32_t lo_a = INT32_MAX, hi_a = INT32_MIN, lo_b = INT32_MAX, hi_b = INT32_MIN;
@@ -423,7 +587,22 @@ static void weight_range(gck_ozaki *o, int64_t la, int64_t lb) {
  * of each product (0 keeps the f64 splitting's original choice), and every tail value TAIL_COST
  * times for each element it meets (a decoded product added to the element's accumulator);
  * *cost: that cost. */
-#define TAIL_COST 200.0
+#define TAIL_COST   200.0
+#define RES_REBUILD 4
+/* On int8 plans the tails summed ahead take fresh memory (the f64 plans' slices lend theirs),
+ * whose first touches (zeroing huge pages) made bench_floor's tails pass 0.13-0.19 s at 2048^3
+ * on a Zen 5 against 0.01-0.05 s on f64 slices, with as many tails or fewer; priced at
+ * INT8_TAILS f64 multiply-adds for each value of op(A), op(B) and the product, which keeps f16
+ * and bf16 on f64 slices and f32 on 5 x 5 residues with their 1,236 tails rather than 7 x 7
+ * without (0.45 s against 0.43-0.63 s there). */
+#define INT8_TAILS 200.0
+
+/* The bits the residues must tell apart on SA x SB slices: P > 4·|X| for |X| < K·2^(7·(SA+SB)). */
+static int res_bits(int sa, int sb, int64_t k) {
+    int log2k = 0;
+    while ((INT64_C(1) << log2k) < k) log2k++;
+    return 7 * (sa + sb) + log2k + 2;
+}
 static void choose_slices(gck_ozaki *o, const int64_t *ha, const int64_t *hb, double weight,
                           double pass, double *cost) {
     int maxa = gck_oz_most_needed(ha), maxb = gck_oz_most_needed(hb);
@@ -433,12 +612,22 @@ static void choose_slices(gck_ozaki *o, const int64_t *ha, const int64_t *hb, do
     *cost = INFINITY;
     for (int sa = 1; sa <= maxa; sa++)
         for (int sb = 1; sb <= maxb; sb++) {
-            /* int8: a pass per term, its products summed in int32 (up to K·127² each) */
-            int passes = o->int8 ? sa + sb - 1 : sa * sb;
-            double c = sa * sb * weight * mnk + passes * pass * mn +
+            /* int8: a pass per term, its products summed in int32 (up to K·127² each);
+             * residues: a GEMM and a pass per modulus, and a pass rebuilding each element from
+             * its residues (about RES_REBUILD passes' work) */
+            int gemms = sa * sb, passes = o->int8 ? sa + sb - 1 : sa * sb;
+            if (o->res) {
+                gck_oz_crt crt;
+                if (!gck_oz_crt_init(&crt, res_bits(sa, sb, o->k))) continue;
+                gemms = crt.count, passes = crt.count + RES_REBUILD;
+            }
+            int64_t ta = gck_oz_tails_beyond(ha, sa), tb = gck_oz_tails_beyond(hb, sb);
+            double c = gemms * weight * mnk + passes * pass * mn +
                        TAIL_COST * (double)o->pairs *
-                           ((double)o->n * (double)gck_oz_tails_beyond(ha, sa) +
-                            (double)o->m * (double)gck_oz_tails_beyond(hb, sb));
+                           ((double)o->n * (double)ta + (double)o->m * (double)tb);
+            if (o->int8 && ta + tb) /* the tails' arrays on fresh memory (INT8_TAILS) */
+                c += INT8_TAILS * (double)o->pairs *
+                     ((double)o->k * (double)(o->m + o->n) + (double)o->m * (double)o->n);
             if (c < *cost) *cost = c, o->sa = sa, o->sb = sb;
         }
 }
@@ -453,11 +642,11 @@ static void choose_slices(gck_ozaki *o, const int64_t *ha, const int64_t *hb, do
 #define OZ_PASS 25.0
 
 /* The int8 plan in `t` (scales and slice counts on scratch arrays); false when out of memory. */
-static bool int8_plan(const gck_ozaki *o, const lines *va, const lines *vb, gck_ozaki *t,
+static bool int8_plan(const gck_ozaki *o, const lines *va, const lines *vb, bool res, gck_ozaki *t,
                       int64_t *ha, int64_t *hb, int32_t *lowa, int32_t *lowb, double weight,
                       double *cost) {
     *t = *o;
-    t->int8 = true, t->beta = 7;
+    t->int8 = true, t->res = res, t->beta = 7;
     t->ea = malloc((size_t)(va->members * o->m) * sizeof *t->ea);
     t->eb = malloc((size_t)(vb->members * o->n) * sizeof *t->eb);
     t->need_a = malloc((size_t)(va->members * o->m));
@@ -479,27 +668,34 @@ static double f64_rate(const gck_ozaki_options *opt) {
                : gck_kpath_rate(gck_kpath_auto_for(GCK_F64, GCK_F64, GCK_F64), GCK_KCLASS_F64);
 }
 
-/* AUTO: whether the int8 plan costs less than the f64 one (`cost`: its cost, *o its plan);
- * if so, *o, ha, hb, the lowest bits and `cost` become the int8 plan's. */
+/* AUTO: whether an int8 plan, on slices or on residues, costs less than the f64 one (`cost`:
+ * its cost, *o its plan); if so, *o, ha, hb, the lowest bits and `cost` become the cheapest
+ * int8 plan's. */
 static void maybe_int8(gck_ozaki *o, const gck_ozaki_options *opt, const lines *va, const lines *vb,
                        int64_t *ha, int64_t *hb, int32_t *lowa, int32_t *lowb, double *cost) {
     double r64 = f64_rate(opt), r8 = opt->rate_int8 > 0 ? opt->rate_int8 : gck_igemm_rate();
     if (!(r64 > 0) || !(r8 > 0)) return;
-    double f64_cost = *cost + OZ_PASS * o->sa * o->sb * (double)o->m * (double)o->n * o->pairs;
-    int64_t h8a[OZ_NEED_BINS], h8b[OZ_NEED_BINS];
-    int32_t l8a = INT32_MAX, l8b = INT32_MAX;
-    gck_ozaki t;
-    double c8;
-    bool ok = int8_plan(o, va, vb, &t, h8a, h8b, &l8a, &l8b, r64 / r8, &c8);
-    if (ok && c8 < f64_cost) {
-        free(o->ea), free(o->eb), free(o->need_a), free(o->need_b);
-        *o = t;
-        memcpy(ha, h8a, sizeof h8a);
-        memcpy(hb, h8b, sizeof h8b);
-        *lowa = l8a, *lowb = l8b, *cost = c8;
-        return;
+    double best = *cost + OZ_PASS * o->sa * o->sb * (double)o->m * (double)o->n * o->pairs;
+    for (int res = 0; res < 2; res++) {
+        int64_t h8a[OZ_NEED_BINS], h8b[OZ_NEED_BINS];
+        int32_t l8a = INT32_MAX, l8b = INT32_MAX;
+        gck_ozaki t;
+        double c8;
+        bool ok = int8_plan(o, va, vb, res, &t, h8a, h8b, &l8a, &l8b, r64 / r8, &c8);
+        if (ok && c8 < best) {
+            free(o->ea), free(o->eb), free(o->need_a), free(o->need_b);
+            *o = t;
+            memcpy(ha, h8a, sizeof h8a);
+            memcpy(hb, h8b, sizeof h8b);
+            *lowa = l8a, *lowb = l8b, *cost = best = c8;
+        } else
+            free(t.ea), free(t.eb), free(t.need_a), free(t.need_b);
     }
-    free(t.ea), free(t.eb), free(t.need_a), free(t.need_b);
+}
+
+/* Whether the mode splits whenever it can (ALWAYS, INT8, RESIDUES). */
+static bool forced(gck_ozaki_mode md) {
+    return md == GCK_OZAKI_ALWAYS || md == GCK_OZAKI_INT8 || md == GCK_OZAKI_RESIDUES;
 }
 
 /* Whether to split: always in ALWAYS mode (memory permitting), else when the product is large
@@ -524,7 +720,7 @@ static bool decide(gck_ozaki *o, gck_ozaki_mode md, double cost, double obo, cha
                       (o->ntail_a ? (double)o->vb.members * o->n : 0));
     if (bytes > (double)OZ_MAX_BYTES)
         snprintf(why, len, "splitting would take %.1f GiB", bytes / (1 << 30));
-    else if (md == GCK_OZAKI_ALWAYS || md == GCK_OZAKI_INT8)
+    else if (forced(md))
         return true;
     else if (products < OZ_MIN_PRODUCTS)
         snprintf(why, len, "too few products (%lld) for splitting to pay", (long long)products);
@@ -679,8 +875,7 @@ static bool prepare_tails(gck_ozaki *o, int32_t *tmina, int32_t *tminb, char *wh
 static bool ahead_pays(const gck_ozaki *o, gck_ozaki_mode md) {
     double products = (double)o->ntail_a * (double)o->n + (double)o->ntail_b * (double)o->m,
            passes = (double)o->k * (double)(o->m + o->n) + (double)o->m * (double)o->n;
-    return products > 0 && (md == GCK_OZAKI_ALWAYS || md == GCK_OZAKI_INT8 ||
-                            8 * products >= passes * (double)o->pairs);
+    return products > 0 && (forced(md) || 8 * products >= passes * (double)o->pairs);
 }
 
 /* The tails' partners and sums (build_tsum), in the slices' and product's memory where it has
@@ -689,13 +884,27 @@ static bool ahead_pays(const gck_ozaki *o, gck_ozaki_mode md) {
  * the elements add their tail products one by one. */
 static void sum_tails_ahead(gck_ozaki *o, work *w) {
     double *into_b = o->vb.members == 1 ? w->bs : NULL, *into_a = o->va.members == 1 ? w->as : NULL;
+    /* residues: the operands' pieces (two or more a value: 8 bytes) and the reductions (8 or
+     * more moduli: 8 bytes an element) are done with, their pages in place */
+    bool lend_cb = o->res && o->vb.members == 1 && (o->sb + 3) / 4 >= 2,
+         lend_ca = o->res && o->va.members == 1 && (o->sa + 3) / 4 >= 2,
+         lend_t = o->res && o->crt.count >= 8 && w->t;
+    if (lend_cb) into_b = (double *)(void *)w->cb;
+    if (lend_ca) into_a = (double *)(void *)w->ca;
     if (o->ntail_a && !(o->pb = adjacent_lines(&o->vb, into_b))) return;
     if (o->pb == w->bs) w->bs = NULL;
+    if (lend_cb && o->pb == into_b) w->cb = NULL;
     if (o->ntail_b && !(o->pa = adjacent_lines(&o->va, into_a))) return;
     if (o->pa == w->as) w->as = NULL;
+    if (lend_ca && o->pa == into_a) w->ca = NULL;
     if (o->pairs == 1) {
-        o->tsum = w->p ? w->p : gck_big_alloc((size_t)(o->m * o->n) * sizeof *o->tsum);
-        w->p = NULL;
+        if (lend_t) {
+            o->tsum = (double *)(void *)w->t;
+            w->t = NULL;
+        } else {
+            o->tsum = w->p ? w->p : gck_big_alloc((size_t)(o->m * o->n) * sizeof *o->tsum);
+            w->p = NULL;
+        }
         if (!o->tsum) return;
         memset(o->tsum, 0, (size_t)(o->m * o->n) * sizeof *o->tsum);
     }
@@ -716,13 +925,16 @@ static bool build_terms(gck_ozaki *o, gck_ozaki_mode md, const lines *va, const 
         o->width += o->lowest - (lowa + tminb), o->lowest = lowa + tminb;
     work w = {0};
     int64_t mn = o->m * o->n;
-    o->q = gck_big_calloc((size_t)(o->pairs * mn * o->nq), sizeof *o->q);
+    /* residues write every term (gck_oz_crt_terms); the slices add into them */
+    o->q = o->res ? gck_big_alloc((size_t)(o->pairs * mn * o->nq) * sizeof *o->q)
+                  : gck_big_calloc((size_t)(o->pairs * mn * o->nq), sizeof *o->q);
     bool ok = o->q && work_alloc(&w, o);
     if (!ok) snprintf(why, why_len, "out of memory for the slices");
     for (int64_t p = 0; ok && p < o->pairs; p++) {
-        ok = (o->int8 ? build_pair_int8
-                      : build_pair_f64)(o, va, vb, o->a_batched ? p : 0, o->b_batched ? p : 0,
-                                        o->q + p * mn * o->nq, &w, 0x6f7a616b69u + (uint64_t)p);
+        ok = (o->res    ? build_pair_res
+              : o->int8 ? build_pair_int8
+                        : build_pair_f64)(o, va, vb, o->a_batched ? p : 0, o->b_batched ? p : 0,
+                                          o->q + p * mn * o->nq, &w, 0x6f7a616b69u + (uint64_t)p);
         if (!ok) {
             snprintf(why, why_len, "an %s slice product failed its check (Freivalds)",
                      gck_ozaki_gemm(o));
@@ -754,8 +966,7 @@ gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B,
     int64_t ma = c->stride_a ? c->batch : 1, mb = c->stride_b ? c->batch : 1;
     lines va = lines_of(c, GCK_A, A), vb = lines_of(c, GCK_B, B);
     double clock = oz_now();
-    bool may_split = md == GCK_OZAKI_ALWAYS || md == GCK_OZAKI_INT8 ||
-                     o->pairs * c->m * c->n * c->k >= OZ_MIN_PRODUCTS;
+    bool may_split = forced(md) || o->pairs * c->m * c->n * c->k >= OZ_MIN_PRODUCTS;
     if (may_split && (!line_major(&va, &o->va_copy) || !line_major(&vb, &o->vb_copy))) {
         snprintf(why, why_len, "out of memory");
         gck_ozaki_free(o);
@@ -768,7 +979,8 @@ gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B,
     o->need_b = malloc((size_t)(mb * c->n));
     int log2k = 0;
     while ((INT64_C(1) << log2k) < c->k) log2k++;
-    o->int8 = md == GCK_OZAKI_INT8;
+    o->int8 = md == GCK_OZAKI_INT8 || md == GCK_OZAKI_RESIDUES;
+    o->res = md == GCK_OZAKI_RESIDUES;
     o->beta = o->int8 ? 7 : (53 - log2k) / 2; /* int8: digits within ±127 */
     if (!o->ea || !o->eb || !o->need_a || !o->need_b || log2k > 40 ||
         (o->int8 && c->k > GCK_IGEMM_MAX_K)) {
@@ -799,6 +1011,11 @@ gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B,
         o->group = (61 - top) / o->beta + 1; /* below 2^61·128/127 < 2^62 */
     }
     o->nq = (o->nd + o->group - 1) / o->group;
+    if (o->res && !gck_oz_crt_init(&o->crt, res_bits(o->sa, o->sb, c->k))) {
+        snprintf(why, why_len, "too many bits for the residues' moduli");
+        gck_ozaki_free(o);
+        return NULL;
+    }
     o->ntail_a = gck_oz_tails_beyond(ha, o->sa);
     o->ntail_b = gck_oz_tails_beyond(hb, o->sb);
     o->va = va;

@@ -20,8 +20,16 @@ typedef struct gck_ozaki gck_ozaki;
 /** When to split: GCK_OZAKI_AUTO when it is expected to be faster than summing the products one
  *  by one (large products, few slices), ALWAYS whenever the values can be split (tests), NEVER;
  *  INT8 as ALWAYS, on slices of 7 bits multiplied by the exact int8 GEMM (gck_igemm_s8) instead
- *  of slices of up to 26 bits by the f64 GEMM (K at most GCK_IGEMM_MAX_K). */
-typedef enum { GCK_OZAKI_AUTO, GCK_OZAKI_ALWAYS, GCK_OZAKI_NEVER, GCK_OZAKI_INT8 } gck_ozaki_mode;
+ *  of slices of up to 26 bits by the f64 GEMM (K at most GCK_IGEMM_MAX_K); RESIDUES as INT8, a
+ *  line's digits taken as one integer, multiplied modulo small moduli by one int8 GEMM each and
+ *  rebuilt by the Chinese remainder theorem (ozaki_residues.c). */
+typedef enum {
+    GCK_OZAKI_AUTO,
+    GCK_OZAKI_ALWAYS,
+    GCK_OZAKI_NEVER,
+    GCK_OZAKI_INT8,
+    GCK_OZAKI_RESIDUES
+} gck_ozaki_mode;
 
 /** What a plan is built with: when to split, and (tests only) a fault to plant. */
 typedef struct gck_ozaki_options {
@@ -42,7 +50,7 @@ typedef struct gck_ozaki_options {
 bool gck_ozaki_simd_slices(void);
 
 /** The process's options: the mode of gck_ozaki_set_mode, else
- *  GEMMCHECK_OZAKI=auto|always|never|int8, else AUTO; nothing planted. */
+ *  GEMMCHECK_OZAKI=auto|always|never|int8|residues, else AUTO; nothing planted. */
 gck_ozaki_options gck_ozaki_defaults(void);
 
 /** The process's mode (gck_ozaki_defaults), for the paths that build plans without options (the
@@ -71,8 +79,10 @@ const char *gck_oz_pass_name(gck_oz_pass p);
 /** Seconds the pass took in building o (wall time, all threads together). */
 double gck_ozaki_seconds(const gck_ozaki *o, gck_oz_pass p);
 
-/** The GEMM of the slice products: "f64" or "int8". */
+/** The GEMM of the slice products: "f64", "int8" or "int8 residue". */
 const char *gck_ozaki_gemm(const gck_ozaki *o);
+/** The GEMMs per member: one per pair of slices, or one per modulus on residues. */
+int gck_ozaki_gemms(const gck_ozaki *o);
 
 /** Slices of op(A) and op(B), and bits per slice. */
 void gck_ozaki_shape(const gck_ozaki *o, int *slices_a, int *slices_b, int *beta);

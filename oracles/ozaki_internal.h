@@ -47,6 +47,16 @@ typedef struct tail_span {
     int32_t lo, up;
 } tail_span;
 
+/* The moduli of the residues (ozaki_residues.c): count of them, each p with 1/p, the inverse of
+ * P/p modulo p, and P/p and P modulo 2^128. */
+#define OZ_MODULI 20
+typedef struct gck_oz_crt {
+    int count;
+    int p[OZ_MODULI], inv[OZ_MODULI];
+    double ip[OZ_MODULI];
+    unsigned __int128 mu[OZ_MODULI], P;
+} gck_oz_crt;
+
 struct gck_ozaki {
     int64_t m, n, k, pairs;    /* pairs: members with their own sums (1 when A and B are shared) */
     bool a_batched, b_batched; /* a member of A (B) per batch member, else one for all */
@@ -56,6 +66,7 @@ struct gck_ozaki {
      * many as keep the sum below 2^62, five at K = 2048; f64 mode: group 1, nq = nd) */
     int group, nq;
     bool int8;        /* slices of 7 bits multiplied by gck_igemm_s8 (GCK_OZAKI_INT8) */
+    bool res;         /* int8 mode, its digits multiplied as residues (GCK_OZAKI_RESIDUES) */
     bool simd;        /* the slices cut 8 values at a time (gck_ozaki_simd_slices) */
     int64_t corrupt;  /* gck_ozaki_options' planted fault (tests; < 0: none) */
     int32_t *ea, *eb; /* per member and row of op(A) / column of op(B): the scale exponent */
@@ -78,6 +89,7 @@ struct gck_ozaki {
     int32_t low_a, low_b; /* the lowest set bit of any value of op(A), op(B) */
     int64_t ntail_a, ntail_b;
     double sec[GCK_OZ_PASSES]; /* the time of each pass of gck_ozaki_new */
+    gck_oz_crt crt;            /* res: the moduli */
 };
 
 /* The value of a line at step k, decoded in the shortest form, whose last bit is at or above the
@@ -122,6 +134,29 @@ void gck_oz_slice(const lines *v, const int32_t *E, int64_t b, int beta, int S, 
 /** The same for slices of 7 bits, each digit (within ±127) written as a byte. */
 void gck_oz_slice8(const lines *v, const int32_t *E, int64_t b, int S, int s, bool simd,
                    int8_t *out);
+
+/* ---- int8 residues (ozaki_residues.c) ----
+ * The fewest moduli whose product exceeds 2^bits into *c; false when the table has too few or
+ * bits > 127 (the sums then do not fit an __int128). */
+bool gck_oz_crt_init(gck_oz_crt *c, int bits);
+/* The integer of the digits d[s·plane + e] (s < S, digit 0 the most significant, 7 bits apart)
+ * for e in [lo, hi), as (S + 3) / 4 signed pieces 28 bits apart, chunks[c·plane + e] (piece 0
+ * the least significant), each of magnitude below 2^28. */
+void gck_oz_chunks(const int8_t *d, int S, int64_t plane, int64_t lo, int64_t hi, int32_t *chunks);
+/* out[e] for e in [lo, hi): the integer of nc pieces (gck_oz_chunks) modulo p, within
+ * ±(p-1)/2 (with AVX-512 where simd). */
+void gck_oz_residues8(const int32_t *chunks, int nc, int64_t plane, int64_t lo, int64_t hi, int p,
+                      bool simd, int8_t *out);
+/* out[e] = (sums[e] mod p_u)·inv_u mod p_u in [0, p_u), for e in [lo, hi). */
+void gck_oz_reduce_sums(const gck_oz_crt *c, int u, const int32_t *sums, int64_t lo, int64_t hi,
+                        bool simd, uint8_t *out);
+/* The integer X (|X| < P/4) whose reductions are t[u·stride] (as gck_oz_reduce_sums gives). */
+__int128 gck_oz_crt_value(const gck_oz_crt *c, const uint8_t *t, int64_t stride);
+/* The terms q[e·nq ..] of elements e in [lo, hi): X·2^shift (shift < step) in nq pieces `step`
+ * bits apart, the first signed and the most significant, the others in [0, 2^step) (the sums
+ * vectorised with AVX-512 where simd). */
+void gck_oz_crt_terms(const gck_oz_crt *c, const uint8_t *t, int64_t stride, int64_t lo, int64_t hi,
+                      int nq, int step, int shift, bool simd, int64_t *q);
 
 /* Values that need more than S slices (those with a tail). */
 int64_t gck_oz_tails_beyond(const int64_t *hist, int S);

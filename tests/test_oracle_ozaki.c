@@ -16,6 +16,7 @@ static gck_status ozaki_as_mpfr(const gck_case *c, const void *A, const void *B,
 #undef gck_oracle_mpfr
 
 #include "oracle_exact.h"
+#include "ozaki_internal.h"
 
 static bool last_had_tails;            /* the last case compare_case split had values with a tail */
 static long lane_elements;             /* evaluations the exact oracle made by its 128-bit lane */
@@ -320,11 +321,12 @@ Test(ozaki, a_wrong_slice_product_is_caught_and_the_products_summed_one_by_one) 
 
 /* ---- the int8 slices (GCK_OZAKI_INT8) -------------------------------------------------------- */
 
-/* Slices of 7 bits multiplied by the exact int8 GEMM (kernels/igemm.c): the same property test,
- * a quarter of its elements, every element equal to MPFR in value and exact error. */
-Test(ozaki, int8_slices_equal_mpfr_bit_for_bit, .timeout = 900) {
-    gck_ozaki_set_mode(GCK_OZAKI_INT8);
-    test_rng r = {test_seed("oracle_ozaki.int8", 2027)};
+/* The property test in an int8 mode, a quarter of its elements, every element equal to MPFR in
+ * value and exact error, and at least 80% of them split. */
+static void int8_property(gck_ozaki_mode md, const char *seed_name, uint64_t seed,
+                          const char *what) {
+    gck_ozaki_set_mode(md);
+    test_rng r = {test_seed(seed_name, seed)};
     long elements = 0, split = 0, cases = 0;
     while (elements < PROPERTY_ELEMENTS / 4) {
         gck_spec s;
@@ -338,41 +340,149 @@ Test(ozaki, int8_slices_equal_mpfr_bit_for_bit, .timeout = 900) {
         for (int x = 0; x < 3; x++) free(X[x]);
     }
     fprintf(stderr,
-            "[ozaki int8 vs MPFR] %ld cases, %ld elements identical in value and exact errors, "
-            "%ld of them by int8 slices\n",
-            cases, elements, split);
+            "[ozaki %s vs MPFR] %ld cases, %ld elements identical in value and exact errors, "
+            "%ld of them by %s\n",
+            md == GCK_OZAKI_INT8 ? "int8" : "residues", cases, elements, split, what);
     cr_expect_geq(split, elements * 8 / 10, "only %ld of %ld elements were split", split, elements);
+    gck_ozaki_set_mode(GCK_OZAKI_ALWAYS);
 }
 
-/* Wide rows on int8 slices: many 7-bit slices or tails, and MPFR's bits either way; the plan
- * names the int8 GEMM. */
+/* Slices of 7 bits multiplied by the exact int8 GEMM (kernels/igemm.c). */
+Test(ozaki, int8_slices_equal_mpfr_bit_for_bit, .timeout = 900) {
+    int8_property(GCK_OZAKI_INT8, "oracle_ozaki.int8", 2027, "int8 slices");
+}
+
+/* The int8 digits multiplied as residues (GCK_OZAKI_RESIDUES: a GEMM per modulus, each sum
+ * rebuilt by the Chinese remainder theorem). */
+Test(ozaki, int8_residues_equal_mpfr_bit_for_bit, .timeout = 900) {
+    int8_property(GCK_OZAKI_RESIDUES, "oracle_ozaki.residues", 2028, "int8 residues");
+}
+
+/* The residues' parts against independent arithmetic: every digit integer of up to 16 digits, cut
+ * into pieces and reduced modulo each modulus, equals the % operator's symmetric remainder, every
+ * int32 sum's reduction equals (sum mod p)·inv mod p, and integers up to the largest the moduli
+ * allow, negative and positive, come back from their reductions, cut into terms whose weighted sum
+ * is the integer. */
+Test(ozaki, residues_rebuild_every_integer_from_its_reductions) {
+    test_rng r = {test_seed("oracle_ozaki.crt", 17)};
+    gck_oz_crt c;
+    cr_assert(gck_oz_crt_init(&c, 127));
+    cr_expect_eq(c.count, 17, "%d moduli for 127 bits", c.count);
+    cr_expect_not(gck_oz_crt_init(&c, 128));
+    enum { E = 4099 };
+    int8_t *d = malloc(16 * E), *out = malloc(E), *out2 = malloc(E);
+    int32_t *sums = malloc(E * sizeof *sums), *ch = malloc(4 * E * sizeof *ch);
+    uint8_t *t = malloc(E), *t2 = malloc(E);
+    for (int S = 1; S <= 16; S++) {
+        for (int64_t e = 0; e < 16 * E; e++) d[e] = (int8_t)((int)(rng_next(&r) % 255) - 127);
+        for (int e = 0; e < 6; e++) /* the extremes */
+            for (int s = 0; s < S; s++) d[s * E + e] = (int8_t)(e % 2 ? 127 : -127);
+        cr_assert(gck_oz_crt_init(&c, 127));
+        gck_oz_chunks(d, S, E, 0, E, ch);
+        for (int u = 0; u < c.count; u++) {
+            int p = c.p[u];
+            for (int simd = 0; simd < 2; simd++) {
+                if (simd && !gck_ozaki_simd_slices()) continue;
+                gck_oz_residues8(ch, (S + 3) / 4, E, 0, E, p, simd, simd ? out2 : out);
+            }
+            for (int64_t e = 0; e < E; e++) {
+                __int128 x = 0;
+                for (int s = 0; s < S; s++) x = x * 128 + d[s * E + e];
+                int want = (int)(x % p);
+                if (want > p / 2) want -= p;
+                if (want < -(p / 2)) want += p;
+                cr_assert_eq(out[e], want, "digits %d, modulus %d, element %lld", S, p,
+                             (long long)e);
+                if (gck_ozaki_simd_slices()) cr_assert_eq(out2[e], want);
+            }
+        }
+    }
+    for (int64_t e = 0; e < E; e++)
+        sums[e] = e < 2 ? (e ? INT32_MAX : INT32_MIN + 1) : (int32_t)(rng_next(&r) >> 32);
+    for (int u = 0; u < c.count; u++)
+        for (int simd = 0; simd < 2; simd++) {
+            if (simd && !gck_ozaki_simd_slices()) continue;
+            gck_oz_reduce_sums(&c, u, sums, 0, E, simd, simd ? t2 : t);
+            for (int64_t e = 0; e < E; e++) {
+                int64_t m = ((int64_t)sums[e] % c.p[u] + c.p[u]) % c.p[u];
+                cr_assert_eq((simd ? t2 : t)[e], m * c.inv[u] % c.p[u]);
+            }
+        }
+    /* integers below 2^125 = P/4 at most (17 moduli make more than 2^127), as planes of
+     * reductions: each rebuilt alone, then cut into terms over a range that starts off the
+     * blocks' edge, 3 pieces 35 bits apart shifted by 14 (and 1 piece for the small ones) */
+    enum { NV = 20000, NS = 1000 };
+    __int128 *xs = malloc(NV * sizeof *xs);
+    uint8_t *res = malloc((size_t)OZ_MODULI * NV), *small = malloc((size_t)OZ_MODULI * NS);
+    int64_t *q = malloc(3 * NV * sizeof *q);
+    for (int n = 0; n < NV; n++) {
+        int bits = n < NS ? 1 + n % 40 : 1 + n % 125;
+        unsigned __int128 mag =
+            ((unsigned __int128)rng_next(&r) << 64 | rng_next(&r)) >> (128 - bits);
+        if (n >= NS && n < NS + 4) mag = (((unsigned __int128)1) << 125) - 1 - (unsigned)n % 2;
+        xs[n] = n % 2 ? -(__int128)mag : (__int128)mag;
+        for (int u = 0; u < c.count; u++) {
+            int64_t m = (int64_t)(xs[n] % c.p[u]);
+            m = (m + c.p[u]) % c.p[u];
+            res[u * NV + n] = (uint8_t)(m * c.inv[u] % c.p[u]);
+            if (n < NS) small[u * NS + n] = res[u * NV + n];
+        }
+        cr_assert(gck_oz_crt_value(&c, res + n, NV) == xs[n], "%d bits, case %d", bits, n);
+    }
+    for (int simd = 0; simd < 2; simd++) {
+        if (simd && !gck_ozaki_simd_slices()) continue;
+        gck_oz_crt_terms(&c, res, NV, 7, NV, 3, 35, 14, simd, q);
+        for (int64_t e = 7; e < NV; e++) {
+            __int128 x = xs[e];
+            if (x >= ((__int128)1 << 100) || x <= -((__int128)1 << 100)) continue;
+            const int64_t *qe = q + 3 * e;
+            __int128 back =
+                ((__int128)qe[0] * ((__int128)1 << 35) + qe[1]) * ((__int128)1 << 35) + qe[2];
+            cr_assert(back == x * (1 << 14), "terms of element %lld", (long long)e);
+            cr_assert(qe[1] >= 0 && qe[1] < INT64_C(1) << 35 && qe[2] >= 0 &&
+                      qe[2] < INT64_C(1) << 35);
+        }
+        gck_oz_crt_terms(&c, small, NS, 0, NS, 1, 35, 14, simd, q);
+        for (int64_t e = 0; e < NS; e++) cr_assert(q[e] == (int64_t)xs[e] * (1 << 14));
+    }
+    free(xs), free(res), free(small), free(q);
+    free(d), free(out), free(out2), free(sums), free(t), free(t2), free(ch);
+}
+
+/* Wide rows on int8 slices and on int8 residues: many 7-bit slices or tails (residues: as many
+ * as keep the sums within 127 bits, the rest tails), and MPFR's bits either way; the plan names
+ * its GEMM. */
 Test(ozaki, int8_slices_cover_wide_rows) {
-    gck_ozaki_set_mode(GCK_OZAKI_INT8);
-    int few = 0, many = 0;
-    span_case(GCK_F32, 30, 64, "ozaki", &few);
-    span_case(GCK_F32, 110, 64, "ozaki", &many);
-    cr_expect_lt(few, many, "%d slices for 30 bits, %d for 110", few, many);
-    span_case(GCK_F64, 118, 4096, "ozaki", NULL);
-    span_case(GCK_F64, 400, 4096, "ozaki", NULL);
-    span_case(GCK_F16, 27, 5000, "ozaki", NULL);
-    /* K = 60,000: an int32 sum holds two slice products (each up to K·127²), so a term of up to
-     * four products is added in two sums */
-    span_case(GCK_F32, 60, 60000, "ozaki", NULL);
-    gck_case c;
-    gck_case_init(&c, 8, 8, 64);
-    c.type_a = c.type_b = c.type_c = c.type_d = c.compute = GCK_BF16;
-    void *A = alloc_elems(GCK_BF16, 512), *B = alloc_elems(GCK_BF16, 512),
-         *C = alloc_elems(GCK_BF16, 64);
-    gck_spec s;
-    gck_spec_init(&s, &c);
-    gck_spec_fill(&s, GCK_A, A);
-    gck_spec_fill(&s, GCK_B, B);
-    gck_exact_plan *p = gck_exact_plan_new(&c, A, B, C);
-    char d[256];
-    gck_exact_plan_describe(p, d, sizeof d);
-    cr_expect(strstr(d, "slices of 7 bits") && strstr(d, "int8 GEMMs"), "%s", d);
-    gck_exact_plan_free(p);
-    free(A), free(B), free(C);
+    for (int md = 0; md < 2; md++) {
+        gck_ozaki_set_mode(md ? GCK_OZAKI_RESIDUES : GCK_OZAKI_INT8);
+        int few = 0, many = 0;
+        span_case(GCK_F32, 30, 64, "ozaki", &few);
+        span_case(GCK_F32, 110, 64, "ozaki", &many);
+        cr_expect_lt(few, many, "%d slices for 30 bits, %d for 110", few, many);
+        span_case(GCK_F64, 118, 4096, "ozaki", NULL);
+        span_case(GCK_F64, 400, 4096, "ozaki", NULL);
+        span_case(GCK_F16, 27, 5000, "ozaki", NULL);
+        /* K = 60,000: an int32 sum holds two slice products (each up to K·127²), so a term of up to
+         * four products is added in two sums */
+        span_case(GCK_F32, 60, 60000, "ozaki", NULL);
+        gck_case c;
+        gck_case_init(&c, 8, 8, 64);
+        c.type_a = c.type_b = c.type_c = c.type_d = c.compute = GCK_BF16;
+        void *A = alloc_elems(GCK_BF16, 512), *B = alloc_elems(GCK_BF16, 512),
+             *C = alloc_elems(GCK_BF16, 64);
+        gck_spec s;
+        gck_spec_init(&s, &c);
+        gck_spec_fill(&s, GCK_A, A);
+        gck_spec_fill(&s, GCK_B, B);
+        gck_exact_plan *p = gck_exact_plan_new(&c, A, B, C);
+        char d[256];
+        gck_exact_plan_describe(p, d, sizeof d);
+        cr_expect(strstr(d, "slices of 7 bits") &&
+                      strstr(d, md ? "int8 residue GEMMs" : "int8 GEMMs"),
+                  "%s", d);
+        gck_exact_plan_free(p);
+        free(A), free(B), free(C);
+    }
     gck_ozaki_set_mode(GCK_OZAKI_ALWAYS);
 }
 
@@ -518,8 +628,8 @@ Test(ozaki, slices_cut_eight_at_a_time_equal_those_cut_one_by_one) {
     cr_expect_geq(compared, 24, "%d of 32 cases split", compared);
 }
 
-/* A wrong int8 slice product (one element off by one) fails Freivalds' test: the products are
- * summed one by one. */
+/* A wrong int8 slice product, or a wrong int8 GEMM modulo a residue's modulus (one element off by
+ * one), fails Freivalds' test: the products are summed one by one. */
 Test(ozaki, a_wrong_int8_slice_product_is_caught) {
     test_rng r = {test_seed("oracle_ozaki.corrupt8", 6)};
     long elements = 0, caught = 0;
@@ -529,8 +639,9 @@ Test(ozaki, a_wrong_int8_slice_product_is_caught) {
         s.special_pm = 0;
         void *X[3];
         filled_operands(&s, X);
-        gck_ozaki_options clean = {GCK_OZAKI_INT8, -1, 0, 0, 0, false},
-                          planted = {GCK_OZAKI_INT8, n * 7919, 0, 0, 0, false};
+        gck_ozaki_mode md = n % 2 ? GCK_OZAKI_RESIDUES : GCK_OZAKI_INT8;
+        gck_ozaki_options clean = {md, -1, 0, 0, 0, false},
+                          planted = {md, n * 7919, 0, 0, 0, false};
         long e0 = 0;
         bool splits = !strcmp(compare_case_with(&s, X[0], X[1], X[2], &e0, &clean), "ozaki");
         const char *path = compare_case_with(&s, X[0], X[1], X[2], &elements, &planted);
@@ -540,12 +651,12 @@ Test(ozaki, a_wrong_int8_slice_product_is_caught) {
         }
         for (int x = 0; x < 3; x++) free(X[x]);
     }
-    cr_expect_gt(caught, 10, "only %ld cases split on int8 slices", caught);
+    cr_expect_gt(caught, 10, "only %ld cases split on int8 slices or residues", caught);
 }
 
-/* AUTO weighs the two splittings by the GEMMs' rates: an int8 GEMM 100 times the f64 one's rate
- * takes the int8 slices, one no faster keeps the f64 slices, and both equal MPFR (a long K, so
- * that the GEMMs, not the passes over each product, make the cost). */
+/* AUTO weighs the splittings by the GEMMs' rates: an int8 GEMM 100 times the f64 one's rate
+ * takes int8 slices or residues, one no faster keeps the f64 slices, and both equal MPFR (a long K,
+ * so that the GEMMs, not the passes over each product, make the cost). */
 Test(ozaki, auto_mode_chooses_the_slices_gemm_by_rate) {
     gck_case c;
     gck_spec s;
@@ -560,7 +671,8 @@ Test(ozaki, auto_mode_chooses_the_slices_gemm_by_rate) {
         char why[256];
         gck_ozaki *oz = gck_ozaki_new(&c, X[0], X[1], &o, why, sizeof why);
         cr_assert(oz, "%s", why);
-        cr_expect_str_eq(gck_ozaki_gemm(oz), cases[i].gemm[0] == 'i' ? "int8" : "f64");
+        const char *want = cases[i].gemm[0] == 'i' ? "int8" : "f64"; /* on slices or residues */
+        cr_expect(!strncmp(gck_ozaki_gemm(oz), want, strlen(want)), "%s", gck_ozaki_gemm(oz));
         gck_ozaki_free(oz);
         long n = 0;
         cr_expect_str_eq(compare_case_with(&s, X[0], X[1], X[2], &n, &o), "ozaki");
