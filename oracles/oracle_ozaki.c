@@ -951,6 +951,24 @@ static bool build_terms(gck_ozaki *o, gck_ozaki_mode md, const lines *va, const 
     return ok;
 }
 
+/* The terms' layout for the chosen slices: ND terms kept nq to an element in groups (int8:
+ * terms below 2^top, so a group's sum below 2^(top + 7·(group-1))·128/127 <= 2^61·128/127 <
+ * 2^62), and a residue plan's moduli; false (with why) when the moduli cannot hold its sums. */
+static bool term_layout(gck_ozaki *o, char *why, size_t why_len) {
+    o->nd = o->sa + o->sb - 1;
+    o->group = 1;
+    if (o->int8) {
+        int top = bits_of((uint64_t)(o->sa < o->sb ? o->sa : o->sb) * (uint64_t)o->k * 127 * 127);
+        o->group = (61 - top) / o->beta + 1;
+    }
+    o->nq = (o->nd + o->group - 1) / o->group;
+    if (o->res && !gck_oz_crt_init(&o->crt, res_bits(o->sa, o->sb, o->k))) {
+        snprintf(why, why_len, "too many bits for the residues' moduli");
+        return false;
+    }
+    return true;
+}
+
 gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B,
                          const gck_ozaki_options *opt, char *why, size_t why_len) {
     gck_ozaki_mode md = opt->mode;
@@ -1004,15 +1022,7 @@ gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B,
     choose_slices(o, ha, hb, 1.0, 0.0, &cost);
     if (md == GCK_OZAKI_AUTO && may_split && c->k <= GCK_IGEMM_MAX_K)
         maybe_int8(o, opt, &va, &vb, ha, hb, &lowa, &lowb, &cost);
-    o->nd = o->sa + o->sb - 1;
-    o->group = 1;
-    if (o->int8) { /* terms below 2^top, so a group's sum below 2^(top + 7·(group-1))·128/127 */
-        int top = bits_of((uint64_t)(o->sa < o->sb ? o->sa : o->sb) * (uint64_t)c->k * 127 * 127);
-        o->group = (61 - top) / o->beta + 1; /* below 2^61·128/127 < 2^62 */
-    }
-    o->nq = (o->nd + o->group - 1) / o->group;
-    if (o->res && !gck_oz_crt_init(&o->crt, res_bits(o->sa, o->sb, c->k))) {
-        snprintf(why, why_len, "too many bits for the residues' moduli");
+    if (!term_layout(o, why, why_len)) {
         gck_ozaki_free(o);
         return NULL;
     }
