@@ -38,10 +38,12 @@ void gck_exact_plan_describe(const gck_exact_plan *p, char *buf, size_t len) {
         gck_ozaki_shape(p->oz, &sa, &sb, &beta);
         int64_t ta, tb;
         gck_ozaki_tails(p->oz, &ta, &tb);
+        bool res = !strcmp(gck_ozaki_gemm(p->oz), "int8 residue"); /* checked once rebuilt */
         snprintf(buf, len,
-                 "ozaki: %d x %d slices of %d bits, %d %s GEMMs per member, each checked by "
-                 "Freivalds' test; %lld + %lld values with a tail",
-                 sa, sb, beta, gck_ozaki_gemms(p->oz), gck_ozaki_gemm(p->oz), (long long)ta,
+                 "ozaki: %d x %d slices of %d bits, %d %s GEMMs per member, %s by Freivalds' "
+                 "test; %lld + %lld values with a tail",
+                 sa, sb, beta, gck_ozaki_gemms(p->oz), gck_ozaki_gemm(p->oz),
+                 res ? "the sums rebuilt from them checked" : "each checked", (long long)ta,
                  (long long)tb);
     } else
         snprintf(buf, len, "%s, products one by one (no splitting: %s)", path_names[p->path],
