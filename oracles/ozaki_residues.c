@@ -7,11 +7,11 @@
  * ±127 and is an int8 digit of the GEMM; their product P must exceed four times the largest sum,
  * |X| < K·2^(7·(SA + SB)), so that the rebuilt value is picked without doubt (below).
  *
- * Rounding by adding 1.5·2^52 (1.5·2^23 in floats) and taking it away again: for |y| < 2^51 the
- * sum's last place is 1, so the float result is y rounded to the nearest integer. The quotients
- * rounded this way are x/p for an odd p, which lie at least 1/(2p) from a half-integer, while
- * their rounding errors stay below 2^-28 (x < 2^31 in doubles) and 2^-12 (x < 2^18 in floats):
- * each remainder x - p·round(x/p) is exact and lies in [-(p-1)/2, (p-1)/2].
+ * Rounding by adding 1.5·2^52 and taking it away again: for |y| < 2^51 the sum's last place is
+ * 1, so the result is y rounded to the nearest integer. The quotients rounded this way are x/p
+ * for an odd p, which lie at least 1/(2p) >= 2^-9 from a half-integer, while their rounding
+ * errors stay below 2^-21 (x below 2^38: a sum of pieces, or of an int32 sum): each remainder
+ * x - p·round(x/p) is exact and lies in [-(p-1)/2, (p-1)/2].
  *
  * Rebuilding. With t_u = (X mod p_u)·(P/p_u)^-1 mod p_u in [0, p_u), X ≡ sum_u t_u·(P/p_u)
  * (mod P), and sum_u t_u/p_u = k + X/P for an integer k. When |X| < P/4 the sum of the fractions,
