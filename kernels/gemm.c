@@ -90,6 +90,24 @@ gck_kpath gck_kpath_auto(void) {
     return GCK_KPATH_PORTABLE;
 }
 
+bool gck_kpath_env_ok(char *why, size_t why_len) {
+    const char *env = getenv("GEMMCHECK_KERNELS_PATH");
+    gck_kpath p;
+    char no[256] = "";
+    if (!env) return true;
+    if (!gck_kpath_parse(env, &p)) {
+        char names[128] = "";
+        for (int q = 0; q < GCK_KPATH_COUNT; q++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", q ? ", " : "",
+                     paths[q].name);
+        snprintf(why, why_len, "GEMMCHECK_KERNELS_PATH=%s names no path (%s)", env, names);
+        return false;
+    }
+    if (p == GCK_KPATH_AUTO || gck_kpath_supported(p, no, sizeof no)) return true;
+    snprintf(why, why_len, "GEMMCHECK_KERNELS_PATH=%s cannot run here: %s", env, no);
+    return false;
+}
+
 const gck_kpath_ops *gck_kpath_ops_of(gck_kpath p) {
     return p > GCK_KPATH_AUTO && (unsigned)p < GCK_KPATH_COUNT ? paths[p].ops : NULL;
 }

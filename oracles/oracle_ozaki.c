@@ -47,6 +47,7 @@
 #include "bigmem.h"
 #include "decode.h"
 #include "gemmcheck/kernels.h"
+#include "gemmcheck/oracle.h"
 #include "oracle_common.h"
 #include "parallel.h"
 #include "stash.h"
@@ -59,20 +60,33 @@ void gck_ozaki_set_mode(gck_ozaki_mode m) {
     mode_set = true;
 }
 
+/* The modes by name, in gck_ozaki_mode's order. */
+static const char *const mode_names[] = {"auto", "always", "never", "int8", "residues"};
+
+static bool mode_parse(const char *s, gck_ozaki_mode *out) {
+    for (size_t m = 0; m < sizeof mode_names / sizeof mode_names[0]; m++)
+        if (!strcmp(s, mode_names[m])) return *out = (gck_ozaki_mode)m, true;
+    return false;
+}
+
 gck_ozaki_options gck_ozaki_defaults(void) {
     gck_ozaki_options o = {GCK_OZAKI_AUTO, -1, 0, 0, 0, false};
     const char *e = getenv("GEMMCHECK_OZAKI");
+    gck_ozaki_mode m;
     if (mode_set)
         o.mode = mode;
-    else if (e && !strcmp(e, "always"))
-        o.mode = GCK_OZAKI_ALWAYS;
-    else if (e && !strcmp(e, "never"))
-        o.mode = GCK_OZAKI_NEVER;
-    else if (e && !strcmp(e, "int8"))
-        o.mode = GCK_OZAKI_INT8;
-    else if (e && !strcmp(e, "residues"))
-        o.mode = GCK_OZAKI_RESIDUES;
+    else if (e && mode_parse(e, &m))
+        o.mode = m;
     return o;
+}
+
+bool gck_oracle_env_ok(char *why, size_t why_len) {
+    const char *e = getenv("GEMMCHECK_OZAKI");
+    gck_ozaki_mode m;
+    if (!e || mode_parse(e, &m)) return true;
+    snprintf(why, why_len,
+             "GEMMCHECK_OZAKI=%s is not a splitting mode (auto, always, never, int8, residues)", e);
+    return false;
 }
 
 void gck_ozaki_free(gck_ozaki *o) {

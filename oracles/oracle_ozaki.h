@@ -50,7 +50,8 @@ typedef struct gck_ozaki_options {
 bool gck_ozaki_simd_slices(void);
 
 /** The process's options: the mode of gck_ozaki_set_mode, else
- *  GEMMCHECK_OZAKI=auto|always|never|int8|residues, else AUTO; nothing planted. */
+ *  GEMMCHECK_OZAKI=auto|always|never|int8|residues, else AUTO (an unknown value too: the
+ *  command line refuses one first, gck_oracle_env_ok); nothing planted. */
 gck_ozaki_options gck_ozaki_defaults(void);
 
 /** The process's mode (gck_ozaki_defaults), for the paths that build plans without options (the

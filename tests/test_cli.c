@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "gemmcheck/kernels.h"
 #include "npy.h"
 #include "testutil.h"
 
@@ -190,6 +191,32 @@ Test(cli, bad_input_gives_one_line_and_exit_code_2, .init = setup, .fini = teard
     fclose(f);
     BAD("bad magic", "oracle --a %s --b %s --out-type f32 --out %s", path("t.npy"), b, d);
 #undef BAD
+}
+
+/* A splitting mode or a kernels path the library would read as unset is refused before any
+ * command runs: a campaign meant for one path must not quietly run another. */
+Test(cli, unknown_environment_values_are_refused) {
+    char err[4096];
+    cr_assert_eq(setenv("GEMMCHECK_OZAKI", "f64", 1), 0);
+    expect_usage_error("backends", "GEMMCHECK_OZAKI=f64 is not a splitting mode (auto, always");
+    const char *modes[] = {"auto", "always", "never", "int8", "residues"};
+    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+        cr_assert_eq(setenv("GEMMCHECK_OZAKI", modes[m], 1), 0);
+        cr_expect_eq(run("backends", err, sizeof err), 0, "%s: %s", modes[m], err);
+    }
+    cr_assert_eq(unsetenv("GEMMCHECK_OZAKI"), 0);
+    cr_assert_eq(setenv("GEMMCHECK_KERNELS_PATH", "avx3", 1), 0);
+    expect_usage_error("backends", "GEMMCHECK_KERNELS_PATH=avx3 names no path (auto, portable");
+    /* every path by name: accepted exactly where this CPU runs it */
+    for (int p = 0; p < GCK_KPATH_COUNT; p++) {
+        const char *name = gck_kpath_name((gck_kpath)p);
+        cr_assert_eq(setenv("GEMMCHECK_KERNELS_PATH", name, 1), 0);
+        if (p == GCK_KPATH_AUTO || gck_kpath_supported((gck_kpath)p, NULL, 0))
+            cr_expect_eq(run("backends", err, sizeof err), 0, "%s: %s", name, err);
+        else
+            expect_usage_error("backends", "cannot run here");
+    }
+    cr_assert_eq(unsetenv("GEMMCHECK_KERNELS_PATH"), 0);
 }
 
 Test(cli, help_and_version_exit_zero) {

@@ -55,6 +55,12 @@ GCK_API bool gck_kpath_supported(gck_kpath p, char *why, size_t why_len);
  *  path, else the last supported one in the list above (the widest instruction set). */
 GCK_API gck_kpath gck_kpath_auto(void);
 
+/** Whether the environment variable GEMMCHECK_KERNELS_PATH is unset, or names a path this build
+ *  and this CPU can run; if not, why (into why). The kernels read any other value as unset (the
+ *  automatic choice); the command line refuses one (exit 2), so that a campaign meant for one
+ *  path never quietly runs another. */
+GCK_API bool gck_kpath_env_ok(char *why, size_t why_len);
+
 /** The classes of inputs whose rates the automatic choice compares: f64 (f64 compute), f32 (f32
  *  compute, no 16-bit input), f16 (f32 compute, an f16 input), bf16 (bf16 x bf16 in f32: the pair
  *  dot product's inputs where a path has it; bf16 with another type counts as f32). */

@@ -26,6 +26,13 @@ GCK_API bool gck_oracle_kind_parse(const char *name, gck_oracle_kind *out);
 /** The name gck_oracle_kind_parse takes for k. */
 GCK_API const char *gck_oracle_kind_name(gck_oracle_kind k);
 
+/** Whether the environment variable GEMMCHECK_OZAKI, which picks how the exact oracle sums the
+ *  products (auto, the default: by a cost model; always: f64 slices; never: one by one; int8:
+ *  int8 slices; residues: int8 residues), is unset or one of those names; if not, why (into
+ *  why). The oracle reads an unknown value as auto and gives the same values in every mode; the
+ *  command line refuses one (exit 2). */
+GCK_API bool gck_oracle_env_ok(char *why, size_t why_len);
+
 /** Compute D for every batch member and every valid element of D; nothing else in D's buffer
  *  is written. A, B and C point at the first element of the first batch member in the layout
  *  the case describes (C may be NULL when beta == 0; A and B may be NULL when they are not

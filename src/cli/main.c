@@ -12,6 +12,8 @@
 #include "cli.h"
 #include "cuda_probe.h"
 #include "gemmcheck/backend.h"
+#include "gemmcheck/kernels.h"
+#include "gemmcheck/oracle.h"
 #include "gemmcheck/version.h"
 #include "probes.h"
 #include "worker.h"
@@ -147,6 +149,12 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "--version") == 0) {
         print_version();
         return GCK_EXIT_OK;
+    }
+    /* a variable that would quietly be read as unset: one line, exit 2 */
+    char why[512];
+    if (!gck_oracle_env_ok(why, sizeof why) || !gck_kpath_env_ok(why, sizeof why)) {
+        fprintf(stderr, "gemmcheck: %s\n", why);
+        return GCK_EXIT_USAGE;
     }
     if (strcmp(cmd, "oracle") == 0) return gck_cmd_oracle(argc - 1, argv + 1);
     if (strcmp(cmd, "verify") == 0) return gck_cmd_verify(argc - 1, argv + 1);
