@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigmem.h"
 #include "decode.h"
 #include "oracle_common.h"
 #include "oracle_ozaki.h"
@@ -25,7 +26,7 @@ void gck_exact_plan_free(gck_exact_plan *p) {
     if (!p) return;
     void *arrays[] = {p->afix, p->bfix, p->apk, p->bpk, p->asig, p->bsig,        p->aexp,
                       p->bexp, p->alo,  p->ahi, p->blo, p->bhi,  p->row_special, p->col_special};
-    for (size_t t = 0; t < sizeof arrays / sizeof arrays[0]; t++) free(arrays[t]);
+    for (size_t t = 0; t < sizeof arrays / sizeof arrays[0]; t++) gck_big_free(arrays[t]);
     gck_ozaki_free(p->oz);
     free(p);
 }
@@ -225,16 +226,16 @@ static bool alloc_encoded(gck_exact_plan *p, int64_t na, int64_t nb) {
     switch (p->path) {
     case PATH_FIX64:
     case PATH_FIX128:
-        return (p->afix = malloc((size_t)na * sizeof *p->afix)) &&
-               (p->bfix = malloc((size_t)nb * sizeof *p->bfix));
+        return (p->afix = gck_big_alloc((size_t)na * sizeof *p->afix)) &&
+               (p->bfix = gck_big_alloc((size_t)nb * sizeof *p->bfix));
     case PATH_BUCKET64:
-        return (p->apk = malloc((size_t)na * sizeof *p->apk)) &&
-               (p->bpk = malloc((size_t)nb * sizeof *p->bpk));
+        return (p->apk = gck_big_alloc((size_t)na * sizeof *p->apk)) &&
+               (p->bpk = gck_big_alloc((size_t)nb * sizeof *p->bpk));
     case PATH_BUCKET128:
-        return (p->asig = malloc((size_t)na * sizeof *p->asig)) &&
-               (p->bsig = malloc((size_t)nb * sizeof *p->bsig)) &&
-               (p->aexp = malloc((size_t)na * sizeof *p->aexp)) &&
-               (p->bexp = malloc((size_t)nb * sizeof *p->bexp));
+        return (p->asig = gck_big_alloc((size_t)na * sizeof *p->asig)) &&
+               (p->bsig = gck_big_alloc((size_t)nb * sizeof *p->bsig)) &&
+               (p->aexp = gck_big_alloc((size_t)na * sizeof *p->aexp)) &&
+               (p->bexp = gck_big_alloc((size_t)nb * sizeof *p->bexp));
     default: return true;
     }
 }

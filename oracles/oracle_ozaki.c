@@ -95,18 +95,18 @@ void gck_ozaki_free(gck_ozaki *o) {
     free(o->eb);
     free(o->need_a);
     free(o->need_b);
-    free(o->q);
+    gck_big_free(o->q);
     free(o->ta_start);
     free(o->tb_start);
     free(o->ta);
     free(o->tb);
     free(o->sp_a);
     free(o->sp_b);
-    free(o->pa);
-    free(o->pb);
-    free(o->va_copy);
-    free(o->vb_copy);
-    free(o->tsum);
+    gck_big_free(o->pa);
+    gck_big_free(o->pb);
+    gck_big_free(o->va_copy);
+    gck_big_free(o->vb_copy);
+    gck_big_free(o->tsum);
     free(o);
 }
 
@@ -182,7 +182,7 @@ typedef struct work {
 static void work_free(work *w) {
     void *all[] = {w->as, w->bs, w->p,   w->x,   w->yb,  w->ra, w->acc, w->rhs,
                    w->a8, w->b8, w->p32, w->r8a, w->r8b, w->t,  w->ca,  w->cb};
-    for (size_t t = 0; t < sizeof all / sizeof all[0]; t++) free(all[t]);
+    for (size_t t = 0; t < sizeof all / sizeof all[0]; t++) gck_big_free(all[t]);
 }
 
 static bool work_alloc(work *w, const gck_ozaki *o) {
@@ -655,23 +655,21 @@ static void choose_slices(gck_ozaki *o, const int64_t *ha, const int64_t *hb, do
  * there); the int8 GEMM sums a term's products in int32 itself, so its plan passes once a term. */
 #define OZ_PASS 25.0
 
-/* The int8 plan in `t` (scales and slice counts on scratch arrays); false when out of memory. */
-static bool int8_plan(const gck_ozaki *o, const lines *va, const lines *vb, bool res, gck_ozaki *t,
-                      int64_t *ha, int64_t *hb, int32_t *lowa, int32_t *lowb, double weight,
-                      double *cost) {
+/* The int8 scales of `t` (a copy of *o with 7-bit slices, on arrays of its own); false when out
+ * of memory (t's arrays then freed or NULL). */
+static bool int8_scales(const gck_ozaki *o, const lines *va, const lines *vb, gck_ozaki *t,
+                        int64_t *ha, int64_t *hb, int32_t *lowa, int32_t *lowb) {
     *t = *o;
-    t->int8 = true, t->res = res, t->beta = 7;
+    t->int8 = true, t->beta = 7;
     t->ea = malloc((size_t)(va->members * o->m) * sizeof *t->ea);
     t->eb = malloc((size_t)(vb->members * o->n) * sizeof *t->eb);
     t->need_a = malloc((size_t)(va->members * o->m));
     t->need_b = malloc((size_t)(vb->members * o->n));
     memset(ha, 0, OZ_NEED_BINS * sizeof *ha);
     memset(hb, 0, OZ_NEED_BINS * sizeof *hb);
-    bool ok = t->ea && t->eb && t->need_a && t->need_b &&
-              gck_oz_line_scales(va, 7, t->ea, t->need_a, ha, lowa) &&
-              gck_oz_line_scales(vb, 7, t->eb, t->need_b, hb, lowb);
-    if (ok) choose_slices(t, ha, hb, weight, OZ_PASS, cost);
-    return ok;
+    return t->ea && t->eb && t->need_a && t->need_b &&
+           gck_oz_line_scales(va, 7, t->ea, t->need_a, ha, lowa) &&
+           gck_oz_line_scales(vb, 7, t->eb, t->need_b, hb, lowb);
 }
 
 /* The f64 GEMM's rate the cost model weighs: the options', else the kernels' measured one (GFLOP/s
@@ -690,21 +688,27 @@ static void maybe_int8(gck_ozaki *o, const gck_ozaki_options *opt, const lines *
     double r64 = f64_rate(opt), r8 = opt->rate_int8 > 0 ? opt->rate_int8 : gck_igemm_rate();
     if (!(r64 > 0) || !(r8 > 0)) return;
     double best = *cost + OZ_PASS * o->sa * o->sb * (double)o->m * (double)o->n * o->pairs;
-    for (int res = 0; res < 2; res++) {
-        int64_t h8a[OZ_NEED_BINS], h8b[OZ_NEED_BINS];
-        int32_t l8a = INT32_MAX, l8b = INT32_MAX;
-        gck_ozaki t;
+    int64_t h8a[OZ_NEED_BINS], h8b[OZ_NEED_BINS];
+    int32_t l8a = INT32_MAX, l8b = INT32_MAX;
+    gck_ozaki t; /* the scales once, then the slice counts on slices and on residues */
+    bool ok = int8_scales(o, va, vb, &t, h8a, h8b, &l8a, &l8b), won = false;
+    int sa = 0, sb = 0, res = 0;
+    for (int r = 0; ok && r < 2; r++) {
         double c8;
-        bool ok = int8_plan(o, va, vb, res, &t, h8a, h8b, &l8a, &l8b, r64 / r8, &c8);
-        if (ok && c8 < best) {
-            free(o->ea), free(o->eb), free(o->need_a), free(o->need_b);
-            *o = t;
-            memcpy(ha, h8a, sizeof h8a);
-            memcpy(hb, h8b, sizeof h8b);
-            *lowa = l8a, *lowb = l8b, *cost = best = c8;
-        } else
-            free(t.ea), free(t.eb), free(t.need_a), free(t.need_b);
+        t.res = r;
+        choose_slices(&t, h8a, h8b, r64 / r8, OZ_PASS, &c8);
+        if (c8 < best) best = c8, won = true, sa = t.sa, sb = t.sb, res = r;
     }
+    if (!won) {
+        free(t.ea), free(t.eb), free(t.need_a), free(t.need_b);
+        return;
+    }
+    free(o->ea), free(o->eb), free(o->need_a), free(o->need_b);
+    *o = t;
+    o->sa = sa, o->sb = sb, o->res = res;
+    memcpy(ha, h8a, sizeof h8a);
+    memcpy(hb, h8b, sizeof h8b);
+    *lowa = l8a, *lowb = l8b, *cost = best;
 }
 
 /* Whether the mode splits whenever it can (ALWAYS, INT8, RESIDUES). */

@@ -196,7 +196,7 @@ bool gck_oz_build_tsum(gck_ozaki *o) {
     }
     for (int t = 0; t < OZ_MAX_PARTS; t++) free(scratch[t]);
     if (!ok) {
-        free(o->tsum);
+        gck_big_free(o->tsum);
         o->tsum = NULL;
     }
     return ok;

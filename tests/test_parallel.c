@@ -2,7 +2,9 @@
  * threads of their own otherwise (more jobs than workers, a call from inside a job, calls from
  * several threads at once, a forked child), in the caller's floating-point environment and in
  * the "C" locale. gck_big_alloc: large arrays aligned to 2 MiB and advised for huge pages,
- * zeroed where asked, NULL for sizes that overflow. */
+ * zeroed where asked, NULL for sizes that overflow; gck_big_free keeps freed ones for reuse (of
+ * about their size, the oldest dropped first, within the cap, from several threads at once, and
+ * given back when memory runs out). */
 #define _GNU_SOURCE 1
 #include <criterion/criterion.h>
 #include <dlfcn.h>
@@ -16,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #if defined(__x86_64__)
@@ -283,7 +286,7 @@ Test(bigmem, zeroed_arrays_are_zero_after_reuse_small_and_large) {
                 cr_assert_eq(p[i], 0, "%zu bytes, round %d: word %zu is %llx", n * 8, round, i,
                              (unsigned long long)p[i]);
             memset(p, 0xff, n * 8);
-            free(p);
+            gck_big_free(p); /* a kept block comes back dirty: calloc must clear it */
         }
     }
     uint8_t *small = gck_big_alloc(0); /* a block that can be freed, as malloc(1) */
@@ -294,4 +297,118 @@ Test(bigmem, zeroed_arrays_are_zero_after_reuse_small_and_large) {
 Test(bigmem, sizes_that_overflow_give_null) {
     cr_assert_null(gck_big_calloc(SIZE_MAX / 2, 3));
     cr_assert_null(gck_big_alloc(SIZE_MAX - 100)); /* rounding up to 2 MiB would wrap */
+}
+
+#define MIB ((size_t)1 << 20)
+
+Test(bigmem, freed_blocks_are_kept_for_a_size_near_theirs) {
+    gck_big_release();
+    cr_assert_eq(gck_big_kept(), 0);
+    unsigned char *p = gck_big_alloc(8 * MIB);
+    cr_assert(p);
+    memset(p, 1, 8 * MIB);
+    gck_big_free(p);
+    cr_assert_geq(gck_big_kept(), 8 * MIB);
+    /* a block of 4 MiB, or of 16, does not take it (8 MiB is over a quarter more than 4) */
+    unsigned char *small = gck_big_alloc(4 * MIB), *large = gck_big_alloc(16 * MIB);
+    cr_assert(small && large && small != p && large != p);
+    cr_assert_geq(gck_big_kept(), 8 * MIB);
+    unsigned char *again = gck_big_alloc(7 * MIB + 12345); /* rounded up to 8 MiB */
+    cr_assert_eq(again, p, "the kept block was not reused");
+    cr_assert_eq(again[8 * MIB - 1], 1); /* contents unspecified: here, the old ones */
+    cr_assert_eq(gck_big_kept(), 0);
+    /* blocks not from gck_big_alloc's large path are freed, never kept */
+    void *heap = malloc(100), *unaligned = malloc(8 * MIB + 64);
+    cr_assert(heap && unaligned);
+    cr_assert_neq((uintptr_t)unaligned % (2 * MIB), 0); /* glibc and ASan: a header before it */
+    gck_big_free(heap);
+    gck_big_free(unaligned);
+    gck_big_free(NULL);
+    cr_assert_eq(gck_big_kept(), 0);
+    gck_big_free(again);
+    gck_big_free(small);
+    gck_big_free(large);
+    cr_assert_geq(gck_big_kept(), 28 * MIB);
+    gck_big_release();
+    cr_assert_eq(gck_big_kept(), 0);
+}
+
+Test(bigmem, at_most_24_blocks_are_kept_the_oldest_freed_first) {
+    gck_big_release();
+    enum { N = 30 };
+    unsigned char *b[N];
+    for (int i = 0; i < N; i++) cr_assert(b[i] = gck_big_alloc(4 * MIB));
+    for (int i = 0; i < N; i++) gck_big_free(b[i]);
+    cr_assert_geq(gck_big_kept(), 24 * 4 * MIB);
+    cr_assert_leq(gck_big_kept(), 24 * 6 * MIB, "kept %zu bytes: more than 24 blocks",
+                  gck_big_kept());
+    /* the 24 taken back are the last 24 freed */
+    unsigned char *t[24];
+    for (int i = 0; i < 24; i++) {
+        t[i] = gck_big_alloc(4 * MIB);
+        bool newest = false;
+        for (int j = N - 24; j < N; j++) newest |= t[i] == b[j];
+        cr_assert(newest, "block %d is not one of the last 24 freed", i);
+    }
+    cr_assert_eq(gck_big_kept(), 0);
+    for (int i = 0; i < 24; i++) gck_big_free(t[i]);
+    gck_big_release();
+}
+
+/* Threads taking and freeing blocks at once: no block is handed to two of them. */
+static void *churn(void *arg) {
+    uintptr_t id = (uintptr_t)arg;
+    for (int r = 0; r < 2000; r++) {
+        size_t bytes = (4 + (size_t)(r % 3) * 2) * MIB, n = bytes / 4;
+        uint32_t *p = gck_big_alloc(bytes), mark = (uint32_t)(id << 16 | (uintptr_t)r);
+        if (!p) return (void *)1;
+        p[0] = p[n / 2] = p[n - 1] = mark; /* a few words: the block's pages stay few */
+        if (r % 8 == 0) sched_yield();
+        if (p[0] != mark || p[n / 2] != mark || p[n - 1] != mark) return (void *)2;
+        gck_big_free(p);
+    }
+    return NULL;
+}
+
+Test(bigmem, blocks_from_several_threads_at_once) {
+    pthread_t th[6];
+    for (uintptr_t i = 0; i < 6; i++)
+        cr_assert_eq(pthread_create(&th[i], NULL, churn, (void *)i), 0);
+    for (int i = 0; i < 6; i++) {
+        void *r;
+        cr_assert_eq(pthread_join(th[i], &r), 0);
+        cr_assert_null(r, "thread %d: %s", i, r == (void *)1 ? "no memory" : "a block shared");
+    }
+    gck_big_release();
+}
+
+/* Under a limit on address space that the kept blocks would break, a new block still comes:
+ * what is kept is given back first. (Without the sanitizers: theirs is address space.) */
+Test(bigmem, kept_blocks_are_given_back_when_memory_runs_out) {
+#if defined(__SANITIZE_ADDRESS__)
+    cr_skip_test("address-space limits and ASan's shadow memory do not mix");
+#endif
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        gck_big_release();
+        void *k[3];
+        for (int i = 0; i < 3; i++)
+            if (!(k[i] = gck_big_alloc(128 * MIB))) _exit(10);
+        for (int i = 0; i < 3; i++) gck_big_free(k[i]);
+        if (gck_big_kept() < 384 * MIB) _exit(11);
+        struct rlimit now;
+        FILE *f = fopen("/proc/self/statm", "r");
+        unsigned long pages = 0;
+        if (!f || fscanf(f, "%lu", &pages) != 1) _exit(12);
+        fclose(f);
+        now.rlim_cur = now.rlim_max = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + 256 * MIB;
+        if (setrlimit(RLIMIT_AS, &now)) _exit(13);
+        void *p = gck_big_alloc(300 * MIB); /* fits only once the 384 MiB kept are gone */
+        _exit(!p ? 14 : gck_big_kept() ? 15 : 0);
+    }
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child exit %d",
+              WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 }

@@ -72,7 +72,7 @@ bool gck_absprod_bf16(const gck_absprod *p) { return p->bf16; }
 
 void gck_absprod_free(gck_absprod *p) {
     if (!p) return;
-    free(p->t);
+    gck_big_free(p->t);
     free(p);
 }
 

@@ -32,8 +32,8 @@ void gck_gather_plan_free(gather_plan *g) {
     if (!g) return;
     free(g->fa);
     free(g->fb);
-    free(g->a);
-    free(g->b);
+    gck_big_free(g->a);
+    gck_big_free(g->b);
     gck_absprod_free(g->abs);
     free(g->suma);
     free(g->sumb);
@@ -339,8 +339,8 @@ gather_plan *gck_gather_plan_new(const gck_case *c, const gck_model *m, const vo
         g->a = gck_big_alloc((size_t)(la * c->k) * sizeof *g->a);
         g->b = gck_big_alloc((size_t)(lb * c->k) * sizeof *g->b);
         if (!g->a || !g->b) { /* not needed: values are then read in place */
-            free(g->a);
-            free(g->b);
+            gck_big_free(g->a);
+            gck_big_free(g->b);
             g->a = g->b = NULL;
         }
     }

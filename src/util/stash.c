@@ -3,6 +3,8 @@
 
 #include <stdlib.h>
 
+#include "bigmem.h"
+
 #define STASH_BLOCKS 4
 static _Thread_local struct {
     void *p;
@@ -15,7 +17,7 @@ void gck_stash_put(void *p, size_t bytes) {
             stash[b].p = p, stash[b].bytes = bytes;
             return;
         }
-    free(p);
+    gck_big_free(p);
 }
 
 void *gck_stash_take(size_t bytes) {
@@ -32,7 +34,7 @@ void *gck_stash_take(size_t bytes) {
 
 void gck_stash_flush(void) {
     for (int b = 0; b < STASH_BLOCKS; b++) {
-        free(stash[b].p);
+        gck_big_free(stash[b].p);
         stash[b].p = NULL;
     }
 }
