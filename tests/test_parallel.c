@@ -13,6 +13,7 @@
 #include <locale.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -411,4 +412,48 @@ Test(bigmem, kept_blocks_are_given_back_when_memory_runs_out) {
     cr_assert_eq(waitpid(pid, &status, 0), pid);
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child exit %d",
               WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+/* Children forked while another thread takes and frees blocks: each can take and free one (a
+ * lock held across the fork would leave it waiting for ever: killed after 10 s, a failure). */
+static atomic_bool churning;
+static void *churn_until_told(void *arg) {
+    (void)arg;
+    while (atomic_load(&churning)) {
+        void *p = gck_big_alloc(4 * MIB);
+        if (p) *(volatile char *)p = 1;
+        gck_big_free(p);
+    }
+    return NULL;
+}
+
+Test(bigmem, a_child_forked_during_reuse_takes_blocks) {
+#if defined(__SANITIZE_ADDRESS__)
+    /* GCC 12's ASan allocator is not locked across fork: a child may wait on its lock instead */
+    cr_skip_test("ASan's allocator and fork from a threaded process do not mix");
+#endif
+    atomic_store(&churning, true);
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, churn_until_told, NULL), 0);
+    for (int f = 0; f < 40; f++) {
+        pid_t pid = fork();
+        cr_assert_geq(pid, 0);
+        if (pid == 0) {
+            void *p = gck_big_alloc(4 * MIB);
+            gck_big_free(p);
+            _exit(p ? 0 : 1);
+        }
+        int status = 0, waited = 0; /* 10 s, then the child is stuck: killed, and a failure */
+        while (waitpid(pid, &status, WNOHANG) == 0 && waited++ < 1000) usleep(10000);
+        if (waited > 1000) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            atomic_store(&churning, false);
+            cr_assert_fail("child %d waits for ever for a lock it inherited held", f);
+        }
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %d", f);
+    }
+    atomic_store(&churning, false);
+    cr_assert_eq(pthread_join(th, NULL), 0);
+    gck_big_release();
 }

@@ -23,6 +23,17 @@ static size_t kept, keep_cap = SIZE_MAX;
 static uint64_t clock_puts;
 static pthread_mutex_t keep_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* A fork waits for the lock, so that the child never inherits it held by a thread it lacks. */
+static pthread_once_t keep_once = PTHREAD_ONCE_INIT;
+static void keep_prepare(void) { pthread_mutex_lock(&keep_lock); }
+static void keep_after(void) { pthread_mutex_unlock(&keep_lock); }
+static void keep_register(void) { (void)pthread_atfork(keep_prepare, keep_after, keep_after); }
+
+static void keep_enter(void) {
+    pthread_once(&keep_once, keep_register);
+    pthread_mutex_lock(&keep_lock);
+}
+
 /* An eighth of the machine's memory, at most 4 GiB (under keep_lock). */
 static size_t cap(void) {
     if (keep_cap == SIZE_MAX) {
@@ -37,7 +48,7 @@ static size_t cap(void) {
  * if none. (A block's size is what malloc_usable_size says: for glibc's aligned blocks, up to a
  * huge page beyond what was asked.) */
 static void *take_kept(size_t whole) {
-    pthread_mutex_lock(&keep_lock);
+    keep_enter();
     int best = -1;
     for (int b = 0; b < KEEP_BLOCKS; b++)
         if (keep[b].p && keep[b].bytes >= whole && keep[b].bytes - whole <= whole / 4 + HUGE_PAGE &&
@@ -86,7 +97,7 @@ void gck_big_free(void *p) {
     }
     void *out[KEEP_BLOCKS + 1];
     int nout = 0;
-    pthread_mutex_lock(&keep_lock);
+    keep_enter();
     if (bytes > cap()) {
         out[nout++] = p;
     } else {
@@ -114,7 +125,7 @@ void gck_big_free(void *p) {
 void gck_big_release(void) {
     void *out[KEEP_BLOCKS];
     int nout = 0;
-    pthread_mutex_lock(&keep_lock);
+    keep_enter();
     for (int b = 0; b < KEEP_BLOCKS; b++)
         if (keep[b].p) out[nout++] = keep[b].p, keep[b].p = NULL;
     kept = 0;
@@ -123,7 +134,7 @@ void gck_big_release(void) {
 }
 
 size_t gck_big_kept(void) {
-    pthread_mutex_lock(&keep_lock);
+    keep_enter();
     size_t k = kept;
     pthread_mutex_unlock(&keep_lock);
     return k;
