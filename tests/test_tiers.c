@@ -230,15 +230,19 @@ Test(tiers, the_sign_test_bounds_the_exact_tail_of_units_of_any_size) {
 
 /* ---- faults under the hard bound ----------------------------------------------------------- */
 
-static void run(const char *backend, const char *text, gck_run_result *r) {
+static void run_on(const char *backend, const char *text, int threads, gck_run_result *r) {
     gck_backend be;
     char msg[1024];
     cr_assert_eq(gck_backend_open(&be, backend, msg, sizeof msg), GCK_OK, "%s", msg);
     gck_spec s;
     cr_assert_eq(gck_spec_parse(text, &s, msg, sizeof msg), GCK_OK, "%s", msg);
-    gck_run_options o = {.check = {.threads = 2}};
+    gck_run_options o = {.check = {.threads = threads}};
     cr_assert_eq(gck_run_spec(&be, &s, &o, r, msg, sizeof msg), GCK_OK, "%s", msg);
     gck_backend_close(&be);
+}
+
+static void run(const char *backend, const char *text, gck_run_result *r) {
+    run_on(backend, text, 2, r);
 }
 
 /* The fault's finding is of kind `want` (with `rule` in its text), no other value finding is
@@ -323,6 +327,29 @@ Test(tiers, round_to_nearest_leans_toward_zero_and_the_sign_test_does_not_cry_wo
     cr_expect_gt(k->bias_p, 1e-3);
     cr_expect_gt(k->bias_ss, 0, "the units' sums");
     free(r);
+}
+
+Test(tiers, the_sign_tests_unit_sums_do_not_depend_on_the_thread_count) {
+    /* each thread keeps its own unit sums and adds them once at the end: the sums of squares
+     * (and so the p-value) must be those of one thread, on units of rows that every thread's
+     * tiles meet */
+    const char *text = "gck1 m=300 n=40 k=64 order=col ta=N tb=N types=f32,f32,f32,f32 "
+                       "compute=f32 scale=f32 alpha=1 beta=0 lda=300 ldb=64 ldc=300 ldd=300 "
+                       "d=c batch=1 sa=0 sb=0 sc=0 sd=0 off=0,0,0,0 vab=normal vc=unif sp=0 "
+                       "cnan=0 seed=5";
+    gck_run_result *one = malloc(sizeof *one), *many = malloc(sizeof *many);
+    run_on("ref", text, 1, one);
+    for (int t = 2; t <= 5; t += 3) {
+        run_on("ref", text, t, many);
+        cr_expect_gt(one->check.bias_ss, 0);
+        cr_expect_eq(many->check.bias_ss, one->check.bias_ss, "%d threads: %g against %g", t,
+                     many->check.bias_ss, one->check.bias_ss);
+        cr_expect_eq(many->check.bias_up, one->check.bias_up);
+        cr_expect_eq(many->check.bias_down, one->check.bias_down);
+        cr_expect_eq(many->check.bias_p, one->check.bias_p);
+    }
+    free(one);
+    free(many);
 }
 
 Test(tiers, the_statistical_tier_says_where_it_does_not_apply) {
