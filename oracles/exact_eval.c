@@ -26,6 +26,8 @@ long gck_exact_ws_lane(const gck_exact_ws *w) { return w->lane; }
 
 long gck_exact_ws_lane256(const gck_exact_ws *w) { return w->lane256; }
 
+long gck_exact_ws_lane_double(const gck_exact_ws *w) { return w->lane_double; }
+
 void gck_exact_ws_tails(const gck_exact_ws *w, int64_t *met, int64_t *ahead) {
     *met = w->tails[0];
     *ahead = w->tails[1];
@@ -331,6 +333,57 @@ static double up128(unsigned __int128 u, int64_t base) {
     return scale2(N, base + lo);
 }
 
+/* 2^-900 <= |P| <= 2^1000: an exact product's check by FMA cannot lose its residue below the
+ * subnormals, and no sum or difference of such values below overflows. */
+static inline bool mid_range(double P) { return fabs(P) >= 0x1p-900 && fabs(P) <= 0x1p+1000; }
+
+/* v·P exact (checked by an FMA unless v is a power of two), into *P; false when not. */
+static inline bool exact_product(double v, const dec *vd, double x, double *P) {
+    *P = v * x;
+    return mid_range(*P) && (vd->m == 1 || fma(v, x, -*P) == 0);
+}
+
+/* The element from its sum S = x->s·2^(x->base) in doubles, when |x->s| < 2^53 and S lies well
+ * inside double's range: alpha·S and beta·c exact products (checked), their sum s + t exact by
+ * TwoSum (Knuth), rounded once to D's format from the pair (gck_fmt_round2_to), and the error
+ * of a finite result g, when t = 0, from TwoSum(s, -g) = d + e: |d| rounded up past e; false
+ * (nothing written) when any of it does not hold, the integers then decide. Needs round to nearest
+ * (the oracle's environment). */
+static inline __attribute__((always_inline)) bool lane_double(const gck_exact_plan *p,
+                                                              const gck_sum128 *x, double cv,
+                                                              const double *got,
+                                                              gck_oracle_eval *out) {
+    __int128 si = x->s;
+    if (x->base < -1074 || x->base > 900 ||
+        (unsigned __int128)(si + ((__int128)1 << 53)) >= (unsigned __int128)1 << 54)
+        return false;
+    double S = scale2((uint64_t)(si < 0 ? -si : si), x->base), P, Q = 0; /* exact */
+    if (si < 0) S = -S;
+    if (!exact_product(p->c->alpha, &p->alpha, S, &P)) return false;
+    if (p->rc && p->beta.m && cv != 0 && !exact_product(p->c->beta, &p->beta, cv, &Q)) return false;
+    double v = P + Q, bv = v - P, t = (P - (v - bv)) + (Q - bv); /* v + t = P + Q */
+    if (v == 0) return false; /* exactly 0: its sign follows the IEEE rules (the limbs') */
+    double err = NAN;
+    int sign = 0;
+    if (got && isfinite(*got)) {
+        if (t != 0) return false;
+        double g = -*got, d = v + g, bd = d - v, e = (v - (d - bd)) + (g - bd), ad = fabs(d);
+        if (!isfinite(d) || !isfinite(e)) return false;
+        /* e of d's sign: |d + e| just above |d|, rounded up to the next double; of the other
+         * sign: |d + e| in (pred(|d|), |d|) (it is not pred itself, or d = RN(d + e) would be
+         * pred), rounded up to |d| */
+        if (e != 0 && (e > 0) == (d > 0)) ad = nextafter(ad, INFINITY);
+        err = ad;
+        sign = (d < 0) - (d > 0); /* d has the sign of exact - result */
+    }
+    out->value = p->td == GCK_F64             ? v /* RN(P + Q) */
+                 : p->td == GCK_F32 && t == 0 ? (double)(float)v
+                                              : gck_fmt_round2_to(v, t, p->td);
+    out->abs_error = err;
+    out->err_sign = sign;
+    return true;
+}
+
 /* The bits of the largest magnitude among an element's nq terms (branch-free absolute values). */
 static inline int terms_bits(const int64_t *t, int nq) {
     uint64_t any = 0;
@@ -383,7 +436,8 @@ static lane_col lane_col_of(const gck_ozaki *o, int64_t bi, int64_t j) {
 static inline __attribute__((always_inline)) bool lane_eval(const gck_exact_plan *p,
                                                             const lane_col *L, int64_t i, double cv,
                                                             const double *got, gck_oracle_eval *out,
-                                                            int64_t tails[2]) {
+                                                            gck_exact_ws *w) {
+    int64_t *tails = w->tails;
     int nq = L->nq, step = L->step;
     const int64_t *t = L->q + i * nq;
     /* S's terms, term d at 2^(step·(nq - 1 - d)) above the last one's weight: below
@@ -406,6 +460,10 @@ static inline __attribute__((always_inline)) bool lane_eval(const gck_exact_plan
         if (x.overflow) return false;
     }
     if (x.s == 0) return false;
+    if (lane_double(p, &x, cv, got, out)) {
+        w->lane_double++;
+        return true;
+    }
     /* alpha·S */
     unsigned __int128 u = mag128(x.s);
     if (p->alpha.m != 1) {
@@ -614,11 +672,9 @@ static bool lane256_eval(const gck_exact_plan *p, const lane_col *L, int64_t i, 
 
 /* The element by the 128-bit lane, else the 256-bit one: 1 or 2, 0 when neither. */
 static int eval_lanes(const gck_exact_plan *p, int64_t bi, int64_t i, int64_t j, double cv,
-                      const double *got, gck_oracle_eval *out, int64_t tails[2]) {
+                      const double *got, gck_oracle_eval *out, gck_exact_ws *w) {
     lane_col L = lane_col_of(p->oz, bi, j);
-    return lane_eval(p, &L, i, cv, got, out, tails) ? 1
-           : lane256_eval(p, &L, i, cv, got, out)   ? 2
-                                                    : 0;
+    return lane_eval(p, &L, i, cv, got, out, w) ? 1 : lane256_eval(p, &L, i, cv, got, out) ? 2 : 0;
 }
 
 void gck_exact_eval(const gck_exact_plan *p, gck_exact_ws *w, int64_t bi, int64_t i, int64_t j,
@@ -645,9 +701,8 @@ void gck_exact_eval(const gck_exact_plan *p, gck_exact_ws *w, int64_t bi, int64_
         }
     }
     /* finite inputs: terms with a zero factor contribute 0 whether skipped or not */
-    int lane = rab && p->path == PATH_OZAKI
-                   ? eval_lanes(p, ma > mb ? ma : mb, i, j, cv, got, out, w->tails)
-                   : 0;
+    int lane =
+        rab && p->path == PATH_OZAKI ? eval_lanes(p, ma > mb ? ma : mb, i, j, cv, got, out, w) : 0;
     if (lane) {
         w->lane += lane == 1;
         w->lane256 += lane == 2;
@@ -697,7 +752,7 @@ void gck_exact_eval_run(const gck_exact_plan *p, gck_exact_ws *w, int64_t bi, in
         e->special_input = false;
         if (rs[i] || !isfinite(cv))
             gck_exact_eval(p, w, bi, i, j, false, g, e);
-        else if (lane_eval(p, &L, i, cv, g, e, w->tails))
+        else if (lane_eval(p, &L, i, cv, g, e, w))
             w->lane++;
         else if (lane256_eval(p, &L, i, cv, g, e))
             w->lane256++;

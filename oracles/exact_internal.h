@@ -82,6 +82,7 @@ struct gck_exact_ws {
     int s_lo, s_top;  /* S's limbs that matter: s_lo..s_top-1 digits, s_top 0 or -1 (sign) */
     long lane;        /* elements by the 128-bit lane */
     long lane256;     /* elements by the 256-bit lane */
+    long lane_double; /* of the 128-bit lane's, those finished in doubles (lane_double) */
     int64_t tails[2]; /* of those, elements meeting a tail; those whose tail sum came ahead */
 };
 

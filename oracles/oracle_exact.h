@@ -54,6 +54,10 @@ void gck_exact_eval_run(const gck_exact_plan *p, gck_exact_ws *w, int64_t bi, in
 /** How many of this workspace's elements took the 128-bit lane (a split product's element whose
  *  value and error fit one __int128: no limbs); for tests. */
 long gck_exact_ws_lane(const gck_exact_ws *w);
+/** How many of the 128-bit lane's elements were finished in doubles: a value alpha·S + beta·c
+ *  that is a double or the exact sum of two, and its error from the result a double rounded up
+ *  exactly (TwoSum); for tests. */
+long gck_exact_ws_lane_double(const gck_exact_ws *w);
 /** How many took the 256-bit lane (a split product's element without tails whose terms span more
  *  than 128 bits: f64 inputs); for tests. */
 long gck_exact_ws_lane256(const gck_exact_ws *w);

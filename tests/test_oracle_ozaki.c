@@ -21,6 +21,7 @@ static gck_status ozaki_as_mpfr(const gck_case *c, const void *A, const void *B,
 static bool last_had_tails;            /* the last case compare_case split had values with a tail */
 static long lane_elements;             /* evaluations the exact oracle made by its 128-bit lane */
 static long lane256_elements;          /* and by its 256-bit lane */
+static long lane_double_elements;      /* of the 128-bit lane's, those finished in doubles */
 static int64_t tails_met, tails_ahead; /* elements meeting a tail; those summed ahead */
 
 static bool same_bits(double a, double b) {
@@ -100,6 +101,7 @@ static const char *compare_case_with(const gck_spec *s, const void *A, const voi
     gck_exact_ws_free(wo);
     lane_elements += gck_exact_ws_lane(w);
     lane256_elements += gck_exact_ws_lane256(w);
+    lane_double_elements += gck_exact_ws_lane_double(w);
     int64_t met, ahead; /* wv evaluated each element once */
     gck_exact_ws_tails(wv, &met, &ahead);
     tails_met += met, tails_ahead += ahead;
@@ -175,7 +177,7 @@ Test(ozaki, splitting_equals_mpfr_bit_for_bit_on_a_million_elements, .timeout = 
     gck_ozaki_set_mode(GCK_OZAKI_ALWAYS);
     test_rng r = {test_seed("oracle_ozaki.property", 2026)};
     long elements = 0, split = 0, not_split = 0, cases = 0, tails = 0, lane_before = lane_elements,
-         lane256_before = lane256_elements;
+         lane256_before = lane256_elements, double_before = lane_double_elements;
     int64_t met_before = tails_met, ahead_before = tails_ahead;
     while (elements < PROPERTY_ELEMENTS) {
         gck_spec s;
@@ -192,12 +194,14 @@ Test(ozaki, splitting_equals_mpfr_bit_for_bit_on_a_million_elements, .timeout = 
         cases++;
         for (int x = 0; x < 3; x++) free(X[x]);
     }
-    long lane = lane_elements - lane_before, lane256 = lane256_elements - lane256_before;
+    long lane = lane_elements - lane_before, lane256 = lane256_elements - lane256_before,
+         dbl = lane_double_elements - double_before;
     fprintf(stderr,
             "[ozaki vs MPFR] %ld cases, %ld elements identical in value and exact errors: %ld by "
             "splitting (%ld of them with tails), %ld summed one by one (no product); %ld of the "
-            "%ld evaluations by the 128-bit lane, %ld by the 256-bit lane\n",
-            cases, elements, split, tails, not_split, lane, 2 * elements, lane256);
+            "%ld evaluations by the 128-bit lane (%ld of them finished in doubles), %ld by the "
+            "256-bit lane\n",
+            cases, elements, split, tails, not_split, lane, 2 * elements, dbl, lane256);
     long met = (long)(tails_met - met_before), ahead = (long)(tails_ahead - ahead_before);
     fprintf(stderr,
             "[ozaki vs MPFR] of the %ld elements meeting a tail, %ld had their tail "
@@ -208,10 +212,83 @@ Test(ozaki, splitting_equals_mpfr_bit_for_bit_on_a_million_elements, .timeout = 
     cr_expect_geq(met - ahead, PROPERTY_ELEMENTS / 1000,
                   "only %ld elements added their tail products one by one", met - ahead);
     cr_expect_geq(lane, PROPERTY_ELEMENTS / 2, "only %ld evaluations took the 128-bit lane", lane);
+    cr_expect_geq(dbl, PROPERTY_ELEMENTS / 4, "only %ld evaluations finished in doubles", dbl);
+    cr_expect_geq(lane - dbl, PROPERTY_ELEMENTS / 4, "only %ld finished in integers", lane - dbl);
     cr_expect_geq(lane256, PROPERTY_ELEMENTS / 20, "only %ld evaluations took the 256-bit lane",
                   lane256);
     cr_expect_geq(tails, PROPERTY_ELEMENTS / 10, "only %ld elements had tails", tails);
     cr_expect_geq(split, PROPERTY_ELEMENTS * 8 / 10, "only %ld elements were split", split);
+}
+
+/* One element's results far from its exact value v (a double, D being f64): 0.3·v, -1.7·v, v
+ * moved by a relative 3·2^-60 either way, 1.5·2^-1000; each one's value, exact error and its
+ * sign against MPFR's; counted in same[0] (other[0]) when TwoSum(v, -g) leaves a residue of the
+ * difference's sign (of the other sign), which the double lane rounds up past. False on a
+ * mismatch (reported). */
+static bool distant_results(gck_exact_plan *p, gck_exact_ws *w, gck_oracle_ws *mw,
+                            const gck_case *c, void *X[3], int64_t b, int64_t i, int64_t j,
+                            long *same, long *other) {
+    gck_oracle_eval ex, mp;
+    gck_exact_eval(p, w, b, i, j, false, NULL, &ex);
+    double v = ex.value;
+    if (!isfinite(v) || v == 0) return true;
+    gck_exact_eval(p, w, b, i, j, false, &v, &ex);
+    if (ex.abs_error != 0) return true; /* v is not the exact value */
+    const double gs[] = {0.3 * v, -1.7 * v, v * (1 + 0x3p-60), v * (1 - 0x3p-60),
+                         copysign(0x1.8p-1000, v)};
+    for (int q = 0; q < 5; q++) {
+        double g = gs[q], d = v - g, bd = d - v, e = (v - (d - bd)) + (-g - bd);
+        *same += e != 0 && (e > 0) == (d > 0);
+        *other += e != 0 && (e > 0) != (d > 0);
+        gck_exact_eval(p, w, b, i, j, false, &g, &ex);
+        gck_oracle_eval_element(mw, c, X[0], X[1], X[2], b, i, j, false, &g, &mp);
+        if (same_bits(ex.value, mp.value) && same_bits(ex.abs_error, mp.abs_error) &&
+            ex.err_sign == mp.err_sign)
+            continue;
+        cr_expect_fail("[%lld](%lld,%lld) v %a, result %a: exact err %a sign %d, MPFR err %a "
+                       "sign %d",
+                       (long long)b, (long long)i, (long long)j, v, g, ex.abs_error, ex.err_sign,
+                       mp.abs_error, mp.err_sign);
+        return false;
+    }
+    return true;
+}
+
+/* The 128-bit lane's elements finished in doubles (a value that is a double, its error by
+ * TwoSum rounded up): results far from the exact value, whose differences from it are not
+ * doubles, with residues of both signs, equal MPFR's errors and their signs bit for bit. */
+Test(ozaki, the_double_lanes_errors_of_distant_results_equal_mpfr, .timeout = 600) {
+    gck_ozaki_set_mode(GCK_OZAKI_ALWAYS);
+    test_rng r = {test_seed("oracle_ozaki.double_lane", 7)};
+    long elements = 0, same = 0, other = 0, dbl = 0;
+    bool ok = true;
+    while (ok && elements < 20000) {
+        gck_spec s;
+        random_case(&r, &s);
+        s.c.type_d = GCK_F64;
+        void *X[3];
+        filled_operands(&s, X);
+        gck_exact_plan *p = gck_exact_plan_new(&s.c, X[0], X[1], X[2]);
+        gck_exact_ws *w = gck_exact_ws_new(p);
+        gck_oracle_ws *mw = gck_oracle_ws_new(s.c.k);
+        cr_assert(p && w && mw);
+        for (int64_t b = 0; ok && b < s.c.batch; b++)
+            for (int64_t i = 0; ok && i < s.c.m; i++)
+                for (int64_t j = 0; ok && j < s.c.n; j++, elements++)
+                    ok = distant_results(p, w, mw, &s.c, X, b, i, j, &same, &other);
+        dbl += gck_exact_ws_lane_double(w);
+        gck_oracle_ws_free(mw);
+        gck_exact_ws_free(w);
+        gck_exact_plan_free(p);
+        for (int x = 0; x < 3; x++) free(X[x]);
+    }
+    fprintf(stderr,
+            "[ozaki vs MPFR] %ld elements with distant results: %ld evaluations finished in "
+            "doubles; TwoSum residues of the difference's sign %ld, of the other sign %ld\n",
+            elements, dbl, same, other);
+    cr_expect_geq(dbl, elements, "only %ld evaluations finished in doubles", dbl);
+    cr_expect_geq(same, 1000);
+    cr_expect_geq(other, 1000);
 }
 
 /* A 1 x 1 x K dot product whose A values span `span` bits (a big value, a tiny one and values of
