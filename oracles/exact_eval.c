@@ -343,7 +343,8 @@ static inline bool exact_product(double v, const dec *vd, double x, double *P) {
     return mid_range(*P) && (vd->m == 1 || fma(v, x, -*P) == 0);
 }
 
-/* The element from its sum S = x->s·2^(x->base) in doubles, when |x->s| < 2^53 and S lies well
+/* The element from its sum S = x->s·2^(x->base) (x->s != 0) in doubles, when S has at most 53
+ * significant bits and lies well
  * inside double's range: alpha·S and beta·c exact products (checked), their sum s + t exact by
  * TwoSum (Knuth), rounded once to D's format from the pair (gck_fmt_round2_to), and the error
  * of a finite result g, when t = 0, from TwoSum(s, -g) = d + e: |d| rounded up past e; false
@@ -353,12 +354,14 @@ static inline __attribute__((always_inline)) bool lane_double(const gck_exact_pl
                                                               const gck_sum128 *x, double cv,
                                                               const double *got,
                                                               gck_oracle_eval *out) {
-    __int128 si = x->s;
-    if (x->base < -1074 || x->base > 900 ||
-        (unsigned __int128)(si + ((__int128)1 << 53)) >= (unsigned __int128)1 << 54)
-        return false;
-    double S = scale2((uint64_t)(si < 0 ? -si : si), x->base), P, Q = 0; /* exact */
-    if (si < 0) S = -S;
+    unsigned __int128 u = mag128(x->s);
+    uint64_t lo = (uint64_t)u; /* S's trailing zeros dropped: the frame starts at its lowest term */
+    int z = lo ? __builtin_ctzll(lo) : 64 + __builtin_ctzll((uint64_t)(u >> 64));
+    u >>= z;
+    int64_t base = (int64_t)x->base + z;
+    if (base < -1074 || base > 900 || u >> 53) return false;
+    double S = scale2((uint64_t)u, base), P, Q = 0; /* exact */
+    if (x->s < 0) S = -S;
     if (!exact_product(p->c->alpha, &p->alpha, S, &P)) return false;
     if (p->rc && p->beta.m && cv != 0 && !exact_product(p->c->beta, &p->beta, cv, &Q)) return false;
     double v = P + Q, bv = v - P, t = (P - (v - bv)) + (Q - bv); /* v + t = P + Q */
