@@ -302,21 +302,25 @@ gck_exact_plan *gck_exact_plan_new_with(const gck_case *c, const void *A, const 
     gck_case_op_strides(c, GCK_B, &brs, &bcs);
     opview va = {A, c->type_a, c->stride_a, members_a, c->m, c->k, ars, acs};
     opview vb = {B, c->type_b, c->stride_b, members_b, c->n, c->k, bcs, brs};
-    opstats sa = {0, 0, 0, 0, 0, 0}, sb = sa;
-    if (rab) {
-        op_stats(&va, p->row_special, &sa);
-        op_stats(&vb, p->col_special, &sb);
-    }
-    bool any = rab && sa.emin != INT32_MAX && sb.emin != INT32_MAX;
-    if (!any) sa = sb = (opstats){0, 0, 0, 0, 0, 0};
     int growth = 2 + bits_of((uint64_t)c->k + 1);
-    if (any && (p->oz = gck_ozaki_new(c, A, B, opt, p->oz_why, sizeof p->oz_why))) {
+    /* splitting first: its scales' pass finds the lines' NaN and Inf, and the operands' ranges
+     * (another pass over both) are needed only when it is not used (it is not when A or B has
+     * no non-zero finite value) */
+    if (rab && (p->oz = gck_ozaki_new(c, A, B, opt, p->oz_why, sizeof p->oz_why))) {
         int32_t width;
         p->path = PATH_OZAKI;
+        gck_ozaki_line_specials(p->oz, p->row_special, p->col_special);
         gck_ozaki_range(p->oz, &p->base_s, &width);
         p->nlimbs_s = width / 32 + 6;
         size_final(p, c);
     } else {
+        opstats sa = {0, 0, 0, 0, 0, 0}, sb = sa;
+        if (rab) {
+            op_stats(&va, p->row_special, &sa);
+            op_stats(&vb, p->col_special, &sb);
+        }
+        bool any = rab && sa.emin != INT32_MAX && sb.emin != INT32_MAX;
+        if (!any) sa = sb = (opstats){0, 0, 0, 0, 0, 0};
         choose_path(p, c, &sa, &sb, any, growth);
         if (!alloc_encoded(p, la * c->k, lb * c->k)) {
             gck_exact_plan_free(p);

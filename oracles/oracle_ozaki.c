@@ -95,6 +95,8 @@ void gck_ozaki_free(gck_ozaki *o) {
     free(o->eb);
     free(o->need_a);
     free(o->need_b);
+    free(o->spec_a);
+    free(o->spec_b);
     gck_big_free(o->q);
     free(o->ta_start);
     free(o->tb_start);
@@ -149,6 +151,12 @@ void gck_ozaki_shape(const gck_ozaki *o, int *slices_a, int *slices_b, int *beta
 void gck_ozaki_tails(const gck_ozaki *o, int64_t *tails_a, int64_t *tails_b) {
     *tails_a = o->ntail_a;
     *tails_b = o->ntail_b;
+}
+
+void gck_ozaki_line_specials(const gck_ozaki *o, uint8_t *rows, uint8_t *cols) {
+    int64_t la = (o->a_batched ? o->pairs : 1) * o->m, lb = (o->b_batched ? o->pairs : 1) * o->n;
+    for (int64_t t = 0; t < la; t++) rows[t] |= o->spec_a[t];
+    for (int64_t t = 0; t < lb; t++) cols[t] |= o->spec_b[t];
 }
 
 void gck_ozaki_range(const gck_ozaki *o, int32_t *lowest, int32_t *width) {
@@ -668,8 +676,8 @@ static bool int8_scales(const gck_ozaki *o, const lines *va, const lines *vb, gc
     memset(ha, 0, OZ_NEED_BINS * sizeof *ha);
     memset(hb, 0, OZ_NEED_BINS * sizeof *hb);
     return t->ea && t->eb && t->need_a && t->need_b &&
-           gck_oz_line_scales(va, 7, t->ea, t->need_a, ha, lowa) &&
-           gck_oz_line_scales(vb, 7, t->eb, t->need_b, hb, lowb);
+           gck_oz_line_scales(va, 7, t->ea, t->need_a, NULL, ha, lowa) &&
+           gck_oz_line_scales(vb, 7, t->eb, t->need_b, NULL, hb, lowb);
 }
 
 /* The f64 GEMM's rate the cost model weighs: the options', else the kernels' measured one (GFLOP/s
@@ -1029,8 +1037,10 @@ gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B,
     }
     int64_t ha[OZ_NEED_BINS] = {0}, hb[OZ_NEED_BINS] = {0};
     int32_t lowa = INT32_MAX, lowb = INT32_MAX, tmina = INT32_MAX, tminb = INT32_MAX;
-    bool scaled = gck_oz_line_scales(&va, o->beta, o->ea, o->need_a, ha, &lowa) &&
-                  gck_oz_line_scales(&vb, o->beta, o->eb, o->need_b, hb, &lowb);
+    bool scaled = (o->spec_a = malloc((size_t)(ma * c->m))) &&
+                  (o->spec_b = malloc((size_t)(mb * c->n))) &&
+                  gck_oz_line_scales(&va, o->beta, o->ea, o->need_a, o->spec_a, ha, &lowa) &&
+                  gck_oz_line_scales(&vb, o->beta, o->eb, o->need_b, o->spec_b, hb, &lowb);
     if (!scaled || !gck_oz_most_needed(ha) || !gck_oz_most_needed(hb)) {
         snprintf(why, why_len, !scaled ? "out of memory" : "no non-zero finite product");
         gck_ozaki_free(o);

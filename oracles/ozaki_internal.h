@@ -71,6 +71,7 @@ struct gck_ozaki {
     int64_t corrupt;  /* gck_ozaki_options' planted fault (tests; < 0: none) */
     int32_t *ea, *eb; /* per member and row of op(A) / column of op(B): the scale exponent */
     uint8_t *need_a, *need_b; /* as ea, eb: the most slices a value of the line needs */
+    uint8_t *spec_a, *spec_b; /* as ea, eb: the line holds a NaN or an infinity */
     int64_t *q;               /* [pair][j][i][d]: the terms of each element */
     int32_t lowest, width;
     /* the tails: the bits of a value below its line's SA (SB) slices, kept exactly, per line
@@ -122,8 +123,11 @@ bool gck_oz_collect_tails(const lines *v, const int32_t *E, const uint8_t *need,
                           int64_t count, int64_t **start, tailv **out, tail_span **span,
                           int32_t *tmin);
 
-bool gck_oz_line_scales(const lines *v, int beta, int32_t *E, uint8_t *need, int64_t *hist,
-                        int32_t *low);
+/* Each line's scale E and the most slices a value of it needs, the histogram of the slices every
+ * value needs, the lowest set bit of any value into *low, and when special is not NULL whether
+ * each line holds a NaN or an infinity; false when out of memory. */
+bool gck_oz_line_scales(const lines *v, int beta, int32_t *E, uint8_t *need, uint8_t *special,
+                        int64_t *hist, int32_t *low);
 
 /* The most slices any value needs (0: no non-zero finite value). */
 int gck_oz_most_needed(const int64_t *hist);

@@ -27,6 +27,7 @@ typedef struct scales_job {
     int beta;
     int32_t *E;
     uint8_t *need;
+    uint8_t *special;         /* per line: a NaN or an infinity (NULL: not wanted) */
     uint8_t tab[OZ_NEED_TAB]; /* tab[w]: the slices a value needs whose last bit is w below E */
     int64_t hist[OZ_MAX_PARTS][OZ_NEED_BINS];
     int32_t low[OZ_MAX_PARTS];
@@ -46,10 +47,13 @@ static inline __attribute__((always_inline)) void scales_as(scales_job *x, layou
         const char *p = (const char *)v->base + t / v->count * v->member_bytes +
                         t % v->count * v->ls * lay.bytes;
         uint64_t big = 0;
+        bool special = false;
         for (int64_t k = 0; k < v->k; k++) {
             uint64_t u = raw_at(p, lay.bytes, k * v->ks) & (sign - 1);
             big = u < inf && u > big ? u : big;
+            special |= u >= inf;
         }
+        if (x->special) x->special[t] = special;
         bool sp;
         dec top = decode_raw(big, lay.fb, lay.eb, &sp);
         int32_t e = x->E[t] = big ? top.e + bits_of(top.m) : 0;
@@ -81,11 +85,11 @@ static int line_parts(const lines *v, int64_t count) {
     return parts < OZ_MAX_PARTS ? parts : OZ_MAX_PARTS;
 }
 
-bool gck_oz_line_scales(const lines *v, int beta, int32_t *E, uint8_t *need, int64_t *hist,
-                        int32_t *low) {
+bool gck_oz_line_scales(const lines *v, int beta, int32_t *E, uint8_t *need, uint8_t *special,
+                        int64_t *hist, int32_t *low) {
     scales_job *x = calloc(1, sizeof *x);
     if (!x) return false;
-    x->v = v, x->beta = beta, x->E = E, x->need = need;
+    x->v = v, x->beta = beta, x->E = E, x->need = need, x->special = special;
     for (int w = 0; w < OZ_NEED_TAB; w++) { /* ceil(w / beta), the last bin for the rest */
         int n = (w + beta - 1) / beta;
         x->tab[w] = (uint8_t)(n < OZ_NEED_BINS ? n : OZ_NEED_BINS - 1);
