@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigmem.h"
 #include "oracle_exact.h"
 
 static const char *const oracle_names[] = {"exact", "mpfr", "both"};
@@ -23,6 +24,10 @@ bool gck_oracle_kind_parse(const char *name, gck_oracle_kind *out) {
         }
     return false;
 }
+
+size_t gck_memory_kept(void) { return gck_big_kept(); }
+
+size_t gck_memory_release(void) { return gck_big_release(); }
 
 struct gck_oracle_plan {
     gck_oracle_kind kind;

@@ -334,6 +334,32 @@ Test(bigmem, freed_blocks_are_kept_for_a_size_near_theirs) {
     cr_assert_eq(gck_big_kept(), 0);
 }
 
+Test(bigmem, the_public_functions_report_and_give_back_what_the_oracle_kept) {
+    gck_memory_release();
+    cr_assert_eq(gck_memory_kept(), 0);
+    /* a product the exact oracle splits: its terms (8 MiB and more) are kept when it ends */
+    enum { M = 1024, N = 1024, K = 64 };
+    gck_case c;
+    gck_case_init(&c, M, N, K);
+    c.type_a = c.type_b = c.type_c = c.type_d = c.compute = c.scale_type = GCK_F32;
+    c.d_is_c = false;
+    float *a = malloc(sizeof(float) * M * K), *b = malloc(sizeof(float) * K * N),
+          *d = malloc(sizeof(float) * M * N);
+    cr_assert(a && b && d);
+    for (int x = 0; x < M * K; x++) a[x] = (float)(x % 97) - 48.5f;
+    for (int x = 0; x < K * N; x++) b[x] = (float)(x % 89) * 0.25f;
+    char msg[256];
+    cr_assert_eq(gck_oracle_exact(&c, a, b, NULL, d, 2, msg, sizeof msg), GCK_OK, "%s", msg);
+    size_t kept = gck_memory_kept();
+    cr_assert_geq(kept, 8 * MIB, "%zu bytes kept", kept);
+    cr_assert_eq(gck_memory_release(), kept);
+    cr_assert_eq(gck_memory_kept(), 0);
+    cr_assert_eq(gck_memory_release(), 0);
+    free(a);
+    free(b);
+    free(d);
+}
+
 Test(bigmem, at_most_24_blocks_are_kept_the_oldest_freed_first) {
     gck_big_release();
     enum { N = 30 };

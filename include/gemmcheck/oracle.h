@@ -33,6 +33,17 @@ GCK_API const char *gck_oracle_kind_name(gck_oracle_kind k);
  *  command line refuses one (exit 2). */
 GCK_API bool gck_oracle_env_ok(char *why, size_t why_len);
 
+/** The bytes of memory gemmcheck keeps between calls in this process: blocks of 4 MiB or more
+ *  of the exact oracle's and the checker's large arrays, freed at the end of one call and kept
+ *  for the next array of about their size (fresh memory's first touches are slow on virtual
+ *  machines: 0.3-1 s per GB measured). At most 24 blocks and an eighth of the machine's memory
+ *  (at most 4 GiB); all given back by itself when an allocation fails. */
+GCK_API size_t gck_memory_kept(void);
+/** Gives every kept block back to the system (for a process that checks a large product once,
+ *  then needs the memory elsewhere); returns the bytes given back. Thread-safe; later calls keep
+ *  blocks again. */
+GCK_API size_t gck_memory_release(void);
+
 /** Compute D for every batch member and every valid element of D; nothing else in D's buffer
  *  is written. A, B and C point at the first element of the first batch member in the layout
  *  the case describes (C may be NULL when beta == 0; A and B may be NULL when they are not

@@ -22,7 +22,7 @@ import numpy as np
 
 __all__ = ["oracle", "check", "Model", "Verdict", "Element", "GemmcheckError", "library_path",
            "RATIO_BINS", "Row", "Backend", "fuzz", "shrink", "given", "FuzzResult", "Finding",
-           "binary_path"]
+           "binary_path", "memory_kept", "release_memory"]
 
 # ---- the library ------------------------------------------------------------------------------
 
@@ -161,8 +161,24 @@ def _load():
     lib.gck_case_init.restype = None
     lib.gck_stat_describe.restype = None
     lib.gck_stat_describe.argtypes = [ctypes.POINTER(_Result), ctypes.c_char_p, ctypes.c_size_t]
+    for fn in ("gck_memory_kept", "gck_memory_release"):
+        getattr(lib, fn).restype = ctypes.c_size_t
+        getattr(lib, fn).argtypes = []
     _lib = lib
     return lib
+
+
+def memory_kept():
+    """Bytes the library keeps between calls in this process: blocks of 4 MiB or more of the
+    exact oracle's and the checker's large arrays, kept for the next call's arrays of about
+    their size (at most 24 blocks and an eighth of the machine's memory, at most 4 GiB)."""
+    return int(_load().gck_memory_kept())
+
+
+def release_memory():
+    """Give every kept block back to the system; returns the bytes given back. Later calls
+    keep blocks again."""
+    return int(_load().gck_memory_release())
 
 
 # ---- operands ---------------------------------------------------------------------------------

@@ -122,15 +122,17 @@ void gck_big_free(void *p) {
     for (int b = 0; b < nout; b++) free(out[b]);
 }
 
-void gck_big_release(void) {
+size_t gck_big_release(void) {
     void *out[KEEP_BLOCKS];
     int nout = 0;
     keep_enter();
     for (int b = 0; b < KEEP_BLOCKS; b++)
         if (keep[b].p) out[nout++] = keep[b].p, keep[b].p = NULL;
+    size_t was = kept;
     kept = 0;
     pthread_mutex_unlock(&keep_lock);
     for (int b = 0; b < nout; b++) free(out[b]);
+    return was;
 }
 
 size_t gck_big_kept(void) {

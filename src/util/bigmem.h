@@ -27,8 +27,9 @@ void *gck_big_calloc(size_t n, size_t size);
  *  first; thread-safe. */
 void gck_big_free(void *p);
 
-/** Frees every kept block (gck_big_alloc does when memory runs out, then tries again). */
-void gck_big_release(void);
+/** Frees every kept block (gck_big_alloc does when memory runs out, then tries again); returns
+ *  the bytes they held. */
+size_t gck_big_release(void);
 
 /** The bytes kept now. */
 size_t gck_big_kept(void);

@@ -288,3 +288,18 @@ def test_format_names_users_write_are_taken():
     assert gc.oracle(a, b, out_dtype="float32").dtype == np.float32
     with pytest.raises(gc.GemmcheckError):
         gc.Model(compute="fp8")
+
+
+def test_the_memory_kept_between_calls_is_reported_and_given_back():
+    gc.release_memory()
+    assert gc.memory_kept() == 0
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((1024, 64)).astype(np.float32)
+    b = rng.standard_normal((64, 1024)).astype(np.float32)
+    d = gc.oracle(a, b)  # split by the exact oracle: its 8 MiB terms are kept when it ends
+    assert d.shape == (1024, 1024)
+    kept = gc.memory_kept()
+    assert kept >= 8 << 20, kept
+    assert gc.release_memory() == kept
+    assert gc.memory_kept() == 0
+    assert gc.release_memory() == 0
