@@ -344,12 +344,11 @@ static inline bool exact_product(double v, const dec *vd, double x, double *P) {
 }
 
 /* The element from its sum S = x->s·2^(x->base) (x->s != 0) in doubles, when S has at most 53
- * significant bits and lies well
- * inside double's range: alpha·S and beta·c exact products (checked), their sum s + t exact by
- * TwoSum (Knuth), rounded once to D's format from the pair (gck_fmt_round2_to), and the error
- * of a finite result g, when t = 0, from TwoSum(s, -g) = d + e: |d| rounded up past e; false
- * (nothing written) when any of it does not hold, the integers then decide. Needs round to nearest
- * (the oracle's environment). */
+ * significant bits and lies well inside double's range: alpha·S and beta·c exact products
+ * (checked), their sum v + t exact by TwoSum (Knuth), rounded once to D's format from the pair
+ * (gck_fmt_round2_to), and the error of a finite result g, when t = 0, from TwoSum(v, -g) =
+ * d + e: |d| rounded up past e; false (nothing written) when any of it does not hold, the
+ * integers then decide. Needs round to nearest (the oracle's environment, fpenv.h). */
 static inline __attribute__((always_inline)) bool lane_double(const gck_exact_plan *p,
                                                               const gck_sum128 *x, double cv,
                                                               const double *got,

@@ -92,11 +92,12 @@ void gck_ozaki_shape(const gck_ozaki *o, int *slices_a, int *slices_b, int *beta
  *  products are added apart from the slices' (gck_ozaki_tail_terms). */
 void gck_ozaki_tails(const gck_ozaki *o, int64_t *tails_a, int64_t *tails_b);
 
-/** The range of the terms' weights over every element: the lowest bit any term can have and
- *  the number of bits above it any sum needs (carries included). */
 /** Whether each row of op(A) and column of op(B) holds a NaN or an infinity (found by the
  *  scales' pass), or-ed into rows[member·M + i] and cols[member·N + j] (members of A, of B). */
 void gck_ozaki_line_specials(const gck_ozaki *o, uint8_t *rows, uint8_t *cols);
+
+/** The range of the terms' weights over every element: the lowest bit any term can have and
+ *  the number of bits above it any sum needs (carries included). */
 void gck_ozaki_range(const gck_ozaki *o, int32_t *lowest, int32_t *width);
 
 /** Element (i, j) of batch member bi: S = sum over d < *count of terms[d]·2^(w0 - step·d)
