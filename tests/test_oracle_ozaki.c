@@ -222,7 +222,7 @@ Test(ozaki, splitting_equals_mpfr_bit_for_bit_on_a_million_elements, .timeout = 
 
 /* One element's results far from its exact value v (a double, D being f64): 0.3·v, -1.7·v, v
  * moved by a relative 3·2^-60 either way, 1.5·2^-1000; each one's value, exact error and its
- * sign against MPFR's; counted in same[0] (other[0]) when TwoSum(v, -g) leaves a residue of the
+ * sign against MPFR's; counted in *same (*other) when TwoSum(v, -g) leaves a residue of the
  * difference's sign (of the other sign), which the double lane rounds up past. False on a
  * mismatch (reported). */
 static bool distant_results(gck_exact_plan *p, gck_exact_ws *w, gck_oracle_ws *mw,

@@ -114,7 +114,7 @@ static inline double next_above(double x) {
     return x;
 }
 
-/* 2^e, -1074 <= e <= 1023, from its bits (frexp and ldexp were a tenth of the verdict's time). */
+/* 2^e, -1074 <= e <= 1023, from its bits (frexp and ldexp: 1.7% of a 2048^3 f16 check). */
 static inline double pow2i(int e) {
     uint64_t u = e >= -1022 ? (uint64_t)(e + 1023) << 52 : UINT64_C(1) << (e + 1074);
     double d;
