@@ -104,10 +104,7 @@ static inline void add128(int64_t *l, int64_t o, unsigned __int128 v, int neg) {
 static inline double scale2(uint64_t N, int64_t q) {
     if (q < -1074 || q > 1023)
         return ldexp((double)N, (int)(q < -2200 ? -2200 : q > 2200 ? 2200 : q));
-    uint64_t u = q >= -1022 ? (uint64_t)(q + 1023) << 52 : UINT64_C(1) << (q + 1074);
-    double p2;
-    memcpy(&p2, &u, sizeof p2);
-    return (double)N * p2;
+    return (double)N * pow2_bits(q);
 }
 
 /* Carry-propagate: every limb but the top one in [0, 2^32); the top one carries the sign. */

@@ -422,10 +422,7 @@ static void sum_terms(const elem_lines *e, unsigned ord, bool skip_zero, elem_fa
 static bool below_pow2(double M, int64_t E) {
     if (E > 1023) return !isnan(M) && M < INFINITY;
     if (E < -1074) return false;
-    uint64_t bits = E >= -1022 ? (uint64_t)(E + 1023) << 52 : UINT64_C(1) << (E + 1074);
-    double p;
-    memcpy(&p, &bits, sizeof p);
-    return M < p;
+    return M < pow2_bits(E);
 }
 
 /* The exact-case certificate (call in upward rounding; p: the smallest precision, qmin: the

@@ -77,4 +77,12 @@ static inline layout layout_of(gck_format t) {
 
 static inline int bits_of(uint64_t m) { return m ? 64 - __builtin_clzll(m) : 0; }
 
+/* 2^e for -1074 <= e <= 1023, built from its bits (no libm call). */
+static inline double pow2_bits(int64_t e) {
+    uint64_t u = e >= -1022 ? (uint64_t)(e + 1023) << 52 : UINT64_C(1) << (e + 1074);
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+
 #endif
