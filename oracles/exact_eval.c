@@ -349,18 +349,10 @@ static inline bool exact_product(double v, const dec *vd, double x, double *P) {
  * (gck_fmt_round2_to), and the error of a finite result g, when t = 0, from TwoSum(v, -g) =
  * d + e: |d| rounded up past e; false (nothing written) when any of it does not hold, the
  * integers then decide. Needs round to nearest (the oracle's environment, fpenv.h). */
-static inline __attribute__((always_inline)) bool lane_double(const gck_exact_plan *p,
-                                                              const gck_sum128 *x, double cv,
-                                                              const double *got,
-                                                              gck_oracle_eval *out) {
-    unsigned __int128 u = mag128(x->s);
-    uint64_t lo = (uint64_t)u; /* S's trailing zeros dropped: the frame starts at its lowest term */
-    int z = lo ? __builtin_ctzll(lo) : 64 + __builtin_ctzll((uint64_t)(u >> 64));
-    u >>= z;
-    int64_t base = (int64_t)x->base + z;
-    if (base < -1074 || base > 900 || u >> 53) return false;
-    double S = scale2((uint64_t)u, base), P, Q = 0; /* exact */
-    if (x->s < 0) S = -S;
+static inline __attribute__((always_inline)) bool lane_double_of(const gck_exact_plan *p, double S,
+                                                                 double cv, const double *got,
+                                                                 gck_oracle_eval *out) {
+    double P, Q = 0;
     if (!exact_product(p->c->alpha, &p->alpha, S, &P)) return false;
     if (p->rc && p->beta.m && cv != 0 && !exact_product(p->c->beta, &p->beta, cv, &Q)) return false;
     double v = P + Q, bv = v - P, t = (P - (v - bv)) + (Q - bv); /* v + t = P + Q */
@@ -384,6 +376,23 @@ static inline __attribute__((always_inline)) bool lane_double(const gck_exact_pl
     out->abs_error = err;
     out->err_sign = sign;
     return true;
+}
+
+/* lane_double_of from the sum S = x->s·2^(x->base) (x->s != 0) when it has at most 53
+ * significant bits (its trailing zeros dropped: the frame starts at its lowest term) well inside
+ * double's range. */
+static inline __attribute__((always_inline)) bool lane_double(const gck_exact_plan *p,
+                                                              const gck_sum128 *x, double cv,
+                                                              const double *got,
+                                                              gck_oracle_eval *out) {
+    unsigned __int128 u = mag128(x->s);
+    uint64_t lo = (uint64_t)u;
+    int z = lo ? __builtin_ctzll(lo) : 64 + __builtin_ctzll((uint64_t)(u >> 64));
+    u >>= z;
+    int64_t base = (int64_t)x->base + z;
+    if (base < -1074 || base > 900 || u >> 53) return false;
+    double S = scale2((uint64_t)u, base); /* exact */
+    return lane_double_of(p, x->s < 0 ? -S : S, cv, got, out);
 }
 
 /* The bits of the largest magnitude among an element's nq terms (branch-free absolute values). */
@@ -433,6 +442,31 @@ static lane_col lane_col_of(const gck_ozaki *o, int64_t bi, int64_t j) {
     return L;
 }
 
+/* Element i of the column when its sum is one term q·2^(ea[i] + w) and the tails' sum T made
+ * ahead (or none), and both are doubles whose sum is one (TwoSum's residue zero): then the sum
+ * S = q·2^(ea[i] + w) + T exactly, finished by lane_double_of without the integers (an f64
+ * slice product's element: one term, of at most 53 bits). False (nothing written) when any of
+ * it does not hold. */
+static inline __attribute__((always_inline)) bool
+lane_one_term(const gck_exact_plan *p, const lane_col *L, int64_t i, int64_t na, int64_t q,
+              double cv, const double *got, gck_oracle_eval *out, gck_exact_ws *w) {
+    int64_t base = (int64_t)L->ea[i] + L->w;
+    uint64_t mq = q < 0 ? -(uint64_t)q : (uint64_t)q;
+    if (mq >> 53 || base < -1074 || base > 900) return false;
+    double S = (double)q * pow2_bits(base), T = 0; /* exact */
+    if (na || L->nb) {
+        if (!L->tsum || !gck_oz_tails_exact(L->o, L->ma, L->mb, i, L->j, na, L->nb)) return false;
+        T = L->tsum[i];
+        double s = S + T, bs = s - S;
+        if ((S - (s - bs)) + (T - bs) != 0 || !isfinite(s)) return false; /* S + T not a double */
+        S = s;
+    }
+    if (S == 0 || !lane_double_of(p, S, cv, got, out)) return false;
+    w->lane_double++;
+    if (na || L->nb) w->tails[0]++, w->tails[1]++;
+    return true;
+}
+
 /* Element i of the column by the lane: false (nothing written) when a term does not fit or the
  * value is exactly 0 (its sign follows the IEEE rules: the limbs' path decides it). */
 static inline __attribute__((always_inline)) bool lane_eval(const gck_exact_plan *p,
@@ -442,13 +476,14 @@ static inline __attribute__((always_inline)) bool lane_eval(const gck_exact_plan
     int64_t *tails = w->tails;
     int nq = L->nq, step = L->step;
     const int64_t *t = L->q + i * nq;
+    int64_t na = L->ta_start ? L->ta_start[i + 1] - L->ta_start[i] : 0;
+    if (nq == 1 && lane_one_term(p, L, i, na, t[0], cv, got, out, w)) return true;
     /* S's terms, term d at 2^(step·(nq - 1 - d)) above the last one's weight: below
      * 2^(bits + step·(nq - 1) + 1) for terms below 2^bits */
     if (terms_bits(t, nq) + step * (nq - 1) + 1 > 124) return false;
     __int128 s = 0;
     for (int d = 0; d < nq; d++) s = (__int128)((unsigned __int128)s << step) + t[d];
     gck_sum128 x = {s, L->ea[i] + L->w, false};
-    int64_t na = L->ta_start ? L->ta_start[i + 1] - L->ta_start[i] : 0;
     if (na || L->nb) { /* the tails' products */
         const gck_ozaki *o = L->o;
         tails[0]++;

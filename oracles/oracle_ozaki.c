@@ -104,8 +104,6 @@ void gck_ozaki_free(gck_ozaki *o) {
     free(o->tb);
     free(o->sp_a);
     free(o->sp_b);
-    gck_big_free(o->pa);
-    gck_big_free(o->pb);
     gck_big_free(o->va_copy);
     gck_big_free(o->vb_copy);
     gck_big_free(o->tsum);
@@ -739,11 +737,8 @@ static bool decide(gck_ozaki *o, gck_ozaki_mode md, double cost, double obo, cha
     if (o->va_copy) /* op(A) or op(B) copied line by line */
         bytes += (double)o->va.members * (double)o->m * (double)o->k * o->va.lay.bytes;
     if (o->vb_copy) bytes += (double)o->vb.members * (double)o->n * (double)o->k * o->vb.lay.bytes;
-    if (o->ntail_a || o->ntail_b) /* the tails' sums and partners */
-        bytes += 8.0 * (double)o->pairs * (double)o->m * (double)o->n +
-                 8.0 * (double)o->k *
-                     ((o->ntail_b ? (double)o->va.members * o->m : 0) +
-                      (o->ntail_a ? (double)o->vb.members * o->n : 0));
+    if (o->ntail_a || o->ntail_b) /* the tails' sums (read from the operands in place) */
+        bytes += 8.0 * (double)o->pairs * (double)o->m * (double)o->n;
     if (bytes > (double)OZ_MAX_BYTES)
         snprintf(why, len, "splitting would take %.1f GiB", bytes / (1 << 30));
     else if (forced(md))
@@ -768,48 +763,6 @@ static double one_by_one_cost(const gck_ozaki_options *opt) {
     if (!(opt->rate_one_by_one > 0)) return OZ_ONE_BY_ONE;
     double r64 = f64_rate(opt);
     return r64 > 0 ? r64 / 2 / opt->rate_one_by_one : OZ_ONE_BY_ONE;
-}
-
-/* The values of v as doubles (NaN and Inf as 0) with the lines adjacent: element (line, k) of
- * member b at (b·K + k)·count + line; the steps k cut among the cores, copied in blocks of
- * 64 x 64. */
-typedef struct adjacent_job {
-    const lines *v;
-    double *dst;
-} adjacent_job;
-
-static inline __attribute__((always_inline)) void adjacent_as(const adjacent_job *x, int64_t lo,
-                                                              int64_t hi, gck_format fmt) {
-    const lines *v = x->v;
-    int64_t n = v->count, K = v->k, blocks = (K + 63) / 64;
-    for (int64_t t = lo; t < hi; t++) {
-        int64_t b = t / blocks, k0 = t % blocks * 64, k1 = k0 + 64 < K ? k0 + 64 : K;
-        const char *src = (const char *)v->base + b * v->member_bytes;
-        double *dst = x->dst + b * K * n;
-        for (int64_t l0 = 0; l0 < n; l0 += 64)
-            for (int64_t k = k0; k < k1; k++)
-                for (int64_t l = l0; l < l0 + 64 && l < n; l++) {
-                    double y = gck_fmt_load_as(src, fmt, l * v->ls + k * v->ks);
-                    dst[k * n + l] = isfinite(y) ? y : 0.0; /* NaN and Inf as 0 (as value_at) */
-                }
-    }
-}
-
-static void adjacent_part(void *arg, int part, int64_t lo, int64_t hi) {
-    (void)part;
-    GCK_FOR_EACH_STORED(((const adjacent_job *)arg)->v->type, adjacent_as, arg, lo, hi)
-}
-
-/* The copy of v (to be freed) in `into` when given (room for it), else in new memory; NULL when
- * out of memory. */
-static double *adjacent_lines(const lines *v, double *into) {
-    double *copy =
-        into ? into : gck_big_alloc((size_t)(v->members * v->count * v->k) * sizeof *copy);
-    if (!copy) return NULL;
-    adjacent_job x = {v, copy};
-    int64_t blocks = v->members * ((v->k + 63) / 64);
-    gck_parallel_for(gck_parallel_parts(blocks, 64 * v->count), blocks, &x, adjacent_part);
-    return copy;
 }
 
 /* The lines of v copied line by line (element (line, k) at line·K + k), in v's format, when its
@@ -904,27 +857,13 @@ static bool ahead_pays(const gck_ozaki *o, gck_ozaki_mode md) {
     return products > 0 && (forced(md) || 8 * products >= passes * (double)o->pairs);
 }
 
-/* The tails' partners and sums (build_tsum), in the slices' and product's memory where it has
- * room (its pages are in place already), which the work no longer needs (a plan of one f64
- * product has no product buffer: the sums then get memory of their own); when out of memory
+/* The tails' sums (gck_oz_build_tsum), for one pair in the residues' reductions or the
+ * product's memory when the work is done with it (its pages are in place already; a plan of one
+ * f64 product has no product buffer: the sums then get memory of their own); when out of memory
  * the elements add their tail products one by one. */
 static void sum_tails_ahead(gck_ozaki *o, work *w) {
-    double *into_b = o->vb.members == 1 ? w->bs : NULL, *into_a = o->va.members == 1 ? w->as : NULL;
-    /* residues: the operands' pieces (two or more a value: 8 bytes) and the reductions (8 or
-     * more moduli: 8 bytes an element) are done with, their pages in place */
-    bool lend_cb = o->res && o->vb.members == 1 && (o->sb + 3) / 4 >= 2,
-         lend_ca = o->res && o->va.members == 1 && (o->sa + 3) / 4 >= 2,
-         lend_t = o->res && o->crt.count >= 8 && w->t;
-    if (lend_cb) into_b = (double *)(void *)w->cb;
-    if (lend_ca) into_a = (double *)(void *)w->ca;
-    if (o->ntail_a && !(o->pb = adjacent_lines(&o->vb, into_b))) return;
-    if (o->pb == w->bs) w->bs = NULL;
-    if (lend_cb && o->pb == into_b) w->cb = NULL;
-    if (o->ntail_b && !(o->pa = adjacent_lines(&o->va, into_a))) return;
-    if (o->pa == w->as) w->as = NULL;
-    if (lend_ca && o->pa == into_a) w->ca = NULL;
     if (o->pairs == 1) {
-        if (lend_t) {
+        if (o->res && o->crt.count >= 8 && w->t) { /* 8 or more bytes an element */
             o->tsum = (double *)(void *)w->t;
             w->t = NULL;
         } else {
@@ -932,7 +871,6 @@ static void sum_tails_ahead(gck_ozaki *o, work *w) {
             w->p = NULL;
         }
         if (!o->tsum) return;
-        memset(o->tsum, 0, (size_t)(o->m * o->n) * sizeof *o->tsum);
     }
     gck_oz_build_tsum(o);
 }

@@ -79,10 +79,7 @@ struct gck_ozaki {
     lines va, vb;
     int64_t *ta_start, *tb_start;
     tailv *ta, *tb;
-    tail_span *sp_a, *sp_b; /* per line, as ta_start */
-    /* the tails' partners as doubles (NaN and Inf as 0) with the lines adjacent, k by k:
-     * op(B) for op(A)'s tails ([member][k][j]), op(A) for op(B)'s ([member][k][i]) */
-    double *pa, *pb;
+    tail_span *sp_a, *sp_b;  /* per line, as ta_start */
     void *va_copy, *vb_copy; /* va, vb line by line, when the operands' lines are strided */
     /* [pair][j][i]: each element's tail products, tail_a·b + a·tail_b - tail_a·tail_b, summed in
      * doubles; exact where gck_oz_tails_exact says so (else the element adds them one by one) */

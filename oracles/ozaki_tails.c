@@ -102,97 +102,168 @@ bool gck_ozaki_tail_sum128(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j,
 
 /* ---- the tails' products, summed ahead of the elements ------------------------------------ */
 
-/* tsum of pair p (members ma, mb): += tail_a·b over the rows of op(A) in blocks of 8, summed
- * along j in a scratch of 8 rows and then written out 8 adjacent sums per j (each part writes
- * its rows only); += a·tail_b over the columns; -= tail_a·tail_b. An element uses its sum only
- * where gck_oz_tails_exact holds: then none of these operations rounds, in any order. */
+/* tsum of pair p (members ma, mb), read from the operands' lines in place: a pass over the
+ * columns j writes each column of tsum whole (zeroed, += tail_a·b: op(A)'s tails bucketed by k,
+ * each times column j of op(B) at its k; -= tail_a·tail_b: the tails of column j met by op(A)'s
+ * at the same k, in L1 both), then a pass over blocks of 8 rows adds a·tail_b (the block's 8
+ * rows of op(A) as doubles k by k, 8 multiply-adds per tail of op(B)). An element uses its sum
+ * only where gck_oz_tails_exact holds: then none of these operations rounds, in any order. */
+#define TSUM_ROWS 8 /* rows of op(A) a block of the pass over rows */
+
+typedef struct atail {
+    int64_t i, k;
+    double v;
+} atail;
+
 typedef struct tsum_job {
     const gck_ozaki *o;
     double *t;
     int64_t ma, mb;
-    double **scratch; /* per part: 8 rows of N */
+    const atail *byk;    /* op(A)'s tails of member ma in order of k */
+    const int64_t *kat;  /* byk[kat[k] .. kat[k + 1]): those at step k */
+    int64_t na;          /* how many */
+    const int64_t *kl;   /* the steps k op(B)'s tails of member mb have, nk of them, ascending */
+    const int32_t *kpos; /* per tail of op(B) of member mb: its k's place in kl */
+    int64_t nk;
+    double **scratch; /* per part: 8 rows of op(A) at the nk steps, 8·K values */
 } tsum_job;
 
-/* y[0 .. n) += v·x[0 .. n) */
-static void axpy(double *restrict y, const double *restrict x, double v, int64_t n) {
-    for (int64_t q = 0; q < n; q++) y[q] += v * x[q];
+/* value x of a line as a double, NaN and Inf as 0 (as value_at) */
+static inline __attribute__((always_inline)) double finite_at(const char *p, gck_format f,
+                                                              int64_t x) {
+    double y = gck_fmt_load_as(p, f, x);
+    return isfinite(y) ? y : 0.0;
 }
 
-static void tsum_rows_part(void *arg, int part, int64_t lo, int64_t hi) {
-    const tsum_job *x = arg;
+static inline __attribute__((always_inline)) void tsum_cols_as(const tsum_job *x, int64_t lo,
+                                                               int64_t hi, gck_format f) {
     const gck_ozaki *o = x->o;
-    int64_t M = o->m, N = o->n;
-    const int64_t *st = o->ta_start + x->ma * M;
-    const double *pb = o->pb + x->mb * o->k * N;
-    double *sc = x->scratch[part];
-    for (int64_t blk = lo; blk < hi; blk++) {
-        int64_t i0 = blk * 8, i1 = i0 + 8 < M ? i0 + 8 : M;
-        if (st[i1] == st[i0]) continue;
-        memset(sc, 0, (size_t)(8 * N) * sizeof *sc);
-        for (int64_t i = i0; i < i1; i++)
-            for (int64_t z = st[i]; z < st[i + 1]; z++)
-                axpy(sc + (i - i0) * N, pb + o->ta[z].k * N, o->ta[z].v, N);
-        for (int64_t j = 0; j < N; j++)
-            for (int64_t i = i0; i < i1; i++) x->t[j * M + i] = sc[(i - i0) * N + j];
+    const lines *vb = &o->vb;
+    int64_t M = o->m;
+    const int64_t *sb = o->tb ? o->tb_start + x->mb * o->n : NULL;
+    const char *base = (const char *)vb->base + x->mb * vb->member_bytes;
+    for (int64_t j = lo; j < hi; j++) {
+        double *restrict tc = x->t + j * M;
+        memset(tc, 0, (size_t)M * sizeof *tc);
+        for (int64_t y = 0; y < x->na; y++)
+            tc[x->byk[y].i] += x->byk[y].v * finite_at(base, f, j * vb->ls + x->byk[y].k * vb->ks);
+        for (int64_t z = sb ? sb[j] : 0; x->na && sb && z < sb[j + 1]; z++)
+            for (int64_t y = x->kat[o->tb[z].k]; y < x->kat[o->tb[z].k + 1]; y++)
+                tc[x->byk[y].i] -= x->byk[y].v * o->tb[z].v;
     }
 }
 
 static void tsum_cols_part(void *arg, int part, int64_t lo, int64_t hi) {
     (void)part;
     const tsum_job *x = arg;
-    const gck_ozaki *o = x->o;
-    int64_t M = o->m;
-    const int64_t *st = o->tb_start + x->mb * o->n;
-    const double *pa = o->pa + x->ma * o->k * M;
-    for (int64_t j = lo; j < hi; j++)
-        for (int64_t z = st[j]; z < st[j + 1]; z++)
-            axpy(x->t + j * M, pa + o->tb[z].k * M, o->tb[z].v, M);
+    GCK_FOR_EACH_STORED(x->o->vb.type, tsum_cols_as, x, lo, hi)
 }
 
-/* -= tail_a·tail_b: op(A)'s tails bucketed by k, met by each tail of each column. */
-static bool tsum_both(const tsum_job *x) {
+static inline __attribute__((always_inline)) void
+tsum_rows_as(const tsum_job *x, int part, int64_t lo, int64_t hi, gck_format f) {
     const gck_ozaki *o = x->o;
-    int64_t K = o->k, M = o->m, N = o->n, na;
-    if (!o->ntail_a || !o->ntail_b) return true;
-    const int64_t *sa = o->ta_start + x->ma * M, *sb = o->tb_start + x->mb * N;
-    if (!(na = sa[M] - sa[0]) || sb[N] == sb[0]) return true;
-    int64_t *start = calloc((size_t)(K + 2), sizeof *start);
-    tailv *byk = malloc((size_t)na * sizeof *byk);
-    if (!start || !byk) {
-        free(start);
-        free(byk);
-        return false;
+    const lines *va = &o->va;
+    int64_t M = o->m, N = o->n;
+    const int64_t *sb = o->tb_start + x->mb * N;
+    const char *base = (const char *)va->base + x->ma * va->member_bytes;
+    double *restrict tile = x->scratch[part];
+    for (int64_t blk = lo; blk < hi; blk++) {
+        int64_t i0 = blk * TSUM_ROWS, r1 = M - i0 < TSUM_ROWS ? M - i0 : TSUM_ROWS;
+        for (int64_t r = 0; r < TSUM_ROWS; r++)
+            for (int64_t q = 0; q < x->nk; q++)
+                tile[q * TSUM_ROWS + r] =
+                    r < r1 ? finite_at(base, f, (i0 + r) * va->ls + x->kl[q] * va->ks) : 0;
+        for (int64_t j = 0; j < N; j++) {
+            double *restrict y = x->t + j * M + i0;
+            for (int64_t z = sb[j]; z < sb[j + 1]; z++) {
+                const double *a = tile + (int64_t)x->kpos[z - sb[0]] * TSUM_ROWS;
+                double v = o->tb[z].v;
+                if (r1 == TSUM_ROWS)
+                    for (int r = 0; r < TSUM_ROWS; r++) y[r] += v * a[r];
+                else
+                    for (int64_t r = 0; r < r1; r++) y[r] += v * a[r];
+            }
+        }
     }
-    for (int64_t z = sa[0]; z < sa[M]; z++) start[o->ta[z].k + 2]++;
-    for (int64_t k = 0; k < K; k++) start[k + 2] += start[k + 1];
-    for (int64_t i = 0; i < M; i++) /* the row in m */
-        for (int64_t z = sa[i]; z < sa[i + 1]; z++)
-            byk[start[o->ta[z].k + 1]++] = (tailv){o->ta[z].k, (uint64_t)i, 0, 0, o->ta[z].v};
-    for (int64_t j = 0; j < N; j++)
-        for (int64_t z = sb[j]; z < sb[j + 1]; z++)
-            for (int64_t y = start[o->tb[z].k]; y < start[o->tb[z].k + 1]; y++)
-                x->t[j * M + byk[y].m] -= byk[y].v * o->tb[z].v;
-    free(start);
-    free(byk);
-    return true;
 }
 
-/* tsum for every pair; false (tsum freed: every element adds its tail products one by one) when
- * out of memory. */
+static void tsum_rows_part(void *arg, int part, int64_t lo, int64_t hi) {
+    const tsum_job *x = arg;
+    GCK_FOR_EACH_STORED(x->o->va.type, tsum_rows_as, x, part, lo, hi)
+}
+
+/* op(A)'s tails of member ma bucketed by k into x (byk, kat: to be freed); false when out of
+ * memory. */
+static bool tails_by_k(const gck_ozaki *o, int64_t ma, tsum_job *x) {
+    int64_t K = o->k, M = o->m;
+    const int64_t *sa = o->ta ? o->ta_start + ma * M : NULL;
+    x->na = sa ? sa[M] - sa[0] : 0;
+    int64_t *start = calloc((size_t)(K + 2), sizeof *start);
+    atail *byk = malloc((size_t)(x->na ? x->na : 1) * sizeof *byk);
+    x->kat = start, x->byk = byk;
+    if (!start || !byk) return false;
+    for (int64_t z = sa ? sa[0] : 0; sa && z < sa[M]; z++) start[o->ta[z].k + 2]++;
+    for (int64_t k = 0; k < K; k++) start[k + 2] += start[k + 1];
+    for (int64_t i = 0; sa && i < M; i++)
+        for (int64_t z = sa[i]; z < sa[i + 1]; z++)
+            byk[start[o->ta[z].k + 1]++] = (atail){i, o->ta[z].k, o->ta[z].v};
+    return true; /* start[k] .. start[k + 1] now bound the tails at k */
+}
+
+/* The steps k op(B)'s tails of member mb have, ascending, into x (kl, kpos: to be freed): the
+ * pass over rows decodes op(A) at those only. False when out of memory. */
+static bool tails_steps(const gck_ozaki *o, int64_t mb, tsum_job *x) {
+    int64_t K = o->k, N = o->n;
+    const int64_t *sb = o->tb_start + mb * N;
+    int64_t nb = sb[N] - sb[0];
+    int64_t *kl = malloc((size_t)K * sizeof *kl);
+    int32_t *kpos = malloc((size_t)(nb ? nb : 1) * sizeof *kpos), *at = malloc((size_t)K * 4);
+    x->kl = kl, x->kpos = kpos, x->nk = 0;
+    bool ok = kl && kpos && at;
+    if (ok) {
+        memset(at, 0xff, (size_t)K * 4); /* -1: no tail at k */
+        for (int64_t z = sb[0]; z < sb[N]; z++) at[o->tb[z].k] = 0;
+        for (int64_t k = 0; k < K; k++)
+            if (at[k] == 0) at[k] = (int32_t)x->nk, kl[x->nk++] = k;
+        for (int64_t z = sb[0]; z < sb[N]; z++) kpos[z - sb[0]] = at[o->tb[z].k];
+    }
+    free(at);
+    return ok;
+}
+
+/* tsum for every pair (its memory as gck_big_calloc or gck_big_alloc gives it: every column is
+ * written whole); false (tsum freed: every element adds its tail products one by one) when out
+ * of memory. */
 bool gck_oz_build_tsum(gck_ozaki *o) {
-    int64_t M = o->m, N = o->n, blocks = (M + 7) / 8;
-    int parts = gck_parallel_parts(blocks, 8 * N);
-    parts = parts < OZ_MAX_PARTS ? parts : OZ_MAX_PARTS;
-    if (!o->tsum) o->tsum = gck_big_calloc((size_t)(o->pairs * M * N), sizeof *o->tsum);
+    int64_t M = o->m, N = o->n, K = o->k, blocks = (M + TSUM_ROWS - 1) / TSUM_ROWS;
+    int rparts = gck_parallel_parts(blocks, TSUM_ROWS * K + o->ntail_b);
+    rparts = rparts < OZ_MAX_PARTS ? rparts : OZ_MAX_PARTS;
+    if (!o->tsum) o->tsum = gck_big_alloc((size_t)(o->pairs * M * N) * sizeof *o->tsum);
     double *scratch[OZ_MAX_PARTS] = {0};
     bool ok = o->tsum != NULL;
-    for (int t = 0; ok && o->ntail_a && t < parts; t++)
-        ok = (scratch[t] = malloc((size_t)(8 * N) * sizeof *scratch[t])) != NULL;
+    for (int t = 0; ok && o->ntail_b && t < rparts; t++)
+        ok = (scratch[t] = malloc((size_t)(TSUM_ROWS * K) * sizeof *scratch[t])) != NULL;
     for (int64_t p = 0; ok && p < o->pairs; p++) {
-        tsum_job x = {o, o->tsum + p * M * N, o->a_batched ? p : 0, o->b_batched ? p : 0, scratch};
-        if (o->ntail_a) gck_parallel_for(parts, blocks, &x, tsum_rows_part);
-        if (o->ntail_b) gck_parallel_for(gck_parallel_parts(N, M), N, &x, tsum_cols_part);
-        ok = tsum_both(&x);
+        tsum_job x = {o,
+                      o->tsum + p * M * N,
+                      o->a_batched ? p : 0,
+                      o->b_batched ? p : 0,
+                      NULL,
+                      NULL,
+                      0,
+                      NULL,
+                      NULL,
+                      0,
+                      scratch};
+        ok = tails_by_k(o, x.ma, &x);
+        if (ok) gck_parallel_for(gck_parallel_parts(N, M + x.na), N, &x, tsum_cols_part);
+        if (ok && o->tb && o->tb_start[x.mb * N + N] > o->tb_start[x.mb * N] &&
+            (ok = tails_steps(o, x.mb, &x)))
+            gck_parallel_for(rparts, blocks, &x, tsum_rows_part);
+        free((void *)x.kat);
+        free((void *)x.byk);
+        free((void *)x.kl);
+        free((void *)x.kpos);
     }
     for (int t = 0; t < OZ_MAX_PARTS; t++) free(scratch[t]);
     if (!ok) {

@@ -291,6 +291,64 @@ Test(ozaki, the_double_lanes_errors_of_distant_results_equal_mpfr, .timeout = 60
     cr_expect_geq(other, 1000);
 }
 
+/* One f64 slice product's term and the tails' products summed ahead, both doubles whose exact
+ * sum is not one: f16 values of 11 bits over 2^5 .. 2^16 in both operands (one slice of 22 bits
+ * each at K = 256: terms from 2^-10 to about 2^40) and, in every row of op(A), a tail 2^-24 (its
+ * products down to 2^-29): the element's exact value spans about 70 bits. Its value, and its exact
+ * error at its own double (0 for a few), equal MPFR's bit for bit; the double lane takes the
+ * elements whose sum is a double and leaves these to the integers. */
+Test(ozaki, a_term_and_its_tails_whose_sum_is_not_a_double_equal_mpfr) {
+    gck_ozaki_set_mode(GCK_OZAKI_ALWAYS);
+    enum { M = 8, N = 8, K = 256 };
+    gck_case c;
+    gck_case_init(&c, M, N, K);
+    c.type_a = c.type_b = GCK_F16;
+    c.type_c = c.type_d = c.compute = c.scale_type = GCK_F64;
+    c.d_is_c = false;
+    test_rng r = {test_seed("oracle_ozaki.term_and_tails", 5)};
+    uint16_t A[M * K], B[K * N]; /* column-major, as gck_case_init sets the leading dimensions */
+    for (int x = 0; x < M * K; x++)
+        A[x] = gck_f16_from_double(
+            ldexp(1 + (double)(rng_next(&r) % 1024) / 1024, 5 + (int)(rng_next(&r) % 11)));
+    for (int x = 0; x < K * N; x++)
+        B[x] = gck_f16_from_double(
+            ldexp(1 + (double)(rng_next(&r) % 1024) / 1024, 5 + (int)(rng_next(&r) % 11)));
+    for (int i = 0; i < M; i++) A[i + M * (int)(rng_next(&r) % K)] = gck_f16_from_double(0x1p-24);
+    gck_exact_plan *p = gck_exact_plan_new(&c, A, B, NULL);
+    gck_exact_ws *w = gck_exact_ws_new(p);
+    gck_oracle_ws *mw = gck_oracle_ws_new(K);
+    cr_assert(p && w && mw);
+    char d[256];
+    gck_exact_plan_describe(p, d, sizeof d);
+    cr_assert(strstr(d, "1 x 1 slices of 22 bits") && strstr(d, "8 + 0 values with a tail"), "%s",
+              d);
+    long inexact = 0;
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            gck_oracle_eval ex, mp;
+            gck_exact_eval(p, w, 0, i, j, false, NULL, &ex);
+            double v = ex.value;
+            gck_exact_eval(p, w, 0, i, j, false, &v, &ex);
+            gck_oracle_eval_element(mw, &c, A, B, NULL, 0, i, j, false, &v, &mp);
+            cr_expect(same_bits(ex.value, mp.value) && same_bits(ex.abs_error, mp.abs_error) &&
+                          ex.err_sign == mp.err_sign,
+                      "(%d,%d): value %a err %a sign %d, MPFR %a err %a sign %d", i, j, ex.value,
+                      ex.abs_error, ex.err_sign, mp.value, mp.abs_error, mp.err_sign);
+            inexact += mp.abs_error != 0;
+        }
+    int64_t met, ahead;
+    gck_exact_ws_tails(w, &met, &ahead);
+    fprintf(stderr,
+            "[ozaki vs MPFR] a term and its tails: %s; %ld of %d elements not doubles, %lld "
+            "evaluations met a tail\n",
+            d, inexact, M * N, (long long)met);
+    cr_expect_geq(inexact, M * N / 2, "only %ld of the elements were not doubles", inexact);
+    cr_expect_geq(met, 2 * M * N);
+    gck_oracle_ws_free(mw);
+    gck_exact_ws_free(w);
+    gck_exact_plan_free(p);
+}
+
 /* A 1 x 1 x K dot product whose A values span `span` bits (a big value, a tiny one and values of
  * two bits between), against normally distributed B values: the plan
  * splits it into enough slices, or falls back when over the limit, and equals MPFR either way. */

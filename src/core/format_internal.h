@@ -32,13 +32,17 @@ void gck_fmt_store(void *base, gck_format fmt, int64_t index, double x);
  * gck_fmt_bf16_to_double and gck_fmt_load are these; a pass over many values of one format
  * calls gck_fmt_load_as with the format a constant, which leaves a few shifts per value. */
 static inline double gck_fmt_f16_bits(uint16_t h) {
-    double sign = (h & 0x8000u) ? -1.0 : 1.0;
-    unsigned e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-    if (e == 0x1f) return m ? copysign(NAN, sign) : sign * INFINITY;
-    if (e == 0) return sign * (double)m * 0x1p-24;
-    /* a normal half is a normal double: rebias the exponent, widen the fraction */
-    uint64_t u =
-        (uint64_t)(h & 0x8000u) << 48 | (uint64_t)(e - 15 + 1023) << 52 | (uint64_t)m << 42;
+    /* without a branch (values of random classes mispredict one): each class's bits made, the
+     * right one selected; a NaN is the default quiet NaN with h's sign */
+    uint64_t sign = (uint64_t)(h & 0x8000u) << 48, m = h & 0x3ffu;
+    unsigned e = (h >> 10) & 0x1fu;
+    double sub = (double)m * 0x1p-24; /* zero and subnormal halves: exact */
+    uint64_t u, normal = (uint64_t)(e + 1023 - 15) << 52 | m << 42, s;
+    memcpy(&s, &sub, sizeof s);
+    u = e == 0      ? s
+        : e == 0x1f ? (m ? UINT64_C(0x7ff8000000000000) : UINT64_C(0x7ff0000000000000))
+                    : normal;
+    u |= sign;
     double d;
     memcpy(&d, &u, sizeof d);
     return d;
