@@ -67,8 +67,23 @@ int64_t gck_exact_plan_tile(const gck_exact_plan *p) {
     return t < 4 ? 4 : t > 64 ? 64 : t;
 }
 
+/* The tiles' side when the plan splits (see exact_oracle). */
+#define OZ_EVAL_TILE 256
+
 /* Elements evaluated together, down a column of a tile. */
 #define EX_RUN 64
+
+/* The values of ev[0 .. n) into D of format td from element `at` on, drs apart (f32 and f64
+ * stored directly: ev's values are in D's format already). */
+static void store_run(void *D, gck_format td, int64_t at, int64_t drs, const gck_oracle_eval *ev,
+                      int64_t n) {
+    if (td == GCK_F32)
+        for (int64_t i = 0; i < n; i++) ((float *)D)[at + i * drs] = (float)ev[i].value;
+    else if (td == GCK_F64)
+        for (int64_t i = 0; i < n; i++) ((double *)D)[at + i * drs] = ev[i].value;
+    else
+        for (int64_t i = 0; i < n; i++) gck_fmt_store(D, td, at + i * drs, ev[i].value);
+}
 
 static void *run_ex(void *arg) {
     ex_job *job = arg;
@@ -89,8 +104,7 @@ static void *run_ex(void *arg) {
                 int64_t r1 = i1 - r0 < EX_RUN ? i1 : r0 + EX_RUN;
                 gck_oracle_eval ev[EX_RUN];
                 gck_exact_eval_run(tl->p, w, bi, r0, r1, j, NULL, ev);
-                for (int64_t i = r0; i < r1; i++)
-                    gck_fmt_store(tl->D, td, bi * sd + i * drs + j * dcs, ev[i - r0].value);
+                store_run(tl->D, td, bi * sd + r0 * drs + j * dcs, drs, ev, r1 - r0);
             }
     }
     gck_exact_ws_free(w);
@@ -107,7 +121,10 @@ static gck_status exact_oracle(const gck_case *c, const void *A, const void *B, 
         snprintf(msg, msg_len, "out of memory decoding the operands");
         return GCK_ENOMEM;
     }
-    ex_tiles tl = {p, D, gck_tiles_of(c, gck_exact_plan_tile(p)), 0};
+    /* a split plan reads each element's terms and tail sum column by column: tall tiles keep
+     * those reads long enough for the prefetchers (tiles of 32 left a load miss per column) */
+    int64_t tile = p->path == PATH_OZAKI ? OZ_EVAL_TILE : gck_exact_plan_tile(p);
+    ex_tiles tl = {p, D, gck_tiles_of(c, tile), 0};
     atomic_init(&tl.next, 0);
     threads = gck_thread_count(threads, tl.g.count);
     ex_job *jobs = calloc((size_t)threads, sizeof *jobs);

@@ -782,11 +782,20 @@ line_major_as(const line_major_job *x, int64_t bytes, int64_t lo, int64_t hi) {
         int64_t b = t / blocks, l0 = t % blocks * 64, l1 = l0 + 64 < n ? l0 + 64 : n;
         const char *src = (const char *)v->base + b * v->member_bytes;
         char *dst = x->dst + b * n * K * bytes;
-        for (int64_t k0 = 0; k0 < K; k0 += 64)
+        /* a block of 64 x 64 through a buffer in L1: read along the lines (adjacent where
+         * ls = 1), written out a line's 64 values at a time (strides of a power of two would
+         * put every value of a step in one cache set) */
+        char buf[64 * 64 * 8];
+        for (int64_t k0 = 0; k0 < K; k0 += 64) {
+            int64_t k1 = k0 + 64 < K ? k0 + 64 : K;
+            for (int64_t k = k0; k < k1; k++)
+                for (int64_t l = l0; l < l1; l++)
+                    memcpy(buf + ((l - l0) * 64 + (k - k0)) * bytes,
+                           src + (l * v->ls + k * v->ks) * bytes, (size_t)bytes);
             for (int64_t l = l0; l < l1; l++)
-                for (int64_t k = k0; k < k0 + 64 && k < K; k++)
-                    memcpy(dst + (l * K + k) * bytes, src + (l * v->ls + k * v->ks) * bytes,
-                           (size_t)bytes);
+                memcpy(dst + (l * K + k0) * bytes, buf + (l - l0) * 64 * bytes,
+                       (size_t)((k1 - k0) * bytes));
+        }
     }
 }
 
