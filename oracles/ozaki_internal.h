@@ -72,6 +72,8 @@ struct gck_ozaki {
     int32_t *ea, *eb; /* per member and row of op(A) / column of op(B): the scale exponent */
     uint8_t *need_a, *need_b; /* as ea, eb: the most slices a value of the line needs */
     uint8_t *spec_a, *spec_b; /* as ea, eb: the line holds a NaN or an infinity */
+    uint16_t *gap_a, *gap_b;  /* as ea, eb: the largest gap below the scale (gck_oz_line_scales) */
+    int64_t *hgap_a, *hgap_b; /* the histograms of the gaps, OZ_NEED_TAB bins each */
     int64_t *q;               /* [pair][j][i][d]: the terms of each element */
     int32_t lowest, width;
     /* the tails: the bits of a value below its line's SA (SB) slices, kept exactly, per line
@@ -120,11 +122,17 @@ bool gck_oz_collect_tails(const lines *v, const int32_t *E, const uint8_t *need,
                           int64_t count, int64_t **start, tailv **out, tail_span **span,
                           int32_t *tmin);
 
-/* Each line's scale E and the most slices a value of it needs, the histogram of the slices every
- * value needs, the lowest set bit of any value into *low, and when special is not NULL whether
- * each line holds a NaN or an infinity; false when out of memory. */
-bool gck_oz_line_scales(const lines *v, int beta, int32_t *E, uint8_t *need, uint8_t *special,
-                        int64_t *hist, int32_t *low);
+/* Each line's scale E and the largest gap between E and a value's last bit (gap), the histogram
+ * of every value's gap (hist_gap, OZ_NEED_TAB bins, added into), the lowest set bit of any value
+ * into *low, and when special is not NULL whether each line holds a NaN or an infinity; false
+ * when out of memory. */
+bool gck_oz_line_scales(const lines *v, int32_t *E, uint8_t *special, uint16_t *gap,
+                        int64_t *hist_gap, int32_t *low);
+
+/* From the gaps: the most slices of beta bits a value of each of `count` lines needs (need), and
+ * the histogram of the slices every value needs (hist, OZ_NEED_BINS bins, written). */
+void gck_oz_needs(int beta, const uint16_t *gap, int64_t count, const int64_t *hist_gap,
+                  uint8_t *need, int64_t *hist);
 
 /* The most slices any value needs (0: no non-zero finite value). */
 int gck_oz_most_needed(const int64_t *hist);

@@ -18,18 +18,19 @@
 #include "stash.h"
 
 /* Each line's scale E (the exponent just above its largest magnitude; 0 for a line without a
- * non-zero finite value), and how many slices of beta bits each value needs below its line's
- * scale: hist[n] values need n (the last bin, OZ_NEED_BINS - 1, those needing more), need[t]
- * the most any value of line t needs; *low: the lowest set bit of any value. The lines are cut
- * among the cores, each with its own histogram. */
+ * non-zero finite value), and the gap w between E and each value's last bit: hw[w] values have
+ * gap w (the last bin, OZ_NEED_TAB - 1, those with more), gap[t] the largest of line t, from
+ * which the slices of beta bits the values need follow for any beta (gck_oz_needs); *low: the
+ * lowest set bit of any value. The lines are cut among the cores, each with its own histogram. */
 typedef struct scales_job {
     const lines *v;
     int beta;
     int32_t *E;
     uint8_t *need;
     uint8_t *special;         /* per line: a NaN or an infinity (NULL: not wanted) */
+    uint16_t *gap;            /* per line: the largest gap of a value's last bit below E */
     uint8_t tab[OZ_NEED_TAB]; /* tab[w]: the slices a value needs whose last bit is w below E */
-    int64_t hist[OZ_MAX_PARTS][OZ_NEED_BINS];
+    int64_t *hw;              /* per part: OZ_NEED_TAB bins, values by gap */
     int32_t low[OZ_MAX_PARTS];
 } scales_job;
 
@@ -39,7 +40,7 @@ typedef struct scales_job {
 static inline __attribute__((always_inline)) void scales_as(scales_job *x, layout lay, int part,
                                                             int64_t lo, int64_t hi) {
     const lines *v = x->v;
-    int64_t *hist = x->hist[part];
+    int64_t *hw = x->hw + part * OZ_NEED_TAB;
     int32_t low = INT32_MAX;
     const uint64_t sign = UINT64_C(1) << (lay.fb + lay.eb), inf = (uint64_t)((1 << lay.eb) - 1)
                                                                   << lay.fb;
@@ -57,17 +58,17 @@ static inline __attribute__((always_inline)) void scales_as(scales_job *x, layou
         bool sp;
         dec top = decode_raw(big, lay.fb, lay.eb, &sp);
         int32_t e = x->E[t] = big ? top.e + bits_of(top.m) : 0;
-        int most = 0;
+        int64_t most = 0;
         for (int64_t k = 0; big && k < v->k; k++) { /* the line is cache-hot */
             dec d = strip(decode_raw(raw_at(p, lay.bytes, k * v->ks), lay.fb, lay.eb, &sp));
             if (!d.m) continue;
             int64_t w = (int64_t)e - d.e; /* at least 1 */
-            int need = x->tab[w < OZ_NEED_TAB ? w : OZ_NEED_TAB - 1];
-            hist[need]++;
-            most = need > most ? need : most;
+            w = w < OZ_NEED_TAB ? w : OZ_NEED_TAB - 1;
+            hw[w]++;
+            most = w > most ? w : most;
             low = d.e < low ? d.e : low;
         }
-        x->need[t] = (uint8_t)most;
+        x->gap[t] = (uint16_t)most;
     }
     x->low[part] = low;
 }
@@ -85,23 +86,36 @@ static int line_parts(const lines *v, int64_t count) {
     return parts < OZ_MAX_PARTS ? parts : OZ_MAX_PARTS;
 }
 
-bool gck_oz_line_scales(const lines *v, int beta, int32_t *E, uint8_t *need, uint8_t *special,
-                        int64_t *hist, int32_t *low) {
-    scales_job *x = calloc(1, sizeof *x);
-    if (!x) return false;
-    x->v = v, x->beta = beta, x->E = E, x->need = need, x->special = special;
-    for (int w = 0; w < OZ_NEED_TAB; w++) { /* ceil(w / beta), the last bin for the rest */
-        int n = (w + beta - 1) / beta;
-        x->tab[w] = (uint8_t)(n < OZ_NEED_BINS ? n : OZ_NEED_BINS - 1);
-    }
+bool gck_oz_line_scales(const lines *v, int32_t *E, uint8_t *special, uint16_t *gap,
+                        int64_t *hist_gap, int32_t *low) {
     int parts = line_parts(v, v->members * v->count);
+    scales_job *x = calloc(1, sizeof *x);
+    int64_t *hw = calloc((size_t)parts * OZ_NEED_TAB, sizeof *hw);
+    if (!x || !hw) {
+        free(x), free(hw);
+        return false;
+    }
+    x->v = v, x->E = E, x->special = special, x->gap = gap, x->hw = hw;
     gck_parallel_for(parts, v->members * v->count, x, scales_part);
     for (int p = 0; p < parts; p++) {
-        for (int n = 0; n < OZ_NEED_BINS; n++) hist[n] += x->hist[p][n];
+        for (int w = 0; w < OZ_NEED_TAB; w++) hist_gap[w] += hw[p * OZ_NEED_TAB + w];
         if (x->low[p] < *low) *low = x->low[p];
     }
+    free(hw);
     free(x);
     return true;
+}
+
+void gck_oz_needs(int beta, const uint16_t *gap, int64_t count, const int64_t *hist_gap,
+                  uint8_t *need, int64_t *hist) {
+    uint8_t tab[OZ_NEED_TAB];
+    for (int w = 0; w < OZ_NEED_TAB; w++) { /* ceil(w / beta), the last bin for the rest */
+        int n = (w + beta - 1) / beta;
+        tab[w] = (uint8_t)(n < OZ_NEED_BINS ? n : OZ_NEED_BINS - 1);
+    }
+    for (int64_t t = 0; t < count; t++) need[t] = tab[gap[t]];
+    memset(hist, 0, OZ_NEED_BINS * sizeof *hist);
+    for (int w = 1; w < OZ_NEED_TAB; w++) hist[tab[w]] += hist_gap[w];
 }
 
 /* The most slices any value needs (0: no non-zero finite value). */
