@@ -608,10 +608,19 @@ static void weight_range(gck_ozaki *o, int64_t la, int64_t lb) {
 /* The slice counts of least estimated cost, in f64 multiply-adds: SA·SB slice products of M·N·K
  * each (`weight` f64 multiply-adds per multiply-add of the slices' GEMM), `pass` more per element
  * of each product (0 keeps the f64 splitting's original choice), and every tail value TAIL_COST
- * times for each element it meets (a decoded product added to the element's accumulator);
- * *cost: that cost. */
-#define TAIL_COST   200.0
+ * times for each element it meets (its product with the partner value, summed ahead); *cost:
+ * that cost. TAIL_COST as measured on a Zen 4 at 2048^3 (f16, 1,794 + 1,781 tails): the sums
+ * ahead took 0.010 s on two cores for 7.3 million tail products, some 80 f64 multiply-adds each
+ * at the GEMM's 58.6 G a second. */
+#define TAIL_COST   80.0
 #define RES_REBUILD 4
+/* Residues, per modulus: two passes over each element (its sum reduced, and its share of the
+ * rebuilding) and RES_OPERAND f64 multiply-adds per value of op(A) and op(B) (its digits cut into
+ * the modulus's residues); on a Zen 4 at 2048^3 (f16 on 4 x 4 slices, 9 moduli) the residues'
+ * slices pass took 0.040 s and the rebuilding 0.030, about 30 and 46 multiply-adds per value
+ * and modulus. Priced lower, AUTO took that plan (0.27 s) over one f64 GEMM (0.22 s) whenever
+ * the f64 rate it measured came out low. */
+#define RES_OPERAND 30.0
 /* On int8 plans the tails summed ahead take fresh memory (the f64 plans' slices lend theirs),
  * whose first touches (zeroing huge pages) made bench_floor's tails pass 0.13-0.19 s at 2048^3
  * on a Zen 5 against 0.01-0.05 s on f64 slices, with as many tails or fewer; priced at
@@ -639,13 +648,16 @@ static void choose_slices(gck_ozaki *o, const int64_t *ha, const int64_t *hb, do
              * residues: a GEMM and a pass per modulus, and a pass rebuilding each element from
              * its residues (about RES_REBUILD passes' work) */
             int gemms = sa * sb, passes = o->int8 ? sa + sb - 1 : sa * sb;
+            double operands = 0;
             if (o->res) {
                 gck_oz_crt crt;
                 if (!gck_oz_crt_init(&crt, res_bits(sa, sb, o->k))) continue;
-                gemms = crt.count, passes = crt.count + RES_REBUILD;
+                gemms = crt.count, passes = 2 * crt.count + RES_REBUILD;
+                operands = RES_OPERAND * crt.count * (double)o->pairs * (double)o->k *
+                           (double)(o->m + o->n);
             }
             int64_t ta = gck_oz_tails_beyond(ha, sa), tb = gck_oz_tails_beyond(hb, sb);
-            double c = gemms * weight * mnk + passes * pass * mn +
+            double c = gemms * weight * mnk + passes * pass * mn + operands +
                        TAIL_COST * (double)o->pairs *
                            ((double)o->n * (double)ta + (double)o->m * (double)tb);
             if (o->int8 && ta + tb) /* the tails' arrays on fresh memory (INT8_TAILS) */
