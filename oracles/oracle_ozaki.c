@@ -980,8 +980,8 @@ static bool scale_lines(gck_ozaki *o, const lines *va, const lines *vb, int64_t 
               (o->gap_b = malloc((size_t)lb * sizeof *o->gap_b)) &&
               (o->hgap_a = calloc(2 * OZ_NEED_TAB, sizeof *o->hgap_a)) &&
               (o->hgap_b = o->hgap_a + OZ_NEED_TAB) &&
-              gck_oz_line_scales(va, o->ea, o->spec_a, o->gap_a, o->hgap_a, lowa) &&
-              gck_oz_line_scales(vb, o->eb, o->spec_b, o->gap_b, o->hgap_b, lowb);
+              gck_oz_line_scales(va, o->ea, o->spec_a, o->gap_a, o->hgap_a, lowa, o->simd) &&
+              gck_oz_line_scales(vb, o->eb, o->spec_b, o->gap_b, o->hgap_b, lowb, o->simd);
     if (ok) {
         gck_oz_needs(o->beta, o->gap_a, la, o->hgap_a, o->need_a, ha);
         gck_oz_needs(o->beta, o->gap_b, lb, o->hgap_b, o->need_b, hb);

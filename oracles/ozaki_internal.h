@@ -124,10 +124,11 @@ bool gck_oz_collect_tails(const lines *v, const int32_t *E, const uint8_t *need,
 
 /* Each line's scale E and the largest gap between E and a value's last bit (gap), the histogram
  * of every value's gap (hist_gap, OZ_NEED_TAB bins, added into), the lowest set bit of any value
- * into *low, and when special is not NULL whether each line holds a NaN or an infinity; false
- * when out of memory. */
+ * into *low, and when special is not NULL whether each line holds a NaN or an infinity (8 values
+ * at a time where simd: gck_ozaki_simd_slices); false when out of memory. Bin 0 counts no
+ * value's gap (zeros may be counted there). */
 bool gck_oz_line_scales(const lines *v, int32_t *E, uint8_t *special, uint16_t *gap,
-                        int64_t *hist_gap, int32_t *low);
+                        int64_t *hist_gap, int32_t *low, bool simd);
 
 /* From the gaps: the most slices of beta bits a value of each of `count` lines needs (need), and
  * the histogram of the slices every value needs (hist, OZ_NEED_BINS bins, written). */

@@ -29,10 +29,17 @@ typedef struct scales_job {
     uint8_t *need;
     uint8_t *special;         /* per line: a NaN or an infinity (NULL: not wanted) */
     uint16_t *gap;            /* per line: the largest gap of a value's last bit below E */
+    bool simd;                /* 8 values at a time where the lines are adjacent (gaps_line8) */
     uint8_t tab[OZ_NEED_TAB]; /* tab[w]: the slices a value needs whose last bit is w below E */
     int64_t *hw;              /* per part: OZ_NEED_TAB bins, values by gap */
     int32_t low[OZ_MAX_PARTS];
 } scales_job;
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define OZ_GAPS8 1
+static int64_t gaps_line8(const char *src, layout lay, int64_t n, int32_t e, int64_t *hw,
+                          int64_t *most, int32_t *low);
+#endif
 
 /* scales_part for one storage layout. The largest magnitude of a line is the largest of its
  * values' stored bits without the sign among the finite ones (IEEE formats order magnitudes as
@@ -58,8 +65,12 @@ static inline __attribute__((always_inline)) void scales_as(scales_job *x, layou
         bool sp;
         dec top = decode_raw(big, lay.fb, lay.eb, &sp);
         int32_t e = x->E[t] = big ? top.e + bits_of(top.m) : 0;
-        int64_t most = 0;
-        for (int64_t k = 0; big && k < v->k; k++) { /* the line is cache-hot */
+        int64_t most = 0, k = 0;
+#ifdef OZ_GAPS8
+        if (big && x->simd && lay.bytes < 8 && (v->ks == 1 || v->k == 1))
+            k = gaps_line8(p, lay, v->k, e, hw, &most, &low);
+#endif
+        for (; big && k < v->k; k++) { /* the line is cache-hot */
             dec d = strip(decode_raw(raw_at(p, lay.bytes, k * v->ks), lay.fb, lay.eb, &sp));
             if (!d.m) continue;
             int64_t w = (int64_t)e - d.e; /* at least 1 */
@@ -87,7 +98,7 @@ static int line_parts(const lines *v, int64_t count) {
 }
 
 bool gck_oz_line_scales(const lines *v, int32_t *E, uint8_t *special, uint16_t *gap,
-                        int64_t *hist_gap, int32_t *low) {
+                        int64_t *hist_gap, int32_t *low, bool simd) {
     int parts = line_parts(v, v->members * v->count);
     scales_job *x = calloc(1, sizeof *x);
     int64_t *hw = calloc((size_t)parts * OZ_NEED_TAB, sizeof *hw);
@@ -95,7 +106,7 @@ bool gck_oz_line_scales(const lines *v, int32_t *E, uint8_t *special, uint16_t *
         free(x), free(hw);
         return false;
     }
-    x->v = v, x->E = E, x->special = special, x->gap = gap, x->hw = hw;
+    x->v = v, x->E = E, x->special = special, x->gap = gap, x->hw = hw, x->simd = simd;
     gck_parallel_for(parts, v->members * v->count, x, scales_part);
     for (int p = 0; p < parts; p++) {
         for (int w = 0; w < OZ_NEED_TAB; w++) hist_gap[w] += hw[p * OZ_NEED_TAB + w];
@@ -296,6 +307,43 @@ static OZ_AVX512 int64_t slice_line8(const char *src, layout lay, int64_t n, int
             _mm512_storeu_pd(out + k, d);
         }
     }
+    return k;
+}
+
+/* scales_as's second pass over values [0, n - n % 8) of one line (f16, bf16, f32: as doubles,
+ * exact and normal), 8 at a time: a non-zero finite value's last bit lies at its double's
+ * exponent plus the trailing zeros of its significand, the latter the exponent of its lowest
+ * set bit isolated (m & -m, a power of two, exact as a double); its gap below the line's scale
+ * e (at least 1, at most OZ_NEED_TAB - 1) counted in hw (zeros, NaN and Inf in bin 0), the
+ * largest into *most, the lowest last bit into *low; returns how many values were done. */
+static OZ_AVX512 int64_t gaps_line8(const char *src, layout lay, int64_t n, int32_t e, int64_t *hw,
+                                    int64_t *most, int32_t *low) {
+    const __m512i fraction = _mm512_set1_epi64((INT64_C(1) << 52) - 1),
+                  implicit = _mm512_set1_epi64(INT64_C(1) << 52), e11 = _mm512_set1_epi64(0x7ff),
+                  base = _mm512_set1_epi64((int64_t)e + 1075 + 1023),
+                  cap = _mm512_set1_epi64(OZ_NEED_TAB - 1), zero = _mm512_setzero_si512();
+    __m512i wmax = zero, lmin = _mm512_set1_epi64(INT32_MAX);
+    int64_t k = 0, ws[8];
+    for (; k + 8 <= n; k += 8) {
+        __m512d v = load8_as(src + k * lay.bytes, lay);
+        __mmask8 ok = (__mmask8)~_mm512_fpclass_pd_mask(v, 0x9f); /* not NaN, Inf or zero */
+        __m512i bits = _mm512_castpd_si512(v),
+                ex = _mm512_and_si512(_mm512_srli_epi64(bits, 52), e11),
+                m = _mm512_or_si512(_mm512_and_si512(bits, fraction), implicit),
+                lb = _mm512_and_si512(m, _mm512_sub_epi64(zero, m)),
+                lx = _mm512_srli_epi64(_mm512_castpd_si512(_mm512_cvtepi64_pd(lb)), 52),
+                w = _mm512_maskz_mov_epi64(
+                    ok, _mm512_min_epi64(_mm512_sub_epi64(_mm512_sub_epi64(base, ex), lx), cap));
+        wmax = _mm512_max_epi64(wmax, w);
+        lmin = _mm512_mask_min_epi64(
+            lmin, ok, lmin,
+            _mm512_sub_epi64(_mm512_add_epi64(ex, lx), _mm512_set1_epi64(1075 + 1023)));
+        _mm512_storeu_si512(ws, w);
+        for (int l = 0; l < 8; l++) hw[ws[l]]++;
+    }
+    int64_t wm = _mm512_reduce_max_epi64(wmax), lm = _mm512_reduce_min_epi64(lmin);
+    *most = wm > *most ? wm : *most;
+    *low = lm < *low ? (int32_t)lm : *low;
     return k;
 }
 

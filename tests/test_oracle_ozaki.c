@@ -701,10 +701,11 @@ Test(ozaki, auto_mode_weighs_one_by_one_at_its_measured_rate) {
             r16);
 }
 
-/* The slices cut 8 values at a time (AVX-512) hold the same digits as those cut value by value:
- * every term and tail sum of every element identical, for every input type, in f64 and int8
- * mode, on values of every kind (normal, wide exponents, subnormals, signed zeros, NaN and Inf,
- * whose digits count as 0), with K = 203 so that each line ends in a part of 8 (done value by
+/* The slices cut 8 values at a time (AVX-512) hold the same digits as those cut value by value,
+ * from the same scales' pass (each line's gaps, their histogram and the lowest bits, also found
+ * 8 at a time): every term and tail sum of every element identical, for every input type, in f64
+ * and int8 mode, on values of every kind (normal, wide exponents, subnormals, signed zeros, NaN and
+ * Inf, whose digits count as 0), with K = 203 so that each line ends in a part of 8 (done value by
  * value). */
 Test(ozaki, slices_cut_eight_at_a_time_equal_those_cut_one_by_one) {
     if (!gck_ozaki_simd_slices()) cr_skip_test("this CPU has no AVX-512F/DQ: one way of cutting");
@@ -736,7 +737,14 @@ Test(ozaki, slices_cut_eight_at_a_time_equal_those_cut_one_by_one) {
                 gck_ozaki *v = gck_ozaki_new(&c, X[0], X[1], &o, why, sizeof why),
                           *q = gck_ozaki_new(&c, X[0], X[1], &po, pwhy, sizeof pwhy);
                 cr_assert_eq(v != NULL, q != NULL, "%s / %s", why, pwhy);
-                if (v) {
+                if (v) { /* the scales' pass: gaps, their histograms (bin 0 aside), lowest bits */
+                    cr_assert_arr_eq(v->gap_a, q->gap_a, (size_t)c.m * sizeof *v->gap_a);
+                    cr_assert_arr_eq(v->gap_b, q->gap_b, (size_t)c.n * sizeof *v->gap_b);
+                    cr_assert_arr_eq(v->hgap_a + 1, q->hgap_a + 1,
+                                     (OZ_NEED_TAB - 1) * sizeof *v->hgap_a);
+                    cr_assert_arr_eq(v->hgap_b + 1, q->hgap_b + 1,
+                                     (OZ_NEED_TAB - 1) * sizeof *v->hgap_b);
+                    cr_assert(v->low_a == q->low_a && v->low_b == q->low_b);
                     for (int64_t i = 0; i < c.m; i++)
                         for (int64_t j = 0; j < c.n; j++) {
                             int32_t w0, pw0;
