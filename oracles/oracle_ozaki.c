@@ -863,9 +863,9 @@ static lines lines_of(const gck_case *c, gck_operand x, const void *X) {
  * why) when out of memory. */
 static bool prepare_tails(gck_ozaki *o, int32_t *tmina, int32_t *tminb, char *why, size_t len) {
     if ((o->ntail_a && !gck_oz_collect_tails(&o->va, o->ea, o->need_a, o->beta, o->sa, o->ntail_a,
-                                             &o->ta_start, &o->ta, &o->sp_a, tmina)) ||
+                                             &o->ta_start, &o->ta, &o->sp_a, tmina, o->simd)) ||
         (o->ntail_b && !gck_oz_collect_tails(&o->vb, o->eb, o->need_b, o->beta, o->sb, o->ntail_b,
-                                             &o->tb_start, &o->tb, &o->sp_b, tminb))) {
+                                             &o->tb_start, &o->tb, &o->sp_b, tminb, o->simd))) {
         snprintf(why, len, "out of memory for the tails");
         return false;
     }

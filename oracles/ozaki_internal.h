@@ -118,9 +118,12 @@ static inline __attribute__((always_inline)) dec value_at(const lines *v, int64_
  * out of memory. */
 bool gck_oz_build_tsum(gck_ozaki *o);
 
+/* The tails of the values of v that need more than S slices of beta bits (count of them), line
+ * by line in order of k (CSR: start), each line's span and the lowest bit of any tail (*tmin);
+ * 8 values at a time where simd; false when out of memory. */
 bool gck_oz_collect_tails(const lines *v, const int32_t *E, const uint8_t *need, int beta, int S,
                           int64_t count, int64_t **start, tailv **out, tail_span **span,
-                          int32_t *tmin);
+                          int32_t *tmin, bool simd);
 
 /* Each line's scale E and the largest gap between E and a value's last bit (gap), the histogram
  * of every value's gap (hist_gap, OZ_NEED_TAB bins, added into), the lowest set bit of any value

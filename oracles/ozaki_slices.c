@@ -39,6 +39,7 @@ typedef struct scales_job {
 #define OZ_GAPS8 1
 static int64_t gaps_line8(const char *src, layout lay, int64_t n, int32_t e, int64_t *hw,
                           int64_t *most, int32_t *low);
+static unsigned tails8(const char *src, layout lay, int32_t cut);
 #endif
 
 /* scales_part for one storage layout. The largest magnitude of a line is the largest of its
@@ -155,11 +156,31 @@ typedef struct tails_job {
     int64_t *start; /* first pass: start[t + 1] = line t's count */
     tailv *out;     /* NULL in the first pass */
     tail_span *span;
+    bool simd; /* 8 values at a time where the lines are adjacent (tails8) */
     int32_t tmin[OZ_MAX_PARTS];
 } tails_job;
 
 /* The smallest c with n <= 2^c (n >= 1). */
 static int32_t ceil_log2(int64_t n) { return n <= 1 ? 0 : 64 - __builtin_clzll((uint64_t)n - 1); }
+
+/* Value k of line t when it has bits below `cut`: counted into *n and, in the second pass,
+ * written out at out[*n] with *low and *top moved. */
+static inline __attribute__((always_inline)) void tail_at(tails_job *x, layout lay, int64_t t,
+                                                          int64_t k, int32_t cut, int64_t *n,
+                                                          int32_t *low, int32_t *top) {
+    const lines *v = x->v;
+    dec d = value_as(v, lay, t / v->count, t % v->count, k);
+    if (!d.m || d.e >= cut) return;
+    if (x->out) {
+        int w = cut - d.e; /* the tail's bits: below the cut (d.e is set: never 0) */
+        uint64_t m = w >= 64 ? d.m : d.m & ((UINT64_C(1) << w) - 1);
+        double tv = ldexp((double)m, d.e);
+        x->out[*n] = (tailv){k, m, d.e, d.neg, d.neg ? -tv : tv};
+        if (d.e < *low) *low = d.e;
+        if (d.e + bits_of(m) > *top) *top = d.e + bits_of(m);
+    }
+    (*n)++;
+}
 
 static inline __attribute__((always_inline)) void tails_as(tails_job *x, layout lay, int part,
                                                            int64_t lo, int64_t hi) {
@@ -171,21 +192,18 @@ static inline __attribute__((always_inline)) void tails_as(tails_job *x, layout 
             continue;
         }
         int32_t cut = x->E[t] - x->beta * x->S; /* the slices keep the bits from cut up */
-        int64_t n = x->out ? x->start[t] : 0;
+        int64_t n = x->out ? x->start[t] : 0, k = 0;
         int32_t low = INT32_MAX, top = INT32_MIN;
-        for (int64_t k = 0; k < v->k; k++) {
-            dec d = value_as(v, lay, t / v->count, t % v->count, k);
-            if (!d.m || d.e >= cut) continue;
-            if (x->out) {
-                int w = cut - d.e; /* the tail's bits: below the cut (d.e is set: never 0) */
-                uint64_t m = w >= 64 ? d.m : d.m & ((UINT64_C(1) << w) - 1);
-                double tv = ldexp((double)m, d.e);
-                x->out[n] = (tailv){k, m, d.e, d.neg, d.neg ? -tv : tv};
-                if (d.e < low) low = d.e;
-                if (d.e + bits_of(m) > top) top = d.e + bits_of(m);
-            }
-            n++;
+#ifdef OZ_GAPS8
+        if (x->simd && lay.bytes < 8 && (v->ks == 1 || v->k == 1)) {
+            const char *p = (const char *)v->base + t / v->count * v->member_bytes +
+                            t % v->count * v->ls * lay.bytes;
+            for (; k + 8 <= v->k; k += 8) /* most groups of 8 have no tail */
+                for (unsigned b = tails8(p + k * lay.bytes, lay, cut); b; b &= b - 1)
+                    tail_at(x, lay, t, k + __builtin_ctz(b), cut, &n, &low, &top);
         }
+#endif
+        for (; k < v->k; k++) tail_at(x, lay, t, k, cut, &n, &low, &top);
         if (!x->out)
             x->start[t + 1] = n;
         else if (low != INT32_MAX) /* the line's n tails add up to less than n·2^top */
@@ -204,7 +222,7 @@ static void tails_part(void *arg, int part, int64_t lo, int64_t hi) {
 
 bool gck_oz_collect_tails(const lines *v, const int32_t *E, const uint8_t *need, int beta, int S,
                           int64_t count, int64_t **start, tailv **out, tail_span **span,
-                          int32_t *tmin) {
+                          int32_t *tmin, bool simd) {
     int64_t nl = v->members * v->count;
     *start = malloc((size_t)(nl + 1) * sizeof **start);
     *out = malloc((size_t)(count > 0 ? count : 1) * sizeof **out);
@@ -212,8 +230,14 @@ bool gck_oz_collect_tails(const lines *v, const int32_t *E, const uint8_t *need,
     tails_job *x = calloc(1, sizeof *x);
     bool ok = *start && *out && *span && x;
     if (ok) {
-        *x = (tails_job){
-            .v = v, .E = E, .need = need, .beta = beta, .S = S, .start = *start, .span = *span};
+        *x = (tails_job){.v = v,
+                         .E = E,
+                         .need = need,
+                         .beta = beta,
+                         .S = S,
+                         .start = *start,
+                         .span = *span,
+                         .simd = simd};
         int parts = line_parts(v, nl);
         gck_parallel_for(parts, nl, x, tails_part);
         (*start)[0] = 0;
@@ -345,6 +369,23 @@ static OZ_AVX512 int64_t gaps_line8(const char *src, layout lay, int64_t n, int3
     *most = wm > *most ? wm : *most;
     *low = lm < *low ? (int32_t)lm : *low;
     return k;
+}
+
+/* Which of 8 adjacent values (f16, bf16, f32) are non-zero, finite and have their last bit
+ * below `cut` (as gaps_line8 finds it): those with a tail. */
+static OZ_AVX512 unsigned tails8(const char *src, layout lay, int32_t cut) {
+    const __m512i fraction = _mm512_set1_epi64((INT64_C(1) << 52) - 1),
+                  implicit = _mm512_set1_epi64(INT64_C(1) << 52), e11 = _mm512_set1_epi64(0x7ff),
+                  zero = _mm512_setzero_si512();
+    __m512d v = load8_as(src, lay);
+    __mmask8 ok = (__mmask8)~_mm512_fpclass_pd_mask(v, 0x9f); /* not NaN, Inf or zero */
+    __m512i bits = _mm512_castpd_si512(v), ex = _mm512_and_si512(_mm512_srli_epi64(bits, 52), e11),
+            m = _mm512_or_si512(_mm512_and_si512(bits, fraction), implicit),
+            lb = _mm512_and_si512(m, _mm512_sub_epi64(zero, m)),
+            lx = _mm512_srli_epi64(_mm512_castpd_si512(_mm512_cvtepi64_pd(lb)), 52);
+    /* last bit ex + lx - 1075 - 1023 < cut */
+    return _mm512_mask_cmplt_epi64_mask(ok, _mm512_add_epi64(ex, lx),
+                                        _mm512_set1_epi64((int64_t)cut + 1075 + 1023));
 }
 
 #endif
