@@ -621,9 +621,11 @@ static void weight_range(gck_ozaki *o, int64_t la, int64_t lb) {
  * and modulus. Priced lower, AUTO took that plan (0.27 s) over one f64 GEMM (0.22 s) whenever
  * the f64 rate it measured came out low. */
 #define RES_OPERAND 30.0
-/* On int8 plans the tails summed ahead take fresh memory (the f64 plans' slices lend theirs),
- * whose first touches (zeroing huge pages) made bench_floor's tails pass 0.13-0.19 s at 2048^3
- * on a Zen 5 against 0.01-0.05 s on f64 slices, with as many tails or fewer; priced at
+/* On int8 plans the tails summed ahead took fresh memory (the f64 plans' slices lent theirs, and
+ * the tails' partners were then copied out as doubles), whose first touches (zeroing huge pages)
+ * made bench_floor's tails pass 0.13-0.19 s at 2048^3 on a Zen 5 against 0.01-0.05 s on f64
+ * slices, with as many tails or fewer; the partners are now read in place, and memory is kept
+ * between calls (bigmem.h), but the price stands (not measured again since); priced at
  * INT8_TAILS f64 multiply-adds for each value of op(A), op(B) and the product, which keeps f16
  * and bf16 on f64 slices and f32 on 5 x 5 residues with their 1,236 tails rather than 7 x 7
  * without (0.45 s against 0.43-0.63 s there). */
