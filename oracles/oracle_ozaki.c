@@ -612,8 +612,12 @@ static void weight_range(gck_ozaki *o, int64_t la, int64_t lb) {
  * that cost. TAIL_COST as measured on a Zen 4 at 2048^3 (f16, 1,794 + 1,781 tails): the sums
  * ahead took 0.010 s on two cores for 7.3 million tail products, some 80 f64 multiply-adds each
  * at the GEMM's 58.6 G a second. */
-#define TAIL_COST   80.0
-#define RES_REBUILD 4
+#define TAIL_COST 80.0
+/* On int8 slices (not residues) an element's terms with its tails often exceed the 128-bit lane
+ * and go down the limbs: priced as before, 200 (at 80, bench_floor's forced int8 plan for f32 at
+ * 2048^3 became 4 x 4 slices with more tails, 2.7 s, against 4 x 5 and 1.4 s). */
+#define TAIL_COST_INT8 200.0
+#define RES_REBUILD    4
 /* Residues, per modulus: two passes over each element (its sum reduced, and its share of the
  * rebuilding) and RES_OPERAND f64 multiply-adds per value of op(A) and op(B) (its digits cut into
  * the modulus's residues); on a Zen 4 at 2048^3 (f16 on 4 x 4 slices, 9 moduli) the residues'
@@ -660,7 +664,7 @@ static void choose_slices(gck_ozaki *o, const int64_t *ha, const int64_t *hb, do
             }
             int64_t ta = gck_oz_tails_beyond(ha, sa), tb = gck_oz_tails_beyond(hb, sb);
             double c = gemms * weight * mnk + passes * pass * mn + operands +
-                       TAIL_COST * (double)o->pairs *
+                       (o->int8 && !o->res ? TAIL_COST_INT8 : TAIL_COST) * (double)o->pairs *
                            ((double)o->n * (double)ta + (double)o->m * (double)tb);
             if (o->int8 && ta + tb) /* the tails' arrays on fresh memory (INT8_TAILS) */
                 c += INT8_TAILS * (double)o->pairs *
