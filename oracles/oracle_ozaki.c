@@ -710,8 +710,14 @@ static double f64_rate(const gck_ozaki_options *opt) {
                : gck_kpath_rate(gck_kpath_auto_for(GCK_F64, GCK_F64, GCK_F64), GCK_KCLASS_F64);
 }
 
-/* AUTO: whether an int8 plan, on slices or on residues, costs less than the f64 one (`cost`:
- * its cost, *o its plan); if so, *o, ha, hb and `cost` become the cheapest int8 plan's. */
+/* AUTO: whether an int8 plan, on slices or on residues, costs less than OZ_INT8_MARGIN of the f64
+ * one (`cost`: its cost, *o its plan); if so, *o, ha, hb and `cost` become the cheapest int8
+ * plan's. The margin: the rates are measured once per process, on small products, and move by
+ * 10-20% between processes on a busy machine; within that, the f64 plan (one GEMM per pair of
+ * slices, fewer passes, less memory) is kept. On a Zen 4, f16 at 4096^3 took 4 x 4 residues in
+ * one process (complete check 4.98 s, oracle 1.93) and one f64 GEMM in another (4.63 s, 1.71);
+ * the f32 and f64 plans' residues cost a half and a third of their f64 plans'. */
+#define OZ_INT8_MARGIN 0.85
 static void maybe_int8(gck_ozaki *o, const gck_ozaki_options *opt, const lines *va, const lines *vb,
                        int64_t *ha, int64_t *hb, double *cost) {
     double r64 = f64_rate(opt), r8 = opt->rate_int8 > 0 ? opt->rate_int8 : gck_igemm_rate();
@@ -725,7 +731,8 @@ static void maybe_int8(gck_ozaki *o, const gck_ozaki_options *opt, const lines *
         double c8;
         t.res = r;
         choose_slices(&t, h8a, h8b, r64 / r8, OZ_PASS, &c8);
-        if (c8 < best) best = c8, won = true, sa = t.sa, sb = t.sb, res = r;
+        if (c8 < (won ? best : OZ_INT8_MARGIN * best))
+            best = c8, won = true, sa = t.sa, sb = t.sb, res = r;
     }
     if (!won) {
         free(t.ea), free(t.eb), free(t.need_a), free(t.need_b);
