@@ -260,9 +260,9 @@ static bool matches(const entry *e, const gck_campaign_result *r, const gck_fuzz
 }
 
 /* An over-read, shown: the finding's case crashes again in a fresh process, and passes once
- * every operand ends 4 KiB before its guard page. Both without the case's memory budget and
- * thread limit (docs/RESOURCES.md): an over-read does not need them, and a crash they cause
- * (an exit when a thread cannot start) is not one. */
+ * every operand ends 4 KiB (or 64 lines of the widest leading dimension) before its guard page.
+ * Both without the case's memory budget and thread limit (docs/RESOURCES.md): an over-read does not
+ * need them, and a crash they cause (an exit when a thread cannot start) is not one. */
 static bool overread_shown(const gck_fuzz_finding *f) {
     gck_spec spec;
     char msg[512];

@@ -36,9 +36,9 @@ gck_known *gck_known_open(const char *const *files, int nfiles, const char *cons
 
 /** Mark each finding of r that an entry covers (its `known` field: the entry's reference), in
  *  place; an `overread` entry covers a crash only after the finding's reproducer, run again in a
- *  fresh process, crashes with the guard pages and passes with the operands ending 4 KiB before
- *  them. Entries that covered nothing, although their backend ran, are listed in r->stale.
- *  False only when out of memory. */
+ *  fresh process, crashes with the guard pages and passes with the operands ending 4 KiB (or 64
+ *  leading dimensions) before them. Entries that covered nothing, although their backend ran,
+ *  are listed in r->stale. False only when out of memory. */
 bool gck_known_apply(gck_known *k, gck_campaign_result *r);
 
 /** How many of r's distinct findings are not known (what fails a run). */

@@ -23,8 +23,9 @@
 
 /* BLIS 0.9 reads past the end of its operands on some edge cases (docs/DEVIATIONS.md): the
  * call faults only when an operand ends right at the guard page behind it. A crash on `blis`
- * that goes away when every operand ends 4 KiB before its guard page (and then passes every
- * check, so nothing is written out of place) is counted as that known over-read. */
+ * that goes away when every operand ends 4 KiB (or 64 lines of the widest leading dimension)
+ * before its guard page (and then passes every check, so nothing is written out of place) is
+ * counted as that known over-read. */
 static bool is_blis_overread(const char *backend, const gck_spec *s, const gck_isolated_result *res,
                              const gck_run_options *o) {
     if (strcmp(backend, "blis") != 0 || res->status != GCK_ISOLATED_CRASH) return false;

@@ -64,8 +64,9 @@ typedef struct gck_run_options {
     bool determinism;     /**< run twice on fresh identical buffers, compare D */
     int concurrency;      /**< > 1: also call from this many threads at once on distinct buffers and
                                compare each D with the single-threaded one (thread safety) */
-    bool no_guard_page;   /**< end operands 4 KiB before their guard pages: a read past the
-                               end does not fault (to tell an over-read from other crashes) */
+    bool no_guard_page;   /**< end operands 4 KiB (or 64 lines of the widest leading dimension,
+                               if more) before their guard pages: a read past the end does not
+                               fault (to tell an over-read from other crashes) */
     const char *dump_dir; /**< write A, B, C, D_expected, D_got as .npy here */
     int repeat; /**< > 1: run the case up to this many times with the same backend (its state
                      carried over, as in a campaign's worker), stopping at the first run with

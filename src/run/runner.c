@@ -104,6 +104,22 @@ static void free_set(operand_set *os) {
     for (int x = 0; x < 4; x++) gck_guarded_free(&os->g[x]);
 }
 
+/* The room between each operand's end and its guard page: none, or with --no-guard-page 4 KiB or
+ * GUARD_LINES of the widest leading dimension, whichever is more, in whole pages. A backend's
+ * edge tile may read whole lines past the last one (BLIS 0.9.0 read two rows of op(A) past
+ * m = 4 at lda = 1054, 8 KiB beyond A: docs/DEVIATIONS.md), which 4 KiB alone did not cover. */
+#define GUARD_LINES 64
+static size_t guard_slack(const gck_spec *s, const gck_run_options *o) {
+    if (!o->no_guard_page) return 0;
+    size_t most = 4096;
+    for (int x = GCK_A; x <= GCK_D; x++) {
+        size_t line = (size_t)gck_case_ld(&s->c, (gck_operand)x) *
+                      (size_t)gck_format_get(gck_case_type(&s->c, (gck_operand)x))->storage_bytes;
+        if (line <= SIZE_MAX / GUARD_LINES && GUARD_LINES * line > most) most = GUARD_LINES * line;
+    }
+    return (most + 4095) / 4096 * 4096;
+}
+
 static gck_status prepare(const gck_spec *s, operand_set *os, size_t slack, char *msg, size_t len) {
     memset(os, 0, sizeof *os);
     const gck_case *c = &s->c;
@@ -423,7 +439,7 @@ static void concurrency_check(gck_backend *be, const gck_spec *s, const gck_supp
                               const gck_run_options *o, gck_run_result *r, char *fpenv,
                               size_t flen) {
     int threads = o->concurrency;
-    size_t slack = o->no_guard_page ? 4096 : 0;
+    size_t slack = guard_slack(s, o);
     conc_job *jobs = calloc((size_t)threads, sizeof *jobs);
     pthread_t *tids = calloc((size_t)threads, sizeof *tids);
     bool *started = calloc((size_t)threads, sizeof *started);
@@ -652,7 +668,7 @@ static gck_status run_once(gck_backend *be, const gck_spec *s, const gck_run_opt
         return gck_fail(GCK_EINVAL, msg, len, "%s", why);
     if ((st = fits_in_memory(s, o, msg, len)) != GCK_OK) return st;
     operand_set os;
-    size_t slack = o->no_guard_page ? 4096 : 0;
+    size_t slack = guard_slack(s, o);
     if ((st = prepare(s, &os, slack, msg, len)) != GCK_OK) return st;
     gck_operands ops = operands_of(&os);
     char cmsg[256] = "", fpenv[200] = "";

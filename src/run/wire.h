@@ -40,7 +40,7 @@ typedef struct gck_wire_request {
     int determinism;   /**< rerun on fresh buffers and compare bitwise */
     int concurrency;   /**< > 1: also call from this many threads at once */
     int repeat;        /**< run up to this many times, stopping at the first finding */
-    int no_guard_page; /**< end operands 4 KiB before their guard pages */
+    int no_guard_page; /**< end operands 4 KiB (or 64 leading dimensions) before their guards */
     int threads;       /**< checker threads */
     char dump_dir[1024];
     char repro[2048];
