@@ -106,8 +106,8 @@ static void free_set(operand_set *os) {
 
 /* The room between each operand's end and its guard page: none, or with --no-guard-page 4 KiB or
  * GUARD_LINES of the widest leading dimension, whichever is more, in whole pages. A backend's
- * edge tile may read whole lines past the last one (BLIS 0.9.0 read two rows of op(A) past
- * m = 4 at lda = 1054, 8 KiB beyond A: docs/DEVIATIONS.md), which 4 KiB alone did not cover. */
+ * edge tile may read a whole line past the last one (BLIS 0.9.0 read a row of op(A) past m = 4
+ * at lda = 1054, 4,216 bytes beyond A: docs/DEVIATIONS.md), which 4 KiB alone did not cover. */
 #define GUARD_LINES 64
 static size_t guard_slack(const gck_spec *s, const gck_run_options *o) {
     if (!o->no_guard_page) return 0;
