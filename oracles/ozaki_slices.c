@@ -24,14 +24,11 @@
  * lowest set bit of any value. The lines are cut among the cores, each with its own histogram. */
 typedef struct scales_job {
     const lines *v;
-    int beta;
     int32_t *E;
-    uint8_t *need;
-    uint8_t *special;         /* per line: a NaN or an infinity (NULL: not wanted) */
-    uint16_t *gap;            /* per line: the largest gap of a value's last bit below E */
-    bool simd;                /* 8 values at a time where the lines are adjacent (gaps_line8) */
-    uint8_t tab[OZ_NEED_TAB]; /* tab[w]: the slices a value needs whose last bit is w below E */
-    int64_t *hw;              /* per part: OZ_NEED_TAB bins, values by gap */
+    uint8_t *special; /* per line: a NaN or an infinity (NULL: not wanted) */
+    uint16_t *gap;    /* per line: the largest gap of a value's last bit below E */
+    bool simd;        /* 8 values at a time where the lines are adjacent (gaps_line8) */
+    int64_t *hw;      /* per part: OZ_NEED_TAB bins, values by gap */
     int32_t low[OZ_MAX_PARTS];
 } scales_job;
 
@@ -334,34 +331,39 @@ static OZ_AVX512 int64_t slice_line8(const char *src, layout lay, int64_t n, int
     return k;
 }
 
-/* scales_as's second pass over values [0, n - n % 8) of one line (f16, bf16, f32: as doubles,
- * exact and normal), 8 at a time: a non-zero finite value's last bit lies at its double's
- * exponent plus the trailing zeros of its significand, the latter the exponent of its lowest
- * set bit isolated (m & -m, a power of two, exact as a double); its gap below the line's scale
- * e (at least 1, at most OZ_NEED_TAB - 1) counted in hw (zeros, NaN and Inf in bin 0), the
- * largest into *most, the lowest last bit into *low; returns how many values were done. */
+/* 8 adjacent values (f16, bf16, f32: as doubles, exact and normal): which are non-zero and finite
+ * (*ok), and the exponent of each one's last bit plus 1075 + 1023: its double's biased exponent
+ * plus that of its lowest set bit isolated (m & -m, a power of two, exact as a double), the
+ * latter 1023 plus the trailing zeros of its significand. */
+static inline __attribute__((always_inline)) OZ_AVX512 __m512i lastbit8(const char *src, layout lay,
+                                                                        __mmask8 *ok) {
+    const __m512i fraction = _mm512_set1_epi64((INT64_C(1) << 52) - 1),
+                  implicit = _mm512_set1_epi64(INT64_C(1) << 52), e11 = _mm512_set1_epi64(0x7ff);
+    __m512d v = load8_as(src, lay);
+    *ok = (__mmask8)~_mm512_fpclass_pd_mask(v, 0x9f); /* not NaN, Inf or zero */
+    __m512i bits = _mm512_castpd_si512(v), ex = _mm512_and_si512(_mm512_srli_epi64(bits, 52), e11),
+            m = _mm512_or_si512(_mm512_and_si512(bits, fraction), implicit),
+            lb = _mm512_and_si512(m, _mm512_sub_epi64(_mm512_setzero_si512(), m));
+    return _mm512_add_epi64(ex, _mm512_srli_epi64(_mm512_castpd_si512(_mm512_cvtepi64_pd(lb)), 52));
+}
+
+/* scales_as's second pass over values [0, n - n % 8) of one line (f16, bf16, f32), 8 at a time
+ * (lastbit8): each non-zero finite value's gap below the line's scale e (at least 1, at most
+ * OZ_NEED_TAB - 1) counted in hw (zeros, NaN and Inf in bin 0), the largest into *most, the
+ * lowest last bit into *low; returns how many values were done. */
 static OZ_AVX512 int64_t gaps_line8(const char *src, layout lay, int64_t n, int32_t e, int64_t *hw,
                                     int64_t *most, int32_t *low) {
-    const __m512i fraction = _mm512_set1_epi64((INT64_C(1) << 52) - 1),
-                  implicit = _mm512_set1_epi64(INT64_C(1) << 52), e11 = _mm512_set1_epi64(0x7ff),
-                  base = _mm512_set1_epi64((int64_t)e + 1075 + 1023),
-                  cap = _mm512_set1_epi64(OZ_NEED_TAB - 1), zero = _mm512_setzero_si512();
-    __m512i wmax = zero, lmin = _mm512_set1_epi64(INT32_MAX);
+    const __m512i bias = _mm512_set1_epi64(1075 + 1023),
+                  top = _mm512_set1_epi64((int64_t)e + 1075 + 1023),
+                  cap = _mm512_set1_epi64(OZ_NEED_TAB - 1);
+    __m512i wmax = _mm512_setzero_si512(), lmin = _mm512_set1_epi64(INT32_MAX);
     int64_t k = 0, ws[8];
     for (; k + 8 <= n; k += 8) {
-        __m512d v = load8_as(src + k * lay.bytes, lay);
-        __mmask8 ok = (__mmask8)~_mm512_fpclass_pd_mask(v, 0x9f); /* not NaN, Inf or zero */
-        __m512i bits = _mm512_castpd_si512(v),
-                ex = _mm512_and_si512(_mm512_srli_epi64(bits, 52), e11),
-                m = _mm512_or_si512(_mm512_and_si512(bits, fraction), implicit),
-                lb = _mm512_and_si512(m, _mm512_sub_epi64(zero, m)),
-                lx = _mm512_srli_epi64(_mm512_castpd_si512(_mm512_cvtepi64_pd(lb)), 52),
-                w = _mm512_maskz_mov_epi64(
-                    ok, _mm512_min_epi64(_mm512_sub_epi64(_mm512_sub_epi64(base, ex), lx), cap));
+        __mmask8 ok;
+        __m512i lx = lastbit8(src + k * lay.bytes, lay, &ok),
+                w = _mm512_maskz_mov_epi64(ok, _mm512_min_epi64(_mm512_sub_epi64(top, lx), cap));
         wmax = _mm512_max_epi64(wmax, w);
-        lmin = _mm512_mask_min_epi64(
-            lmin, ok, lmin,
-            _mm512_sub_epi64(_mm512_add_epi64(ex, lx), _mm512_set1_epi64(1075 + 1023)));
+        lmin = _mm512_mask_min_epi64(lmin, ok, lmin, _mm512_sub_epi64(lx, bias));
         _mm512_storeu_si512(ws, w);
         for (int l = 0; l < 8; l++) hw[ws[l]]++;
     }
@@ -372,20 +374,11 @@ static OZ_AVX512 int64_t gaps_line8(const char *src, layout lay, int64_t n, int3
 }
 
 /* Which of 8 adjacent values (f16, bf16, f32) are non-zero, finite and have their last bit
- * below `cut` (as gaps_line8 finds it): those with a tail. */
+ * below `cut` (lastbit8): those with a tail. */
 static OZ_AVX512 unsigned tails8(const char *src, layout lay, int32_t cut) {
-    const __m512i fraction = _mm512_set1_epi64((INT64_C(1) << 52) - 1),
-                  implicit = _mm512_set1_epi64(INT64_C(1) << 52), e11 = _mm512_set1_epi64(0x7ff),
-                  zero = _mm512_setzero_si512();
-    __m512d v = load8_as(src, lay);
-    __mmask8 ok = (__mmask8)~_mm512_fpclass_pd_mask(v, 0x9f); /* not NaN, Inf or zero */
-    __m512i bits = _mm512_castpd_si512(v), ex = _mm512_and_si512(_mm512_srli_epi64(bits, 52), e11),
-            m = _mm512_or_si512(_mm512_and_si512(bits, fraction), implicit),
-            lb = _mm512_and_si512(m, _mm512_sub_epi64(zero, m)),
-            lx = _mm512_srli_epi64(_mm512_castpd_si512(_mm512_cvtepi64_pd(lb)), 52);
-    /* last bit ex + lx - 1075 - 1023 < cut */
-    return _mm512_mask_cmplt_epi64_mask(ok, _mm512_add_epi64(ex, lx),
-                                        _mm512_set1_epi64((int64_t)cut + 1075 + 1023));
+    __mmask8 ok;
+    __m512i lx = lastbit8(src, lay, &ok);
+    return _mm512_mask_cmplt_epi64_mask(ok, lx, _mm512_set1_epi64((int64_t)cut + 1075 + 1023));
 }
 
 #endif

@@ -106,8 +106,9 @@ bool gck_ozaki_tail_sum128(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j,
  * columns j writes each column of tsum whole (zeroed, += tail_a·b: op(A)'s tails bucketed by k,
  * each times column j of op(B) at its k; -= tail_a·tail_b: the tails of column j met by op(A)'s
  * at the same k, in L1 both), then a pass over blocks of 8 rows adds a·tail_b (the block's 8
- * rows of op(A) as doubles k by k, 8 multiply-adds per tail of op(B)). An element uses its sum
- * only where gck_oz_tails_exact holds: then none of these operations rounds, in any order. */
+ * rows of op(A) as doubles at the steps op(B)'s tails have, 8 multiply-adds per tail of op(B)).
+ * An element uses its sum only where gck_oz_tails_exact holds: then none of these operations
+ * rounds, in any order. */
 #define TSUM_ROWS 8 /* rows of op(A) a block of the pass over rows */
 
 typedef struct atail {
