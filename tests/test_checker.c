@@ -96,8 +96,10 @@ Test(checker, bounds_from_the_copy_and_from_the_operands_in_place_agree) {
 }
 
 /* Eight large products on one backend, checked with the sums of |a||b| from a GEMM and with
- * every element summing its own terms: the same verdicts (see the test below). */
-static void large_products_agree(const char *spec, long *compared, long *findings, long *narrow) {
+ * every element summing its own terms: the same verdicts (see the tests below). `rounded`: the
+ * GEMM's values rounded up to bf16 wherever the f32 road holds (the rounded road, forced). */
+static void large_products_agree(const char *spec, bool rounded, long *compared, long *findings,
+                                 long *narrow) {
     static const gck_dist dists[] = {GCK_DIST_UNIFORM, GCK_DIST_BIG, GCK_DIST_LOGU, GCK_DIST_INT};
     gck_run_result *r1 = malloc(sizeof *r1), *r2 = malloc(sizeof *r2);
     gck_backend be;
@@ -123,10 +125,14 @@ static void large_products_agree(const char *spec, long *compared, long *finding
         /* the hard tier's roads (the statistical tier's allowance is looser on the GEMM's road,
          * which bounds sum (ab)^2 by max|a| max|b| T) */
         gck_run_options o = {.check = {.threads = 2, .stat_data = GCK_STAT_OFF}};
-        long f32_before = gck_absprod_built_f32();
+        long f32_before = gck_absprod_built_f32(), up_before = gck_absprod_built_rounded();
+        int mode = gck_absprod_round_up(rounded ? 1 : 0);
         cr_assert_eq(gck_run_spec(&be, &s, &o, r1, msg, sizeof msg), GCK_OK, "%s", msg);
-        bool f32 = gck_absprod_built_f32() > f32_before;
-        *narrow += f32;
+        gck_absprod_round_up(mode);
+        bool f32 = gck_absprod_built_f32() > f32_before,
+             up = gck_absprod_built_rounded() > up_before;
+        cr_assert(!up || rounded);
+        *narrow += rounded ? up : f32;
         o.check.copy_limit = 1; /* no copy, no GEMM: every element sums its own terms */
         cr_assert_eq(gck_run_spec(&be, &s, &o, r2, msg, sizeof msg), GCK_OK, "%s", msg);
         const gck_check_result *x = &r1->check, *y = &r2->check;
@@ -134,15 +140,22 @@ static void large_products_agree(const char *spec, long *compared, long *finding
         cr_assert(x->elements == y->elements && x->exact_elements == y->exact_elements &&
                       x->degenerate == y->degenerate && x->lenient == y->lenient,
                   "%s", rs);
-        for (int k = 0; k < GCK_KIND_COUNT; k++)
-            cr_assert(x->count[k] == y->count[k] &&
-                          (!x->count[k] ||
-                           (x->worst[k].i == y->worst[k].i && x->worst[k].j == y->worst[k].j)),
-                      "kind %d: %s", k, rs);
         /* the GEMM's sums are bounds of T, looser by at most 3·K·u (T^ within K roundings of
-         * T, then multiplied by 1 + 2·K·u; u = 2^-53, or 2^-24 from an f32 GEMM): the ratios
-         * are no larger, and smaller by at most that much */
+         * T, then multiplied by 1 + 2·K·u; u = 2^-53, or 2^-24 from an f32 GEMM), and on the
+         * rounded road by (1 + 2^-7)^2 more: the ratios are no larger, and smaller by at most
+         * that much; there the worst finding of a kind may be another one whose ratio is as
+         * close to the worst's */
         double slack = 3 * (f32 ? 0x1p-24 : 0x1p-53) * (double)c->k + 1e-12;
+        if (up) slack = 1 - GCK_ABSPROD_BAND;
+        for (int k = 0; k < GCK_KIND_COUNT; k++) {
+            cr_assert(x->count[k] == y->count[k], "kind %d: %s", k, rs);
+            if (!x->count[k]) continue;
+            bool same = x->worst[k].i == y->worst[k].i && x->worst[k].j == y->worst[k].j;
+            cr_assert(same || (up && x->worst[k].ratio >= y->worst[k].ratio * (1 - slack)),
+                      "kind %d: (%lld, %lld) against (%lld, %lld): %s", k, (long long)x->worst[k].i,
+                      (long long)x->worst[k].j, (long long)y->worst[k].i, (long long)y->worst[k].j,
+                      rs);
+        }
         double xr = x->max_ratio.ratio, yr = y->max_ratio.ratio;
         cr_assert(xr <= yr * (1 + 1e-12) && xr >= yr * (1 - slack) && x->max_stat == 0 &&
                       y->max_stat == 0,
@@ -164,7 +177,7 @@ Test(checker, bounds_from_a_gemm_agree_with_per_element_sums_on_large_products, 
     long compared = 0, findings = 0, narrow = 0, before = gck_absprod_built(),
          bf16_before = gck_absprod_built_bf16();
     for (int b = 0; b < 3; b++)
-        large_products_agree(compare_specs[b], &compared, &findings, &narrow);
+        large_products_agree(compare_specs[b], false, &compared, &findings, &narrow);
     long built = gck_absprod_built() - before, bf16 = gck_absprod_built_bf16() - bf16_before;
     fprintf(stderr,
             "[bounds] large products: %ld elements, %ld findings, %ld bounds from a GEMM (%ld in "
@@ -175,6 +188,128 @@ Test(checker, bounds_from_a_gemm_agree_with_per_element_sums_on_large_products, 
     cr_expect(narrow >= 4 && narrow <= built - 4, "%ld of %ld in f32: both roads not taken", narrow,
               built);
     cr_expect_gt(bf16, 0, "no bound from bf16 inputs among the %ld in f32", narrow);
+}
+
+/* The same on the rounded road (every f32 road's |a| and |b| rounded up to bf16, forced here;
+ * by default only where the kernels' bf16 GEMM is faster and the product large): the same
+ * verdicts, counts and exact cases as when every element sums its own terms, the ratios smaller
+ * by at most 1 - GCK_ABSPROD_BAND. Without the checker's re-sums within the band (checker.c,
+ * facts.c), elements whose ratio lies there would pass where their own sums fail them. */
+Test(checker, bounds_from_values_rounded_up_to_bf16_give_the_same_verdicts, .timeout = 600) {
+    long compared = 0, findings = 0, rounded = 0, before = gck_absprod_built();
+    for (int b = 0; b < 3; b++)
+        large_products_agree(compare_specs[b], true, &compared, &findings, &rounded);
+    long built = gck_absprod_built() - before;
+    fprintf(stderr,
+            "[bounds] large products, values rounded up to bf16: %ld elements, %ld findings, %ld "
+            "of %ld GEMM bounds on the rounded road: the same verdicts as per-element sums\n",
+            compared, findings, rounded, built);
+    cr_expect_gt(findings, 0);
+    cr_expect(rounded >= 4, "only %ld of %ld bounds on the rounded road", rounded, built);
+}
+
+/* An M x N x K product of f16 inputs, f32 C and D, beta = 0. */
+static void f16_product(gck_case *c, int64_t M, int64_t N, int64_t K) {
+    gck_case_init(c, M, N, K);
+    c->type_a = c->type_b = GCK_F16;
+    c->type_c = c->type_d = c->compute = c->scale_type = GCK_F32;
+    c->d_is_c = false;
+}
+
+/* One element of an f16 product (f32 C and D, 256^3: its bounds from a GEMM) made wrong by just
+ * more than its bound from its own sums: on the rounded road, whose T may lie up to 1.7% above
+ * that sum, the element still fails (its verdict settled by its own sums within the band), as
+ * it does when every element sums its own terms. */
+Test(checker, an_error_just_beyond_the_bound_fails_on_the_rounded_road) {
+    gck_case c;
+    f16_product(&c, 256, 256, 256);
+    gck_spec s;
+    gck_spec_init(&s, &c);
+    uint16_t *a = malloc(256 * 256 * 2), *b = malloc(256 * 256 * 2);
+    float *d = malloc(256 * 256 * sizeof *d);
+    gck_spec_fill(&s, GCK_A, a);
+    gck_spec_fill(&s, GCK_B, b);
+    char msg[512];
+    gck_backend be;
+    cr_assert_eq(gck_backend_open(&be, "ref", msg, sizeof msg), GCK_OK, "%s", msg);
+    cr_assert_eq(gck_gemm(&c, a, b, NULL, d, NULL, msg, sizeof msg), GCK_GEMM_OK, "%s", msg);
+    const gck_support_row *row = gck_backend_find_row(&be, &c, NULL, 0);
+    cr_assert(row);
+    gck_check_result *r = malloc(sizeof *r);
+    gck_check_options own = {.oracle = GCK_ORACLE_EXACT,
+                             .copy_limit = 1,
+                             .threads = 1,
+                             .stat_data = GCK_STAT_OFF},
+                      gemm = own;
+    gemm.copy_limit = 0; /* the default: the copy, and the bounds from a GEMM */
+    /* the element with the largest ratio, its exact value and its bound from its own sums */
+    cr_assert_eq(gck_check_values(&c, row, &own, a, b, NULL, d, r, msg, sizeof msg), GCK_OK);
+    gck_element_report e = r->max_ratio;
+    int64_t rs, cs;
+    gck_case_op_strides(&c, GCK_D, &rs, &cs);
+    d[e.i * rs + e.j * cs] = (float)(e.expected + 1.004 * e.bound); /* error: ~1.004 bounds */
+    cr_assert_eq(gck_check_values(&c, row, &own, a, b, NULL, d, r, msg, sizeof msg), GCK_OK);
+    double ratio = r->max_ratio.ratio;
+    cr_assert(r->count[GCK_KIND_OUT_OF_TOLERANCE] == 1 && ratio > 1 && ratio < 1.01,
+              "own sums: %lld findings, ratio %.6f", (long long)r->count[GCK_KIND_OUT_OF_TOLERANCE],
+              ratio);
+    long up = gck_absprod_built_rounded();
+    int mode = gck_absprod_round_up(1);
+    cr_assert_eq(gck_check_values(&c, row, &gemm, a, b, NULL, d, r, msg, sizeof msg), GCK_OK);
+    gck_absprod_round_up(mode);
+    cr_assert_eq(gck_absprod_built_rounded(), up + 1, "the rounded road was not taken");
+    cr_assert(r->count[GCK_KIND_OUT_OF_TOLERANCE] == 1 &&
+                  r->worst[GCK_KIND_OUT_OF_TOLERANCE].i == e.i &&
+                  r->worst[GCK_KIND_OUT_OF_TOLERANCE].j == e.j,
+              "rounded road: %lld findings (ratio %.6f with its own sums)",
+              (long long)r->count[GCK_KIND_OUT_OF_TOLERANCE], ratio);
+    gck_backend_close(&be);
+    free(r), free(a), free(b), free(d);
+}
+
+/* An exact case the rounded road's T would lose: f16 integers ±2047, K = 4 (1024 x 1024, its
+ * bounds from a GEMM), every sum of |a||b| 4·2047^2 = 16,760,836, below 2^24, so every result
+ * is exact in f32 and must be met exactly; rounded up to bf16, 2047 becomes 2048 and T reaches
+ * 2^24. One element off by one unit fails as an exact case with per-element sums and on the
+ * rounded road (its certificate settled by its own sums); with the road's T alone it would pass
+ * within the bound. */
+Test(checker, an_exact_case_stays_exact_on_the_rounded_road) {
+    gck_case c;
+    f16_product(&c, 1024, 1024, 4);
+    uint16_t *a = malloc(1024 * 4 * 2), *b = malloc(1024 * 4 * 2);
+    float *d = malloc(1024 * 1024 * sizeof *d);
+    uint64_t st = 7;
+    for (int x = 0; x < 1024 * 4; x++) {
+        st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+        a[x] = (uint16_t)(0x67ff | (st & 1) << 15); /* ±2047 */
+        b[x] = (uint16_t)(0x67ff | (st >> 1 & 1) << 15);
+    }
+    char msg[512];
+    gck_backend be;
+    cr_assert_eq(gck_backend_open(&be, "ref", msg, sizeof msg), GCK_OK, "%s", msg);
+    cr_assert_eq(gck_gemm(&c, a, b, NULL, d, NULL, msg, sizeof msg), GCK_GEMM_OK, "%s", msg);
+    d[5 + 9 * 1024] += 1; /* (5, 9): one unit off */
+    const gck_support_row *row = gck_backend_find_row(&be, &c, NULL, 0);
+    cr_assert(row);
+    gck_check_result *r = malloc(sizeof *r);
+    gck_check_options own = {.oracle = GCK_ORACLE_EXACT, .copy_limit = 1, .threads = 2}, gemm = own;
+    gemm.copy_limit = 0;
+    cr_assert_eq(gck_check_values(&c, row, &own, a, b, NULL, d, r, msg, sizeof msg), GCK_OK);
+    cr_assert(r->exact_elements == 1024 * 1024 && r->count[GCK_KIND_OUT_OF_TOLERANCE] == 1,
+              "own sums: %lld exact, %lld findings", (long long)r->exact_elements,
+              (long long)r->count[GCK_KIND_OUT_OF_TOLERANCE]);
+    long up = gck_absprod_built_rounded();
+    int mode = gck_absprod_round_up(1);
+    cr_assert_eq(gck_check_values(&c, row, &gemm, a, b, NULL, d, r, msg, sizeof msg), GCK_OK);
+    gck_absprod_round_up(mode);
+    cr_assert_eq(gck_absprod_built_rounded(), up + 1, "the rounded road was not taken");
+    const gck_element_report *w = &r->worst[GCK_KIND_OUT_OF_TOLERANCE];
+    cr_assert(r->exact_elements == 1024 * 1024 && r->count[GCK_KIND_OUT_OF_TOLERANCE] == 1 &&
+                  w->i == 5 && w->j == 9 && w->exact_case,
+              "rounded road: %lld exact, %lld findings", (long long)r->exact_elements,
+              (long long)r->count[GCK_KIND_OUT_OF_TOLERANCE]);
+    gck_backend_close(&be);
+    free(r), free(a), free(b), free(d);
 }
 
 /* ---- the GEMM's sums of |a||b| against exact ones (MPFR) ------------------------------------- */
@@ -205,15 +340,16 @@ static double draw(int kind, uint64_t *st) {
     }
 }
 
-/* The roads of the GEMM of |a||b|: f64, f32, f32 accumulation of bf16 inputs. */
-enum { ROAD_F64, ROAD_F32, ROAD_BF16 };
+/* The roads of the GEMM of |a||b|: f64, f32, f32 accumulation of bf16 inputs, of inputs
+ * rounded up to bf16. */
+enum { ROAD_F64, ROAD_F32, ROAD_BF16, ROAD_UP };
 
 /* For operands of kinds ka and kb (M x K and N x K, along k): which road the GEMM took, and that
  * every bound is at least the exact sum (rounded up to a double by MPFR) and at most 3·K·u above
  * it (u of the road). Returns the number of elements compared. */
 static long absprod_against_mpfr(int ka, int kb, gck_format type, int64_t M, int64_t N, int64_t K,
                                  int road) {
-    static const char *const roads[] = {"f64", "f32", "bf16"};
+    static const char *const roads[] = {"f64", "f32", "bf16", "rounded"};
     double *a = malloc((size_t)(M * K) * sizeof *a), *b = malloc((size_t)(N * K) * sizeof *b);
     uint64_t st = 0x9e3779b97f4a7c15u + (uint64_t)ka;
     for (int64_t x = 0; x < M * K; x++) a[x] = draw(ka, &st);
@@ -221,14 +357,19 @@ static long absprod_against_mpfr(int ka, int kb, gck_format type, int64_t M, int
     gck_case c;
     gck_case_init(&c, M, N, K);
     c.type_a = c.type_b = type;
-    long bf16_before = gck_absprod_built_bf16();
+    long bf16_before = gck_absprod_built_bf16(), up_before = gck_absprod_built_rounded();
     gck_absprod *p = gck_absprod_new(&c, a, b);
     cr_assert(p, "kinds %d, %d: no GEMM bound", ka, kb);
-    int took = gck_absprod_bf16(p) ? ROAD_BF16 : gck_absprod_f32(p) ? ROAD_F32 : ROAD_F64;
+    int took = gck_absprod_rounded(p) ? ROAD_UP
+               : gck_absprod_bf16(p)  ? ROAD_BF16
+               : gck_absprod_f32(p)   ? ROAD_F32
+                                      : ROAD_F64;
     cr_assert_eq(took, road, "kinds %d, %d: the %s road, not %s", ka, kb, roads[took], roads[road]);
-    cr_assert_eq(gck_absprod_built_bf16() - bf16_before, road == ROAD_BF16);
+    cr_assert_eq(gck_absprod_built_bf16() - bf16_before, road == ROAD_BF16 || road == ROAD_UP);
+    cr_assert_eq(gck_absprod_built_rounded() - up_before, road == ROAD_UP);
     bool want_f32 = road != ROAD_F64;
     double u = want_f32 ? 0x1p-24 : 0x1p-53, most = 1 + 3 * (double)K * u + 0x1p-50;
+    if (road == ROAD_UP) most *= (1 + 0x1p-7) * (1 + 0x1p-7);
     mpfr_t *terms = malloc((size_t)K * sizeof *terms);
     mpfr_ptr *ptrs = malloc((size_t)K * sizeof *ptrs);
     for (int64_t k = 0; k < K; k++) mpfr_init2(terms[k], 106), ptrs[k] = terms[k];
@@ -257,7 +398,9 @@ static long absprod_against_mpfr(int ka, int kb, gck_format type, int64_t M, int
  * on every road: f32 where every |a| and |b| is a float, no product falls below 2^-126 and K
  * times the largest stays below f32's range, with bf16 inputs where moreover every value is a
  * normal bf16 (VDPBF16PS on the avx512bf16 path); f64 otherwise, for K above 2^13 and for f64
- * inputs. */
+ * inputs. On the rounded road (forced here for products of any size) the values of the f32 road
+ * are rounded up to bf16 and the slack grows by (1 + 2^-7)^2; a subnormal among them keeps the
+ * f32 road, bf16 values the bf16 road. */
 Test(checker, gemm_sums_of_abs_products_bound_the_exact_sums_on_every_road, .timeout = 300) {
     long n = 0;
     n += absprod_against_mpfr(0, 0, GCK_F16, 96, 96, 512, ROAD_F32);
@@ -273,8 +416,18 @@ Test(checker, gemm_sums_of_abs_products_bound_the_exact_sums_on_every_road, .tim
     n += absprod_against_mpfr(6, 6, GCK_BF16, 45, 37, 4099, ROAD_BF16); /* odd K: a half pair */
     n += absprod_against_mpfr(6, 0, GCK_F16, 96, 96, 512, ROAD_F32);    /* B not bf16 values */
     n += absprod_against_mpfr(7, 8, GCK_BF16, 96, 96, 512, ROAD_F32);   /* subnormal bf16 in A */
+    int mode = gck_absprod_round_up(1); /* the rounded road wherever its conditions hold */
+    n += absprod_against_mpfr(0, 0, GCK_F16, 96, 96, 512, ROAD_UP);
+    n += absprod_against_mpfr(1, 1, GCK_F32, 96, 96, 512, ROAD_UP);
+    n += absprod_against_mpfr(2, 2, GCK_F32, 45, 37, 4099, ROAD_UP); /* just above powers of 2 */
+    n += absprod_against_mpfr(6, 0, GCK_F16, 96, 96, 512, ROAD_UP);
+    n += absprod_against_mpfr(6, 6, GCK_BF16, 96, 96, 512, ROAD_BF16); /* nothing to round */
+    n += absprod_against_mpfr(7, 8, GCK_BF16, 96, 96, 512, ROAD_F32);  /* subnormal: not taken */
+    n += absprod_against_mpfr(1, 1, GCK_F32, 23, 23, 8193, ROAD_F64);
+    gck_absprod_round_up(mode);
     fprintf(stderr,
-            "[bounds] %ld GEMM sums of |a||b| against MPFR on the bf16, f32 and f64 roads: every "
+            "[bounds] %ld GEMM sums of |a||b| against MPFR on the rounded, bf16, f32 and f64 "
+            "roads: every "
             "one an upper bound within its slack\n",
             n);
 }

@@ -24,6 +24,14 @@
  * so the same K relative roundings and the same bound hold (other paths convert to f32 and run
  * the f32 road's arithmetic).
  *
+ * The rounded road: when a large product's values are floats on the f32 road but not all bf16
+ * values, and the kernels multiply bf16 measurably faster than f32 (their calibrated rates), every
+ * |a| and |b| is rounded up to bf16 (toward +Inf: at most 2^-7 relative above it) and the GEMM
+ * runs on those, when they still meet the bf16 road's conditions. Each product then lies at most
+ * (1 + 2^-7)^2 above the exact one, so T^ bounds T from above as before, with that much more
+ * slack: the checker re-sums an element itself wherever the looser T could change its verdict
+ * (facts.c, checker.c: gck_absprod_band).
+ *
  * As the kernels are under test themselves, every row of T^ is compared with bounds of its
  * exact row sum, sum_k |a_ik|·(sum_j |b_kj|), computed in directed rounding; a GEMM that
  * contradicts them is not used. */
@@ -45,12 +53,14 @@
 #define ABS_MIN_PRODUCTS (INT64_C(1) << 22)
 #define ABS_MAX_BYTES    (2.0 * 1073741824.0)
 #define NARROW_MAX_K     (INT64_C(1) << 13)
+#define UP_MIN_PRODUCTS  (INT64_C(1) << 30) /* the rounded road: from 1024^3 multiply-adds */
 
 struct gck_absprod {
     int64_t m, n, k, pairs;
     bool a_batched, b_batched;
     bool narrow; /* every pair's T^ from an f32 GEMM (on bf16 inputs or f32 ones) */
     bool bf16;   /* every pair's on bf16 inputs */
+    bool up;     /* ... some of them rounded up to bf16 (the rounded road) */
     double *t;   /* [pair][j][i] */
 };
 
@@ -61,14 +71,18 @@ typedef struct abs_range {
     bool bf16s;     /* every one is a bf16 value (a float whose low 16 bits are zero) */
 } abs_range;
 
-static atomic_long built, built_narrow, built_bf16;
+static atomic_long built, built_narrow, built_bf16, built_up;
+static atomic_int up_mode = -1; /* the rounded road: -1 where it pays, 0 never, 1 always */
 
 long gck_absprod_built(void) { return atomic_load(&built); }
 long gck_absprod_built_f32(void) { return atomic_load(&built_narrow); }
 long gck_absprod_built_bf16(void) { return atomic_load(&built_bf16); }
+long gck_absprod_built_rounded(void) { return atomic_load(&built_up); }
+int gck_absprod_round_up(int mode) { return atomic_exchange(&up_mode, mode < 0 ? -1 : mode > 0); }
 
 bool gck_absprod_f32(const gck_absprod *p) { return p->narrow; }
 bool gck_absprod_bf16(const gck_absprod *p) { return p->bf16; }
+bool gck_absprod_rounded(const gck_absprod *p) { return p->up; }
 
 void gck_absprod_free(gck_absprod *p) {
     if (!p) return;
@@ -144,6 +158,48 @@ static abs_range abs_copy(void *dst, const double *src, int64_t n, bool narrow) 
         all.bf16s &= ranges[q].bf16s;
     }
     return all;
+}
+
+/* The floats [lo, hi) (non-negative) rounded up to bf16 in place, and the part's range of the
+ * results (a subnormal one counts as exponent -127; an Inf, from rounding up the largest floats,
+ * as 128). */
+static void up_part(void *arg, int part, int64_t lo, int64_t hi) {
+    const abs_job *x = arg;
+    uint32_t *v = x->dst;
+    abs_range r = {INT_MAX, INT_MIN, true, true};
+    for (int64_t i = lo; i < hi; i++) {
+        uint32_t u = (v[i] + 0xffffu) & 0xffff0000u; /* no carry out: v[i] < 2^31 */
+        v[i] = u;
+        if (u == 0) continue;
+        int e = (int)(u >> 23) - 127;
+        r.emin = e < r.emin ? e : r.emin;
+        r.emax = e > r.emax ? e : r.emax;
+    }
+    x->range[part] = r;
+}
+
+static abs_range round_up(float *v, int64_t n) {
+    int parts = gck_parallel_parts(n, 1);
+    abs_range ranges[parts], all = {INT_MAX, INT_MIN, true, true};
+    abs_job x = {.dst = v, .range = ranges};
+    gck_parallel_for(parts, n, &x, up_part);
+    for (int q = 0; q < parts; q++) {
+        all.emin = ranges[q].emin < all.emin ? ranges[q].emin : all.emin;
+        all.emax = ranges[q].emax > all.emax ? ranges[q].emax : all.emax;
+    }
+    return all;
+}
+
+/* Whether the rounded road pays for a product of `products` multiply-adds: the kernels' bf16
+ * GEMM (the path they choose for it) measured GCK_KPATH_MARGIN times as fast as their f32 one
+ * (Zen 4: VDPBF16PS at twice f32 FMA's rate; an Intel Emerald Rapids core runs it at half). */
+static bool up_pays(int64_t products) {
+    int mode = atomic_load(&up_mode);
+    if (mode >= 0) return mode == 1;
+    if (products < UP_MIN_PRODUCTS) return false;
+    double bf = gck_kpath_rate(gck_kpath_auto_class(GCK_KCLASS_BF16), GCK_KCLASS_BF16),
+           f32 = gck_kpath_rate(gck_kpath_auto_class(GCK_KCLASS_F32), GCK_KCLASS_F32);
+    return f32 > 0 && bf >= GCK_KPATH_MARGIN * f32;
 }
 
 /* The high halves of n floats (bf16 values: the low halves are zero) into dst. */
@@ -263,18 +319,27 @@ static bool bf16_fits(abs_range a, abs_range b) {
 }
 
 /* T^ of one pair of members into t, checked and rounded up; *narrow: on the f32 road, *bf16:
- * with bf16 inputs (their copies after the floats' in xa and xb). The float copy of op(B) is
- * made only when op(A)'s values are all floats. */
+ * with bf16 inputs (their copies after the floats' in xa and xb), *up: those rounded up from
+ * floats (the rounded road). The float copy of op(B) is made only when op(A)'s values are all
+ * floats. */
 static bool one_pair(const gck_absprod *p, const double *a, const double *b, void *xa, void *xb,
-                     double *t, bool *narrow, bool *bf16) {
+                     double *t, bool *narrow, bool *bf16, bool *up) {
     int64_t M = p->m, N = p->n, K = p->k;
-    *narrow = *bf16 = false;
+    *narrow = *bf16 = *up = false;
     if (p->narrow && K <= NARROW_MAX_K) {
         abs_range ra = abs_copy(xa, a, M * K, true);
         if (ra.floats) {
             abs_range rb = abs_copy(xb, b, N * K, true);
             *narrow = narrow_fits(ra, rb, K);
             *bf16 = *narrow && bf16_fits(ra, rb);
+            if (*narrow && !*bf16 && up_pays(M * N * K)) { /* the rounded road */
+                abs_range ua = round_up(xa, M * K), ub = round_up(xb, N * K);
+                *up = *bf16 = narrow_fits(ua, ub, K) && bf16_fits(ua, ub);
+                if (!*up) { /* the values again, for the f32 road */
+                    abs_copy(xa, a, M * K, true);
+                    abs_copy(xb, b, N * K, true);
+                }
+            }
         }
     }
     if (!*narrow) {
@@ -300,7 +365,8 @@ static bool one_pair(const gck_absprod *p, const double *a, const double *b, voi
         fprintf(stderr,
                 "gemmcheck: warning: the %s GEMM of |A|·|B| for the bound contradicts "
                 "its row sums; the checker sums every element itself\n",
-                *bf16     ? "bf16 x bf16 -> f32"
+                *up       ? "bf16 (rounded up) x bf16 -> f32"
+                : *bf16   ? "bf16 x bf16 -> f32"
                 : *narrow ? "f32"
                           : "f64");
         return false;
@@ -323,13 +389,15 @@ gck_absprod *gck_absprod_new(const gck_case *c, const double *a, const double *b
     if (ok) {
         /* f64 inputs are seldom all floats: not tried */
         bool f32 = c->type_a != GCK_F64 && c->type_b != GCK_F64;
-        *p = (gck_absprod){M, N, K, pairs, c->stride_a != 0, c->stride_b != 0, f32, f32, p->t};
+        *p = (gck_absprod){M,   N,   K,     pairs, c->stride_a != 0, c->stride_b != 0,
+                           f32, f32, false, p->t};
         for (int64_t q = 0; ok && q < pairs; q++) {
-            bool narrow, bf16;
+            bool narrow, bf16, up;
             ok = one_pair(p, a + (p->a_batched ? q : 0) * M * K, b + (p->b_batched ? q : 0) * N * K,
-                          xa, xb, p->t + q * M * N, &narrow, &bf16);
+                          xa, xb, p->t + q * M * N, &narrow, &bf16, &up);
             p->narrow &= narrow;
             p->bf16 &= bf16;
+            p->up |= up;
         }
     }
     gck_stash_put(xa, (size_t)(M * K) * sizeof *xa); /* for the exact oracle's slices */
@@ -341,5 +409,6 @@ gck_absprod *gck_absprod_new(const gck_case *c, const double *a, const double *b
     atomic_fetch_add(&built, 1);
     if (p->narrow) atomic_fetch_add(&built_narrow, 1);
     if (p->bf16) atomic_fetch_add(&built_bf16, 1);
+    if (p->up) atomic_fetch_add(&built_up, 1);
     return p;
 }

@@ -1,6 +1,7 @@
 /* Sum_k |a_ik|·|b_kj| of every element of a large GEMM by one GEMM on |op(A)| and |op(B)| (f32
- * where every term fits it, from bf16 inputs where they are bf16 values, else f64), rounded up
- * rigorously, for the checker's bound (internal: private to src/check/). */
+ * where every term fits it, from bf16 inputs where they are bf16 values or are rounded up to them
+ * where that pays, else f64), rounded up rigorously, for the checker's bound (internal: private
+ * to src/check/). */
 #ifndef GEMMCHECK_CHECK_ABSPROD_H
 #define GEMMCHECK_CHECK_ABSPROD_H
 
@@ -27,10 +28,25 @@ double gck_absprod_bound(const gck_absprod *p, int64_t bi, int64_t i, int64_t j)
 bool gck_absprod_f32(const gck_absprod *p);
 bool gck_absprod_bf16(const gck_absprod *p);
 
-/** For tests: how many have been built over the process, how many of them on the f32 road, and
- *  how many of those with bf16 inputs. */
+/** Whether some member's sums came from values rounded up to bf16 (the rounded road: see
+ *  absprod.c). Then each bound T may lie up to (1 + 2^-7)^2 (1 + 3·K·2^-24) above the exact sum,
+ *  and T·GCK_ABSPROD_BAND is still at most the exact sum: a verdict or certificate that T times
+ *  the band would change is settled by the element's own sums. */
+bool gck_absprod_rounded(const gck_absprod *p);
+
+/** 1 / ((1 + 2^-7)^2 (1 + 3·2^-11)) = 0.9830..., rounded down (K <= 2^13 on that road). */
+#define GCK_ABSPROD_BAND 0.98
+
+/** For tests: how many have been built over the process, how many of them on the f32 road, how
+ *  many of those with bf16 inputs, and how many on the rounded road. */
 long gck_absprod_built(void);
 long gck_absprod_built_f32(void);
 long gck_absprod_built_bf16(void);
+long gck_absprod_built_rounded(void);
+
+/** For tests: the rounded road taken where the kernels' bf16 GEMM is measurably faster than their
+ *  f32 one and the product has at least 2^30 multiply-adds (mode < 0, the default), never (0) or
+ *  wherever its conditions hold (> 0); returns the mode before. */
+int gck_absprod_round_up(int mode);
 
 #endif

@@ -38,6 +38,8 @@ typedef struct elem_facts {
     double inner;    /* ... without D's own rounding: the arithmetic's part (rounded up) */
     double stat;     /* the statistical tier's allowance without D's rounding (-1: none) */
     bool degenerate; /* ... which is only a magnitude limit (gamma = Inf) */
+    bool t_rounded;  /* T from the rounded road (gck_absprod_rounded): a verdict within the band
+                      * is settled by the element's own sums (checker.c) */
 } elem_facts;
 
 /* What pass 1 of gather needs from one line (a row of op(A), a column of op(B)), computed once
@@ -60,6 +62,7 @@ typedef struct gather_plan {
     /* large products: sum_k |a||b| of every element by a GEMM, and each line's sum_k |x| (both
      * rounded up, over finite values); NULL: summed per element */
     gck_absprod *abs;
+    bool abs_rounded; /* gck_absprod_rounded(abs) */
     double *suma, *sumb;
     bool ab_exact; /* alpha and beta are exact in the epilogue format */
     /* per-case constants of gather: the result grid of the exact-case certificate (see
@@ -118,6 +121,7 @@ typedef struct gather_in {
     elem_lines e;
     int64_t ra, cb; /* the element's row of op(A) and column of op(B) among all members' */
     bool exact;     /* the exact-case certificate is still possible */
+    bool own_sums;  /* the element sums its own terms (no bound from the plan's GEMM) */
 } gather_in;
 
 /* Whether a correct implementation could overflow, or form Inf - Inf, in some evaluation
@@ -161,10 +165,10 @@ void gck_gather_lines(const gck_case *c, const gck_support_row *row, const gathe
 void gck_gather_sums(const gck_case *c, const gck_support_row *row, const gather_plan *g,
                      int64_t bi, bool skip_zero, elem_facts *f, gather_in *w);
 
-/* Both passes for one element. */
+/* Both passes for one element; with own_sums, from its own terms (never the plan's GEMM). */
 void gck_gather(const gck_case *c, const gck_support_row *row, const gather_plan *g, const void *A,
                 const void *B, const void *C, int64_t bi, int64_t i, int64_t j, bool skip_zero,
-                double oracle, elem_facts *f);
+                bool own_sums, double oracle, elem_facts *f);
 
 gather_plan *gck_gather_plan_new(const gck_case *c, const gck_model *m, const void *A,
                                  const void *B, const gck_check_options *opt, char *note,

@@ -346,7 +346,9 @@ gather_plan *gck_gather_plan_new(const gck_case *c, const gck_model *m, const vo
     }
     line_facts_of(c, m, GCK_A, A, ma, g->fa, g->a);
     line_facts_of(c, m, GCK_B, B, mb, g->fb, g->b);
-    if ((g->abs = gck_absprod_new(c, g->a, g->b)) &&
+    g->abs = gck_absprod_new(c, g->a, g->b);
+    g->abs_rounded = g->abs && gck_absprod_rounded(g->abs);
+    if (g->abs &&
         (!(g->suma = line_sums(g->a, la, c->k)) || !(g->sumb = line_sums(g->b, lb, c->k)))) {
         gck_absprod_free(g->abs); /* out of memory: summed per element */
         g->abs = NULL;
@@ -526,6 +528,7 @@ static bool fast_terms(const gck_case *c, const gather_plan *g, const exact_in *
     double T = gck_absprod_bound(g->abs, bi, i, j), aa = fabs(c->alpha);
     if (!isfinite(T)) return false;
     f->t.T = T;
+    f->t_rounded = g->abs_rounded;
     f->t.sum_ab = g->suma[ra] + g->sumb[cb];
     f->q2 = x->maxa * x->maxb * T; /* (ab)^2 <= max|a| max|b| |ab| */
     f->pos = f->neg = aa * T;
@@ -594,7 +597,17 @@ void gck_gather_lines(const gck_case *c, const gck_support_row *row, const gathe
         if (isfinite(x.cv) && f->t.abs_c > g->fc_max) f->input_overflow = true;
         if (!isfinite(x.cv) || gck_fmt_round_to(x.cv, m->epilogue) != x.cv) exact = false;
     }
-    *w = (gather_in){x, e, ra, cb, exact};
+    *w = (gather_in){x, e, ra, cb, exact, false};
+}
+
+/* Whether T from the rounded road failed the exact-case certificate where the element's own T,
+ * which may be as low as T·GCK_ABSPROD_BAND, could pass it (then its own sums settle it). */
+static bool rounded_uncertified(const gck_case *c, const gck_model *m, const gather_plan *g,
+                                const gather_in *w, const elem_facts *f) {
+    if (!f->t_rounded || !w->exact || f->exact_case) return false;
+    elem_facts low = *f;
+    low.t.T = f->t.T * GCK_ABSPROD_BAND; /* upward rounding: still at most the exact sum */
+    return exact_certificate(c, m, g, &w->x, &low);
 }
 
 /* The statistical tier's allowance of an element, D's own rounding aside (call in upward
@@ -624,16 +637,20 @@ void gck_gather_sums(const gck_case *c, const gck_support_row *row, const gather
     unsigned ord = g->ord;
     bool rab = g->rab, rc = g->rc;
     exact_in *x = &w->x;
-    bool fast = rab && !skip_zero && fast_terms(c, g, x, w->ra, w->cb, bi, w->e.i, w->e.j, ord, f);
+    bool fast = rab && !skip_zero && !w->own_sums &&
+                fast_terms(c, g, x, w->ra, w->cb, bi, w->e.i, w->e.j, ord, f);
     if (rab && !fast) sum_terms(&w->e, ord, skip_zero, f);
     if (rc) add_c_term(c, x, f);
-    if (fast && near_overflow(g, f)) { /* sums that settle the overflow rules */
+    if (w->exact) f->exact_case = exact_certificate(c, m, g, x, f);
+    if (fast && (near_overflow(g, f) || rounded_uncertified(c, m, g, w, f))) {
+        /* sums that settle the overflow rules, or the certificate */
         sum_terms(&w->e, ord, skip_zero, f);
+        f->t_rounded = false;
         if (rc) add_c_term(c, x, f);
+        if (w->exact) f->exact_case = exact_certificate(c, m, g, x, f);
     }
     /* a backend that never sums unscaled products cannot overflow there */
     if (!((ord & GCK_ORDER_ALPHA_ON_SUM) || x->over_alpha)) f->pos_u = f->neg_u = 0.0;
-    if (w->exact) f->exact_case = exact_certificate(c, m, g, x, f);
     f->bound = gck_bound_of(&g->bc, &f->t, &f->degenerate);
     f->stat = -1;
     if (f->degenerate) return;
@@ -646,9 +663,10 @@ void gck_gather_sums(const gck_case *c, const gck_support_row *row, const gather
 /* Both passes for one element. */
 void gck_gather(const gck_case *c, const gck_support_row *row, const gather_plan *g, const void *A,
                 const void *B, const void *C, int64_t bi, int64_t i, int64_t j, bool skip_zero,
-                double oracle, elem_facts *f) {
+                bool own_sums, double oracle, elem_facts *f) {
     gather_in w;
     gck_gather_lines(c, row, g, A, B, C, bi, i, j, oracle, f, &w);
+    w.own_sums = own_sums;
     int old = fegetround();
     fesetround(FE_UPWARD);
     gck_gather_sums(c, row, g, bi, skip_zero, f, &w);
