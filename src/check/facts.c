@@ -431,9 +431,11 @@ static bool below_pow2(double M, int64_t E) {
  * lowest grid exponent any format involved keeps): every quantity any evaluation order forms
  * (inputs, products of subsets of {alpha, a, b} and of {beta, c}, partial sums) is a multiple of
  * 2^q and at most M in magnitude; with M < 2^(q+p) and 2^q on both grids, all are
- * representable. */
+ * representable. T: the sum of |a b| to use (f->t.T, or a value below it). *early (may be
+ * NULL): where T alone refused it (T at or above 2^(q+p)), 2^(q+p), which any T at or above it
+ * meets as well; left as it was otherwise. */
 static bool exact_certificate(const gck_case *c, const gck_model *m, const gather_plan *g,
-                              const exact_in *x, const elem_facts *f) {
+                              const exact_in *x, const elem_facts *f, double T, double *t_lim) {
     int p = g->grid_p, qmin = g->grid_qmin;
     double lim = g->grid_lim, aa = fabs(c->alpha);
     /* the smallest sum over the non-empty subsets of {a, b, alpha} whose exponents are set: the
@@ -458,8 +460,11 @@ static bool exact_certificate(const gck_case *c, const gck_model *m, const gathe
     }
     /* M below is at least T and q only falls: a T at or above 2^(q+p) already settles it (the
      * common case of a long sum, decided without the rest) */
-    if (q != INT32_MAX && !isnan(f->t.T) && !below_pow2(f->t.T, (int64_t)q + p)) return false;
-    double M = fmax(aa * f->t.T + x->bc, f->t.T);
+    if (q != INT32_MAX && !isnan(T) && !below_pow2(T, (int64_t)q + p)) {
+        if (t_lim) *t_lim = ldexp(1, q + p); /* only here: not per element that passes */
+        return false;
+    }
+    double M = fmax(aa * T + x->bc, T);
     if (x->over_alpha) {
         /* beta/alpha must itself be exact; then (beta/alpha)*c and the partial sums of
          * A*B + (beta/alpha)*c join the grid and the range */
@@ -474,7 +479,7 @@ static bool exact_certificate(const gck_case *c, const gck_model *m, const gathe
         int qr = lsb_exp(rq);
         if (qr < q) q = qr;
         if (x->cv != 0 && qr + lsb_exp(x->cv) < q) q = qr + lsb_exp(x->cv);
-        M = fmax(M, fmax(x->r, f->t.T + x->rcv));
+        M = fmax(M, fmax(x->r, T + x->rcv));
     }
     M = fmax(M, fmax(aa * x->maxa, aa * x->maxb));
     M = fmax(M, fmax(fmax(x->maxa, x->maxb), aa));
@@ -540,10 +545,15 @@ static bool fast_terms(const gck_case *c, const gather_plan *g, const exact_in *
     return true;
 }
 
-/* Whether an overflow rule could fire on these sums: then bounds from above do not settle it. */
-static bool near_overflow(const gather_plan *g, const elem_facts *f) {
-    overflow_facts x = gck_overflow_of(g, f);
-    return x.possible || x.nan;
+/* Whether an overflow rule could fire on these sums (gck_overflow_of's possible or nan; nan
+ * implies possible: each of its sums is at most one that possible compares, all non-negative):
+ * then bounds from above do not settle it. Computed here, not through gck_overflow_of's struct,
+ * whose flags written as bytes and read as one word stalled the store forwarding (a quarter of
+ * gather_sums' samples, 4096^3 f16, Zen 4). */
+static inline bool near_overflow(const gather_plan *g, const elem_facts *f) {
+    double gr = g->ovf_growth, thr = g->ovf_thr;
+    return f->input_overflow || f->max_term >= thr || (f->pos_u + f->neg_u) * gr >= thr ||
+           (f->pos + f->neg) * gr >= thr;
 }
 
 /* The facts of element (bi, i, j) whose oracle value is `oracle`; with skip_zero, of the sum
@@ -601,13 +611,14 @@ void gck_gather_lines(const gck_case *c, const gck_support_row *row, const gathe
 }
 
 /* Whether T from the rounded road failed the exact-case certificate where the element's own T,
- * which may be as low as T·GCK_ABSPROD_BAND, could pass it (then its own sums settle it). */
+ * which may be as low as T·GCK_ABSPROD_BAND, could pass it (then its own sums settle it);
+ * t_lim: what the certificate's refusal left in it (exact_certificate). */
 static bool rounded_uncertified(const gck_case *c, const gck_model *m, const gather_plan *g,
-                                const gather_in *w, const elem_facts *f) {
+                                const gather_in *w, const elem_facts *f, double t_lim) {
     if (!f->t_rounded || !w->exact || f->exact_case) return false;
-    elem_facts low = *f;
-    low.t.T = f->t.T * GCK_ABSPROD_BAND; /* upward rounding: still at most the exact sum */
-    return exact_certificate(c, m, g, &w->x, &low);
+    /* upward rounding: T times the band is still at most the exact sum */
+    double low = f->t.T * GCK_ABSPROD_BAND;
+    return !(low >= t_lim) && exact_certificate(c, m, g, &w->x, f, low, NULL);
 }
 
 /* The statistical tier's allowance of an element, D's own rounding aside (call in upward
@@ -641,13 +652,14 @@ void gck_gather_sums(const gck_case *c, const gck_support_row *row, const gather
                 fast_terms(c, g, x, w->ra, w->cb, bi, w->e.i, w->e.j, ord, f);
     if (rab && !fast) sum_terms(&w->e, ord, skip_zero, f);
     if (rc) add_c_term(c, x, f);
-    if (w->exact) f->exact_case = exact_certificate(c, m, g, x, f);
-    if (fast && (near_overflow(g, f) || rounded_uncertified(c, m, g, w, f))) {
+    double t_lim = INFINITY; /* what T the certificate needs below, where T alone refused it */
+    if (w->exact) f->exact_case = exact_certificate(c, m, g, x, f, f->t.T, &t_lim);
+    if (fast && (near_overflow(g, f) || rounded_uncertified(c, m, g, w, f, t_lim))) {
         /* sums that settle the overflow rules, or the certificate */
         sum_terms(&w->e, ord, skip_zero, f);
         f->t_rounded = false;
         if (rc) add_c_term(c, x, f);
-        if (w->exact) f->exact_case = exact_certificate(c, m, g, x, f);
+        if (w->exact) f->exact_case = exact_certificate(c, m, g, x, f, f->t.T, NULL);
     }
     /* a backend that never sums unscaled products cannot overflow there */
     if (!((ord & GCK_ORDER_ALPHA_ON_SUM) || x->over_alpha)) f->pos_u = f->neg_u = 0.0;

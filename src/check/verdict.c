@@ -67,13 +67,14 @@ static bool fails_by(gck_element_report *e, gck_kind *kind, gck_kind k, const ch
 
 /* The rules for a NaN or Inf oracle value or result: true when one applies, with the verdict in
  * *pass (and the kind in *kind when it fails). */
-static bool decide_nonfinite(const gck_oracle_eval *ev, const elem_facts *f,
-                             const overflow_facts *x, double got, gck_element_report *e,
-                             gck_kind *kind, bool *pass) {
+static bool decide_nonfinite(const gather_plan *gp, const gck_oracle_eval *ev, const elem_facts *f,
+                             double got, gck_element_report *e, gck_kind *kind, bool *pass) {
     const gck_kind K = GCK_KIND_NONFINITE_MISMATCH;
-    double o = ev->value, g = x->growth, thr = x->thr;
+    double o = ev->value;
     bool any = isnan(o) || (isinf(o) && ev->special_input) || isnan(got) || isinf(got);
     if (!any) return false;
+    overflow_facts xf = gck_overflow_of(gp, f), *x = &xf; /* only here: finite ones need none */
+    double g = x->growth, thr = x->thr;
     *pass = true;
     if (isnan(o)) {
         if (!isnan(got)) *pass = fails_by(e, kind, K, "oracle NaN, result not NaN");
@@ -158,7 +159,6 @@ bool gck_decide(const gather_plan *g, const gck_oracle_eval *ev, const elem_fact
                 gck_element_report *e, gck_kind *kind) {
     double o = ev->value, bound = f->bound;
     bool degenerate = f->degenerate;
-    overflow_facts x = gck_overflow_of(g, f);
     e->expected = o;
     e->got = got;
     e->error = ev->abs_error;
@@ -168,7 +168,7 @@ bool gck_decide(const gather_plan *g, const gck_oracle_eval *ev, const elem_fact
     e->stat = NAN;
     e->degenerate = degenerate && !f->exact_case;
     bool pass;
-    if (decide_nonfinite(ev, f, &x, got, e, kind, &pass)) return pass;
+    if (decide_nonfinite(g, ev, f, got, e, kind, &pass)) return pass;
     /* finite result: oracle finite, or overflowed (then the bound of the exact value applies) */
     double err = ev->abs_error;
     if (degenerate && !f->exact_case) {
