@@ -102,15 +102,16 @@ bool gck_ozaki_tail_sum128(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j,
 
 /* ---- the tails' products, summed ahead of the elements ------------------------------------ */
 
-/* tsum of pair p (members ma, mb), read from the operands' lines in place: a pass over the
- * columns j writes each column of tsum whole (zeroed, += tail_a·b: op(A)'s tails bucketed by k,
- * each times column j of op(B) at its k; -= tail_a·tail_b: the tails of column j met by op(A)'s
- * at the same k, in L1 both), then a pass over blocks of 8 rows adds a·tail_b (the block's 8
- * rows of op(A) as doubles at the steps op(B)'s tails have, 8 multiply-adds per tail of op(B)).
- * An element uses its sum only where gck_oz_tails_exact holds: then none of these operations
- * rounds, in any order. */
-#define TSUM_ROWS 8 /* rows of op(A) a block of the pass over rows */
-
+/* tsum of pair p (members ma, mb), in one pass over the columns j that writes each column of
+ * tsum whole, in L1: zeroed; += tail_a·b (op(A)'s tails bucketed by k, each times column j of
+ * op(B) at its k, that column decoded once into a scratch line); -= tail_a·tail_b (the tails of
+ * column j met by op(A)'s at the same k); += a·tail_b (each tail of column j times op(A)'s
+ * column at its k, whole: from `at`, op(A) transposed at the steps op(B)'s tails have, made
+ * before the pass, as floats where the operand's values are floats). An element uses its sum
+ * only where gck_oz_tails_exact holds: then none of these operations rounds, in any order.
+ * (The a·tail_b part went before by blocks of 8 rows of tsum, each block reading every column:
+ * 0.073 s of a 4096^3 f16 oracle's 0.155 for the tails, Zen 4; whole columns from `at`: see
+ * docs/PERFORMANCE.md.) */
 typedef struct atail {
     int64_t i, k;
     double v;
@@ -126,7 +127,9 @@ typedef struct tsum_job {
     const int64_t *kl;   /* the steps k op(B)'s tails of member mb have, nk of them, ascending */
     const int32_t *kpos; /* per tail of op(B) of member mb: its k's place in kl */
     int64_t nk;
-    double **scratch; /* per part: 8 rows of op(A) at the nk steps, 8·K values */
+    void *at;         /* [q][i]: op(A) at step kl[q], row i (NaN and Inf as 0); NULL: no tails */
+    bool at_floats;   /* at holds floats (else doubles) */
+    double **scratch; /* per part: column j of op(B), K values */
 } tsum_job;
 
 /* value x of a line as a double, NaN and Inf as 0 (as value_at) */
@@ -136,61 +139,77 @@ static inline __attribute__((always_inline)) double finite_at(const char *p, gck
     return isfinite(y) ? y : 0.0;
 }
 
-static inline __attribute__((always_inline)) void tsum_cols_as(const tsum_job *x, int64_t lo,
-                                                               int64_t hi, gck_format f) {
+/* y[0 .. M) += v·x[0 .. M), x floats or doubles (every product and sum exact here) */
+static void add_scaled_f(double *restrict y, const float *restrict x, double v, int64_t M) {
+    for (int64_t i = 0; i < M; i++) y[i] += v * (double)x[i];
+}
+static void add_scaled_d(double *restrict y, const double *restrict x, double v, int64_t M) {
+    for (int64_t i = 0; i < M; i++) y[i] += v * x[i];
+}
+
+static inline __attribute__((always_inline)) void
+tsum_cols_as(const tsum_job *x, int part, int64_t lo, int64_t hi, gck_format f) {
     const gck_ozaki *o = x->o;
     const lines *vb = &o->vb;
-    int64_t M = o->m;
+    int64_t M = o->m, K = o->k;
     const int64_t *sb = o->tb ? o->tb_start + x->mb * o->n : NULL;
     const char *base = (const char *)vb->base + x->mb * vb->member_bytes;
+    double *restrict bcol = x->scratch[part];
     for (int64_t j = lo; j < hi; j++) {
         double *restrict tc = x->t + j * M;
         memset(tc, 0, (size_t)M * sizeof *tc);
-        for (int64_t y = 0; y < x->na; y++)
-            tc[x->byk[y].i] += x->byk[y].v * finite_at(base, f, j * vb->ls + x->byk[y].k * vb->ks);
+        if (x->na) {
+            for (int64_t k = 0; k < K; k++) bcol[k] = finite_at(base, f, j * vb->ls + k * vb->ks);
+            for (int64_t y = 0; y < x->na; y++) tc[x->byk[y].i] += x->byk[y].v * bcol[x->byk[y].k];
+        }
         for (int64_t z = sb ? sb[j] : 0; x->na && sb && z < sb[j + 1]; z++)
             for (int64_t y = x->kat[o->tb[z].k]; y < x->kat[o->tb[z].k + 1]; y++)
                 tc[x->byk[y].i] -= x->byk[y].v * o->tb[z].v;
+        for (int64_t z = sb ? sb[j] : 0; x->at && z < sb[j + 1]; z++) {
+            int64_t q = x->kpos[z - sb[0]];
+            if (x->at_floats)
+                add_scaled_f(tc, (const float *)x->at + q * M, o->tb[z].v, M);
+            else
+                add_scaled_d(tc, (const double *)x->at + q * M, o->tb[z].v, M);
+        }
     }
 }
 
 static void tsum_cols_part(void *arg, int part, int64_t lo, int64_t hi) {
-    (void)part;
     const tsum_job *x = arg;
-    GCK_FOR_EACH_STORED(x->o->vb.type, tsum_cols_as, x, lo, hi)
+    GCK_FOR_EACH_STORED(x->o->vb.type, tsum_cols_as, x, part, lo, hi)
 }
 
-static inline __attribute__((always_inline)) void
-tsum_rows_as(const tsum_job *x, int part, int64_t lo, int64_t hi, gck_format f) {
+/* Rows [lo, hi) of `at` (tsum_job), blocks of 64 rows: their lines stay in cache while every
+ * step is read from them. */
+#define AT_ROWS 64
+static inline __attribute__((always_inline)) void at_rows_as(const tsum_job *x, int64_t lo,
+                                                             int64_t hi, gck_format f) {
     const gck_ozaki *o = x->o;
     const lines *va = &o->va;
-    int64_t M = o->m, N = o->n;
-    const int64_t *sb = o->tb_start + x->mb * N;
+    int64_t M = o->m;
     const char *base = (const char *)va->base + x->ma * va->member_bytes;
-    double *restrict tile = x->scratch[part];
-    for (int64_t blk = lo; blk < hi; blk++) {
-        int64_t i0 = blk * TSUM_ROWS, r1 = M - i0 < TSUM_ROWS ? M - i0 : TSUM_ROWS;
-        for (int64_t r = 0; r < TSUM_ROWS; r++)
-            for (int64_t q = 0; q < x->nk; q++)
-                tile[q * TSUM_ROWS + r] =
-                    r < r1 ? finite_at(base, f, (i0 + r) * va->ls + x->kl[q] * va->ks) : 0;
-        for (int64_t j = 0; j < N; j++) {
-            double *restrict y = x->t + j * M + i0;
-            for (int64_t z = sb[j]; z < sb[j + 1]; z++) {
-                const double *a = tile + (int64_t)x->kpos[z - sb[0]] * TSUM_ROWS;
-                double v = o->tb[z].v;
-                if (r1 == TSUM_ROWS)
-                    for (int r = 0; r < TSUM_ROWS; r++) y[r] += v * a[r];
-                else
-                    for (int64_t r = 0; r < r1; r++) y[r] += v * a[r];
+    for (int64_t i0 = lo; i0 < hi; i0 += AT_ROWS) {
+        int64_t i1 = hi - i0 < AT_ROWS ? hi : i0 + AT_ROWS;
+        for (int64_t q = 0; q < x->nk; q++) {
+            int64_t k = x->kl[q];
+            if (x->at_floats) {
+                float *r = (float *)x->at + q * M;
+                for (int64_t i = i0; i < i1; i++)
+                    r[i] = (float)finite_at(base, f, i * va->ls + k * va->ks);
+            } else {
+                double *r = (double *)x->at + q * M;
+                for (int64_t i = i0; i < i1; i++)
+                    r[i] = finite_at(base, f, i * va->ls + k * va->ks);
             }
         }
     }
 }
 
-static void tsum_rows_part(void *arg, int part, int64_t lo, int64_t hi) {
+static void at_rows_part(void *arg, int part, int64_t lo, int64_t hi) {
+    (void)part;
     const tsum_job *x = arg;
-    GCK_FOR_EACH_STORED(x->o->va.type, tsum_rows_as, x, part, lo, hi)
+    GCK_FOR_EACH_STORED(x->o->va.type, at_rows_as, x, lo, hi)
 }
 
 /* op(A)'s tails of member ma bucketed by k into x (byk, kat: to be freed); false when out of
@@ -232,39 +251,45 @@ static bool tails_steps(const gck_ozaki *o, int64_t mb, tsum_job *x) {
     return ok;
 }
 
+/* op(A) of member ma at op(B)'s tails' steps (x->kl) transposed into x->at (to be freed with
+ * gck_big_free); false when out of memory. */
+static bool transposed_at_steps(const gck_ozaki *o, tsum_job *x) {
+    int64_t M = o->m;
+    gck_format t = o->va.type;
+    x->at_floats = t == GCK_F16 || t == GCK_BF16 || t == GCK_F32; /* values that floats hold */
+    size_t bytes = (size_t)(x->nk * M) * (x->at_floats ? sizeof(float) : sizeof(double));
+    if (!(x->at = gck_big_alloc(bytes))) return false;
+    gck_parallel_for(gck_parallel_parts(M, x->nk), M, x, at_rows_part);
+    return true;
+}
+
 /* tsum for every pair (its memory as gck_big_calloc or gck_big_alloc gives it: every column is
  * written whole); false (tsum freed: every element adds its tail products one by one) when out
  * of memory. */
 bool gck_oz_build_tsum(gck_ozaki *o) {
-    int64_t M = o->m, N = o->n, K = o->k, blocks = (M + TSUM_ROWS - 1) / TSUM_ROWS;
-    int rparts = gck_parallel_parts(blocks, TSUM_ROWS * K + o->ntail_b);
-    rparts = rparts < OZ_MAX_PARTS ? rparts : OZ_MAX_PARTS;
+    int64_t M = o->m, N = o->n, K = o->k;
+    int parts = gck_parallel_parts(N, M + K);
+    parts = parts < OZ_MAX_PARTS ? parts : OZ_MAX_PARTS;
     if (!o->tsum) o->tsum = gck_big_alloc((size_t)(o->pairs * M * N) * sizeof *o->tsum);
     double *scratch[OZ_MAX_PARTS] = {0};
     bool ok = o->tsum != NULL;
-    for (int t = 0; ok && o->ntail_b && t < rparts; t++)
-        ok = (scratch[t] = malloc((size_t)(TSUM_ROWS * K) * sizeof *scratch[t])) != NULL;
+    for (int t = 0; ok && t < parts; t++)
+        ok = (scratch[t] = malloc((size_t)K * sizeof *scratch[t])) != NULL;
     for (int64_t p = 0; ok && p < o->pairs; p++) {
-        tsum_job x = {o,
-                      o->tsum + p * M * N,
-                      o->a_batched ? p : 0,
-                      o->b_batched ? p : 0,
-                      NULL,
-                      NULL,
-                      0,
-                      NULL,
-                      NULL,
-                      0,
-                      scratch};
+        tsum_job x = {.o = o,
+                      .t = o->tsum + p * M * N,
+                      .ma = o->a_batched ? p : 0,
+                      .mb = o->b_batched ? p : 0,
+                      .scratch = scratch};
         ok = tails_by_k(o, x.ma, &x);
-        if (ok) gck_parallel_for(gck_parallel_parts(N, M + x.na), N, &x, tsum_cols_part);
-        if (ok && o->tb && o->tb_start[x.mb * N + N] > o->tb_start[x.mb * N] &&
-            (ok = tails_steps(o, x.mb, &x)))
-            gck_parallel_for(rparts, blocks, &x, tsum_rows_part);
+        if (ok && o->tb && o->tb_start[x.mb * N + N] > o->tb_start[x.mb * N])
+            ok = tails_steps(o, x.mb, &x) && transposed_at_steps(o, &x);
+        if (ok) gck_parallel_for(parts, N, &x, tsum_cols_part);
         free((void *)x.kat);
         free((void *)x.byk);
         free((void *)x.kl);
         free((void *)x.kpos);
+        gck_big_free(x.at);
     }
     for (int t = 0; t < OZ_MAX_PARTS; t++) free(scratch[t]);
     if (!ok) {

@@ -404,6 +404,60 @@ Test(ozaki, wide_rows_take_more_slices_or_tails) {
     span_case(GCK_F32, 150, 4096, "bucket64", NULL, NULL);
 }
 
+/* Tails in both operands, summed ahead of the elements (the splitting forced): values of 11
+ * significant bits (f16's, stored as f64 or f32), most within 8 binades of 1 and one in 150 from
+ * 2^-12 down to 2^-15, so that a plan of one slice each leaves those a tail whose products with
+ * the partner lines stay exact in doubles: tail·b, a·tail and tail·tail products all meet, every
+ * element's tails are summed ahead, and every value and exact error equals MPFR's. f64 operands
+ * take the tails' pass over whole columns with op(A) transposed as doubles, f32 ones as floats
+ * (dropping any of the three parts fails it). */
+static void both_tails_case(gck_format t) {
+    gck_case c;
+    gck_case_init(&c, 40, 37, 600);
+    c.type_a = c.type_b = c.type_c = c.type_d = c.compute = t;
+    c.transb = GCK_OP_T;
+    c.ldb = gck_case_min_ld(&c, GCK_B);
+    c.d_is_c = false;
+    gck_spec s;
+    gck_spec_init(&s, &c);
+    void *A = alloc_elems(t, 40 * 600), *B = alloc_elems(t, 37 * 600), *C = alloc_elems(t, 40 * 37);
+    uint64_t st = 0x2545f4914f6cdd1du;
+    for (int64_t x = 0; x < 40 * 600 + 37 * 600; x++) {
+        st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+        int e = st % 150 ? -(int)(st >> 8 & 7) : -12 - (int)(st >> 8 & 3);
+        double v = ldexp((st >> 20 & 1 ? -1 : 1) * (1024 + (double)(st >> 24 & 1023)), e - 10);
+        if (x < 40 * 600)
+            gck_store(A, t, x, v);
+        else
+            gck_store(B, t, x - 40 * 600, v);
+    }
+    long n = 0;
+    int64_t ahead0 = tails_ahead;
+    cr_assert_str_eq(compare_case(&s, A, B, C, &n), "ozaki", "%s", gck_format_get(t)->name);
+    gck_exact_plan *pl = gck_exact_plan_new(&c, A, B, C);
+    char d[256];
+    gck_exact_plan_describe(pl, d, sizeof d);
+    gck_exact_plan_free(pl);
+    fprintf(stderr, "[ozaki] tails of both operands, %s: %s; %lld of %ld elements summed ahead\n",
+            gck_format_get(t)->name, d, (long long)(tails_ahead - ahead0), n);
+    const char *last = strrchr(d, ';');
+    long ta = 0, tb = 0; /* "; A + B values with a tail" */
+    cr_assert(last && sscanf(last + 1, "%ld + %ld", &ta, &tb) == 2 && ta > 0 && tb > 0, "%s", d);
+    cr_assert(last_had_tails && tails_ahead - ahead0 >= 40 * 37 * 9 / 10,
+              "%s: %lld of %ld summed ahead", gck_format_get(t)->name,
+              (long long)(tails_ahead - ahead0), n);
+    free(A);
+    free(B);
+    free(C);
+}
+
+Test(ozaki, tails_of_both_operands_summed_ahead_equal_mpfr) {
+    gck_ozaki_set_mode(GCK_OZAKI_ALWAYS);
+    both_tails_case(GCK_F64);
+    both_tails_case(GCK_F32);
+    gck_ozaki_set_mode(GCK_OZAKI_NEVER);
+}
+
 Test(ozaki, auto_mode_splits_large_products_only) {
     gck_ozaki_set_mode(GCK_OZAKI_AUTO);
     gck_case c;
