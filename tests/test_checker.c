@@ -358,7 +358,7 @@ static long absprod_against_mpfr(int ka, int kb, gck_format type, int64_t M, int
     gck_case_init(&c, M, N, K);
     c.type_a = c.type_b = type;
     long bf16_before = gck_absprod_built_bf16(), up_before = gck_absprod_built_rounded();
-    gck_absprod *p = gck_absprod_new(&c, a, b);
+    gck_absprod *p = gck_absprod_new(&c, a, b, false);
     cr_assert(p, "kinds %d, %d: no GEMM bound", ka, kb);
     int took = gck_absprod_rounded(p) ? ROAD_UP
                : gck_absprod_bf16(p)  ? ROAD_BF16

@@ -62,6 +62,7 @@ struct gck_absprod {
     bool bf16;   /* every pair's on bf16 inputs */
     bool up;     /* ... some of them rounded up to bf16 (the rounded road) */
     double *t;   /* [pair][j][i] */
+    bool src_f;  /* the operands given as floats (else doubles) */
 };
 
 /* What the f32 road needs to know of an operand's absolute values. */
@@ -99,6 +100,7 @@ double gck_absprod_bound(const gck_absprod *p, int64_t bi, int64_t i, int64_t j)
  * number of parts. An operand copy holds floats on the f32 road, doubles on the f64 one. */
 typedef struct abs_job {
     const double *src, *u;
+    const float *srcf; /* the source as floats instead (then src is NULL) */
     const void *xa;
     void *dst;
     double *s;
@@ -107,6 +109,10 @@ typedef struct abs_job {
     bool narrow;
     abs_range *range; /* one per part */
 } abs_job;
+
+static inline double src_at(const abs_job *x, int64_t i) {
+    return x->srcf ? (double)x->srcf[i] : x->src[i];
+}
 
 static inline double at(const void *x, bool narrow, int64_t i) {
     return narrow ? ((const float *)x)[i] : ((const double *)x)[i];
@@ -119,7 +125,7 @@ static void abs_narrow_part(void *arg, int part, int64_t lo, int64_t hi) {
     float *dst = x->dst;
     abs_range r = {INT_MAX, INT_MIN, true, true};
     for (int64_t i = lo; i < hi; i++) {
-        double v = isfinite(x->src[i]) ? fabs(x->src[i]) : 0.0;
+        double y = src_at(x, i), v = isfinite(y) ? fabs(y) : 0.0;
         dst[i] = (float)v;
         if (v != 0) {
             uint64_t vb;
@@ -141,15 +147,19 @@ static void abs_part(void *arg, int part, int64_t lo, int64_t hi) {
     (void)part;
     const abs_job *x = arg;
     double *dst = x->dst;
-    for (int64_t i = lo; i < hi; i++) dst[i] = isfinite(x->src[i]) ? fabs(x->src[i]) : 0.0;
+    for (int64_t i = lo; i < hi; i++) {
+        double y = src_at(x, i);
+        dst[i] = isfinite(y) ? fabs(y) : 0.0;
+    }
 }
 
-/* |src| into dst: as floats with their range when `narrow` (range.floats false: dst unusable),
- * else as doubles. */
-static abs_range abs_copy(void *dst, const double *src, int64_t n, bool narrow) {
+/* |src| (n floats when src_f, else doubles) into dst: as floats with their range when `narrow`
+ * (range.floats false: dst unusable), else as doubles. */
+static abs_range abs_copy(void *dst, const void *src, bool src_f, int64_t n, bool narrow) {
     int parts = gck_parallel_parts(n, 1);
     abs_range ranges[parts], all = {INT_MAX, INT_MIN, true, true};
-    abs_job x = {.src = src, .dst = dst, .range = ranges};
+    abs_job x = {
+        .src = src_f ? NULL : src, .srcf = src_f ? src : NULL, .dst = dst, .range = ranges};
     gck_parallel_for(parts, n, &x, narrow ? abs_narrow_part : abs_part);
     for (int q = 0; narrow && q < parts; q++) {
         all.emin = ranges[q].emin < all.emin ? ranges[q].emin : all.emin;
@@ -322,29 +332,30 @@ static bool bf16_fits(abs_range a, abs_range b) {
  * with bf16 inputs (their copies after the floats' in xa and xb), *up: those rounded up from
  * floats (the rounded road). The float copy of op(B) is made only when op(A)'s values are all
  * floats. */
-static bool one_pair(const gck_absprod *p, const double *a, const double *b, void *xa, void *xb,
+static bool one_pair(const gck_absprod *p, const void *a, const void *b, void *xa, void *xb,
                      double *t, bool *narrow, bool *bf16, bool *up) {
+    bool f = p->src_f;
     int64_t M = p->m, N = p->n, K = p->k;
     *narrow = *bf16 = *up = false;
     if (p->narrow && K <= NARROW_MAX_K) {
-        abs_range ra = abs_copy(xa, a, M * K, true);
+        abs_range ra = abs_copy(xa, a, f, M * K, true);
         if (ra.floats) {
-            abs_range rb = abs_copy(xb, b, N * K, true);
+            abs_range rb = abs_copy(xb, b, f, N * K, true);
             *narrow = narrow_fits(ra, rb, K);
             *bf16 = *narrow && bf16_fits(ra, rb);
             if (*narrow && !*bf16 && up_pays(M * N * K)) { /* the rounded road */
                 abs_range ua = round_up(xa, M * K), ub = round_up(xb, N * K);
                 *up = *bf16 = narrow_fits(ua, ub, K) && bf16_fits(ua, ub);
                 if (!*up) { /* the values again, for the f32 road */
-                    abs_copy(xa, a, M * K, true);
-                    abs_copy(xb, b, N * K, true);
+                    abs_copy(xa, a, f, M * K, true);
+                    abs_copy(xb, b, f, N * K, true);
                 }
             }
         }
     }
     if (!*narrow) {
-        abs_copy(xa, a, M * K, false);
-        abs_copy(xb, b, N * K, false);
+        abs_copy(xa, a, f, M * K, false);
+        abs_copy(xb, b, f, N * K, false);
     }
     gck_case g; /* |op(A)| stored along k: transposed, column-major K x M; T^ in f64 */
     gck_case_init(&g, M, N, K);
@@ -376,7 +387,7 @@ static bool one_pair(const gck_absprod *p, const double *a, const double *b, voi
     return true;
 }
 
-gck_absprod *gck_absprod_new(const gck_case *c, const double *a, const double *b) {
+gck_absprod *gck_absprod_new(const gck_case *c, const void *a, const void *b, bool floats) {
     if (!a || !b || !gck_case_reads_ab(c)) return NULL;
     int64_t M = c->m, N = c->n, K = c->k, pairs = c->stride_a || c->stride_b ? c->batch : 1;
     double bytes = 8.0 * ((double)pairs * (double)M * (double)N + (double)(M + N) * (double)K);
@@ -389,12 +400,14 @@ gck_absprod *gck_absprod_new(const gck_case *c, const double *a, const double *b
     if (ok) {
         /* f64 inputs are seldom all floats: not tried */
         bool f32 = c->type_a != GCK_F64 && c->type_b != GCK_F64;
-        *p = (gck_absprod){M,   N,   K,     pairs, c->stride_a != 0, c->stride_b != 0,
-                           f32, f32, false, p->t};
+        *p = (gck_absprod){M,   N,     K,    pairs, c->stride_a != 0, c->stride_b != 0, f32,
+                           f32, false, p->t, floats};
+        size_t es = floats ? sizeof(float) : sizeof(double);
         for (int64_t q = 0; ok && q < pairs; q++) {
             bool narrow, bf16, up;
-            ok = one_pair(p, a + (p->a_batched ? q : 0) * M * K, b + (p->b_batched ? q : 0) * N * K,
-                          xa, xb, p->t + q * M * N, &narrow, &bf16, &up);
+            ok = one_pair(p, (const char *)a + (size_t)((p->a_batched ? q : 0) * M * K) * es,
+                          (const char *)b + (size_t)((p->b_batched ? q : 0) * N * K) * es, xa, xb,
+                          p->t + q * M * N, &narrow, &bf16, &up);
             p->narrow &= narrow;
             p->bf16 &= bf16;
             p->up |= up;

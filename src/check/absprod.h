@@ -12,11 +12,11 @@
 
 typedef struct gck_absprod gck_absprod;
 
-/** From op(A) and op(B) as doubles along k (a: [member][i][k], b: [member][j][k]; a NaN or Inf
- *  counts as 0: the checker sums such lines itself). NULL when the product is too small for a
- *  GEMM to pay, out of memory, or when the GEMM's row sums contradict the exact ones (then a
- *  warning is printed and the checker sums every element itself). */
-gck_absprod *gck_absprod_new(const gck_case *c, const double *a, const double *b);
+/** From op(A) and op(B) as doubles along k, or as floats when `floats` (a: [member][i][k], b:
+ *  [member][j][k]; a NaN or Inf counts as 0: the checker sums such lines itself). NULL when the
+ *  product is too small for a GEMM to pay, out of memory, or when the GEMM's row sums contradict
+ *  the exact ones (then a warning is printed and the checker sums every element itself). */
+gck_absprod *gck_absprod_new(const gck_case *c, const void *a, const void *b, bool floats);
 void gck_absprod_free(gck_absprod *p);
 
 /** An upper bound of sum_k |a_ik||b_kj| for element (i, j) of batch member bi; Inf when the

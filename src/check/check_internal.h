@@ -53,12 +53,13 @@ typedef struct line_facts {
     bool special;  /* a NaN or an infinity */
 } line_facts;
 
-/* The operands prepared for gather: line facts, and op(A) and op(B) as doubles laid out along k
- * (op(A)[member][i][k], op(B)[member][j][k]; NULL above the options' copy_limit: read in
- * place). */
+/* The operands prepared for gather: line facts, and op(A) and op(B) as doubles (or floats)
+ * laid out along k (op(A)[member][i][k], op(B)[member][j][k]; NULL above the options'
+ * copy_limit: read in place). */
 typedef struct gather_plan {
     line_facts *fa, *fb;
-    double *a, *b;
+    void *a, *b;
+    bool dense_f; /* a and b hold floats (every value of both input formats is one), else doubles */
     /* large products: sum_k |a||b| of every element by a GEMM, and each line's sum_k |x| (both
      * rounded up, over finite values); NULL: summed per element */
     gck_absprod *abs;
@@ -102,7 +103,8 @@ typedef struct gather_plan {
 typedef struct elem_lines {
     const gck_case *c;
     const char *Ab, *Bb;
-    const double *da, *db;
+    const void *da, *db; /* the plan's copies of the lines: floats when df, else doubles */
+    bool df;
     int64_t ars, acs, brs, bcs, i, j;
 } elem_lines;
 
