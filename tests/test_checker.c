@@ -432,6 +432,35 @@ Test(checker, gemm_sums_of_abs_products_bound_the_exact_sums_on_every_road, .tim
             n);
 }
 
+/* The GEMM of |a||b| is checked as any backend is: one element of T^ halved or doubled, or made
+ * 2% wrong (a planted fault), and the row sums of T^ contradict the exact ones (96 terms of about
+ * the same size, floats just above 1: 2% of one is 2·10^-4 of its row, beyond the f32 road's
+ * slack of K·2^-23 = 6·10^-5 at K = 512), so the bound is not taken from it (the checker sums
+ * each element itself); the same GEMM unplanted is taken. */
+Test(checker, a_wrong_element_of_the_bounds_gemm_is_refused) {
+    enum { M = 96, N = 96, K = 512 };
+    double *a = malloc(M * K * sizeof *a), *b = malloc(N * K * sizeof *b);
+    uint64_t st = 0x9e3779b97f4a7c15u;
+    for (int x = 0; x < M * K; x++) a[x] = draw(2, &st);
+    for (int x = 0; x < N * K; x++) b[x] = draw(2, &st);
+    gck_case c;
+    gck_case_init(&c, M, N, K);
+    c.type_a = c.type_b = GCK_F32;
+    static const double factors[] = {0.5, 2, 1.02, 0.98};
+    for (int f = 0; f < 4; f++)
+        for (int64_t e = 0; e < M * N; e += 4321) {
+            gck_absprod_plant(e, factors[f]);
+            gck_absprod *p = gck_absprod_new(&c, a, b, false);
+            gck_absprod_plant(-1, 1);
+            cr_assert_null(p, "element %lld times %g: the GEMM's sums were taken", (long long)e,
+                           factors[f]);
+        }
+    gck_absprod *p = gck_absprod_new(&c, a, b, false);
+    cr_assert(p && gck_absprod_f32(p));
+    gck_absprod_free(p);
+    free(a), free(b);
+}
+
 /* Two check results are the same: counts, the worst element of each kind, the largest ratio
  * and its element, the ratio histogram. */
 static bool same_elem(const gck_element_report *x, const gck_element_report *y) {

@@ -73,7 +73,14 @@ typedef struct abs_range {
 } abs_range;
 
 static atomic_long built, built_narrow, built_bf16, built_up;
-static atomic_int up_mode = -1; /* the rounded road: -1 where it pays, 0 never, 1 always */
+static atomic_int up_mode = -1;      /* the rounded road: -1 where it pays, 0 never, 1 always */
+static _Atomic int64_t planted = -1; /* tests: the element of T^ made wrong (gck_absprod_plant) */
+static _Atomic double planted_factor = 1;
+
+void gck_absprod_plant(int64_t element, double factor) {
+    atomic_store(&planted_factor, factor);
+    atomic_store(&planted, element);
+}
 
 long gck_absprod_built(void) { return atomic_load(&built); }
 long gck_absprod_built_f32(void) { return atomic_load(&built_narrow); }
@@ -99,13 +106,12 @@ double gck_absprod_bound(const gck_absprod *p, int64_t bi, int64_t i, int64_t j)
  * sums need in its own thread, and every sum keeps its order, so the bits do not depend on the
  * number of parts. An operand copy holds floats on the f32 road, doubles on the f64 one. */
 typedef struct abs_job {
-    const double *src, *u;
+    const double *src, *u, *nu;
     const float *srcf; /* the source as floats instead (then src is NULL) */
     const void *xa;
     void *dst;
-    double *s;
+    double *s, *n_s;
     int64_t m, n, k;
-    int mode;
     bool narrow;
     abs_range *range; /* one per part */
 } abs_job;
@@ -230,67 +236,82 @@ static void to_bf16(uint16_t *dst, const float *src, int64_t n) {
     gck_parallel_for(gck_parallel_parts(n, 1), n, &x, to_bf16_part);
 }
 
-/* Rows [lo, hi) of the sums of the rows of an M x N column-major matrix, j ascending. */
+/* Both directed roundings of a sum in one pass, in upward rounding: the sum rounded up in s, and
+ * the negated sum rounded down in n, since RD(a + x) = -RU(-a - x) (and RD(a·x) = -RU(a·(-x))):
+ * the same bits as a pass rounding downward, for half the reads. */
+
+/* Rows [lo, hi) of the sums of the rows of an M x N column-major matrix, j ascending: rounded
+ * up into s, rounded down and negated into n. */
 static void row_sums_part(void *arg, int part, int64_t lo, int64_t hi) {
     (void)part;
     const abs_job *x = arg;
     int old = fegetround();
-    fesetround(x->mode);
-    for (int64_t i = lo; i < hi; i++) x->s[i] = 0;
+    fesetround(FE_UPWARD);
+    for (int64_t i = lo; i < hi; i++) x->s[i] = x->n_s[i] = 0;
     for (int64_t j = 0; j < x->n; j++)
-        for (int64_t i = lo; i < hi; i++) x->s[i] += at(x->xa, x->narrow, i + j * x->m);
+        for (int64_t i = lo; i < hi; i++) {
+            double v = at(x->xa, x->narrow, i + j * x->m);
+            x->s[i] += v;
+            x->n_s[i] -= v;
+        }
     fesetround(old);
 }
 
-/* s[i] = sum_k |a_ik|·u[k], k ascending, for i in [lo, hi). */
+/* s[i] = sum_k |a_ik|·u[k] rounded up and n[i] = -(sum_k |a_ik|·d[k] rounded down), given
+ * nu[k] = -d[k]; k ascending, for i in [lo, hi). */
 static void dot_part(void *arg, int part, int64_t lo, int64_t hi) {
     (void)part;
     const abs_job *x = arg;
     int old = fegetround();
-    fesetround(x->mode);
+    fesetround(FE_UPWARD);
     for (int64_t i = lo; i < hi; i++) {
-        double r = 0;
-        for (int64_t k = 0; k < x->k; k++) r += at(x->xa, x->narrow, i * x->k + k) * x->u[k];
+        double r = 0, nr = 0;
+        for (int64_t k = 0; k < x->k; k++) {
+            double a = at(x->xa, x->narrow, i * x->k + k);
+            r += a * x->u[k];
+            nr += a * x->nu[k];
+        }
         x->s[i] = r;
+        x->n_s[i] = nr;
     }
     fesetround(old);
 }
 
 /* Sums of the rows of an M x N column-major matrix (T^ in doubles, or |op(B)| as the road
- * holds it) rounding `mode`-wise into s. */
-static void row_sums(const void *t, bool narrow, int64_t M, int64_t N, int mode, double *s) {
-    abs_job x = {.xa = t, .narrow = narrow, .s = s, .m = M, .n = N, .mode = mode};
+ * holds it): rounded up into s, rounded down and negated into ns. */
+static void row_sums(const void *t, bool narrow, int64_t M, int64_t N, double *s, double *ns) {
+    abs_job x = {.xa = t, .narrow = narrow, .s = s, .n_s = ns, .m = M, .n = N};
     gck_parallel_for(gck_parallel_parts(M, N), M, &x, row_sums_part);
 }
 
-/* Bounds of the exact row sums, sum_k |a_ik| (sum_j |b_kj|), rounding `mode`-wise into s. */
+/* Bounds of the exact row sums, sum_k |a_ik| (sum_j |b_kj|): rounded up into s, rounded down and
+ * negated into ns (u, nu: K values each of room). */
 static void exact_row_sums(const void *xa, const void *xb, bool narrow, int64_t M, int64_t N,
-                           int64_t K, int mode, double *u, double *s) {
-    row_sums(xb, narrow, K, N, mode, u); /* u[k] = sum_j |b_kj|: |op(B)| is K x N, column-major */
-    abs_job x = {.xa = xa, .narrow = narrow, .u = u, .s = s, .k = K, .mode = mode};
+                           int64_t K, double *u, double *nu, double *s, double *ns) {
+    row_sums(xb, narrow, K, N, u, nu); /* u[k] = sum_j |b_kj|: |op(B)| is K x N, column-major */
+    abs_job x = {.xa = xa, .narrow = narrow, .u = u, .nu = nu, .s = s, .n_s = ns, .k = K};
     gck_parallel_for(gck_parallel_parts(M, K), M, &x, dot_part);
 }
 
 /* Whether every row sum of T^ lies within what its rounding allows around the exact one. */
 static bool rows_agree(const void *xa, const void *xb, bool narrow, const double *t, int64_t M,
                        int64_t N, int64_t K) {
-    double *w = malloc((size_t)(4 * M + K) * sizeof *w);
+    double *w = malloc((size_t)(4 * M + 2 * K) * sizeof *w);
     if (!w) return false;
-    double *th = w, *tl = w + M, *eh = w + 2 * M, *el = w + 3 * M, *u = w + 4 * M;
-    row_sums(t, false, M, N, FE_UPWARD, th);
-    row_sums(t, false, M, N, FE_DOWNWARD, tl);
-    exact_row_sums(xa, xb, narrow, M, N, K, FE_UPWARD, u, eh);
-    exact_row_sums(xa, xb, narrow, M, N, K, FE_DOWNWARD, u, el);
+    double *th = w, *ntl = w + M, *eh = w + 2 * M, *nel = w + 3 * M, *u = w + 4 * M,
+           *nu = w + 4 * M + K;
+    row_sums(t, false, M, N, th, ntl);
+    exact_row_sums(xa, xb, narrow, M, N, K, u, nu, eh, nel);
     double slack = (double)K * (narrow ? 0x1p-23 : 0x1p-52),
            tiny = (double)N * (double)K * 0x1p-1074;
     bool ok = true;
     int old = fegetround();
     for (int64_t i = 0; ok && i < M; i++) {
         fesetround(FE_DOWNWARD);
-        double lo = el[i] * (1 - slack) - tiny;
+        double lo = -nel[i] * (1 - slack) - tiny;
         fesetround(FE_UPWARD);
         double hi = eh[i] * (1 + slack) + tiny;
-        ok = !(th[i] < lo) && !(tl[i] > hi); /* an overflow to Inf passes: it is not used */
+        ok = !(th[i] < lo) && !(-ntl[i] > hi); /* an overflow to Inf passes: it is not used */
     }
     fesetround(old);
     free(w);
@@ -372,6 +393,8 @@ static bool one_pair(const gck_absprod *p, const void *a, const void *b, void *x
     }
     char msg[256];
     if (gck_gemm(&g, ga, gb, t, t, NULL, msg, sizeof msg) != GCK_GEMM_OK) return false;
+    int64_t bad = atomic_load(&planted);
+    if (bad >= 0 && bad < M * N) t[bad] *= atomic_load(&planted_factor);
     if (!rows_agree(xa, xb, *narrow, t, M, N, K)) {
         fprintf(stderr,
                 "gemmcheck: warning: the %s GEMM of |A|·|B| for the bound contradicts "

@@ -44,6 +44,10 @@ long gck_absprod_built_f32(void);
 long gck_absprod_built_bf16(void);
 long gck_absprod_built_rounded(void);
 
+/** For tests: every later GEMM's T^ has its element `element` (column-major, j·M + i; < 0: none)
+ *  multiplied by `factor` before its row sums are compared with the exact ones. */
+void gck_absprod_plant(int64_t element, double factor);
+
 /** For tests: the rounded road taken where the kernels' bf16 GEMM is measurably faster than their
  *  f32 one and the product has at least 2^30 multiply-adds (mode < 0, the default), never (0) or
  *  wherever its conditions hold (> 0); returns the mode before. */
