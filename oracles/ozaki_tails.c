@@ -255,8 +255,7 @@ static bool tails_steps(const gck_ozaki *o, int64_t mb, tsum_job *x) {
  * gck_big_free); false when out of memory. */
 static bool transposed_at_steps(const gck_ozaki *o, tsum_job *x) {
     int64_t M = o->m;
-    gck_format t = o->va.type;
-    x->at_floats = t == GCK_F16 || t == GCK_BF16 || t == GCK_F32; /* values that floats hold */
+    x->at_floats = gck_fmt_floats_hold(o->va.type);
     size_t bytes = (size_t)(x->nk * M) * (x->at_floats ? sizeof(float) : sizeof(double));
     if (!(x->at = gck_big_alloc(bytes))) return false;
     gck_parallel_for(gck_parallel_parts(M, x->nk), M, x, at_rows_part);

@@ -30,7 +30,7 @@
  * runs on those, when they still meet the bf16 road's conditions. Each product then lies at most
  * (1 + 2^-7)^2 above the exact one, so T^ bounds T from above as before, with that much more
  * slack: the checker re-sums an element itself wherever the looser T could change its verdict
- * (facts.c, checker.c: gck_absprod_band).
+ * (facts.c, checker.c: GCK_ABSPROD_BAND).
  *
  * As the kernels are under test themselves, every row of T^ is compared with bounds of its
  * exact row sum, sum_k |a_ik|·(sum_j |b_kj|), computed in directed rounding; a GEMM that
@@ -159,21 +159,27 @@ static void abs_part(void *arg, int part, int64_t lo, int64_t hi) {
     }
 }
 
-/* |src| (n floats when src_f, else doubles) into dst: as floats with their range when `narrow`
- * (range.floats false: dst unusable), else as doubles. */
-static abs_range abs_copy(void *dst, const void *src, bool src_f, int64_t n, bool narrow) {
-    int parts = gck_parallel_parts(n, 1);
-    abs_range ranges[parts], all = {INT_MAX, INT_MIN, true, true};
-    abs_job x = {
-        .src = src_f ? NULL : src, .srcf = src_f ? src : NULL, .dst = dst, .range = ranges};
-    gck_parallel_for(parts, n, &x, narrow ? abs_narrow_part : abs_part);
-    for (int q = 0; narrow && q < parts; q++) {
+/* The range of a pass's parts together. */
+static abs_range merged(const abs_range *ranges, int parts) {
+    abs_range all = {INT_MAX, INT_MIN, true, true};
+    for (int q = 0; q < parts; q++) {
         all.emin = ranges[q].emin < all.emin ? ranges[q].emin : all.emin;
         all.emax = ranges[q].emax > all.emax ? ranges[q].emax : all.emax;
         all.floats &= ranges[q].floats;
         all.bf16s &= ranges[q].bf16s;
     }
     return all;
+}
+
+/* |src| (n floats when src_f, else doubles) into dst: as floats with their range when `narrow`
+ * (range.floats false: dst unusable), else as doubles. */
+static abs_range abs_copy(void *dst, const void *src, bool src_f, int64_t n, bool narrow) {
+    int parts = gck_parallel_parts(n, 1);
+    abs_range ranges[parts];
+    abs_job x = {
+        .src = src_f ? NULL : src, .srcf = src_f ? src : NULL, .dst = dst, .range = ranges};
+    gck_parallel_for(parts, n, &x, narrow ? abs_narrow_part : abs_part);
+    return merged(ranges, narrow ? parts : 0); /* abs_part leaves no range */
 }
 
 /* The floats [lo, hi) (non-negative) rounded up to bf16 in place, and the part's range of the
@@ -196,14 +202,10 @@ static void up_part(void *arg, int part, int64_t lo, int64_t hi) {
 
 static abs_range round_up(float *v, int64_t n) {
     int parts = gck_parallel_parts(n, 1);
-    abs_range ranges[parts], all = {INT_MAX, INT_MIN, true, true};
+    abs_range ranges[parts];
     abs_job x = {.dst = v, .range = ranges};
     gck_parallel_for(parts, n, &x, up_part);
-    for (int q = 0; q < parts; q++) {
-        all.emin = ranges[q].emin < all.emin ? ranges[q].emin : all.emin;
-        all.emax = ranges[q].emax > all.emax ? ranges[q].emax : all.emax;
-    }
-    return all;
+    return merged(ranges, parts);
 }
 
 /* Whether the rounded road pays for a product of `products` multiply-adds: the kernels' bf16

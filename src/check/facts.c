@@ -76,13 +76,6 @@ static double *line_sums(const void *x, bool xf, int64_t n, int64_t K) {
     return s;
 }
 
-/* Whether every value of format t is a float (then the checker's copy of its lines holds floats:
- * half the memory, and half the first touches of a fresh process, 4096^3: 134 MB less). */
-static bool floats_hold(gck_format t) {
-    const gck_format_info *f = gck_format_get(t);
-    return f->precision <= 24 && f->emax <= 127 && f->min_subnormal >= 0x1p-149;
-}
-
 /* The lines of operand x (GCK_A or GCK_B) of every stored batch member: facts, and the values
  * into `dense` when given; the lines cut among the cores. Runs in the default rounding mode. */
 typedef struct facts_job {
@@ -351,7 +344,9 @@ gather_plan *gck_gather_plan_new(const gck_case *c, const gck_model *m, const vo
         return NULL;
     }
     double limit = copy_limit > 0 ? copy_limit : 1073741824.0;
-    g->dense_f = floats_hold(c->type_a) && floats_hold(c->type_b);
+    /* floats where every value is one: half the memory, and half the first touches of a fresh
+     * process (4096^3: 134 MB less) */
+    g->dense_f = gck_fmt_floats_hold(c->type_a) && gck_fmt_floats_hold(c->type_b);
     size_t es = g->dense_f ? sizeof(float) : sizeof(double);
     if ((double)(la + lb) * (double)c->k * (double)es <= limit) {
         g->a = gck_big_alloc((size_t)(la * c->k) * es);
@@ -365,12 +360,12 @@ gather_plan *gck_gather_plan_new(const gck_case *c, const gck_model *m, const vo
     line_facts_of(c, m, GCK_A, A, ma, g->fa, g->a, g->dense_f);
     line_facts_of(c, m, GCK_B, B, mb, g->fb, g->b, g->dense_f);
     g->abs = gck_absprod_new(c, g->a, g->b, g->dense_f);
-    g->abs_rounded = g->abs && gck_absprod_rounded(g->abs);
     if (g->abs && (!(g->suma = line_sums(g->a, g->dense_f, la, c->k)) ||
                    !(g->sumb = line_sums(g->b, g->dense_f, lb, c->k)))) {
         gck_absprod_free(g->abs); /* out of memory: summed per element */
         g->abs = NULL;
     }
+    g->abs_rounded = g->abs && gck_absprod_rounded(g->abs);
     return g;
 }
 
@@ -451,9 +446,9 @@ static bool below_pow2(double M, int64_t E) {
  * lowest grid exponent any format involved keeps): every quantity any evaluation order forms
  * (inputs, products of subsets of {alpha, a, b} and of {beta, c}, partial sums) is a multiple of
  * 2^q and at most M in magnitude; with M < 2^(q+p) and 2^q on both grids, all are
- * representable. T: the sum of |a b| to use (f->t.T, or a value below it). *early (may be
- * NULL): where T alone refused it (T at or above 2^(q+p)), 2^(q+p), which any T at or above it
- * meets as well; left as it was otherwise. */
+ * representable. T: the sum of |a b| to use (f->t.T, or a value below it). *t_lim (t_lim may
+ * be NULL): where T alone refused it (T at or above 2^(q+p)), 2^(q+p), which any T at or above
+ * it meets as well; left as it was otherwise. */
 static bool exact_certificate(const gck_case *c, const gck_model *m, const gather_plan *g,
                               const exact_in *x, const elem_facts *f, double T, double *t_lim) {
     int p = g->grid_p, qmin = g->grid_qmin;

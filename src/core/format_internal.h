@@ -28,6 +28,13 @@ double gck_fmt_next_down(double x, gck_format fmt);
 double gck_fmt_load(const void *base, gck_format fmt, int64_t index);
 void gck_fmt_store(void *base, gck_format fmt, int64_t index, double x);
 
+/* Whether every value of format t is a float (f16, bf16, f32 and narrower): copies of such
+ * values may be held as floats, exactly. */
+static inline bool gck_fmt_floats_hold(gck_format t) {
+    const gck_format_info *f = gck_format_get(t);
+    return f->precision <= 24 && f->emax <= 127 && f->min_subnormal >= 0x1p-149;
+}
+
 /* The stored value as a double (NaN and Inf kept), inline: gck_fmt_f16_to_double,
  * gck_fmt_bf16_to_double and gck_fmt_load are these; a pass over many values of one format
  * calls gck_fmt_load_as with the format a constant, which leaves a few shifts per value. */
