@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 
 #include "absprod.h"
+#include "check_internal.h"
 #include "gemmcheck/runner.h"
 #include "grid.h"
 #include "testutil.h"
@@ -95,6 +96,23 @@ Test(checker, bounds_from_the_copy_and_from_the_operands_in_place_agree) {
     cr_expect_gt(findings, 0);
 }
 
+/* Grid spec `index` of a table made one M x N x K product, tight, at offset 0, with the
+ * operands' distribution and, with `special`, NaN and Inf planted. */
+static void large_case(gck_spec *s, const gck_support_row *rows, size_t nrows, uint64_t index,
+                       int64_t M, int64_t N, int64_t K, gck_dist dist, bool special) {
+    grid_spec(index, rows, nrows, s);
+    gck_case *c = &s->c;
+    c->m = M, c->n = N, c->k = K;
+    c->batch = 1;
+    c->lda = gck_case_min_ld(c, GCK_A);
+    c->ldb = gck_case_min_ld(c, GCK_B);
+    c->ldc = gck_case_min_ld(c, GCK_C);
+    c->ldd = c->d_is_c ? c->ldc : gck_case_min_ld(c, GCK_D);
+    s->offset[0] = s->offset[1] = s->offset[2] = s->offset[3] = 0;
+    s->dist_ab = dist;
+    s->special_pm = special ? 1 : 0;
+}
+
 /* Eight large products on one backend, checked with the sums of |a||b| from a GEMM and with
  * every element summing its own terms: the same verdicts (see the tests below). `rounded`: the
  * GEMM's values rounded up to bf16 wherever the f32 road holds (the rounded road, forced). */
@@ -108,19 +126,9 @@ static void large_products_agree(const char *spec, bool rounded, long *compared,
     char msg[1024], rs[2048];
     for (uint64_t i = 0; i < 8; i++) {
         gck_spec s;
-        grid_spec(i * 131 + 17, rows, nrows, &s);
+        large_case(&s, rows, nrows, i * 131 + 17, 130 + (int64_t)i * 7, 150 - (int64_t)i * 5, 260,
+                   dists[i % 4], i % 3 == 2);
         gck_case *c = &s.c;
-        c->m = 130 + (int64_t)i * 7;
-        c->n = 150 - (int64_t)i * 5;
-        c->k = 260;
-        c->batch = 1;
-        c->lda = gck_case_min_ld(c, GCK_A);
-        c->ldb = gck_case_min_ld(c, GCK_B);
-        c->ldc = gck_case_min_ld(c, GCK_C);
-        c->ldd = c->d_is_c ? c->ldc : gck_case_min_ld(c, GCK_D);
-        s.offset[0] = s.offset[1] = s.offset[2] = s.offset[3] = 0;
-        s.dist_ab = dists[i % 4];
-        s.special_pm = i % 3 == 2 ? 1 : 0;
         gck_spec_format(&s, rs, sizeof rs);
         /* the hard tier's roads (the statistical tier's allowance is looser on the GEMM's road,
          * which bounds sum (ab)^2 by max|a| max|b| T) */
@@ -208,6 +216,93 @@ Test(checker, bounds_from_values_rounded_up_to_bf16_give_the_same_verdicts, .tim
     cr_expect(rounded >= 4, "only %ld of %ld bounds on the rounded road", rounded, built);
 }
 
+/* Whether two doubles have the same bits (NaN included). */
+static bool same_bits(double x, double y) { return memcmp(&x, &y, sizeof x) == 0; }
+
+/* Whether two element reports are the same, field by field. */
+static bool same_report(const gck_element_report *x, const gck_element_report *y) {
+    return x->batch == y->batch && x->i == y->i && x->j == y->j && same_bits(x->got, y->got) &&
+           same_bits(x->expected, y->expected) && same_bits(x->error, y->error) &&
+           same_bits(x->bound, y->bound) && same_bits(x->ratio, y->ratio) &&
+           same_bits(x->stat, y->stat) && x->exact_case == y->exact_case &&
+           x->degenerate == y->degenerate && strcmp(x->rule, y->rule) == 0;
+}
+
+/* Whether two checks' results are the same in every count, report and figure. */
+static bool same_check(const gck_check_result *x, const gck_check_result *y, char *why,
+                       size_t len) {
+    const char *what = NULL;
+    if (x->elements != y->elements || x->exact_elements != y->exact_elements ||
+        x->degenerate != y->degenerate || x->lenient != y->lenient)
+        what = "element counts";
+    for (int k = 0; !what && k < GCK_KIND_COUNT; k++)
+        if (x->count[k] != y->count[k] || (x->count[k] && !same_report(&x->worst[k], &y->worst[k])))
+            what = "a kind's count or worst element";
+    if (!what && !same_report(&x->max_ratio, &y->max_ratio)) what = "the largest ratio's element";
+    if (!what && (!same_bits(x->max_stat, y->max_stat) || x->stat_elements != y->stat_elements))
+        what = "the statistical tier";
+    if (!what && (x->bias_up != y->bias_up || x->bias_down != y->bias_down ||
+                  x->bias_toward0 != y->bias_toward0 || x->bias_away != y->bias_away ||
+                  !same_bits(x->bias_p, y->bias_p) || !same_bits(x->bias_ss, y->bias_ss)))
+        what = "the sign test";
+    for (int b = 0; !what && b < GCK_RATIO_BINS; b++)
+        if (x->ratio_bins[b] != y->ratio_bins[b]) what = "the ratio bins";
+    if (what) snprintf(why, len, "%s differ", what);
+    return !what;
+}
+
+/* Large products on ref and two faulty backends, checked with the plain elements' path
+ * (checker.c: their allowances and verdicts without their other facts) and without it: every
+ * count, report and figure the same, bit for bit, with the statistical tier and the sign test
+ * on, on the f32, f64 and rounded roads, values near overflow, specials, alpha and beta from the
+ * grid (a case that reads C has no plain element). */
+Test(checker, the_plain_path_gives_the_general_paths_results, .timeout = 600) {
+    static const gck_dist dists[] = {GCK_DIST_NORMAL, GCK_DIST_BIG, GCK_DIST_LOGU, GCK_DIST_INT};
+    gck_run_result *r1 = malloc(sizeof *r1), *r2 = malloc(sizeof *r2);
+    long elements = 0, findings = 0, settled = 0, rounded = 0, up = gck_absprod_built_rounded();
+    char msg[1024], rs[2048], why[128];
+    for (int b = 0; b < 3; b++) {
+        gck_backend be;
+        const gck_support_row *rows;
+        size_t nrows = open_table(&be, compare_specs[b], &rows);
+        for (uint64_t i = 0; i < 12; i++) {
+            gck_spec s;
+            large_case(&s, rows, nrows, i * 97 + 5 + (uint64_t)b, 140 + (int64_t)i * 5,
+                       130 - (int64_t)i * 3, 300, dists[i % 4], i % 3 == 2);
+            if (i % 4 != 3) s.c.beta = 0; /* C not read: elements may be plain */
+            gck_spec_format(&s, rs, sizeof rs);
+            gck_run_options o = {.check = {.threads = 2, .stat_data = GCK_STAT_RANDOM}};
+            int mode = gck_absprod_round_up(i % 2 ? 1 : -1);
+            long before = gck_check_plain_settled();
+            cr_assert_eq(gck_run_spec(&be, &s, &o, r1, msg, sizeof msg), GCK_OK, "%s", msg);
+            long mine = gck_check_plain_settled() - before;
+            bool on = gck_check_plain_path(false);
+            cr_assert_eq(gck_run_spec(&be, &s, &o, r2, msg, sizeof msg), GCK_OK, "%s", msg);
+            gck_check_plain_path(on);
+            gck_absprod_round_up(mode);
+            cr_assert(on, "the plain path was off");
+            cr_assert_eq(gck_check_plain_settled() - before, mine, "settled with the path off");
+            cr_assert(same_check(&r1->check, &r2->check, why, sizeof why), "%s: %s", why, rs);
+            cr_assert_eq(r1->nfindings, r2->nfindings, "%s", rs);
+            elements += r1->check.elements;
+            findings += r1->nfindings;
+            settled += mine;
+        }
+        gck_backend_close(&be);
+    }
+    rounded = gck_absprod_built_rounded() - up;
+    fprintf(stderr,
+            "[plain] %ld elements, %ld findings, %ld settled on the plain path (%ld checks on "
+            "the rounded road): the same results without it\n",
+            elements, findings, settled, rounded);
+    cr_expect_gt(findings, 0);
+    cr_expect_gt(rounded, 0);
+    cr_expect(settled > elements / 8 && settled < elements, "%ld of %ld settled plain", settled,
+              elements);
+    free(r1);
+    free(r2);
+}
+
 /* An M x N x K product of f16 inputs, f32 C and D, beta = 0. */
 static void f16_product(gck_case *c, int64_t M, int64_t N, int64_t K) {
     gck_case_init(c, M, N, K);
@@ -216,19 +311,65 @@ static void f16_product(gck_case *c, int64_t M, int64_t N, int64_t K) {
     c->d_is_c = false;
 }
 
+/* A 256^3 f16 product (f32 C and D) and its operands from the generator; D allocated. */
+static void f16_operands(gck_case *c, uint16_t **a, uint16_t **b, float **d) {
+    f16_product(c, 256, 256, 256);
+    gck_spec s;
+    gck_spec_init(&s, c);
+    *a = malloc(256 * 256 * 2), *b = malloc(256 * 256 * 2);
+    *d = malloc(256 * 256 * sizeof **d);
+    gck_spec_fill(&s, GCK_A, *a);
+    gck_spec_fill(&s, GCK_B, *b);
+}
+
+/* Results that are the exact values rounded once (every error within D's own rounding, so the
+ * statistical ratio is 0) on an f16 product whose elements are plain: the largest ratio's
+ * element reports 0, as the general path does; one element made 0.1% wrong is found as both
+ * paths find it. */
+Test(checker, correctly_rounded_results_have_statistical_ratio_zero_on_the_plain_path) {
+    gck_case c;
+    uint16_t *a, *b;
+    float *d;
+    f16_operands(&c, &a, &b, &d);
+    char msg[512];
+    cr_assert_eq(gck_oracle_exact(&c, a, b, NULL, d, 2, msg, sizeof msg), GCK_OK, "%s", msg);
+    gck_backend be;
+    cr_assert_eq(gck_backend_open(&be, "ref", msg, sizeof msg), GCK_OK, "%s", msg);
+    const gck_support_row *row = gck_backend_find_row(&be, &c, NULL, 0);
+    cr_assert(row);
+    gck_check_result *r1 = malloc(sizeof *r1), *r2 = malloc(sizeof *r2);
+    gck_check_options o = {.oracle = GCK_ORACLE_EXACT, .threads = 2, .stat_data = GCK_STAT_RANDOM};
+    char why[128];
+    for (int wrong = 0; wrong < 2; wrong++) {
+        if (wrong) d[77 + 256 * 31] *= 1.001f; /* far beyond its bound */
+        long before = gck_check_plain_settled();
+        cr_assert_eq(gck_check_values(&c, row, &o, a, b, NULL, d, r1, msg, sizeof msg), GCK_OK);
+        long plain = gck_check_plain_settled() - before;
+        bool on = gck_check_plain_path(false);
+        cr_assert_eq(gck_check_values(&c, row, &o, a, b, NULL, d, r2, msg, sizeof msg), GCK_OK);
+        gck_check_plain_path(on);
+        cr_assert(same_check(r1, r2, why, sizeof why), "%s", why);
+        cr_assert(plain >= 256 * 255, "%ld elements plain", plain);
+        cr_assert(r1->stat_elements == 256 * 256 - wrong &&
+                      (wrong || (r1->max_ratio.stat == 0 && r1->max_stat == 0)),
+                  "%d: %lld elements, stat %g, max %g", wrong, (long long)r1->stat_elements,
+                  r1->max_ratio.stat, r1->max_stat);
+        long found = r1->count[GCK_KIND_OUT_OF_TOLERANCE] + r1->count[GCK_KIND_IMPROBABLE_ERROR];
+        cr_assert_eq(found, wrong, "%ld findings", found);
+    }
+    gck_backend_close(&be);
+    free(r1), free(r2), free(a), free(b), free(d);
+}
+
 /* One element of an f16 product (f32 C and D, 256^3: its bounds from a GEMM) made wrong by just
  * more than its bound from its own sums: on the rounded road, whose T may lie up to 1.7% above
  * that sum, the element still fails (its verdict settled by its own sums within the band), as
  * it does when every element sums its own terms. */
 Test(checker, an_error_just_beyond_the_bound_fails_on_the_rounded_road) {
     gck_case c;
-    f16_product(&c, 256, 256, 256);
-    gck_spec s;
-    gck_spec_init(&s, &c);
-    uint16_t *a = malloc(256 * 256 * 2), *b = malloc(256 * 256 * 2);
-    float *d = malloc(256 * 256 * sizeof *d);
-    gck_spec_fill(&s, GCK_A, a);
-    gck_spec_fill(&s, GCK_B, b);
+    uint16_t *a, *b;
+    float *d;
+    f16_operands(&c, &a, &b, &d);
     char msg[512];
     gck_backend be;
     cr_assert_eq(gck_backend_open(&be, "ref", msg, sizeof msg), GCK_OK, "%s", msg);

@@ -34,10 +34,34 @@ typedef struct chk_job {
     int64_t drs, dcs, sd;       /* D's element and member strides */
     gck_format td;
     gck_check_result r;
+    bool plain;             /* gck_plain_plan: elements may be plain (check_run) */
+    long plain_settled;     /* ... and how many were (tests) */
     _Atomic int32_t *units; /* the sign test's unit sums (choose_units); NULL: not made */
     int32_t *mine;          /* this job's part of them, added to units when it ends */
     bool ok;
 } chk_job;
+
+/* An element the statistical tier applied to (its ratio: stat): counted, and its sign into the
+ * sign test. */
+static void count_stat(chk_job *job, const gck_oracle_eval *ev, double stat, int64_t bi, int64_t i,
+                       int64_t j) {
+    const gck_case *c = job->c;
+    gck_check_result *r = &job->r;
+    r->stat_elements++;
+    if (stat > r->max_stat) r->max_stat = stat;
+    /* the sign test: each inexact element's sign, added to its unit's sum (choose_units) */
+    const gather_plan *g = job->gp;
+    if (!g->bias_on || !job->mine || ev->err_sign == 0 || ev->value == 0 ||
+        (bi > 0 && g->bias_first_only))
+        return;
+    int64_t line = g->bias_rows ? i : j, lines = g->bias_rows ? c->m : c->n;
+    job->mine[(g->bias_per_member ? bi * lines : 0) + line] += ev->err_sign > 0 ? 1 : -1;
+    r->bias_up += ev->err_sign > 0;
+    r->bias_down += ev->err_sign < 0;
+    bool toward0 = (ev->err_sign > 0) != (ev->value > 0);
+    r->bias_toward0 += toward0;
+    r->bias_away += !toward0;
+}
 
 /* One element of a job, from its result, oracle value and facts: the verdict (with the
  * leniencies a row declares), into the job's result. */
@@ -94,34 +118,77 @@ static void conclude(chk_job *job, gck_oracle_thread *o, int64_t bi, int64_t i, 
         (r->max_ratio.ratio < e.ratio || !isfinite(r->max_ratio.error)))
         r->max_ratio = e;
     if (isfinite(e.error)) r->ratio_bins[gck_bin_of_ratio(e.error, e.ratio)]++;
-    if (isnan(e.stat)) return;
-    r->stat_elements++;
-    if (e.stat > r->max_stat) r->max_stat = e.stat;
-    /* the sign test: each inexact element's sign, added to its unit's sum (choose_units) */
-    const gather_plan *g = job->gp;
-    if (!g->bias_on || !job->mine || ev->err_sign == 0 || ev->value == 0 ||
-        (bi > 0 && g->bias_first_only))
-        return;
-    int64_t line = g->bias_rows ? i : j, lines = g->bias_rows ? c->m : c->n;
-    job->mine[(g->bias_per_member ? bi * lines : 0) + line] += ev->err_sign > 0 ? 1 : -1;
-    r->bias_up += ev->err_sign > 0;
-    r->bias_down += ev->err_sign < 0;
-    bool toward0 = (ev->err_sign > 0) != (ev->value > 0);
-    r->bias_toward0 += toward0;
-    r->bias_away += !toward0;
+    if (!isnan(e.stat)) count_stat(job, ev, e.stat, bi, i, j);
+}
+
+/* Tests: the plain path switched off, and how many elements it has settled over the process. */
+static _Atomic bool plain_off;
+static _Atomic long plain_settled;
+bool gck_check_plain_path(bool on) { return !atomic_exchange(&plain_off, !on); }
+long gck_check_plain_settled(void) { return atomic_load(&plain_settled); }
+
+/* A plain element that passes (gck_decide_plain), into the job's result as conclude would
+ * count it: no finding, no exact case, no leniency; its report is made only where it becomes
+ * the largest ratio. */
+static void count_plain(chk_job *job, const gck_oracle_eval *ev, double got, double bound,
+                        double ratio, double stat, int64_t bi, int64_t i, int64_t j) {
+    gck_check_result *r = &job->r;
+    static const gck_element_report none;
+    job->plain_settled++;
+    r->elements++;
+    double err = ev->abs_error; /* finite: the element is plain */
+    if (isfinite(ratio) && (r->max_ratio.ratio < ratio || !isfinite(r->max_ratio.error))) {
+        gck_element_report e = none;
+        e.batch = bi, e.i = i, e.j = j;
+        e.got = got, e.expected = ev->value, e.error = err;
+        e.bound = bound, e.ratio = ratio, e.stat = stat;
+        r->max_ratio = e;
+    }
+    r->ratio_bins[gck_bin_of_ratio(err, ratio)]++;
+    if (!isnan(stat)) count_stat(job, ev, stat, bi, i, j);
 }
 
 /* The elements i0 <= i < i1 of column j that the job checks (at most CHK_RUN): each one's oracle
- * value and first facts, then (in one stretch of upward rounding) their sums and bounds, then
- * their verdicts, in order of i. */
-#define CHK_RUN 64
+ * value; in one stretch of upward rounding, the plain ones' allowances (gck_plain_sums); the
+ * others' first facts, then in another stretch their sums and bounds; then the verdicts, in
+ * order of i. A plain element that fails, or whose T from the rounded road lies within the band
+ * of its verdict, is settled by conclude on its whole facts, as the others are. */
+#define CHK_RUN GCK_PLAIN_RUN
 typedef struct chk_elem {
     int64_t i;
     double got;
     gck_oracle_eval ev;
+    bool plain;
+    plain_facts p;
     elem_facts f;
     gather_in w;
 } chk_elem;
+
+/* Whether element x may be plain: its result, oracle value and error finite, no special input
+ * (the non-finite rules do not apply). */
+static bool may_be_plain(const chk_elem *x) {
+    const gck_oracle_eval *ev = &x->ev;
+    return isfinite(x->got) && isfinite(ev->value) && isfinite(ev->abs_error) && !ev->special_input;
+}
+
+/* Element x's verdict. */
+static void settle(chk_job *job, gck_oracle_thread *o, int64_t bi, int64_t j, bool may_skip,
+                   chk_elem *x) {
+    if (!x->plain) {
+        conclude(job, o, bi, x->i, j, may_skip, x->got, &x->ev, &x->f);
+        return;
+    }
+    double bound, ratio, stat;
+    bool pass = gck_decide_plain(job->gp, &x->ev, &x->p, x->got, &bound, &ratio, &stat);
+    if (pass && !(x->p.t_rounded &&
+                  (ratio > GCK_ABSPROD_BAND || (!isnan(stat) && stat > GCK_ABSPROD_BAND)))) {
+        count_plain(job, &x->ev, x->got, bound, ratio, stat, bi, x->i, j);
+        return;
+    }
+    gck_gather(job->c, job->row, job->gp, job->A, job->B, job->C, bi, x->i, j, false, false,
+               x->ev.value, &x->f);
+    conclude(job, o, bi, x->i, j, may_skip, x->got, &x->ev, &x->f);
+}
 
 static void check_run(chk_job *job, gck_oracle_thread *o, int64_t bi, int64_t i0, int64_t i1,
                       int64_t j, bool may_skip, chk_elem *el) {
@@ -148,16 +215,37 @@ static void check_run(chk_job *job, gck_oracle_thread *o, int64_t bi, int64_t i0
             gck_oracle_thread_eval(o, bi, i, j, false, &x->got, &x->ev);
         }
     }
-    for (int y = 0; y < n; y++)
-        gck_gather_lines(c, job->row, job->gp, job->A, job->B, job->C, bi, el[y].i, j,
-                         el[y].ev.value, &el[y].f, &el[y].w);
-    int old = fegetround();
-    fesetround(FE_UPWARD);
-    for (int y = 0; y < n; y++)
-        gck_gather_sums(c, job->row, job->gp, bi, false, &el[y].f, &el[y].w);
-    fesetround(old);
-    for (int y = 0; y < n; y++)
-        conclude(job, o, bi, el[y].i, j, may_skip, el[y].got, &el[y].ev, &el[y].f);
+    int old = fegetround(), general = n;
+    if (job->plain) {
+        int64_t rows[CHK_RUN];
+        double abs_d[CHK_RUN];
+        bool plain[CHK_RUN];
+        plain_facts p[CHK_RUN];
+        for (int y = 0; y < n; y++) {
+            rows[y] = el[y].i;
+            abs_d[y] = fabs(el[y].ev.value);
+            plain[y] = may_be_plain(&el[y]);
+        }
+        fesetround(FE_UPWARD);
+        general -= gck_plain_run(c, job->gp, bi, j, n, rows, abs_d, plain, p);
+        fesetround(old);
+        for (int y = 0; y < n; y++) {
+            el[y].plain = plain[y];
+            el[y].p = p[y];
+        }
+    } else
+        for (int y = 0; y < n; y++) el[y].plain = false;
+    if (general > 0) {
+        for (int y = 0; y < n; y++)
+            if (!el[y].plain)
+                gck_gather_lines(c, job->row, job->gp, job->A, job->B, job->C, bi, el[y].i, j,
+                                 el[y].ev.value, &el[y].f, &el[y].w);
+        fesetround(FE_UPWARD);
+        for (int y = 0; y < n; y++)
+            if (!el[y].plain) gck_gather_sums(c, job->row, job->gp, bi, false, &el[y].f, &el[y].w);
+        fesetround(old);
+    }
+    for (int y = 0; y < n; y++) settle(job, o, bi, j, may_skip, &el[y]);
 }
 
 /* A job's tiles, each column by column: the rows of op(A) and columns of op(B) a tile reads
@@ -183,6 +271,7 @@ static void *run_chk(void *arg) {
                 check_run(job, o, bi, i, i1 - i < CHK_RUN ? i1 : i + CHK_RUN, j, may_skip, el);
     }
     free(el);
+    atomic_fetch_add_explicit(&plain_settled, job->plain_settled, memory_order_relaxed);
     for (int64_t u = 0; job->ok && u < units; u++)
         if (job->mine[u])
             atomic_fetch_add_explicit(&job->units[u], job->mine[u], memory_order_relaxed);
@@ -355,6 +444,7 @@ static gck_status check_values(const gck_case *c, const gck_support_row *row,
     if (gp->bias_on && gp->bias_units > 0 &&
         !(proto.units = calloc((size_t)gp->bias_units, sizeof *proto.units)))
         s = gck_fail(GCK_ENOMEM, msg, len, "out of memory");
+    proto.plain = gp && gck_plain_plan(gp) && !atomic_load(&plain_off);
     gck_case_op_strides(c, GCK_D, &proto.drs, &proto.dcs);
     proto.sd = gck_case_stride(c, GCK_D);
     proto.td = gck_case_type(c, GCK_D);

@@ -442,6 +442,25 @@ static bool below_pow2(double M, int64_t E) {
     return M < pow2_bits(E);
 }
 
+/* The grid of the products' part of the exact-case certificate: the smallest sum over the
+ * non-empty subsets of {a, b, alpha} whose lowest-set-bit exponents are set (INT32_MAX: not
+ * set), the negative ones together, or the smallest when none is negative; INT32_MAX when none
+ * is set. */
+static inline int products_grid(int qa, int qb, int qal) {
+    const int cand[] = {qa, qb, qal};
+    int q = INT32_MAX;
+    long neg = 0;
+    bool any_neg = false;
+    for (int y = 0; y < 3; y++) {
+        if (cand[y] == INT32_MAX) continue;
+        if (cand[y] < 0)
+            neg += cand[y], any_neg = true;
+        else if (cand[y] < q)
+            q = cand[y];
+    }
+    return any_neg ? (int)neg : q;
+}
+
 /* The exact-case certificate (call in upward rounding; p: the smallest precision, qmin: the
  * lowest grid exponent any format involved keeps): every quantity any evaluation order forms
  * (inputs, products of subsets of {alpha, a, b} and of {beta, c}, partial sums) is a multiple of
@@ -453,20 +472,7 @@ static bool exact_certificate(const gck_case *c, const gck_model *m, const gathe
                               const exact_in *x, const elem_facts *f, double T, double *t_lim) {
     int p = g->grid_p, qmin = g->grid_qmin;
     double lim = g->grid_lim, aa = fabs(c->alpha);
-    /* the smallest sum over the non-empty subsets of {a, b, alpha} whose exponents are set: the
-     * negative ones together, or the smallest when none is negative */
-    const int cand[] = {x->qa, x->qb, g->qal};
-    int q = INT32_MAX;
-    long neg = 0;
-    bool any_neg = false;
-    for (int y = 0; y < 3; y++) {
-        if (cand[y] == INT32_MAX) continue;
-        if (cand[y] < 0)
-            neg += cand[y], any_neg = true;
-        else if (cand[y] < q)
-            q = cand[y];
-    }
-    if (any_neg) q = (int)neg;
+    int q = products_grid(x->qa, x->qb, g->qal);
     if (x->rc && x->cv != 0) {
         int qc = lsb_exp(x->cv), qbe = lsb_exp(c->beta);
         if (qc < q) q = qc;
@@ -698,6 +704,55 @@ void gck_gather_sums(const gck_case *c, const gck_support_row *row, const gather
     gck_inner_of(&g->bc, &f->t, &core, &det);
     f->inner = (core + det) * MARGIN;
     if (g->stat_on && !f->exact_case) f->stat = stat_of(c, g, f, det);
+}
+
+bool gck_plain_plan(const gather_plan *g) {
+    return g->rab && !g->rc && g->abs && !g->bc.degenerate;
+}
+
+/* Whether element (bi, i, j), whose column's facts are lb, is plain (gck_plain_run); its T,
+ * sum_ab and q2 bound into *f. */
+static bool plain_one(const gck_case *c, const gather_plan *g, int64_t bi, int64_t i, int64_t j,
+                      int64_t cb, const line_facts *lb, elem_facts *f) {
+    int64_t ra = (c->stride_a == 0 ? 0 : bi) * c->m + i;
+    const line_facts *la = &g->fa[ra];
+    if (la->over || la->has_inf) return false;
+    exact_in x = {.maxa = la->maxabs, .maxb = lb->maxabs};
+    f->input_overflow = false;
+    /* the same sums as gck_gather_sums takes from the GEMM (no NaN line: fast_terms) */
+    if (!fast_terms(c, g, &x, ra, cb, bi, i, j, g->ord, f) || near_overflow(g, f)) return false;
+    if (g->ab_exact && la->repr && lb->repr) {
+        /* the certificate is possible: plain only where T alone refuses it, and on the rounded
+         * road T times the band too (rounded_uncertified) */
+        int q = products_grid(la->qmin, lb->qmin, g->qal);
+        double t = f->t_rounded ? f->t.T * GCK_ABSPROD_BAND : f->t.T;
+        if (q == INT32_MAX || below_pow2(t, (int64_t)q + g->grid_p)) return false;
+    }
+    return true;
+}
+
+int gck_plain_run(const gck_case *c, const gather_plan *g, int64_t bi, int64_t j, int n,
+                  const int64_t *rows, const double *abs_d, bool *plain, plain_facts *p) {
+    int64_t cb = (c->stride_b == 0 ? 0 : bi) * c->n + j;
+    const line_facts *lb = &g->fb[cb];
+    bool column = !lb->over && !lb->has_inf;
+    int count = 0;
+    for (int y = 0; y < n; y++) {
+        elem_facts f;
+        plain[y] = plain[y] && column && plain_one(c, g, bi, rows[y], j, cb, lb, &f);
+        if (!plain[y]) continue;
+        count++;
+        /* the allowances as gck_gather_sums makes them from the same sums (C not read) */
+        f.t.abs_d = abs_d[y];
+        f.t.abs_c = 0;
+        f.t.k = c->k;
+        double core, det;
+        gck_inner_of(&g->bc, &f.t, &core, &det);
+        p[y].inner = (core + det) * MARGIN;
+        p[y].stat = g->stat_on ? stat_of(c, g, &f, det) : -1;
+        p[y].t_rounded = f.t_rounded;
+    }
+    return count;
 }
 
 /* Both passes for one element. */

@@ -57,8 +57,6 @@ static bool fails_as(gck_kind *out, gck_kind k) {
     return false;
 }
 
-/* Decide one element against one oracle evaluation: true when it passes, else false with the
- * kind of finding in *kind. */
 /* A failing verdict with its rule. */
 static bool fails_by(gck_element_report *e, gck_kind *kind, gck_kind k, const char *rule) {
     snprintf(e->rule, sizeof e->rule, "%s", rule);
@@ -135,8 +133,10 @@ static double edge(const gather_plan *g, double got, int sign) {
         int e = floor_log2(ad); /* ad in [2^e, 2^(e+1)) */
         int eb = e < fo->emin ? fo->emin : e;
         gap = pow2_bits(eb - fo->precision + 1);
-        bool toward_zero = (sign > 0 && got > 0) || (sign < 0 && got < 0);
-        if (toward_zero && eb > fo->emin && ad == pow2_bits(eb)) gap *= 0.5; /* binade below */
+        /* a power of two first: the signs are random, the powers rare (a branch predicted) */
+        if (ad == pow2_bits(eb) && eb > fo->emin &&
+            ((sign > 0 && got > 0) || (sign < 0 && got < 0)))
+            gap *= 0.5; /* toward zero, the binade below */
     }
     double h = g->nearest ? 0.5 * gap : gap;
     /* a flushed zero stands for any value whose rounding is subnormal: below the largest
@@ -151,6 +151,26 @@ static double edge(const gather_plan *g, double got, int sign) {
  * be any value of [RNE(x - inner), RNE(x + inner)] and no other. */
 static double allowance(double inner, double h) {
     return next_above(inner + h); /* one rounding of a sum of two positive numbers */
+}
+
+/* A finite result's verdict on its error err: the ratio to the allowance `bound`, and where
+ * the statistical allowance applies (stat >= 0; the arithmetic's part, D's rounding h aside)
+ * the ratio of the error beyond h to it (*statr, left as it was otherwise). */
+enum { VERDICT_PASS, VERDICT_BOUND, VERDICT_STAT };
+static inline int finite_verdict(double err, double bound, double h, double stat, double *ratio,
+                                 double *statr) {
+    *ratio = bound > 0 ? err / bound : (err > 0 ? INFINITY : 0.0);
+    if (err > bound) return VERDICT_BOUND;
+    if (stat < 0) return VERDICT_PASS;
+    /* 0 where err <= h, else (err - h) / stat: the difference's sign chosen without a branch
+     * (whether err <= h is random, a branch on it mispredicted); a zero stat rarely */
+    double d = err - h;
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    u &= ~(uint64_t)((int64_t)u >> 63); /* a negative d (or -0) made +0 */
+    memcpy(&d, &u, sizeof d);
+    *statr = stat > 0 ? d / stat : err <= h ? 0.0 : INFINITY;
+    return err <= allowance(stat, h) ? VERDICT_PASS : VERDICT_STAT;
 }
 
 /* Decide one element against one oracle evaluation: true when it passes, else false with the
@@ -179,19 +199,24 @@ bool gck_decide(const gather_plan *g, const gck_oracle_eval *ev, const elem_fact
     }
     double h = edge(g, got, ev->err_sign);
     if (!f->exact_case) e->bound = allowance(f->inner, h);
-    e->ratio = e->bound > 0 ? err / e->bound : (err > 0 ? INFINITY : 0.0);
-    if (err > e->bound)
+    int v = finite_verdict(err, e->bound, h, f->stat, &e->ratio, &e->stat);
+    if (v == VERDICT_BOUND)
         return fails_by(e, kind, GCK_KIND_OUT_OF_TOLERANCE,
                         f->exact_case ? "exact case: result differs from the exact value"
                         : g->nearest  ? "outside the rounded interval of the exact value "
                                         "widened by the bound"
                                       : "error exceeds the bound");
-    if (f->stat < 0) return true;
-    /* the ratio: the error beyond D's own rounding over the arithmetic's allowance */
-    e->stat = err <= h ? 0.0 : f->stat > 0 ? (err - h) / f->stat : INFINITY;
-    if (err <= allowance(f->stat, h)) return true;
+    if (v == VERDICT_PASS) return true;
     return fails_by(e, kind, GCK_KIND_IMPROBABLE_ERROR,
                     "error improbable under round to nearest on random data (p < 1e-12)");
+}
+
+bool gck_decide_plain(const gather_plan *g, const gck_oracle_eval *ev, const plain_facts *p,
+                      double got, double *bound, double *ratio, double *stat) {
+    double h = edge(g, got, ev->err_sign);
+    *bound = allowance(p->inner, h);
+    *stat = NAN;
+    return finite_verdict(ev->abs_error, *bound, h, p->stat, ratio, stat) == VERDICT_PASS;
 }
 
 /* Whether a backend that does compute alpha * (A*B) under alpha = 0 can get NaN: 0 * NaN,
