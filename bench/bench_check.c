@@ -9,6 +9,9 @@
  *   - dgemm:     OpenBLAS cblas_dgemm on the same shape, all cores (the unit of the ratios);
  *   - check:     gck_check_values, every element (the exact sums by splitting where it applies,
  *                the bound's sums of |a||b| from a GEMM), all cores, and the path its sums took;
+ *   - again:     the same check once more in the same process (its large scratch arrays are
+ *                kept between calls: the memory is not fresh; a first call pays for fresh
+ *                pages, which on some virtual machines cost seconds per GB);
  *   - oracle:    gck_oracle_exact alone (splitting as GEMMCHECK_OZAKI said when the benchmark
  *                started: auto, its default, always, or int8), all cores;
  *   - one by one: the exact oracle with splitting off (GEMMCHECK_OZAKI=never), all cores, for
@@ -163,7 +166,7 @@ static void line(gck_backend *be, gck_format t, int n, int sample_lines, double 
     double gemm = blas_seconds(n, t == GCK_F64), dgemm = t == GCK_F64 ? gemm : blas_seconds(n, 1);
     gck_check_options opt = {.oracle = GCK_ORACLE_EXACT, .sample_above = 1e300};
     gck_check_result *r = alloc_or_die(sizeof *r);
-    double check = check_seconds(&o, &opt, r);
+    double check = check_seconds(&o, &opt, r), again = check_seconds(&o, &opt, r);
     char path[192];
     snprintf(path, sizeof path, "%s", r->oracle_path);
     double oracle = oracle_seconds(&o, run_mode);
@@ -185,9 +188,10 @@ static void line(gck_backend *be, gck_format t, int n, int sample_lines, double 
         snprintf(obo_s, sizeof obo_s, "%.2f%s", obo, scaled ? " (x8)" : "");
         snprintf(gain_s, sizeof gain_s, "%.1fx", obo / oracle);
     }
-    printf("| %s | %d | %.2f | %.2f | %.2f | %.1fx | %.2f | %.1fx | %s | %s | %.1f | %.0f | %s |\n",
-           gck_format_get(t)->name, n, gemm, dgemm, check, check / dgemm, oracle, oracle / dgemm,
-           obo_s, gain_s, today, mpfr, path);
+    printf("| %s | %d | %.2f | %.2f | %.2f | %.1fx | %.2f | %.2f | %.1fx | %s | %s | %.1f | %.0f | "
+           "%s |\n",
+           gck_format_get(t)->name, n, gemm, dgemm, check, check / dgemm, again, oracle,
+           oracle / dgemm, obo_s, gain_s, today, mpfr, path);
     fflush(stdout);
     free(r);
     free(o.a);
@@ -226,9 +230,9 @@ int main(int argc, char **argv) {
            "same "
            "shape; 'today' and MPFR: checks of a sample of rows and columns, scaled to every "
            "element\n\n| inputs | n | OpenBLAS gemm | OpenBLAS dgemm | complete check | vs dgemm "
-           "| exact oracle | vs dgemm | one by one | splitting's gain | today's check | MPFR "
-           "check | how the sums were made |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
-           "---|\n",
+           "| again | exact oracle | vs dgemm | one by one | splitting's gain | today's check | "
+           "MPFR check | how the sums were made |\n|---|---|---|---|---|---|---|---|---|---|---|"
+           "---|---|---|\n",
            gck_kpath_name(gck_kpath_auto()), run_mode);
     const gck_format all[] = {GCK_F16, GCK_BF16, GCK_F32, GCK_F64};
     for (int f = 0; f < 4; f++) {

@@ -80,6 +80,11 @@ bool gck_kpath_supported(gck_kpath p, char *why, size_t len) {
     }
 }
 
+void gck_kfloats(float *dst, const void *src, gck_format t, int64_t ss, int64_t n) {
+    pthread_once(&probes_once, run_probes);
+    gck_kline_to_f32(dst, 1, src, t, ss, n, f16c_ok);
+}
+
 gck_kpath gck_kpath_auto(void) {
     const char *env = getenv("GEMMCHECK_KERNELS_PATH");
     gck_kpath p;

@@ -322,6 +322,96 @@ static void f16_operands(gck_case *c, uint16_t **a, uint16_t **b, float **d) {
     gck_spec_fill(&s, GCK_B, *b);
 }
 
+/* The line facts of one case's operands (A and B given), with the float lines' facts taken from
+ * their bits or value by value; every line's facts compared. */
+static long facts_agree(const gck_case *c, const void *a, const void *b) {
+    gck_backend be;
+    char msg[512], note[96];
+    cr_assert_eq(gck_backend_open(&be, "ref", msg, sizeof msg), GCK_OK, "%s", msg);
+    const gck_support_row *row = gck_backend_find_row(&be, c, NULL, 0);
+    cr_assert(row);
+    gck_check_options opt = {0};
+    long before = gck_facts_floats_lines();
+    gather_plan *g1 = gck_gather_plan_new(c, &row->model, a, b, &opt, note, sizeof note);
+    long served = gck_facts_floats_lines() - before;
+    bool on = gck_facts_floats(false);
+    gather_plan *g2 = gck_gather_plan_new(c, &row->model, a, b, &opt, note, sizeof note);
+    gck_facts_floats(on);
+    cr_assert(g1 && g2 && g1->a && g1->dense_f);
+    cr_assert_eq(gck_facts_floats_lines() - before, served);
+    for (int x = 0; x < 2; x++) {
+        int64_t lines = x ? c->n : c->m;
+        const line_facts *f1 = x ? g1->fb : g1->fa, *f2 = x ? g2->fb : g2->fa;
+        for (int64_t l = 0; l < lines; l++)
+            cr_assert(same_bits(f1[l].maxabs, f2[l].maxabs) && f1[l].qmin == f2[l].qmin &&
+                          f1[l].repr == f2[l].repr && f1[l].over == f2[l].over &&
+                          f1[l].has_inf == f2[l].has_inf && f1[l].special == f2[l].special,
+                      "%s line %lld of %s: max %a/%a, qmin %d/%d, flags %d%d%d%d/%d%d%d%d",
+                      x ? "B" : "A", (long long)l, gck_format_get(c->type_a)->name, f1[l].maxabs,
+                      f2[l].maxabs, f1[l].qmin, f2[l].qmin, f1[l].repr, f1[l].over, f1[l].has_inf,
+                      f1[l].special, f2[l].repr, f2[l].over, f2[l].has_inf, f2[l].special);
+        const float *d1 = x ? g1->b : g1->a, *d2 = x ? g2->b : g2->a;
+        for (int64_t v = 0; v < lines * c->k; v++) /* a NaN's payload aside */
+            cr_assert((isnan(d1[v]) && isnan(d2[v])) || memcmp(&d1[v], &d2[v], 4) == 0,
+                      "the copies of %s differ at %lld: %a, %a", x ? "B" : "A", (long long)v,
+                      (double)d1[v], (double)d2[v]);
+    }
+    gck_gather_plan_free(g1);
+    gck_gather_plan_free(g2);
+    gck_backend_close(&be);
+    return served;
+}
+
+/* The line facts of float lines taken from their bits (facts_of_floats; f16 through F16C where
+ * it runs; lines side by side in memory converted 16 at a time) equal those found value by
+ * value, and so do the lines' copies: every f16 bit pattern (65,536 values in 256 x 256
+ * operands), and bf16 and f32 operands of random bits (NaN, Inf, subnormals and zeros among
+ * them, and lines with none), A and B each transposed and not, lines of 200 (a part of 16
+ * lines cut short). */
+Test(checker, line_facts_from_float_bits_equal_those_value_by_value) {
+    static const gck_format types[] = {GCK_F16, GCK_BF16, GCK_F32};
+    uint32_t *bits = malloc(256 * 256 * sizeof *bits);
+    uint64_t st = 99;
+    long served = 0;
+    for (int t = 0; t < 3; t++)
+        for (int layout = 0; layout < 4; layout++) {
+            gck_case c;
+            int64_t n = t == 0 ? 256 : 200;
+            gck_case_init(&c, n, n + 3, n);
+            c.type_a = c.type_b = types[t];
+            c.type_c = c.type_d = c.compute = c.scale_type = GCK_F32;
+            c.d_is_c = false;
+            c.beta = 0;
+            c.transa = layout & 1 ? GCK_OP_T : GCK_OP_N;
+            c.transb = layout & 2 ? GCK_OP_T : GCK_OP_N;
+            c.lda = gck_case_min_ld(&c, GCK_A);
+            c.ldb = gck_case_min_ld(&c, GCK_B);
+            c.ldc = c.ldd = gck_case_min_ld(&c, GCK_C);
+            size_t es = gck_format_get(types[t])->storage_bytes;
+            int64_t na = c.m * c.k, nb = c.k * c.n;
+            char *a = malloc((size_t)na * es), *b = malloc((size_t)nb * es);
+            for (int64_t x = 0; x < na + nb; x++) {
+                st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+                uint32_t u = (uint32_t)st;
+                if (t == 0) u = (uint32_t)((x < na ? x : x * 40503) & 0xffff); /* every pattern */
+                if (t == 2 && (x / c.k) % 5 == 0) u = (u & 0x807fffffu) | 0x3f000000u; /* finite */
+                if (t == 2 && x % 997 == 0) u = 0x7f800000u | (u & 0x80000000u);       /* Inf */
+                if (t == 2 && x % 1499 == 0) u &= 0x807fffffu; /* subnormal */
+                char *dst = x < na ? a + x * (int64_t)es : b + (x - na) * (int64_t)es;
+                if (es == 2)
+                    *(uint16_t *)dst = (uint16_t)u;
+                else
+                    memcpy(dst, &u, 4);
+            }
+            served += facts_agree(&c, a, b);
+            free(a), free(b);
+        }
+    free(bits);
+    fprintf(stderr, "[facts] %ld lines' facts from their bits: the same as value by value\n",
+            served);
+    cr_expect_gt(served, 3000);
+}
+
 /* Results that are the exact values rounded once (every error within D's own rounding, so the
  * statistical ratio is 0) on an f16 product whose elements are plain: the largest ratio's
  * element reports 0, as the general path does; one element made 0.1% wrong is found as both

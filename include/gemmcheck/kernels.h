@@ -200,6 +200,11 @@ GCK_API const char *gck_igemm_path(bool portable);
  *  product, the best of three after a warm-up, measured once per process. */
 GCK_API double gck_igemm_rate(void);
 
+/** n stored values of type t (f16, bf16 or f32; one every ss elements) into dst as floats, as
+ *  the kernels' packing converts them: exact, f16 through F16C where the CPU has it and the
+ *  kernels' probe found it as documented (the same bits). */
+GCK_API void gck_kfloats(float *dst, const void *src, gck_format t, int64_t ss, int64_t n);
+
 #ifdef __cplusplus
 }
 #endif

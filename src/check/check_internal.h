@@ -189,6 +189,11 @@ bool gck_plain_plan(const gather_plan *g);
 int gck_plain_run(const gck_case *c, const gather_plan *g, int64_t bi, int64_t j, int n,
                   const int64_t *rows, const double *abs_d, bool *plain, plain_facts *p);
 
+/* Tests: the line facts of float lines taken from their bits (on, the default) or value by
+ * value; returns the setting before. How many lines were taken from their bits. */
+bool gck_facts_floats(bool on);
+long gck_facts_floats_lines(void);
+
 /* Tests: the plain path used where it applies (on, the default) or never; returns the setting
  * before. How many elements it has settled over the process. */
 bool gck_check_plain_path(bool on);

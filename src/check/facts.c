@@ -13,6 +13,7 @@
 #include "check_internal.h"
 #include "decode.h"
 #include "fpenv.h"
+#include "gemmcheck/kernels.h"
 #include "mix.h"
 #include "parallel.h"
 #include "stash.h"
@@ -85,11 +86,66 @@ typedef struct facts_job {
     const char *X;
     int64_t lines, ls, ks, stride;
     double in_max;
-    bool kept; /* every finite value of t is kept by the input and compute formats */
+    bool kept;   /* every finite value of t is kept by the input and compute formats */
+    bool floats; /* facts_of_floats may serve (not switched off by gck_facts_floats) */
     line_facts *facts;
     void *dense;
     bool dense_f; /* dense holds floats (else doubles) */
 } facts_job;
+
+/* Tests: facts_of_floats used where it applies (on) or never, and the lines it has served. */
+static _Atomic bool floats_off;
+static _Atomic long floats_lines;
+bool gck_facts_floats(bool on) { return !atomic_exchange(&floats_off, !on); }
+long gck_facts_floats_lines(void) { return atomic_load(&floats_lines); }
+
+/* The facts of a line of K floats of a format whose every finite value the input and compute
+ * formats keep (no rounding to try, and none beyond their range), as facts_as finds them value
+ * by value: the largest |x| apart from NaN, the smallest lowest-set-bit exponent of the non-zero
+ * values before the first NaN or Inf, and the flags; from the values' bits, without a branch
+ * per value. */
+static line_facts facts_of_floats(const float *x, int64_t K) {
+    uint32_t amax = 0, inf = 0, nonfinite = 0;
+    int32_t qmin = INT32_MAX;
+    for (int64_t k = 0; k < K; k++) {
+        uint32_t u;
+        memcpy(&u, &x[k], sizeof u);
+        uint32_t a = u & 0x7fffffffu, fin = a < 0x7f800000u;
+        bool special;
+        int32_t q = strip(decode_raw(a, 23, 8, &special)).e; /* lsb_exp of a non-zero finite */
+        q = fin && !nonfinite && a != 0 ? q : INT32_MAX;
+        qmin = q < qmin ? q : qmin;
+        amax = a <= 0x7f800000u && a > amax ? a : amax;
+        inf |= a == 0x7f800000u;
+        nonfinite |= !fin;
+    }
+    float m;
+    memcpy(&m, &amax, sizeof m);
+    return (line_facts){(double)m, qmin, !nonfinite, false, inf != 0, nonfinite != 0};
+}
+
+/* Line l of a member (at base) into df as floats, or where the lines lie side by side in memory
+ * (ls = 1: each k a run of lines) the lines l .. l + r - 1, r <= max, of the same member: one
+ * run of r values converted per k, then spread along the lines (the values read in memory's
+ * order, not K strided reads per line). Returns r. */
+#define FLOATS_BLOCK 16
+static int64_t floats_of_lines(const facts_job *j, gck_format fmt, const char *base, int64_t l,
+                               int64_t max, float *df) {
+    int64_t K = j->c->k, es = gck_format_get(fmt)->storage_bytes;
+    int64_t r = j->ls == 1 && j->ks != 1 ? FLOATS_BLOCK : 1;
+    if (r > max) r = max;
+    if (r > j->lines - l) r = j->lines - l;
+    if (r == 1) {
+        gck_kfloats(df, base + l * j->ls * es, fmt, j->ks, K);
+        return 1;
+    }
+    float run[FLOATS_BLOCK];
+    for (int64_t k = 0; k < K; k++) {
+        gck_kfloats(run, base + (l + k * j->ks) * es, fmt, 1, r);
+        for (int64_t y = 0; y < r; y++) df[y * K + k] = run[y];
+    }
+    return r;
+}
 
 /* facts_part for operands stored as `fmt` (a constant where facts_part calls it). */
 static inline __attribute__((always_inline)) void facts_as(const facts_job *j, int64_t lo,
@@ -101,6 +157,14 @@ static inline __attribute__((always_inline)) void facts_as(const facts_job *j, i
         line_facts f = {0, INT32_MAX, true, false, false, false};
         double *d = j->dense && !j->dense_f ? (double *)j->dense + t * j->c->k : NULL;
         float *df = j->dense && j->dense_f ? (float *)j->dense + t * j->c->k : NULL;
+        if (df && j->kept && j->floats) { /* the lines as floats (F16C where it runs), facts */
+            int64_t r = floats_of_lines(j, fmt, base, l, hi - t, df);
+            for (int64_t y = 0; y < r; y++)
+                j->facts[t + y] = facts_of_floats(df + y * j->c->k, j->c->k);
+            atomic_fetch_add_explicit(&floats_lines, r, memory_order_relaxed);
+            t += r - 1;
+            continue;
+        }
         for (int64_t k = 0; k < j->c->k; k++) {
             double v = gck_fmt_load_as(base, fmt, l * j->ls + k * j->ks), av = fabs(v);
             if (d) d[k] = v;
@@ -144,6 +208,7 @@ static void line_facts_of(const gck_case *c, const gck_model *m, gck_operand x, 
     j.kept = fin->precision >= ft->precision && fc->precision >= ft->precision &&
              fin->emax >= ft->emax && fc->emax >= ft->emax &&
              fin->min_subnormal <= ft->min_subnormal && fc->min_subnormal <= ft->min_subnormal;
+    j.floats = !atomic_load(&floats_off);
     gck_parallel_for(gck_parallel_parts(members * j.lines, c->k), members * j.lines, &j,
                      facts_part);
 }
