@@ -129,7 +129,7 @@ typedef struct tsum_job {
     int64_t nk;
     void *at;         /* [q][i]: op(A) at step kl[q], row i (NaN and Inf as 0); NULL: no tails */
     bool at_floats;   /* at holds floats (else doubles) */
-    double **scratch; /* per part: column j of op(B), K values */
+    double **scratch; /* per part: column j of op(B), K values (then K floats: its decoding) */
 } tsum_job;
 
 /* value x of a line as a double, NaN and Inf as 0 (as value_at) */
@@ -158,8 +158,14 @@ tsum_cols_as(const tsum_job *x, int part, int64_t lo, int64_t hi, gck_format f) 
     for (int64_t j = lo; j < hi; j++) {
         double *restrict tc = x->t + j * M;
         memset(tc, 0, (size_t)M * sizeof *tc);
-        if (x->na) {
+        if (x->na && gck_fmt_floats_hold(f)) { /* the column as the kernels' packing reads it */
+            float *fcol = (float *)(bcol + K);
+            gck_kfloats(fcol, base + j * vb->ls * gck_format_get(f)->storage_bytes, f, vb->ks, K);
+            for (int64_t k = 0; k < K; k++) bcol[k] = isfinite(fcol[k]) ? (double)fcol[k] : 0.0;
+        } else if (x->na) {
             for (int64_t k = 0; k < K; k++) bcol[k] = finite_at(base, f, j * vb->ls + k * vb->ks);
+        }
+        if (x->na) {
             for (int64_t y = 0; y < x->na; y++) tc[x->byk[y].i] += x->byk[y].v * bcol[x->byk[y].k];
         }
         for (int64_t z = sb ? sb[j] : 0; x->na && sb && z < sb[j + 1]; z++)
@@ -273,7 +279,7 @@ bool gck_oz_build_tsum(gck_ozaki *o) {
     double *scratch[OZ_MAX_PARTS] = {0};
     bool ok = o->tsum != NULL;
     for (int t = 0; ok && t < parts; t++)
-        ok = (scratch[t] = malloc((size_t)K * sizeof *scratch[t])) != NULL;
+        ok = (scratch[t] = malloc((size_t)K * (sizeof(double) + sizeof(float)))) != NULL;
     for (int64_t p = 0; ok && p < o->pairs; p++) {
         tsum_job x = {.o = o,
                       .t = o->tsum + p * M * N,
