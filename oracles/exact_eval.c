@@ -366,7 +366,12 @@ static inline __attribute__((always_inline)) bool lane_double_of(const gck_exact
         /* e of d's sign: |d + e| just above |d|, rounded up to the next double; of the other
          * sign: |d + e| in (pred(|d|), |d|) (it is not pred itself, or d = RN(d + e) would be
          * pred), rounded up to |d| */
-        if (e != 0 && (e > 0) == (d > 0)) ad = nextafter(ad, INFINITY);
+        /* the next double up by its bits (ad > 0 and finite where e != 0: d = 0 only when the
+         * sum is exact), added without a branch: e's sign against d's is random */
+        uint64_t u;
+        memcpy(&u, &ad, sizeof u);
+        u += (uint64_t)(e != 0 && (e > 0) == (d > 0));
+        memcpy(&ad, &u, sizeof ad);
         err = ad;
         sign = (d < 0) - (d > 0); /* d has the sign of exact - result */
     }
