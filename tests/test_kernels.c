@@ -818,3 +818,32 @@ Test(kernels, the_int8_gemm_holds_its_extremes_and_refuses_the_rest, .timeout = 
     }
     free(A), free(B);
 }
+
+/* gck_kfloats gives the values gck_load gives: every f16 and bf16 bit pattern (NaN as NaN, its
+ * payload aside) and f32 values, read contiguously and one every three elements. */
+Test(kernels, runs_into_floats_equal_the_stored_values) {
+    static const gck_format types[] = {GCK_F16, GCK_BF16, GCK_F32};
+    uint32_t *src = malloc(3 * 65536 * sizeof *src);
+    float *dst = malloc(65536 * sizeof *dst);
+    for (int t = 0; t < 3; t++) {
+        size_t es = gck_format_get(types[t])->storage_bytes;
+        for (uint32_t x = 0; x < 3 * 65536; x++) {
+            uint32_t u = t < 2 ? x & 0xffff : x * 2654435761u;
+            if (es == 2)
+                ((uint16_t *)src)[x] = (uint16_t)u;
+            else
+                src[x] = u;
+        }
+        for (int64_t ss = 1; ss <= 3; ss += 2) {
+            gck_kfloats(dst, src, types[t], ss, 65536);
+            for (int64_t x = 0; x < 65536; x++) {
+                double want = gck_load(src, types[t], x * ss), got = dst[x];
+                cr_assert((isnan(want) && isnan(got)) || memcmp(&want, &got, 8) == 0,
+                          "%s value %lld (stride %lld): %a, not %a", gck_format_get(types[t])->name,
+                          (long long)x, (long long)ss, got, want);
+            }
+        }
+    }
+    free(src);
+    free(dst);
+}
