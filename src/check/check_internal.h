@@ -167,20 +167,20 @@ void gck_gather_lines(const gck_case *c, const gck_support_row *row, const gathe
 void gck_gather_sums(const gck_case *c, const gck_support_row *row, const gather_plan *g,
                      int64_t bi, bool skip_zero, elem_facts *f, gather_in *w);
 
-/* What a plain element's verdict needs (gck_plain_sums). */
+/* What a plain element's verdict needs (gck_plain_run). */
 typedef struct plain_facts {
     double inner; /* the hard bound without D's own rounding, as elem_facts' */
     double stat;  /* the statistical allowance without D's rounding (-1: none), as elem_facts' */
     bool t_rounded;
 } plain_facts;
 
-/* Whether the plan's elements may be plain (gck_plain_sums): A and B read, C not, the sums
+/* Whether the plan's elements may be plain (gck_plain_run): A and B read, C not, the sums
  * of |a b| from a GEMM, a finite gamma. */
 bool gck_plain_plan(const gather_plan *g);
 
 /* The elements of a run of column j of member bi (at most GCK_PLAIN_RUN: rows[y], |oracle|
  * abs_d[y]) of a plan that gck_plain_plan admits that are plain (call in upward rounding):
- * plain[y] (false on entry: not a candidate) stays true where the element's lines hold no NaN,
+ * plain[y] (on entry: whether the element may be plain) stays true where its lines hold no NaN,
  * Inf or value beyond the input range, no overflow rule could apply, and the exact-case
  * certificate is refused by T alone (by T times GCK_ABSPROD_BAND on the rounded road); there
  * p[y] holds the allowances gck_gather_sums would give, without the element's other facts.
@@ -199,7 +199,7 @@ long gck_facts_floats_lines(void);
 bool gck_check_plain_path(bool on);
 long gck_check_plain_settled(void);
 
-/* The verdict of a plain element (gck_plain_sums) whose oracle value and result are finite and
+/* The verdict of a plain element (gck_plain_run) whose oracle value and result are finite and
  * whose error was computed: true when it passes, with the allowance (the report's bound), the
  * ratio and the statistical ratio (NaN: the tier does not apply) gck_decide gives it. */
 bool gck_decide_plain(const gather_plan *g, const gck_oracle_eval *ev, const plain_facts *p,

@@ -149,7 +149,7 @@ static void count_plain(chk_job *job, const gck_oracle_eval *ev, double got, dou
 }
 
 /* The elements i0 <= i < i1 of column j that the job checks (at most CHK_RUN): each one's oracle
- * value; in one stretch of upward rounding, the plain ones' allowances (gck_plain_sums); the
+ * value; in one stretch of upward rounding, the plain ones' allowances (gck_plain_run); the
  * others' first facts, then in another stretch their sums and bounds; then the verdicts, in
  * order of i. A plain element that fails, or whose T from the rounded road lies within the band
  * of its verdict, is settled by conclude on its whole facts, as the others are. */
