@@ -162,12 +162,12 @@ static inline int finite_verdict(double err, double bound, double h, double stat
     *ratio = bound > 0 ? err / bound : (err > 0 ? INFINITY : 0.0);
     if (err > bound) return VERDICT_BOUND;
     if (stat < 0) return VERDICT_PASS;
-    /* 0 where err <= h, else (err - h) / stat: the difference's sign chosen without a branch
-     * (whether err <= h is random, a branch on it mispredicted); a zero stat rarely */
+    /* 0 where err <= h, else (err - h) / stat: the difference made +0 without a branch where
+     * it is not positive (whether err <= h is random: a branch on it mispredicted) */
     double d = err - h;
     uint64_t u;
     memcpy(&u, &d, sizeof u);
-    u &= ~(uint64_t)((int64_t)u >> 63); /* a negative d (or -0) made +0 */
+    u &= -(uint64_t) !(d <= 0); /* d <= 0 made +0; a NaN (not computed) kept, as before */
     memcpy(&d, &u, sizeof d);
     *statr = stat > 0 ? d / stat : err <= h ? 0.0 : INFINITY;
     return err <= allowance(stat, h) ? VERDICT_PASS : VERDICT_STAT;
