@@ -158,14 +158,16 @@ tsum_cols_as(const tsum_job *x, int part, int64_t lo, int64_t hi, gck_format f) 
     for (int64_t j = lo; j < hi; j++) {
         double *restrict tc = x->t + j * M;
         memset(tc, 0, (size_t)M * sizeof *tc);
-        if (x->na && gck_fmt_floats_hold(f)) { /* the column as the kernels' packing reads it */
-            float *fcol = (float *)(bcol + K);
-            gck_kfloats(fcol, base + j * vb->ls * gck_format_get(f)->storage_bytes, f, vb->ks, K);
-            for (int64_t k = 0; k < K; k++) bcol[k] = isfinite(fcol[k]) ? (double)fcol[k] : 0.0;
-        } else if (x->na) {
-            for (int64_t k = 0; k < K; k++) bcol[k] = finite_at(base, f, j * vb->ls + k * vb->ks);
-        }
         if (x->na) {
+            if (gck_fmt_floats_hold(f)) { /* the column as the kernels' packing reads it */
+                float *fcol = (float *)(bcol + K);
+                gck_kfloats(fcol, base + j * vb->ls * gck_format_get(f)->storage_bytes, f, vb->ks,
+                            K);
+                for (int64_t k = 0; k < K; k++) bcol[k] = isfinite(fcol[k]) ? (double)fcol[k] : 0.0;
+            } else {
+                for (int64_t k = 0; k < K; k++)
+                    bcol[k] = finite_at(base, f, j * vb->ls + k * vb->ks);
+            }
             for (int64_t y = 0; y < x->na; y++) tc[x->byk[y].i] += x->byk[y].v * bcol[x->byk[y].k];
         }
         for (int64_t z = sb ? sb[j] : 0; x->na && sb && z < sb[j + 1]; z++)

@@ -370,7 +370,6 @@ static long facts_agree(const gck_case *c, const void *a, const void *b) {
  * lines cut short). */
 Test(checker, line_facts_from_float_bits_equal_those_value_by_value) {
     static const gck_format types[] = {GCK_F16, GCK_BF16, GCK_F32};
-    uint32_t *bits = malloc(256 * 256 * sizeof *bits);
     uint64_t st = 99;
     long served = 0;
     for (int t = 0; t < 3; t++)
@@ -406,7 +405,6 @@ Test(checker, line_facts_from_float_bits_equal_those_value_by_value) {
             served += facts_agree(&c, a, b);
             free(a), free(b);
         }
-    free(bits);
     fprintf(stderr, "[facts] %ld lines' facts from their bits: the same as value by value\n",
             served);
     cr_expect_gt(served, 3000);

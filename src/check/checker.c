@@ -63,6 +63,11 @@ static void count_stat(chk_job *job, const gck_oracle_eval *ev, double stat, int
     r->bias_away += !toward0;
 }
 
+/* Whether an element of finite error and this ratio becomes the result's largest ratio. */
+static bool new_max_ratio(const gck_check_result *r, double ratio) {
+    return isfinite(ratio) && (r->max_ratio.ratio < ratio || !isfinite(r->max_ratio.error));
+}
+
 /* One element of a job, from its result, oracle value and facts: the verdict (with the
  * leniencies a row declares), into the job's result. */
 static void conclude(chk_job *job, gck_oracle_thread *o, int64_t bi, int64_t i, int64_t j,
@@ -114,9 +119,7 @@ static void conclude(chk_job *job, gck_oracle_thread *o, int64_t bi, int64_t i, 
     if (f->exact_case) r->exact_elements++;
     if (e.degenerate) r->degenerate++;
     if (!pass) gck_note_failure(r, kind, &e);
-    if (isfinite(e.error) && isfinite(e.ratio) &&
-        (r->max_ratio.ratio < e.ratio || !isfinite(r->max_ratio.error)))
-        r->max_ratio = e;
+    if (isfinite(e.error) && new_max_ratio(r, e.ratio)) r->max_ratio = e;
     if (isfinite(e.error)) r->ratio_bins[gck_bin_of_ratio(e.error, e.ratio)]++;
     if (!isnan(e.stat)) count_stat(job, ev, e.stat, bi, i, j);
 }
@@ -137,7 +140,7 @@ static void count_plain(chk_job *job, const gck_oracle_eval *ev, double got, dou
     job->plain_settled++;
     r->elements++;
     double err = ev->abs_error; /* finite: the element is plain */
-    if (isfinite(ratio) && (r->max_ratio.ratio < ratio || !isfinite(r->max_ratio.error))) {
+    if (new_max_ratio(r, ratio)) {
         gck_element_report e = none;
         e.batch = bi, e.i = i, e.j = j;
         e.got = got, e.expected = ev->value, e.error = err;

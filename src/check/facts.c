@@ -20,6 +20,15 @@
 #include "text.h"
 #include "tiles.h"
 
+/* Row i of op(A) and column j of op(B) of member bi among all members' stored lines (a member
+ * stride of 0: every member shares member 0's). */
+static inline int64_t row_of_a(const gck_case *c, int64_t bi, int64_t i) {
+    return (c->stride_a == 0 ? 0 : bi) * c->m + i;
+}
+static inline int64_t col_of_b(const gck_case *c, int64_t bi, int64_t j) {
+    return (c->stride_b == 0 ? 0 : bi) * c->n + j;
+}
+
 /* Exponent of the lowest set bit of x; x must be finite and non-zero. Inline: the line facts
  * take it of every value. */
 static inline __attribute__((always_inline)) int lsb_exp(double x) {
@@ -679,8 +688,8 @@ void gck_gather_lines(const gck_case *c, const gck_support_row *row, const gathe
         e->ars = g->ars, e->acs = g->acs, e->brs = g->brs, e->bcs = g->bcs;
         e->Ab = (const char *)A + bi * g->a_member;
         e->Bb = (const char *)B + bi * g->b_member;
-        ra = (c->stride_a == 0 ? 0 : bi) * c->m + i;
-        cb = (c->stride_b == 0 ? 0 : bi) * c->n + j;
+        ra = row_of_a(c, bi, i);
+        cb = col_of_b(c, bi, j);
         if (g->a) {
             size_t es = g->dense_f ? sizeof(float) : sizeof(double);
             e->da = (const char *)g->a + (size_t)(ra * c->k) * es;
@@ -779,7 +788,7 @@ bool gck_plain_plan(const gather_plan *g) {
  * sum_ab and q2 bound into *f. */
 static bool plain_one(const gck_case *c, const gather_plan *g, int64_t bi, int64_t i, int64_t j,
                       int64_t cb, const line_facts *lb, elem_facts *f) {
-    int64_t ra = (c->stride_a == 0 ? 0 : bi) * c->m + i;
+    int64_t ra = row_of_a(c, bi, i);
     const line_facts *la = &g->fa[ra];
     if (la->over || la->has_inf) return false;
     exact_in x = {.maxa = la->maxabs, .maxb = lb->maxabs};
@@ -798,7 +807,7 @@ static bool plain_one(const gck_case *c, const gather_plan *g, int64_t bi, int64
 
 int gck_plain_run(const gck_case *c, const gather_plan *g, int64_t bi, int64_t j, int n,
                   const int64_t *rows, const double *abs_d, bool *plain, plain_facts *p) {
-    int64_t cb = (c->stride_b == 0 ? 0 : bi) * c->n + j;
+    int64_t cb = col_of_b(c, bi, j);
     const line_facts *lb = &g->fb[cb];
     bool column = !lb->over && !lb->has_inf;
     int count = 0;
