@@ -939,9 +939,11 @@ static bool build_terms(gck_ozaki *o, gck_ozaki_mode md, const lines *va, const 
         o->width += o->lowest - (lowa + tminb), o->lowest = lowa + tminb;
     work w = {0};
     int64_t mn = o->m * o->n;
-    /* residues write every term (gck_oz_crt_terms); the slices add into them */
-    o->q = o->res ? gck_big_alloc((size_t)(o->pairs * mn * o->nq) * sizeof *o->q)
-                  : gck_big_calloc((size_t)(o->pairs * mn * o->nq), sizeof *o->q);
+    /* residues write every term (gck_oz_crt_terms), and so does a plan of one f64 product (its
+     * GEMM writes it into the terms, beta = 0); other slices add into them */
+    bool written = o->res || (!o->int8 && o->nd == 1);
+    o->q = written ? gck_big_alloc((size_t)(o->pairs * mn * o->nq) * sizeof *o->q)
+                   : gck_big_calloc((size_t)(o->pairs * mn * o->nq), sizeof *o->q);
     bool ok = o->q && work_alloc(&w, o);
     if (!ok) snprintf(why, why_len, "out of memory for the slices");
     for (int64_t p = 0; ok && p < o->pairs; p++) {
@@ -1017,6 +1019,7 @@ gck_ozaki *gck_ozaki_new(const gck_case *c, const void *A, const void *B,
     int64_t ma = c->stride_a ? c->batch : 1, mb = c->stride_b ? c->batch : 1;
     lines va = lines_of(c, GCK_A, A), vb = lines_of(c, GCK_B, B);
     double clock = oz_now();
+    o->va_given = va;
     bool may_split = forced(md) || o->pairs * c->m * c->n * c->k >= OZ_MIN_PRODUCTS;
     if (may_split && (!line_major(&va, &o->va_copy) || !line_major(&vb, &o->vb_copy))) {
         snprintf(why, why_len, "out of memory");

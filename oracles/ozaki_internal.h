@@ -83,6 +83,7 @@ struct gck_ozaki {
     tailv *ta, *tb;
     tail_span *sp_a, *sp_b;  /* per line, as ta_start */
     void *va_copy, *vb_copy; /* va, vb line by line, when the operands' lines are strided */
+    lines va_given;          /* op(A) as the caller stores it (va before its copy) */
     /* [pair][j][i]: each element's tail products, tail_a·b + a·tail_b - tail_a·tail_b, summed in
      * doubles; exact where gck_oz_tails_exact says so (else the element adds them one by one) */
     double *tsum;

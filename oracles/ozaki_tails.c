@@ -129,7 +129,9 @@ typedef struct tsum_job {
     int64_t nk;
     void *at;         /* [q][i]: op(A) at step kl[q], row i (NaN and Inf as 0); NULL: no tails */
     bool at_floats;   /* at holds floats (else doubles) */
-    double **scratch; /* per part: column j of op(B), K values (then K floats: its decoding) */
+    bool a_cols;      /* no `at`: op(A)'s columns decoded where the caller stores them */
+    double **scratch; /* per part: column j of op(B), K values (then K floats: its decoding, and
+                       * M floats: a column of op(A), where a_cols) */
 } tsum_job;
 
 /* value x of a line as a double, NaN and Inf as 0 (as value_at) */
@@ -145,6 +147,28 @@ static void add_scaled_f(double *restrict y, const float *restrict x, double v, 
 }
 static void add_scaled_d(double *restrict y, const double *restrict x, double v, int64_t M) {
     for (int64_t i = 0; i < M; i++) y[i] += v * x[i];
+}
+/* the same, x's NaN and Inf as 0 */
+static void add_scaled_finite(double *restrict y, const float *restrict x, double v, int64_t M) {
+    for (int64_t i = 0; i < M; i++) y[i] += v * (isfinite(x[i]) ? (double)x[i] : 0.0);
+}
+
+/* tc += v times op(A)'s column at step k (member ma), decoded into acol where the caller stores it
+ * (tsum_job's a_cols), else read from `at` (its place q there). */
+static inline void add_a_column(const tsum_job *x, double *restrict tc, float *restrict acol,
+                                int64_t k, int64_t q, double v) {
+    int64_t M = x->o->m;
+    if (x->a_cols) {
+        const lines *va = &x->o->va_given;
+        int64_t bytes = gck_format_get(va->type)->storage_bytes;
+        const char *col = (const char *)va->base + x->ma * va->member_bytes + k * va->ks * bytes;
+        gck_kfloats(acol, col, va->type, 1, M);
+        add_scaled_finite(tc, acol, v, M);
+    } else if (x->at_floats) {
+        add_scaled_f(tc, (const float *)x->at + q * M, v, M);
+    } else {
+        add_scaled_d(tc, (const double *)x->at + q * M, v, M);
+    }
 }
 
 static inline __attribute__((always_inline)) void
@@ -173,13 +197,9 @@ tsum_cols_as(const tsum_job *x, int part, int64_t lo, int64_t hi, gck_format f) 
         for (int64_t z = sb ? sb[j] : 0; x->na && sb && z < sb[j + 1]; z++)
             for (int64_t y = x->kat[o->tb[z].k]; y < x->kat[o->tb[z].k + 1]; y++)
                 tc[x->byk[y].i] -= x->byk[y].v * o->tb[z].v;
-        for (int64_t z = sb ? sb[j] : 0; x->at && z < sb[j + 1]; z++) {
-            int64_t q = x->kpos[z - sb[0]];
-            if (x->at_floats)
-                add_scaled_f(tc, (const float *)x->at + q * M, o->tb[z].v, M);
-            else
-                add_scaled_d(tc, (const double *)x->at + q * M, o->tb[z].v, M);
-        }
+        for (int64_t z = sb ? sb[j] : 0; (x->at || x->a_cols) && z < sb[j + 1]; z++)
+            add_a_column(x, tc, (float *)(bcol + K) + K, o->tb[z].k,
+                         x->a_cols ? 0 : x->kpos[z - sb[0]], o->tb[z].v);
     }
 }
 
@@ -281,7 +301,11 @@ bool gck_oz_build_tsum(gck_ozaki *o) {
     double *scratch[OZ_MAX_PARTS] = {0};
     bool ok = o->tsum != NULL;
     for (int t = 0; ok && t < parts; t++)
-        ok = (scratch[t] = malloc((size_t)K * (sizeof(double) + sizeof(float)))) != NULL;
+        ok = (scratch[t] = malloc((size_t)K * (sizeof(double) + sizeof(float)) +
+                                  (size_t)M * sizeof(float))) != NULL;
+    /* op(A)'s columns adjacent where the caller stores them, of values floats hold: each tail of
+     * op(B) decodes the one it needs there (F16C for f16), no transposed copy is made */
+    bool a_cols = o->va_given.ls == 1 && gck_fmt_floats_hold(o->va_given.type);
     for (int64_t p = 0; ok && p < o->pairs; p++) {
         tsum_job x = {.o = o,
                       .t = o->tsum + p * M * N,
@@ -289,8 +313,10 @@ bool gck_oz_build_tsum(gck_ozaki *o) {
                       .mb = o->b_batched ? p : 0,
                       .scratch = scratch};
         ok = tails_by_k(o, x.ma, &x);
-        if (ok && o->tb && o->tb_start[x.mb * N + N] > o->tb_start[x.mb * N])
-            ok = tails_steps(o, x.mb, &x) && transposed_at_steps(o, &x);
+        if (ok && o->tb && o->tb_start[x.mb * N + N] > o->tb_start[x.mb * N]) {
+            x.a_cols = a_cols;
+            ok = a_cols || (tails_steps(o, x.mb, &x) && transposed_at_steps(o, &x));
+        }
         if (ok) gck_parallel_for(parts, N, &x, tsum_cols_part);
         free((void *)x.kat);
         free((void *)x.byk);

@@ -549,8 +549,13 @@ Test(checker, an_exact_case_stays_exact_on_the_rounded_road) {
  * f32's normal range), 4 doubles, 5 floats near 2^60 (K times the largest product beyond f32's
  * range), 6 bf16 values with exponents in [-40, 20], 7 bf16 subnormals (powers of two from 2^-133
  * to 2^-127, which VDPBF16PS reads as zero), 8 bf16 values from 2^7 to 2^15 (their products with
- * kind 7 are normal floats). About 1 in 8 is 0, a sign is random (the GEMM takes absolute
- * values). */
+ * kind 7 are normal floats); floats at the f32 road's edges at K = 512: 9 with exponents in
+ * [-63, 0] (the smallest products 2^-126: on the road), 10 in [-64, 0] (2^-128: off it), 11 in
+ * [0, 57] (K times the largest product and its rounding below 2^127: on it; some of them rounded
+ * up to bf16 reach 2^58, beyond), 12 in [0, 58] (off it); 13 subnormal floats from 2^-149 to
+ * 2^-140, 14 floats with exponents in [12, 20] (their products with kind 13 lie below 2^-126:
+ * off the road), 15 floats with exponents in [-20, 20], one in 16 of them NaN or ±Inf (which
+ * count as 0). About 1 in 8 is 0, a sign is random (the GEMM takes absolute values). */
 static double draw(int kind, uint64_t *st) {
     *st ^= *st << 13, *st ^= *st >> 7, *st ^= *st << 17;
     uint64_t r = *st;
@@ -565,7 +570,16 @@ static double draw(int kind, uint64_t *st) {
     case 5: return sign * (double)(float)ldexp(1 + f, 59 + (int)(r >> 44 & 1));
     case 6: return sign * ldexp(floor((1 + f) * 128) / 128, (int)((r >> 44) % 61) - 40);
     case 7: return sign * ldexp(1, -127 - (int)((r >> 44) % 7));
-    default: return sign * ldexp(floor((1 + f) * 128) / 128, 7 + (int)((r >> 44) % 9));
+    case 8: return sign * ldexp(floor((1 + f) * 128) / 128, 7 + (int)((r >> 44) % 9));
+    case 9: return sign * (double)(float)ldexp(1 + f, -(int)((r >> 44) % 64));
+    case 10: return sign * (double)(float)ldexp(1 + f, -(int)((r >> 44) % 65));
+    case 11: return sign * (double)(float)ldexp(1 + f, (int)((r >> 44) % 58));
+    case 12: return sign * (double)(float)ldexp(1 + f, (int)((r >> 44) % 59));
+    case 13: return sign * (double)(float)ldexp(1 + f, -149 + (int)((r >> 44) % 9));
+    case 14: return sign * (double)(float)ldexp(1 + f, 12 + (int)((r >> 44) % 9));
+    default:
+        if ((r >> 50 & 15) == 0) return r >> 54 & 1 ? NAN : sign * INFINITY;
+        return sign * (double)(float)ldexp(1 + f, (int)((r >> 44) % 41) - 20);
     }
 }
 
@@ -573,9 +587,35 @@ static double draw(int kind, uint64_t *st) {
  * rounded up to bf16. */
 enum { ROAD_F64, ROAD_F32, ROAD_BF16, ROAD_UP };
 
+/* The same operands given as floats (every value one): the same road, the same bits of every
+ * bound (the checker gives its copies as floats; the rounded road then rounds and converts them
+ * in one pass, abs_up_part, and takes both exponent ranges from their bits). */
+static void floats_give_the_same_bounds(const gck_case *c, const double *a, const double *b,
+                                        const gck_absprod *p) {
+    int64_t M = c->m, N = c->n, K = c->k;
+    float *fa = malloc((size_t)(M * K) * sizeof *fa), *fb = malloc((size_t)(N * K) * sizeof *fb);
+    for (int64_t x = 0; x < M * K; x++) fa[x] = (float)a[x];
+    for (int64_t x = 0; x < N * K; x++) fb[x] = (float)b[x];
+    gck_absprod *q = gck_absprod_new(c, fa, fb, true);
+    cr_assert(q);
+    cr_assert(gck_absprod_rounded(q) == gck_absprod_rounded(p) &&
+              gck_absprod_bf16(q) == gck_absprod_bf16(p) &&
+              gck_absprod_f32(q) == gck_absprod_f32(p));
+    for (int64_t j = 0; j < N; j++)
+        for (int64_t i = 0; i < M; i++) {
+            double x = gck_absprod_bound(p, 0, i, j), y = gck_absprod_bound(q, 0, i, j);
+            cr_assert(memcmp(&x, &y, sizeof x) == 0,
+                      "element (%lld, %lld): %a from doubles, %a from floats", (long long)i,
+                      (long long)j, x, y);
+        }
+    gck_absprod_free(q);
+    free(fa), free(fb);
+}
+
 /* For operands of kinds ka and kb (M x K and N x K, along k): which road the GEMM took, and that
  * every bound is at least the exact sum (rounded up to a double by MPFR) and at most 3·K·u above
- * it (u of the road). Returns the number of elements compared. */
+ * it (u of the road); where every value is a float, the same from floats. Returns the number of
+ * elements compared. */
 static long absprod_against_mpfr(int ka, int kb, gck_format type, int64_t M, int64_t N, int64_t K,
                                  int road) {
     static const char *const roads[] = {"f64", "f32", "bf16", "rounded"};
@@ -596,6 +636,7 @@ static long absprod_against_mpfr(int ka, int kb, gck_format type, int64_t M, int
     cr_assert_eq(took, road, "kinds %d, %d: the %s road, not %s", ka, kb, roads[took], roads[road]);
     cr_assert_eq(gck_absprod_built_bf16() - bf16_before, road == ROAD_BF16 || road == ROAD_UP);
     cr_assert_eq(gck_absprod_built_rounded() - up_before, road == ROAD_UP);
+    if (type != GCK_F64 && ka != 4 && kb != 4) floats_give_the_same_bounds(&c, a, b, p);
     bool want_f32 = road != ROAD_F64;
     double u = want_f32 ? 0x1p-24 : 0x1p-53, most = 1 + 3 * (double)K * u + 0x1p-50;
     if (road == ROAD_UP) most *= (1 + 0x1p-7) * (1 + 0x1p-7);
@@ -607,8 +648,9 @@ static long absprod_against_mpfr(int ka, int kb, gck_format type, int64_t M, int
     for (int64_t i = 0; i < M; i++)
         for (int64_t j = 0; j < N; j++) {
             for (int64_t k = 0; k < K; k++) {
-                mpfr_set_d(terms[k], fabs(a[i * K + k]), MPFR_RNDN); /* exact */
-                mpfr_mul_d(terms[k], terms[k], fabs(b[j * K + k]), MPFR_RNDN);
+                double x = a[i * K + k], y = b[j * K + k]; /* NaN and Inf count as 0 */
+                mpfr_set_d(terms[k], isfinite(x) ? fabs(x) : 0, MPFR_RNDN); /* exact */
+                mpfr_mul_d(terms[k], terms[k], isfinite(y) ? fabs(y) : 0, MPFR_RNDN);
             }
             mpfr_sum(t, ptrs, (unsigned long)K, MPFR_RNDU);
             double exact_up = mpfr_get_d(t, MPFR_RNDU), got = gck_absprod_bound(p, 0, i, j);
@@ -653,6 +695,13 @@ Test(checker, gemm_sums_of_abs_products_bound_the_exact_sums_on_every_road, .tim
     n += absprod_against_mpfr(6, 6, GCK_BF16, 96, 96, 512, ROAD_BF16); /* nothing to round */
     n += absprod_against_mpfr(7, 8, GCK_BF16, 96, 96, 512, ROAD_F32);  /* subnormal: not taken */
     n += absprod_against_mpfr(1, 1, GCK_F32, 23, 23, 8193, ROAD_F64);
+    n += absprod_against_mpfr(9, 9, GCK_F32, 96, 96, 512, ROAD_UP); /* the road's edges */
+    n += absprod_against_mpfr(10, 10, GCK_F32, 96, 96, 512, ROAD_F64);
+    n += absprod_against_mpfr(11, 11, GCK_F32, 96, 96, 512, ROAD_F32);
+    n += absprod_against_mpfr(12, 12, GCK_F32, 96, 96, 512, ROAD_F64);
+    n += absprod_against_mpfr(3, 3, GCK_BF16, 96, 96, 512, ROAD_F64);
+    n += absprod_against_mpfr(13, 14, GCK_F32, 96, 96, 512, ROAD_F64);
+    n += absprod_against_mpfr(15, 15, GCK_F32, 96, 96, 512, ROAD_UP);
     gck_absprod_round_up(mode);
     fprintf(stderr,
             "[bounds] %ld GEMM sums of |a||b| against MPFR on the rounded, bf16, f32 and f64 "

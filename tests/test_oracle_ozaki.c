@@ -408,13 +408,16 @@ Test(ozaki, wide_rows_take_more_slices_or_tails) {
  * significant bits (f16's, stored as f64 or f32), most within 8 binades of 1 and one in 150 from
  * 2^-12 down to 2^-15, so that a plan of one slice each leaves those a tail whose products with
  * the partner lines stay exact in doubles: tail·b, a·tail and tail·tail products all meet, every
- * element's tails are summed ahead, and every value and exact error equals MPFR's. f64 operands
- * take the tails' pass over whole columns with op(A) transposed as doubles, f32 ones as floats
- * (dropping any of the three parts fails it). */
-static void both_tails_case(gck_format t) {
+ * element's tails are summed ahead, and every value and exact error equals MPFR's. The tails' pass
+ * over whole columns reads op(A) at op(B)'s tails' steps: f64 operands transposed as doubles, f32
+ * ones with A transposed (op(A)'s columns strided) as floats, f32 and f16 ones (F16C) with
+ * op(A)'s columns adjacent from A itself (dropping any of the three parts fails it). */
+static void both_tails_case(gck_format t, gck_op transa) {
     gck_case c;
     gck_case_init(&c, 40, 37, 600);
     c.type_a = c.type_b = c.type_c = c.type_d = c.compute = t;
+    c.transa = transa;
+    c.lda = gck_case_min_ld(&c, GCK_A);
     c.transb = GCK_OP_T;
     c.ldb = gck_case_min_ld(&c, GCK_B);
     c.d_is_c = false;
@@ -453,8 +456,10 @@ static void both_tails_case(gck_format t) {
 
 Test(ozaki, tails_of_both_operands_summed_ahead_equal_mpfr) {
     gck_ozaki_set_mode(GCK_OZAKI_ALWAYS);
-    both_tails_case(GCK_F64);
-    both_tails_case(GCK_F32);
+    both_tails_case(GCK_F64, GCK_OP_N);
+    both_tails_case(GCK_F32, GCK_OP_T);
+    both_tails_case(GCK_F32, GCK_OP_N);
+    both_tails_case(GCK_F16, GCK_OP_N);
     gck_ozaki_set_mode(GCK_OZAKI_NEVER);
 }
 

@@ -104,7 +104,9 @@ double gck_absprod_bound(const gck_absprod *p, int64_t bi, int64_t i, int64_t j)
 
 /* The passes below are cut among the cores (parallel.h); each part sets the rounding mode its
  * sums need in its own thread, and every sum keeps its order, so the bits do not depend on the
- * number of parts. An operand copy holds floats on the f32 road, doubles on the f64 one. */
+ * number of parts. An operand copy holds doubles on the f64 road, floats on the f32 one, bf16
+ * values on the bf16 one: what the GEMM multiplies. */
+typedef enum copy_kind { AS_DOUBLES, AS_FLOATS, AS_BF16 } copy_kind;
 typedef struct abs_job {
     const double *src, *u, *nu;
     const float *srcf; /* the source as floats instead (then src is NULL) */
@@ -113,15 +115,22 @@ typedef struct abs_job {
     double *s, *n_s;
     int64_t m, n, k;
     bool narrow;
-    abs_range *range; /* one per part */
+    copy_kind kind;   /* of xa (row_sums, dot_part) */
+    abs_range *range; /* one per part (abs_up: two) */
 } abs_job;
 
 static inline double src_at(const abs_job *x, int64_t i) {
     return x->srcf ? (double)x->srcf[i] : x->src[i];
 }
 
-static inline double at(const void *x, bool narrow, int64_t i) {
-    return narrow ? ((const float *)x)[i] : ((const double *)x)[i];
+static inline double at(const void *x, copy_kind kind, int64_t i) {
+    if (kind == AS_BF16) {
+        uint32_t bits = (uint32_t)((const uint16_t *)x)[i] << 16;
+        float v;
+        memcpy(&v, &bits, sizeof v);
+        return v;
+    }
+    return kind == AS_FLOATS ? ((const float *)x)[i] : ((const double *)x)[i];
 }
 
 /* dst = |src| as floats, a NaN or Inf as 0, and the part's range: whether every value is a
@@ -238,6 +247,63 @@ static void to_bf16(uint16_t *dst, const float *src, int64_t n) {
     gck_parallel_for(gck_parallel_parts(n, 1), n, &x, to_bf16_part);
 }
 
+/* The rounded road's copy of floats in one pass, elements [lo, hi): |x| rounded up to bf16
+ * (toward +Inf) into dst (bf16), a NaN or Inf as 0; the range of the values as abs_narrow_part
+ * takes it into range[part], that of the rounded ones as up_part into range[parts + part].
+ * Vectorised: the exponent fields' minima only are carried (a maximum as 511 less a minimum; 511
+ * for none), and a part that holds a subnormal float takes both ranges again value by value
+ * (its exponent lies below the field's). */
+static void abs_up_part(void *arg, int part, int64_t lo, int64_t hi) {
+    const abs_job *x = arg;
+    const uint32_t *restrict src = (const uint32_t *)(const void *)x->srcf;
+    uint16_t *restrict dst = x->dst;
+    uint32_t emin = 511, emax_c = 511, umin = 511, umax_c = 511, low = 0, sub = 0;
+    for (int64_t i = lo; i < hi; i++) {
+        uint32_t b = src[i] & 0x7fffffffu;
+        b = b >= 0x7f800000u ? 0 : b;             /* NaN and Inf as 0 */
+        uint32_t u = (b + 0xffffu) & 0xffff0000u; /* no carry out: b < 2^31 */
+        dst[i] = (uint16_t)(u >> 16);
+        uint32_t e = b >> 23, eu = u >> 23, nz = -(uint32_t)(b != 0), unz = -(uint32_t)(u != 0);
+        uint32_t e0 = (e & nz) | (511 & ~nz), u0 = (eu & unz) | (511 & ~unz);
+        uint32_t e1 = 511 - e, u1 = 511 - eu; /* 511 for a zero */
+        low |= b & 0xffffu;
+        sub |= (uint32_t)(b - 1 < 0x007fffffu); /* 0 < b < 2^-126 */
+        emin = e0 < emin ? e0 : emin;
+        emax_c = e1 < emax_c ? e1 : emax_c;
+        umin = u0 < umin ? u0 : umin;
+        umax_c = u1 < umax_c ? u1 : umax_c;
+    }
+    abs_range r = {emin == 511 ? INT_MAX : (int)emin - 127,
+                   emin == 511 ? INT_MIN : 384 - (int)emax_c, true, low == 0},
+              ru = {umin == 511 ? INT_MAX : (int)umin - 127,
+                    umin == 511 ? INT_MIN : 384 - (int)umax_c, true, true};
+    if (sub) { /* as abs_narrow_part and up_part */
+        r.emin = ru.emin = INT_MAX, r.emax = ru.emax = INT_MIN;
+        for (int64_t i = lo; i < hi; i++) {
+            uint32_t b = src[i] & 0x7fffffffu;
+            if (b == 0 || b >= 0x7f800000u) continue;
+            int e = b >= 0x00800000u ? (int)(b >> 23) - 127 : 31 - __builtin_clz(b) - 149,
+                eu = (int)(((b + 0xffffu) & 0xffff0000u) >> 23) - 127;
+            r.emin = e < r.emin ? e : r.emin;
+            r.emax = e > r.emax ? e : r.emax;
+            ru.emin = eu < ru.emin ? eu : ru.emin;
+            ru.emax = eu > ru.emax ? eu : ru.emax;
+        }
+    }
+    x->range[part] = r;
+    x->range[x->n + part] = ru;
+}
+
+/* abs_up_part over n floats: *r, *u the two ranges. */
+static void abs_up(uint16_t *dst, const float *src, int64_t n, abs_range *r, abs_range *u) {
+    int parts = gck_parallel_parts(n, 1);
+    abs_range ranges[2 * parts];
+    abs_job x = {.srcf = src, .dst = dst, .range = ranges, .n = parts};
+    gck_parallel_for(parts, n, &x, abs_up_part);
+    *r = merged(ranges, parts);
+    *u = merged(ranges + parts, parts);
+}
+
 /* Both directed roundings of a sum in one pass, in upward rounding: the sum rounded up in s, and
  * the negated sum rounded down in n, since RD(a + x) = -RU(-a - x) (and RD(a·x) = -RU(a·(-x))):
  * the same bits as a pass rounding downward, for half the reads. */
@@ -252,7 +318,7 @@ static void row_sums_part(void *arg, int part, int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; i++) x->s[i] = x->n_s[i] = 0;
     for (int64_t j = 0; j < x->n; j++)
         for (int64_t i = lo; i < hi; i++) {
-            double v = at(x->xa, x->narrow, i + j * x->m);
+            double v = at(x->xa, x->kind, i + j * x->m);
             x->s[i] += v;
             x->n_s[i] -= v;
         }
@@ -269,7 +335,7 @@ static void dot_part(void *arg, int part, int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; i++) {
         double r = 0, nr = 0;
         for (int64_t k = 0; k < x->k; k++) {
-            double a = at(x->xa, x->narrow, i * x->k + k);
+            double a = at(x->xa, x->kind, i * x->k + k);
             r += a * x->u[k];
             nr += a * x->nu[k];
         }
@@ -281,30 +347,31 @@ static void dot_part(void *arg, int part, int64_t lo, int64_t hi) {
 
 /* Sums of the rows of an M x N column-major matrix (T^ in doubles, or |op(B)| as the road
  * holds it): rounded up into s, rounded down and negated into ns. */
-static void row_sums(const void *t, bool narrow, int64_t M, int64_t N, double *s, double *ns) {
-    abs_job x = {.xa = t, .narrow = narrow, .s = s, .n_s = ns, .m = M, .n = N};
+static void row_sums(const void *t, copy_kind kind, int64_t M, int64_t N, double *s, double *ns) {
+    abs_job x = {.xa = t, .kind = kind, .s = s, .n_s = ns, .m = M, .n = N};
     gck_parallel_for(gck_parallel_parts(M, N), M, &x, row_sums_part);
 }
 
 /* Bounds of the exact row sums, sum_k |a_ik| (sum_j |b_kj|): rounded up into s, rounded down and
  * negated into ns (u, nu: K values each of room). */
-static void exact_row_sums(const void *xa, const void *xb, bool narrow, int64_t M, int64_t N,
+static void exact_row_sums(const void *xa, const void *xb, copy_kind kind, int64_t M, int64_t N,
                            int64_t K, double *u, double *nu, double *s, double *ns) {
-    row_sums(xb, narrow, K, N, u, nu); /* u[k] = sum_j |b_kj|: |op(B)| is K x N, column-major */
-    abs_job x = {.xa = xa, .narrow = narrow, .u = u, .nu = nu, .s = s, .n_s = ns, .k = K};
+    row_sums(xb, kind, K, N, u, nu); /* u[k] = sum_j |b_kj|: |op(B)| is K x N, column-major */
+    abs_job x = {.xa = xa, .kind = kind, .u = u, .nu = nu, .s = s, .n_s = ns, .k = K};
     gck_parallel_for(gck_parallel_parts(M, K), M, &x, dot_part);
 }
 
-/* Whether every row sum of T^ lies within what its rounding allows around the exact one. */
-static bool rows_agree(const void *xa, const void *xb, bool narrow, const double *t, int64_t M,
+/* Whether every row sum of T^ lies within what its rounding allows around the exact one, from
+ * the values the GEMM multiplied (xa, xb, of that kind). */
+static bool rows_agree(const void *xa, const void *xb, copy_kind kind, const double *t, int64_t M,
                        int64_t N, int64_t K) {
     double *w = malloc((size_t)(4 * M + 2 * K) * sizeof *w);
     if (!w) return false;
     double *th = w, *ntl = w + M, *eh = w + 2 * M, *nel = w + 3 * M, *u = w + 4 * M,
            *nu = w + 4 * M + K;
-    row_sums(t, false, M, N, th, ntl);
-    exact_row_sums(xa, xb, narrow, M, N, K, u, nu, eh, nel);
-    double slack = (double)K * (narrow ? 0x1p-23 : 0x1p-52),
+    row_sums(t, AS_DOUBLES, M, N, th, ntl);
+    exact_row_sums(xa, xb, kind, M, N, K, u, nu, eh, nel);
+    double slack = (double)K * (kind != AS_DOUBLES ? 0x1p-23 : 0x1p-52),
            tiny = (double)N * (double)K * 0x1p-1074;
     bool ok = true;
     int old = fegetround();
@@ -351,6 +418,24 @@ static bool bf16_fits(abs_range a, abs_range b) {
            (b.emax == INT_MIN || b.emin >= -126);
 }
 
+/* The f32 road's test on floats a and b where the rounded road pays, with the bf16 copies made in
+ * the same pass (abs_up): the same roads as one_pair's tests one after the other. Returns whether
+ * ha and hb hold the GEMM's inputs (the bf16 road, rounded or not); on the f32 road the float
+ * copies are made into xa and xb. */
+static bool rounded_road(const float *a, const float *b, void *xa, void *xb, uint16_t *ha,
+                         uint16_t *hb, int64_t M, int64_t N, int64_t K, bool *narrow, bool *bf16,
+                         bool *up) {
+    abs_range ra, ua, rb, ub;
+    abs_up(ha, a, M * K, &ra, &ua);
+    abs_up(hb, b, N * K, &rb, &ub);
+    if (!(*narrow = narrow_fits(ra, rb, K))) return false;
+    if ((*bf16 = bf16_fits(ra, rb))) return true; /* the values are bf16s: ha, hb hold them */
+    if ((*up = *bf16 = narrow_fits(ua, ub, K) && bf16_fits(ua, ub))) return true;
+    abs_copy(xa, a, true, M * K, true);
+    abs_copy(xb, b, true, N * K, true);
+    return false;
+}
+
 /* T^ of one pair of members into t, checked and rounded up; *narrow: on the f32 road, *bf16:
  * with bf16 inputs (their copies after the floats' in xa and xb), *up: those rounded up from
  * floats (the rounded road). The float copy of op(B) is made only when op(A)'s values are all
@@ -360,7 +445,12 @@ static bool one_pair(const gck_absprod *p, const void *a, const void *b, void *x
     bool f = p->src_f;
     int64_t M = p->m, N = p->n, K = p->k;
     *narrow = *bf16 = *up = false;
-    if (p->narrow && K <= NARROW_MAX_K) {
+    /* bf16 copies in the second half of each buffer (doubles' room, floats used) */
+    uint16_t *ha = (uint16_t *)((float *)xa + M * K), *hb = (uint16_t *)((float *)xb + N * K);
+    bool made = false; /* ha and hb made already */
+    if (p->narrow && K <= NARROW_MAX_K && f && up_pays(M * N * K))
+        made = rounded_road(a, b, xa, xb, ha, hb, M, N, K, narrow, bf16, up);
+    else if (p->narrow && K <= NARROW_MAX_K) {
         abs_range ra = abs_copy(xa, a, f, M * K, true);
         if (ra.floats) {
             abs_range rb = abs_copy(xb, b, f, N * K, true);
@@ -386,18 +476,20 @@ static bool one_pair(const gck_absprod *p, const void *a, const void *b, void *x
     g.lda = K;
     if (*narrow) g.type_a = g.type_b = g.compute = g.scale_type = GCK_F32;
     const void *ga = xa, *gb = xb;
-    if (*bf16) { /* bf16 copies in the second half of each buffer (doubles' room, floats used) */
-        uint16_t *ha = (uint16_t *)((float *)xa + M * K), *hb = (uint16_t *)((float *)xb + N * K);
-        to_bf16(ha, xa, M * K);
-        to_bf16(hb, xb, N * K);
-        ga = ha, gb = hb;
+    copy_kind kind = *narrow ? AS_FLOATS : AS_DOUBLES;
+    if (*bf16) {
+        if (!made) {
+            to_bf16(ha, xa, M * K);
+            to_bf16(hb, xb, N * K);
+        }
+        ga = ha, gb = hb, kind = AS_BF16;
         g.type_a = g.type_b = GCK_BF16;
     }
     char msg[256];
     if (gck_gemm(&g, ga, gb, t, t, NULL, msg, sizeof msg) != GCK_GEMM_OK) return false;
     int64_t bad = atomic_load(&planted);
     if (bad >= 0 && bad < M * N) t[bad] *= atomic_load(&planted_factor);
-    if (!rows_agree(xa, xb, *narrow, t, M, N, K)) {
+    if (!rows_agree(ga, gb, kind, t, M, N, K)) {
         fprintf(stderr,
                 "gemmcheck: warning: the %s GEMM of |A|·|B| for the bound contradicts "
                 "its row sums; the checker sums every element itself\n",
