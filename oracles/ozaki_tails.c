@@ -102,16 +102,17 @@ bool gck_ozaki_tail_sum128(const gck_ozaki *o, int64_t bi, int64_t i, int64_t j,
 
 /* ---- the tails' products, summed ahead of the elements ------------------------------------ */
 
-/* tsum of pair p (members ma, mb), in one pass over the columns j that writes each column of
- * tsum whole, in L1: zeroed; += tail_a·b (op(A)'s tails bucketed by k, each times column j of
- * op(B) at its k, that column decoded once into a scratch line); -= tail_a·tail_b (the tails of
- * column j met by op(A)'s at the same k); += a·tail_b (each tail of column j times op(A)'s
- * column at its k, whole: from `at`, op(A) transposed at the steps op(B)'s tails have, made
- * before the pass, as floats where the operand's values are floats). An element uses its sum
- * only where gck_oz_tails_exact holds: then none of these operations rounds, in any order.
- * (The a·tail_b part went before by blocks of 8 rows of tsum, each block reading every column:
- * 0.073 s of a 4096^3 f16 oracle's 0.155 for the tails, Zen 4; whole columns from `at`: see
- * docs/PERFORMANCE.md.) */
+/* tsum of pair p (members ma, mb), in one pass over the columns j, TS_COLS at a time, that writes
+ * each column of tsum whole: tail_a·b (op(A)'s tails bucketed by k, each times the block's
+ * columns of op(B) at its k, those decoded once into a scratch block, the products summed side
+ * by side in cache); -= tail_a·tail_b (the tails of column j met by op(A)'s at the same k);
+ * += a·tail_b (each tail of column j times op(A)'s column at its k, whole: decoded from A itself
+ * where its columns are adjacent and floats hold its values, else from `at`, op(A) transposed
+ * at the steps op(B)'s tails have, made before the pass, as floats where floats hold the
+ * values). An element uses its sum only where gck_oz_tails_exact holds: then none of these
+ * operations rounds, in any order. (The a·tail_b part went before by blocks of 8 rows of tsum,
+ * each block reading every column: 0.073 s of a 4096^3 f16 oracle's 0.155 for the tails, Zen 4;
+ * whole columns from `at`, then blocks of columns: see docs/PERFORMANCE.md.) */
 typedef struct atail {
     int64_t i, k;
     double v;
@@ -130,8 +131,9 @@ typedef struct tsum_job {
     void *at;         /* [q][i]: op(A) at step kl[q], row i (NaN and Inf as 0); NULL: no tails */
     bool at_floats;   /* at holds floats (else doubles) */
     bool a_cols;      /* no `at`: op(A)'s columns decoded where the caller stores them */
-    double **scratch; /* per part: column j of op(B), K values (then K floats: its decoding, and
-                       * M floats: a column of op(A), where a_cols) */
+    double **scratch; /* per part: TS_COLS columns of op(B), K values each, side by side; the
+                       * sums of a block of TS_COLS columns, M each, side by side; then K floats
+                       * (a column's decoding) and M floats (a column of op(A), where a_cols) */
 } tsum_job;
 
 /* value x of a line as a double, NaN and Inf as 0 (as value_at) */
@@ -150,7 +152,13 @@ static void add_scaled_d(double *restrict y, const double *restrict x, double v,
 }
 /* the same, x's NaN and Inf as 0 */
 static void add_scaled_finite(double *restrict y, const float *restrict x, double v, int64_t M) {
-    for (int64_t i = 0; i < M; i++) y[i] += v * (isfinite(x[i]) ? (double)x[i] : 0.0);
+    const uint32_t *restrict u = (const uint32_t *)(const void *)x;
+    for (int64_t i = 0; i < M; i++) { /* a NaN or Inf's bits made those of +0 (vectorised) */
+        uint32_t b = u[i] & -(uint32_t)((u[i] & 0x7f800000u) != 0x7f800000u);
+        float f;
+        memcpy(&f, &b, sizeof f);
+        y[i] += v * (double)f;
+    }
 }
 
 /* tc += v times op(A)'s column at step k (member ma), decoded into acol where the caller stores it
@@ -171,35 +179,71 @@ static inline void add_a_column(const tsum_job *x, double *restrict tc, float *r
     }
 }
 
+/* Columns j0 .. j0 + nj - 1 of op(B) (nj <= TS_COLS) decoded into bq, side by side: bq[k·TS_COLS
+ * + c] the value of column j0 + c at step k (NaN and Inf as 0; 0 beyond nj); fcol: K floats of
+ * room. */
+#define TS_COLS 4
+static inline __attribute__((always_inline)) void b_columns(const tsum_job *x, int64_t j0, int nj,
+                                                            double *restrict bq,
+                                                            float *restrict fcol, gck_format f) {
+    const lines *vb = &x->o->vb;
+    int64_t K = x->o->k;
+    const char *base = (const char *)vb->base + x->mb * vb->member_bytes;
+    for (int c = 0; c < TS_COLS; c++) {
+        int64_t j = j0 + c;
+        if (c >= nj) {
+            for (int64_t k = 0; k < K; k++) bq[k * TS_COLS + c] = 0;
+        } else if (gck_fmt_floats_hold(f)) { /* the column as the kernels' packing reads it */
+            gck_kfloats(fcol, base + j * vb->ls * gck_format_get(f)->storage_bytes, f, vb->ks, K);
+            const uint32_t *restrict u = (const uint32_t *)(const void *)fcol;
+            for (int64_t k = 0; k < K; k++) { /* a NaN or Inf as +0, as add_scaled_finite */
+                uint32_t b = u[k] & -(uint32_t)((u[k] & 0x7f800000u) != 0x7f800000u);
+                float v;
+                memcpy(&v, &b, sizeof v);
+                bq[k * TS_COLS + c] = v;
+            }
+        } else {
+            for (int64_t k = 0; k < K; k++)
+                bq[k * TS_COLS + c] = finite_at(base, f, j * vb->ls + k * vb->ks);
+        }
+    }
+}
+
+/* tsum's columns [lo, hi), TS_COLS at a time: op(A)'s tails (byk) times the block's columns of
+ * op(B) summed side by side in acc (each tail read once per block, its four products in one
+ * pass), then each column's own tails as in one column. */
 static inline __attribute__((always_inline)) void
 tsum_cols_as(const tsum_job *x, int part, int64_t lo, int64_t hi, gck_format f) {
     const gck_ozaki *o = x->o;
-    const lines *vb = &o->vb;
     int64_t M = o->m, K = o->k;
     const int64_t *sb = o->tb ? o->tb_start + x->mb * o->n : NULL;
-    const char *base = (const char *)vb->base + x->mb * vb->member_bytes;
-    double *restrict bcol = x->scratch[part];
-    for (int64_t j = lo; j < hi; j++) {
-        double *restrict tc = x->t + j * M;
-        memset(tc, 0, (size_t)M * sizeof *tc);
+    double *restrict bq = x->scratch[part], *restrict acc = bq + K * TS_COLS;
+    float *restrict fcol = (float *)(acc + M * TS_COLS), *restrict acol = fcol + K;
+    for (int64_t j0 = lo; j0 < hi; j0 += TS_COLS) {
+        int nj = hi - j0 < TS_COLS ? (int)(hi - j0) : TS_COLS;
         if (x->na) {
-            if (gck_fmt_floats_hold(f)) { /* the column as the kernels' packing reads it */
-                float *fcol = (float *)(bcol + K);
-                gck_kfloats(fcol, base + j * vb->ls * gck_format_get(f)->storage_bytes, f, vb->ks,
-                            K);
-                for (int64_t k = 0; k < K; k++) bcol[k] = isfinite(fcol[k]) ? (double)fcol[k] : 0.0;
-            } else {
-                for (int64_t k = 0; k < K; k++)
-                    bcol[k] = finite_at(base, f, j * vb->ls + k * vb->ks);
+            b_columns(x, j0, nj, bq, fcol, f);
+            memset(acc, 0, (size_t)(M * TS_COLS) * sizeof *acc);
+            for (int64_t y = 0; y < x->na; y++) {
+                double v = x->byk[y].v, *restrict a = acc + x->byk[y].i * TS_COLS;
+                const double *restrict b = bq + x->byk[y].k * TS_COLS;
+                for (int c = 0; c < TS_COLS; c++) a[c] += v * b[c];
             }
-            for (int64_t y = 0; y < x->na; y++) tc[x->byk[y].i] += x->byk[y].v * bcol[x->byk[y].k];
         }
-        for (int64_t z = sb ? sb[j] : 0; x->na && sb && z < sb[j + 1]; z++)
-            for (int64_t y = x->kat[o->tb[z].k]; y < x->kat[o->tb[z].k + 1]; y++)
-                tc[x->byk[y].i] -= x->byk[y].v * o->tb[z].v;
-        for (int64_t z = sb ? sb[j] : 0; (x->at || x->a_cols) && z < sb[j + 1]; z++)
-            add_a_column(x, tc, (float *)(bcol + K) + K, o->tb[z].k,
-                         x->a_cols ? 0 : x->kpos[z - sb[0]], o->tb[z].v);
+        for (int c = 0; c < nj; c++) {
+            int64_t j = j0 + c;
+            double *restrict tc = x->t + j * M;
+            if (x->na)
+                for (int64_t i = 0; i < M; i++) tc[i] = acc[i * TS_COLS + c];
+            else
+                memset(tc, 0, (size_t)M * sizeof *tc);
+            for (int64_t z = sb ? sb[j] : 0; x->na && sb && z < sb[j + 1]; z++)
+                for (int64_t y = x->kat[o->tb[z].k]; y < x->kat[o->tb[z].k + 1]; y++)
+                    tc[x->byk[y].i] -= x->byk[y].v * o->tb[z].v;
+            for (int64_t z = sb ? sb[j] : 0; (x->at || x->a_cols) && z < sb[j + 1]; z++)
+                add_a_column(x, tc, acol, o->tb[z].k, x->a_cols ? 0 : x->kpos[z - sb[0]],
+                             o->tb[z].v);
+        }
     }
 }
 
@@ -301,8 +345,8 @@ bool gck_oz_build_tsum(gck_ozaki *o) {
     double *scratch[OZ_MAX_PARTS] = {0};
     bool ok = o->tsum != NULL;
     for (int t = 0; ok && t < parts; t++)
-        ok = (scratch[t] = malloc((size_t)K * (sizeof(double) + sizeof(float)) +
-                                  (size_t)M * sizeof(float))) != NULL;
+        ok = (scratch[t] = malloc((size_t)(K + M) * (TS_COLS * sizeof(double) + sizeof(float)))) !=
+             NULL;
     /* op(A)'s columns adjacent where the caller stores them, of values floats hold: each tail of
      * op(B) decodes the one it needs there (F16C for f16), no transposed copy is made */
     bool a_cols = o->va_given.ls == 1 && gck_fmt_floats_hold(o->va_given.type);
