@@ -143,6 +143,17 @@ static inline __attribute__((always_inline)) double finite_at(const char *p, gck
     return isfinite(y) ? y : 0.0;
 }
 
+/* float x[i] as a double, a NaN or Inf as +0: its bits made those of +0 by a mask, so that the
+ * loops calling it are vectorised (isfinite on a float was not) */
+static inline __attribute__((always_inline)) double finite_float_at(const float *x, int64_t i) {
+    uint32_t b;
+    memcpy(&b, &x[i], sizeof b);
+    b &= -(uint32_t)((b & 0x7f800000u) != 0x7f800000u);
+    float f;
+    memcpy(&f, &b, sizeof f);
+    return f;
+}
+
 /* y[0 .. M) += v·x[0 .. M), x floats or doubles (every product and sum exact here) */
 static void add_scaled_f(double *restrict y, const float *restrict x, double v, int64_t M) {
     for (int64_t i = 0; i < M; i++) y[i] += v * (double)x[i];
@@ -152,13 +163,7 @@ static void add_scaled_d(double *restrict y, const double *restrict x, double v,
 }
 /* the same, x's NaN and Inf as 0 */
 static void add_scaled_finite(double *restrict y, const float *restrict x, double v, int64_t M) {
-    const uint32_t *restrict u = (const uint32_t *)(const void *)x;
-    for (int64_t i = 0; i < M; i++) { /* a NaN or Inf's bits made those of +0 (vectorised) */
-        uint32_t b = u[i] & -(uint32_t)((u[i] & 0x7f800000u) != 0x7f800000u);
-        float f;
-        memcpy(&f, &b, sizeof f);
-        y[i] += v * (double)f;
-    }
+    for (int64_t i = 0; i < M; i++) y[i] += v * finite_float_at(x, i);
 }
 
 /* tc += v times op(A)'s column at step k (member ma), decoded into acol where the caller stores it
@@ -195,13 +200,7 @@ static inline __attribute__((always_inline)) void b_columns(const tsum_job *x, i
             for (int64_t k = 0; k < K; k++) bq[k * TS_COLS + c] = 0;
         } else if (gck_fmt_floats_hold(f)) { /* the column as the kernels' packing reads it */
             gck_kfloats(fcol, base + j * vb->ls * gck_format_get(f)->storage_bytes, f, vb->ks, K);
-            const uint32_t *restrict u = (const uint32_t *)(const void *)fcol;
-            for (int64_t k = 0; k < K; k++) { /* a NaN or Inf as +0, as add_scaled_finite */
-                uint32_t b = u[k] & -(uint32_t)((u[k] & 0x7f800000u) != 0x7f800000u);
-                float v;
-                memcpy(&v, &b, sizeof v);
-                bq[k * TS_COLS + c] = v;
-            }
+            for (int64_t k = 0; k < K; k++) bq[k * TS_COLS + c] = finite_float_at(fcol, k);
         } else {
             for (int64_t k = 0; k < K; k++)
                 bq[k * TS_COLS + c] = finite_at(base, f, j * vb->ls + k * vb->ks);

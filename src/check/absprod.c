@@ -116,7 +116,8 @@ typedef struct abs_job {
     int64_t m, n, k;
     bool narrow;
     copy_kind kind;   /* of xa (row_sums, dot_part) */
-    abs_range *range; /* one per part (abs_up: two, the second n on, n then the parts) */
+    abs_range *range; /* one per part (abs_up: two, the rounded ones from range[parts] on) */
+    int parts;        /* abs_up: how many */
 } abs_job;
 
 static inline double src_at(const abs_job *x, int64_t i) {
@@ -291,14 +292,14 @@ static void abs_up_part(void *arg, int part, int64_t lo, int64_t hi) {
         }
     }
     x->range[part] = r;
-    x->range[x->n + part] = ru;
+    x->range[x->parts + part] = ru;
 }
 
 /* abs_up_part over n floats: *r, *u the two ranges. */
 static void abs_up(uint16_t *dst, const float *src, int64_t n, abs_range *r, abs_range *u) {
     int parts = gck_parallel_parts(n, 1);
     abs_range ranges[2 * parts];
-    abs_job x = {.srcf = src, .dst = dst, .range = ranges, .n = parts}; /* n: the parts */
+    abs_job x = {.srcf = src, .dst = dst, .range = ranges, .parts = parts};
     gck_parallel_for(parts, n, &x, abs_up_part);
     *r = merged(ranges, parts);
     *u = merged(ranges + parts, parts);
