@@ -14,6 +14,7 @@
 static int64_t budget;
 static bool applied;
 static struct rlimit saved, limited;
+static int64_t headroom; /* address space beyond the budget (gck_call_budget_resume_plus) */
 
 /* The process's address-space size in bytes (0 when /proc cannot say), read without malloc. */
 static uint64_t vm_size(void) {
@@ -46,16 +47,17 @@ __attribute__((noinline)) static void prefault_stack(void) {
     for (size_t i = n; i > 0; i = i > 4096 ? i - 4096 : 0) pad[i - 1] = 0; /* downwards */
 }
 
-/* The limit of the process's size now plus the budget (below the hard limit). */
+/* The limit of the process's size now plus the budget and the headroom (below the hard limit). */
 static bool set_limit(void) {
     limited = saved;
-    uint64_t want = vm_size() + (uint64_t)budget;
+    uint64_t want = vm_size() + (uint64_t)budget + (uint64_t)headroom;
     if (limited.rlim_max == RLIM_INFINITY || want < limited.rlim_max) limited.rlim_cur = want;
     return setrlimit(RLIMIT_AS, &limited) == 0;
 }
 
 bool gck_call_budget_begin(int64_t bytes) {
     budget = bytes > 0 ? bytes : 0;
+    headroom = 0;
     applied = false;
     if (budget == 0) return true;
     prefault_stack();
@@ -68,6 +70,7 @@ void gck_call_budget_end(void) {
     if (applied) setrlimit(RLIMIT_AS, &saved);
     applied = false;
     budget = 0;
+    headroom = 0;
 }
 
 int64_t gck_call_budget(void) { return budget; }
@@ -79,5 +82,11 @@ void gck_call_budget_pause(void) {
 /* From the size the process has now: what gemmcheck's own work mapped meanwhile (a device
  * runtime's staging buffers) does not count either. */
 void gck_call_budget_resume(void) {
+    headroom = 0;
+    if (applied) set_limit();
+}
+
+void gck_call_budget_resume_plus(int64_t extra) {
+    headroom = extra > 0 ? extra : 0;
     if (applied) set_limit();
 }

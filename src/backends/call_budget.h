@@ -28,5 +28,9 @@ int64_t gck_call_budget(void);
  *  force). Not nested. */
 void gck_call_budget_pause(void);
 void gck_call_budget_resume(void);
+/** gck_call_budget_resume with `extra` bytes more address space than the budget: room for what
+ *  a device's allocations take of it (unified virtual addressing maps each into the process),
+ *  so that the host's limit does not refuse the device memory the budget grants. */
+void gck_call_budget_resume_plus(int64_t extra);
 
 #endif

@@ -2,37 +2,90 @@
  * (tests/python/test_cuda_budget.py): one "device" whose memory is a block of host memory
  * mapped when the library is loaded (so that, like a GPU's, it is not address space taken in a
  * call), with first-fit allocation, cudaMemGetInfo over it, and a sticky error that the fake
- * cuBLAS can raise. Thread-safe, as the runtime is. Only the entry points gemmcheck uses
- * (src/backends/cuda/cuda_api.h).
+ * cuBLAS can raise. Like a real device under unified virtual addressing, every allocation also
+ * takes its size of the process's address space (a PROT_NONE reservation, freed with it), so
+ * that an address-space limit refuses device memory too: a real H200's cudaMalloc under
+ * RLIMIT_AS does (docs/RESOURCES.md). Thread-safe, as the runtime is. Only the entry points
+ * gemmcheck uses (src/backends/cuda/cuda_api.h).
  *
- * GCK_FAKE_CUDA_MEMORY: the device's memory in bytes (default 256 MiB). */
+ * GCK_FAKE_CUDA_MEMORY: the device's memory in bytes (default 256 MiB).
+ * GCK_FAKE_CUDA_SHARED: a file that holds the device (its allocation table and memory), so that
+ * the processes that name it share one device, as the workers of a campaign share a GPU: what
+ * one allocates, the others cannot (the file is created, zero-filled, by the first). */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
-#include <pthread.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "fake_cuda.h"
 
 enum { MAX_ALLOCS = 4096, ALIGN = 256 };
+/* The device's allocations (by address) and their total: in this process's memory, or in the
+ * shared file, where all-zero bytes are an empty, unlocked table. */
+typedef struct table {
+    _Atomic int busy; /* a spin lock: it may be shared between processes */
+    size_t used;
+    int nalloc;
+    struct {
+        size_t at, size;
+    } alloc[MAX_ALLOCS];
+} table;
+static table *tab;
 static char *device;
-static size_t capacity, used;
-static struct { size_t at, size; } alloc[MAX_ALLOCS]; /* by address */
-static int nalloc;
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* the allocations */
-static _Thread_local cudaError_t last = cudaSuccess;     /* per thread, as the runtime's */
+static size_t capacity;
+/* this process's address-space reservations, one per allocation it made */
+static struct {
+    size_t at;
+    void *va;
+} mine[MAX_ALLOCS];
+static int nmine;
+static _Thread_local cudaError_t last = cudaSuccess; /* per thread, as the runtime's */
 static _Atomic cudaError_t sticky = cudaSuccess;
+
+static void lock(void) {
+    int free_ = 0;
+    while (!__atomic_compare_exchange_n(&tab->busy, &free_, 1, false, __ATOMIC_ACQUIRE,
+                                        __ATOMIC_RELAXED)) {
+        free_ = 0;
+        sched_yield();
+    }
+}
+static void unlock(void) { __atomic_store_n(&tab->busy, 0, __ATOMIC_RELEASE); }
 
 __attribute__((constructor)) static void map_device(void) {
     const char *e = getenv("GCK_FAKE_CUDA_MEMORY");
     capacity = e ? strtoull(e, NULL, 0) : (size_t)256 << 20;
-    void *p = mmap(NULL, capacity, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    device = p == MAP_FAILED ? NULL : p;
-    if (!device) capacity = 0;
+    size_t head = (sizeof(table) + 4095) / 4096 * 4096;
+    const char *shared = getenv("GCK_FAKE_CUDA_SHARED");
+    void *p = MAP_FAILED;
+    if (shared && *shared) {
+        int fd = open(shared, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            off_t size = lseek(fd, 0, SEEK_END); /* grown (zero-filled) by the first */
+            if (size >= 0 &&
+                ((size_t)size >= head + capacity || ftruncate(fd, (off_t)(head + capacity)) == 0))
+                p = mmap(NULL, head + capacity, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            close(fd);
+        }
+    } else {
+        p = mmap(NULL, head + capacity, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    }
+    if (p == MAP_FAILED) {
+        static table none;
+        tab = &none;
+        device = NULL;
+        capacity = 0;
+        return;
+    }
+    tab = p;
+    device = (char *)p + head;
 }
 
 static cudaError_t fail(cudaError_t e) {
@@ -87,9 +140,9 @@ cudaError_t cudaGetLastError(void) {
 }
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total) {
     if (sticky != cudaSuccess) return fail(sticky);
-    pthread_mutex_lock(&lock);
-    *free_bytes = capacity - used;
-    pthread_mutex_unlock(&lock);
+    lock();
+    *free_bytes = capacity - tab->used;
+    unlock();
     *total = capacity;
     return cudaSuccess;
 }
@@ -99,37 +152,51 @@ cudaError_t cudaMalloc(void **p, size_t size) {
     if (sticky != cudaSuccess) return fail(sticky);
     size_t need = (size + ALIGN - 1) / ALIGN * ALIGN, at = 0;
     if (need == 0) need = ALIGN;
-    pthread_mutex_lock(&lock);
+    lock();
     int i = 0;
-    for (; i < nalloc; i++) {
-        if (alloc[i].at - at >= need) break;
-        at = alloc[i].at + alloc[i].size;
+    for (; i < tab->nalloc; i++) {
+        if (tab->alloc[i].at - at >= need) break;
+        at = tab->alloc[i].at + tab->alloc[i].size;
     }
-    if (nalloc == MAX_ALLOCS || need > capacity || at > capacity - need) {
-        pthread_mutex_unlock(&lock);
+    void *va = MAP_FAILED;
+    if (tab->nalloc < MAX_ALLOCS && nmine < MAX_ALLOCS && need <= capacity && at <= capacity - need)
+        va = mmap(NULL, need, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (va == MAP_FAILED) {
+        unlock();
         return fail(cudaErrorMemoryAllocation);
     }
-    memmove(&alloc[i + 1], &alloc[i], (size_t)(nalloc - i) * sizeof alloc[0]);
-    alloc[i].at = at;
-    alloc[i].size = need;
-    nalloc++;
-    used += need;
+    memmove(&tab->alloc[i + 1], &tab->alloc[i], (size_t)(tab->nalloc - i) * sizeof tab->alloc[0]);
+    tab->alloc[i].at = at;
+    tab->alloc[i].size = need;
+    tab->nalloc++;
+    tab->used += need;
+    mine[nmine].at = at;
+    mine[nmine].va = va;
+    nmine++;
     *p = device + at;
-    pthread_mutex_unlock(&lock);
+    unlock();
     return cudaSuccess;
 }
 cudaError_t cudaFree(void *p) {
     if (!p) return cudaSuccess;
-    pthread_mutex_lock(&lock);
+    lock();
     int i = 0;
-    while (i < nalloc && device + alloc[i].at != p) i++;
-    bool found = i < nalloc;
+    while (i < tab->nalloc && device + tab->alloc[i].at != p) i++;
+    bool found = i < tab->nalloc;
     if (found) {
-        used -= alloc[i].size;
-        memmove(&alloc[i], &alloc[i + 1], (size_t)(nalloc - i - 1) * sizeof alloc[0]);
-        nalloc--;
+        size_t at = tab->alloc[i].at, size = tab->alloc[i].size;
+        tab->used -= size;
+        memmove(&tab->alloc[i], &tab->alloc[i + 1],
+                (size_t)(tab->nalloc - i - 1) * sizeof tab->alloc[0]);
+        tab->nalloc--;
+        for (int j = 0; j < nmine; j++)
+            if (mine[j].at == at) {
+                munmap(mine[j].va, size);
+                mine[j] = mine[--nmine];
+                break;
+            }
     }
-    pthread_mutex_unlock(&lock);
+    unlock();
     return found ? cudaSuccess : fail(cudaErrorInvalidValue);
 }
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind) {

@@ -122,6 +122,23 @@ def test_a_campaign_under_device_budgets_counts_refusals(gemmcheck_binary, tmp_p
     assert refused["cublas"] > 0 and refused["cublaslt"] == 0, refused
 
 
+def test_workers_sharing_a_device_never_starve_each_other(gemmcheck_binary, tmp_path):
+    # One device for the four workers (the fake's memory and allocation table in a shared
+    # file), as a campaign's workers share a GPU: a call under a budget leaves the device only
+    # that budget free, so the calls of the other workers (without a budget, or under their own)
+    # must wait for it. On an H200 they did not, and found the device full: cublasLtCreate and
+    # the copies of the operands failed in calls without a budget, "next call" findings.
+    r = run(gemmcheck_binary, ["fuzz", "--backend", "cublas", "--backend", "cublaslt",
+                               "--memory-budget", "64K:64M", "--time", "6", "--seed", "7",
+                               "--jobs", "4", "--report", "rep.json"], tmp_path,
+            GCK_FAKE_CUDA_SHARED=tmp_path / "device", GEMMCHECK_CUDA_LOCK=tmp_path / "lock")
+    assert r.returncode == 0, r.stdout + r.stderr
+    summary = json.loads((tmp_path / "rep.json").read_text())["summary"]
+    assert summary["outcomes"]["findings"] == 0, summary
+    refused = sum(e["refused_under_limits"] for e in summary["support_matrix"])
+    assert refused > 0, summary  # budgets too small were drawn, and the next calls passed
+
+
 def test_certify_measures_the_device_appetite(gemmcheck_binary, tmp_path):
     r = run(gemmcheck_binary, ["certify", "--backend", "cublas", "--time", "0", "--out",
                                "cert.json"], tmp_path)

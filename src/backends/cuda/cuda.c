@@ -9,7 +9,9 @@
  * after the call (illegal address, launch failure) is a device fault: a `crash`.
  *
  * Under a memory budget (call_budget.h) the operands are copied with the host limit lifted (they
- * are gemmcheck's), and then device memory is taken until only the budget is free, so that what
+ * are gemmcheck's), and then device memory is taken, also with the host limit lifted, until only
+ * the budget is free (the host limit then leaves room for that much device memory's address
+ * space besides the budget: unified virtual addressing maps device memory into it), so that what
  * the library allocates in the call fails past it: cuBLAS runs on a handle made in the call
  * (its set-up and workspace count), cuBLASLt's heuristic is offered a workspace of at most the
  * budget, allocated in the call.
@@ -18,12 +20,17 @@
  * scaleType, Atype/Btype, Ctype), without the integer and complex rows: 16F with f16; 32F with
  * bf16->bf16, f16->f16, bf16->f32, f16->f32, f32->f32; 32F_FAST_16F, _FAST_16BF, _FAST_TF32
  * with f32; 64F with f64. */
+#define _GNU_SOURCE /* F_OFD_SETLKW */
 #include "backend_cuda.h"
 #include "format_internal.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "backends.h"
 #include "call_budget.h"
@@ -453,11 +460,54 @@ static void deflate(const gck_cuda_api *cu, balloon *b) {
     b->n = 0;
 }
 
+/* ---- one device, several workers -------------------------------------------------------- */
+
+/* A call under a budget leaves the device only that budget free, so no other call may use the
+ * device meanwhile: the campaign's other workers, and other gemmcheck processes, would find it
+ * full and fail (on an H200 they did: "copying operands to the device: out of memory" and
+ * cublasLtCreate failures in calls without a budget). Every call therefore holds a lock on one
+ * file per machine: shared without a budget, exclusive under one. Byte 0 of the file is a
+ * turnstile that every call takes briefly before it asks for byte 1, so that a budgeted call
+ * waiting for byte 1 is not starved by a stream of shared holders. The locks are open file
+ * description locks on a file opened for the call alone: two threads of one worker (the
+ * concurrency check) lock apart, and a worker that dies releases its lock. Where the file
+ * cannot be opened the call runs without the lock. GEMMCHECK_CUDA_LOCK names another file. */
+static bool lock_byte(int fd, short type, off_t byte) {
+    struct flock l = {.l_type = type, .l_whence = SEEK_SET, .l_start = byte, .l_len = 1};
+    while (fcntl(fd, type == F_UNLCK ? F_OFD_SETLK : F_OFD_SETLKW, &l) != 0)
+        if (errno != EINTR) return false;
+    return true;
+}
+
+static int device_lock(bool exclusive) {
+    const char *path = getenv("GEMMCHECK_CUDA_LOCK");
+    if (!path || !*path) path = "/tmp/gemmcheck-cuda.lock";
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) return -1;
+    fchmod(fd, 0666); /* every user's campaigns share the device (errors ignored: not owner) */
+    if (!lock_byte(fd, F_WRLCK, 0) || !lock_byte(fd, exclusive ? F_WRLCK : F_RDLCK, 1)) {
+        close(fd);
+        return -1;
+    }
+    lock_byte(fd, F_UNLCK, 0);
+    return fd;
+}
+
 /* The library's part of one call, under `budget` bytes of device memory (0: none). */
 static gck_call_status run_budgeted(cuda_state *s, const gck_case *c, cublasComputeType_t ct,
                                     void *dev[4], int64_t budget, char *msg, size_t len) {
     balloon b;
-    if (budget > 0) inflate(s->cu, budget, &b);
+    if (budget > 0) {
+        /* The reservation is gemmcheck's: made with the host limit lifted, since each device
+         * allocation also takes its size of the process's address space (unified virtual
+         * addressing; under the limit it took only what the budget allowed, and the library's
+         * own allocations then failed for want of address space, not of device memory). The
+         * limit comes back from the size with the reservation in it, plus room for the device
+         * memory left free (the budget and up to one 2 MiB grain more). */
+        gck_call_budget_pause();
+        inflate(s->cu, budget, &b);
+        gck_call_budget_resume_plus(budget + ((int64_t)2 << 20));
+    }
     gck_call_status out;
     size_t ws = (size_t)32 << 20; /* NVIDIA's recommended cuBLASLt workspace on Hopper */
     if (s->lt) {
@@ -526,6 +576,7 @@ static gck_call_status cuda_call(void *state, const gck_case *c, const gck_suppo
     gck_cuda_rows(s->lt, &rows, &cts);
     cublasComputeType_t ct = cts[row - rows];
     int64_t budget = gck_call_budget();
+    int lock_fd = device_lock(budget > 0);
     void *dregion[4] = {NULL, NULL, NULL, NULL}, *dev[4] = {NULL, NULL, NULL, NULL};
     gck_call_status out = make_handle(s, msg, len);
     if (out == GCK_CALL_OK) out = copy_in(s, c, ops, dregion, dev, msg, len);
@@ -546,6 +597,7 @@ static gck_call_status cuda_call(void *state, const gck_case *c, const gck_suppo
         }
     for (int x = 0; x < nreg; x++)
         if (dregion[x]) s->cu->cudaFree(dregion[x]);
+    if (lock_fd >= 0) close(lock_fd);
     gck_call_budget_resume();
     return out;
 }
