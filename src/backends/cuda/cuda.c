@@ -466,12 +466,13 @@ static void deflate(const gck_cuda_api *cu, balloon *b) {
  * device meanwhile: the campaign's other workers, and other gemmcheck processes, would find it
  * full and fail (on an H200 they did: "copying operands to the device: out of memory" and
  * cublasLtCreate failures in calls without a budget). Every call therefore holds a lock on one
- * file per machine: shared without a budget, exclusive under one. Byte 0 of the file is a
- * turnstile that every call takes briefly before it asks for byte 1, so that a budgeted call
- * waiting for byte 1 is not starved by a stream of shared holders. The locks are open file
+ * file per user and machine: shared without a budget, exclusive under one. Byte 0 of the file
+ * is a turnstile that every call takes briefly before it asks for byte 1, so that a budgeted
+ * call waiting for byte 1 is not starved by a stream of shared holders. The locks are open file
  * description locks on a file opened for the call alone: two threads of one worker (the
- * concurrency check) lock apart, and a worker that dies releases its lock. Where the file
- * cannot be opened the call runs without the lock. GEMMCHECK_CUDA_LOCK names another file. */
+ * concurrency check) lock apart, and a worker that dies releases its lock. The file is the
+ * user's own (/tmp/gemmcheck-cuda-UID.lock; GEMMCHECK_CUDA_LOCK names another): where it cannot
+ * be opened as such, the call runs without the lock. */
 static bool lock_byte(int fd, short type, off_t byte) {
     struct flock l = {.l_type = type, .l_whence = SEEK_SET, .l_start = byte, .l_len = 1};
     while (fcntl(fd, type == F_UNLCK ? F_OFD_SETLK : F_OFD_SETLKW, &l) != 0)
@@ -480,12 +481,19 @@ static bool lock_byte(int fd, short type, off_t byte) {
 }
 
 static int device_lock(bool exclusive) {
-    const char *path = getenv("GEMMCHECK_CUDA_LOCK");
-    if (!path || !*path) path = "/tmp/gemmcheck-cuda.lock";
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    char path[256];
+    const char *env = getenv("GEMMCHECK_CUDA_LOCK");
+    if (env && *env)
+        snprintf(path, sizeof path, "%s", env);
+    else
+        snprintf(path, sizeof path, "/tmp/gemmcheck-cuda-%lu.lock", (unsigned long)geteuid());
+    /* never through a link, and only a regular file of this user's: another user cannot plant
+     * the file and hold its lock */
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) return -1;
-    fchmod(fd, 0666); /* every user's campaigns share the device (errors ignored: not owner) */
-    if (!lock_byte(fd, F_WRLCK, 0) || !lock_byte(fd, exclusive ? F_WRLCK : F_RDLCK, 1)) {
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+        !lock_byte(fd, F_WRLCK, 0) || !lock_byte(fd, exclusive ? F_WRLCK : F_RDLCK, 1)) {
         close(fd);
         return -1;
     }
