@@ -11,7 +11,10 @@
  * GCK_FAKE_CUDA_MEMORY: the device's memory in bytes (default 256 MiB).
  * GCK_FAKE_CUDA_SHARED: a file that holds the device (its allocation table and memory), so that
  * the processes that name it share one device, as the workers of a campaign share a GPU: what
- * one allocates, the others cannot (the file is created, zero-filled, by the first). */
+ * one allocates, the others cannot (the file is created, zero-filled, by the first). Unlike a
+ * real device's, the memory of a process that ends without freeing it stays taken, and a
+ * process that dies inside an allocation leaves the table locked: fit for short tests of
+ * backends that do not crash. */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
 #include <fcntl.h>
