@@ -62,6 +62,9 @@
  *   overread   reads the first byte of the page after B's last element, then computes D
  *              correctly (BLIS 0.9.0's load past B's last column: a fault only where B ends
  *              near a page boundary that is not mapped, docs/DEVIATIONS.md)
+ *   lineread   reads the byte one whole line of B (ldb elements) past B's last one, then
+ *              computes D correctly (BLIS 0.9.0's edge tile reading a line of op(A) past m at
+ *              lda = 1054, 4,216 bytes beyond A: what --no-guard-page's slack must cover)
  *   ownsegv    installs its own SIGSEGV handler (which exits 0), then crashes
  *   noalarm    declares ref's first two rows only; each call blocks SIGALRM, SIGTERM and SIGINT
  *              and spins (a hang that an alarm() or a polite signal cannot end)
@@ -446,6 +449,11 @@ static gck_call_status f_call(void *state, const gck_case *c, const gck_support_
                             (uintptr_t)gck_format_get(gck_case_type(c, GCK_B))->storage_bytes;
         (void)*(volatile const char *)((end + 4095) & ~(uintptr_t)4095);
     }
+    if (!strcmp(fault_name, "lineread") && gck_case_extent(c, GCK_B) > 0) {
+        size_t es = gck_format_get(gck_case_type(c, GCK_B))->storage_bytes;
+        const char *last = (const char *)ops->b + ((size_t)gck_case_extent(c, GCK_B) - 1) * es;
+        (void)*(volatile const char *)(last + (size_t)c->ldb * es);
+    }
     if (nonempty) hostile();
     if (nonempty && (!strncmp(fault_name, "oom", 3) || !strncmp(fault_name, "thr", 3))) {
         bool done;
@@ -526,14 +534,14 @@ static gck_call_status f_call(void *state, const gck_case *c, const gck_support_
 }
 
 static const char *const names[] = {
-    "tolerance",  "nan",      "betanan",   "oob",       "input",     "segv",     "hang",
-    "nondet",     "unimpl",   "error",     "racy",      "crowd",     "late",     "stall",
-    "pipe13",     "pipejunk", "fpround",   "fpftz",     "fptrap",    "closefds", "norows",
-    "badrow",     "initsegv", "forkcrash", "forksleep", "killgroup", "after",    "badtext",
-    "stdout",     "exit",     "abort",     "sigkill",   "spin",      "far",      "ownsegv",
-    "trunc",      "flush",    "ulpup",     "e4",        "sticky",    "inithang", "nodeathsig",
-    "badpromise", "nansign",  "overread",  "noalarm",   "oomhang",   "oomexit",  "oomgarbage",
-    "oompoison",  "oomclean", "thrcrash",  "thrclean",  "oomoob"};
+    "tolerance",  "nan",       "betanan",   "oob",       "input",     "segv",     "hang",
+    "nondet",     "unimpl",    "error",     "racy",      "crowd",     "late",     "stall",
+    "pipe13",     "pipejunk",  "fpround",   "fpftz",     "fptrap",    "closefds", "norows",
+    "badrow",     "initsegv",  "forkcrash", "forksleep", "killgroup", "after",    "badtext",
+    "stdout",     "exit",      "abort",     "sigkill",   "spin",      "far",      "ownsegv",
+    "trunc",      "flush",     "ulpup",     "e4",        "sticky",    "inithang", "nodeathsig",
+    "badpromise", "nansign",   "overread",  "lineread",  "noalarm",   "oomhang",  "oomexit",
+    "oomgarbage", "oompoison", "oomclean",  "thrcrash",  "thrclean",  "oomoob"};
 
 GCK_PLUGIN_ABI_DECLARE
 const gck_backend_ops *gemmcheck_backend_plugin(const char *name);

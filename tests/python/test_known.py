@@ -7,6 +7,9 @@ test backends (tests/faulty_backends.c):
 - an `overread` entry accepts a crash only when the case passes without guard pages: the
   `overread` mode (a read past B, as BLIS 0.9.0's) is accepted, the `segv` mode (a crash
   anywhere) is not, and the run fails;
+- what that condition rests on: without guard pages an operand ends 64 of its widest lines
+  before its guard page, so a read one whole line past it (the `lineread` mode) passes there and
+  crashes with guard pages;
 - an entry that covered nothing for a backend that ran is stale; one for a backend that did
   not run is not;
 - a malformed file is one line naming FILE:LINE and exit 2;
@@ -40,6 +43,25 @@ def fuzz(binary, cwd, mode, *extra, seed=7):
     args = [binary, "fuzz", "--backend", f"plugin:{FAULTY}:{mode}", "--seed", str(seed), *CASES,
             *extra]
     return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def test_without_guard_pages_a_read_one_line_past_an_operand_lands_in_its_slack(
+        gemmcheck_binary, tmp_path, faulty):
+    # The `lineread` mode reads one line of B (ldb = 1100 f32 elements, 4,400 bytes) past its
+    # last element, as BLIS 0.9.0's edge tile read 4,216 bytes past A. With guard pages that is a
+    # crash; --no-guard-page ends each operand 64 lines of the widest leading dimension before
+    # its guard page (not 4 KiB alone: with this B's 196 bytes of alignment the read would still
+    # reach the guard page), so the same case then passes. The known files' `overread`
+    # condition and the grid's BLIS rule rest on that.
+    case = ("gck1 m=4 n=2 k=3 order=col ta=N tb=N types=f32,f32,f32,f32 compute=f32 scale=f32 "
+            "alpha=1 beta=0 lda=4 ldb=1100 ldc=4 ldd=4 d=c batch=1 sa=0 sb=0 sc=0 sd=0 "
+            "off=0,0,0,0 vab=int vc=int sp=0 cnan=0 seed=1")
+    base = [gemmcheck_binary, "repro", "--backend", f"plugin:{faulty}:lineread"]
+    r = subprocess.run([*base, case], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "verdict:  FINDINGS: crash" in r.stdout, r.stdout + r.stderr
+    r = subprocess.run([*base, "--no-guard-page", case], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0 and "verdict:  pass" in r.stdout, r.stdout + r.stderr
 
 
 def known_file(tmp_path, *lines):
