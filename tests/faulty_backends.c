@@ -443,16 +443,14 @@ static gck_call_status f_call(void *state, const gck_case *c, const gck_support_
         for (size_t i = 0; i < len; i++) msg[i] = bad_bytes[i % (sizeof bad_bytes - 1)];
         return GCK_CALL_ERROR; /* the message is not terminated */
     }
-    if (!strcmp(fault_name, "overread") && gck_case_extent(c, GCK_B) > 0) {
-        uintptr_t end = (uintptr_t)ops->b +
-                        (uintptr_t)gck_case_extent(c, GCK_B) *
-                            (uintptr_t)gck_format_get(gck_case_type(c, GCK_B))->storage_bytes;
-        (void)*(volatile const char *)((end + 4095) & ~(uintptr_t)4095);
-    }
-    if (!strcmp(fault_name, "lineread") && gck_case_extent(c, GCK_B) > 0) {
-        size_t es = gck_format_get(gck_case_type(c, GCK_B))->storage_bytes;
-        const char *last = (const char *)ops->b + ((size_t)gck_case_extent(c, GCK_B) - 1) * es;
-        (void)*(volatile const char *)(last + (size_t)c->ldb * es);
+    bool overread = !strcmp(fault_name, "overread"), lineread = !strcmp(fault_name, "lineread");
+    if ((overread || lineread) && gck_case_extent(c, GCK_B) > 0) {
+        uintptr_t es = gck_format_get(gck_case_type(c, GCK_B))->storage_bytes;
+        uintptr_t end = (uintptr_t)ops->b + (uintptr_t)gck_case_extent(c, GCK_B) * es;
+        /* overread: the next page's first byte; lineread: one line past B's last element */
+        uintptr_t at =
+            overread ? (end + 4095) & ~(uintptr_t)4095 : end - es + (uintptr_t)c->ldb * es;
+        (void)*(volatile const char *)at;
     }
     if (nonempty) hostile();
     if (nonempty && (!strncmp(fault_name, "oom", 3) || !strncmp(fault_name, "thr", 3))) {

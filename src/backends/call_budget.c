@@ -81,10 +81,7 @@ void gck_call_budget_pause(void) {
 
 /* From the size the process has now: what gemmcheck's own work mapped meanwhile (a device
  * runtime's staging buffers) does not count either. */
-void gck_call_budget_resume(void) {
-    headroom = 0;
-    if (applied) set_limit();
-}
+void gck_call_budget_resume(void) { gck_call_budget_resume_plus(0); }
 
 void gck_call_budget_resume_plus(int64_t extra) {
     headroom = extra > 0 ? extra : 0;
