@@ -1,6 +1,7 @@
 /* bench_igemm: GOPS of gemmcheck's int8 GEMM (gck_igemm_s8, kernels/igemm.c) beside oneDNN's
  * dnnl_gemm_s8s8s32 on the same square shapes, in one run, with VPDPBUSD's peak calibrated
- * before each line (2 operations per multiply-add).
+ * before each line (2 operations per multiply-add). Where the default is AMX tiles (TDPBSSD), the
+ * VPDPBUSD kernel is timed beside it on the same operands.
  *
  *   bench_igemm [--sizes 512,2048] [--threads 1,2] [--rounds 3]
  *
@@ -22,6 +23,7 @@
 
 #include "bench_time.h"
 #include "gemmcheck/gemmcheck.h"
+#include "kernels_internal.h" /* gck_igemm_s8_on: VPDPBUSD beside AMX where AMX runs */
 
 /* VPDPBUSD written as an instruction with its accumulator tied, as the kernel writes it: through
  * GCC 12's intrinsic each accumulator is copied to a fresh register and back on every step, and
@@ -81,7 +83,8 @@ static void line(int n, int threads, int rounds, double peak) {
         z ^= z << 13, z ^= z >> 7, z ^= z << 17;
         A[e] = (int8_t)z, B[e] = (int8_t)(z >> 8);
     }
-    double ops = 2.0 * n * n * (double)n, ours = 0, theirs = 0;
+    double ops = 2.0 * n * n * (double)n, ours = 0, theirs = 0, vnni = 0;
+    bool amx = !strcmp(gck_igemm_path(false), "amx");
     gck_igemm_args g = {n, n, n, A, n, B, n, C, n, false, threads, false};
     int32_t co = 0;
     if (dnnl_s8 && omp_threads) omp_threads(threads);
@@ -92,6 +95,12 @@ static void line(int n, int threads, int rounds, double peak) {
         gck_igemm_s8(&g);
         double t = bench_now() - t0;
         if (r && ops / t / 1e9 > ours) ours = ops / t / 1e9;
+        if (amx) { /* the VPDPBUSD kernel on the same operands */
+            t0 = bench_now();
+            gck_igemm_s8_on(&g, GCK_IPATH_VNNI);
+            t = bench_now() - t0;
+            if (r && ops / t / 1e9 > vnni) vnni = ops / t / 1e9;
+        }
         if (!dnnl_s8) continue;
         t0 = bench_now();
         dnnl_s8('N', 'T', 'F', n, n, n, 1.0f, A, n, 0, B, n, 0, 0.0f, D, n, &co);
@@ -101,6 +110,10 @@ static void line(int n, int threads, int rounds, double peak) {
     bool same = !dnnl_s8 || memcmp(C, D, sizeof(int32_t) * (size_t)n * n) == 0; /* row-major */
     printf("| %dx%dx%d | %d | %.1f | %.1f | %.0f%% | ", n, n, n, threads, peak, ours,
            peak > 0 ? 100 * ours / (peak * threads) : 0);
+    if (amx)
+        printf("%.1f | %.0f%% | ", vnni, peak > 0 ? 100 * vnni / (peak * threads) : 0);
+    else
+        printf("— | — | ");
     if (dnnl_s8)
         printf("%.1f | %.2fx | %s |\n", theirs, ours / theirs, same ? "equal" : "DIFFERENT");
     else
@@ -140,8 +153,9 @@ int main(int argc, char **argv) {
     printf("int8 GEMM path: %s; VPDPBUSD %s; oneDNN: %s\n\n", gck_igemm_path(false),
            vnni ? "present: its peak per core calibrated before each line" : "absent",
            dnnl_s8 ? "libdnnl.so.2 dnnl_gemm_s8s8s32" : "not found");
-    printf("| M x N x K | threads | peak GOPS per core | gemmcheck GOPS | of peak | oneDNN GOPS | "
-           "vs oneDNN | C |\n|---|---|---|---|---|---|---|---|\n");
+    printf("| M x N x K | threads | VPDPBUSD peak GOPS per core | gemmcheck GOPS | of peak | "
+           "gemmcheck on VPDPBUSD (where AMX is the default) | of peak | oneDNN GOPS | vs oneDNN | "
+           "C |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for (int t = 0; t < nthreads; t++)
         for (int s = 0; s < nsizes; s++) {
             double peak = 0; /* the clock moves by 10% over minutes on a shared machine */

@@ -15,6 +15,7 @@
  * and VDPBF16PS where present) on one core for about 0.2 s, 2 flops per multiply-add. */
 #define _GNU_SOURCE 1
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
@@ -121,26 +122,40 @@ static void run_peer(void *arg) {
                           p->m);
 }
 
-/* --peer LIB s|d M N K: prints the GFLOP/s of cblas_[sd]gemm of LIB (column-major, N, N). */
+/* oneDNN's bf16 GEMM (dnnl.h, row-major; C in f32): what PyTorch's CPU bf16 matmul runs on. */
+typedef int (*dnnl_bf16_fn)(char, char, int64_t, int64_t, int64_t, float, const uint16_t *, int64_t,
+                            const uint16_t *, int64_t, float, float *, int64_t);
+
+static void run_dnnl(void *arg) {
+    peer_call *p = arg;
+    if (((dnnl_bf16_fn)p->fn)('N', 'N', p->m, p->n, p->k, 1.0f, p->a, p->k, p->b, p->n, 0.0f, p->c,
+                              p->n) != 0) {
+        fprintf(stderr, "bench_kernels: dnnl_gemm_bf16bf16f32 failed\n");
+        exit(2);
+    }
+}
+
+/* --peer LIB s|d|b M N K: prints the GFLOP/s of cblas_[sd]gemm of LIB (column-major, N, N), or
+ * with b of LIB's dnnl_gemm_bf16bf16f32 (oneDNN). */
 static int peer_main(char **argv) {
     void *h = dlopen(argv[0], RTLD_NOW | RTLD_LOCAL);
     if (!h) return fprintf(stderr, "bench_kernels: %s\n", dlerror()), 2;
-    peer_call p = {dlsym(h, argv[1][0] == 'd' ? "cblas_dgemm" : "cblas_sgemm"),
-                   argv[1][0] == 'd',
-                   atoi(argv[2]),
-                   atoi(argv[3]),
-                   atoi(argv[4]),
-                   NULL,
-                   NULL,
-                   NULL};
-    if (!p.fn)
-        return fprintf(stderr, "bench_kernels: %s lacks cblas_%sgemm\n", argv[0], argv[1]), 2;
-    gck_format t = p.dbl ? GCK_F64 : GCK_F32;
-    size_t es = p.dbl ? 8 : 4;
+    char kind = argv[1][0];
+    const char *name = kind == 'b'   ? "dnnl_gemm_bf16bf16f32"
+                       : kind == 'd' ? "cblas_dgemm"
+                                     : "cblas_sgemm";
+    peer_call p = {dlsym(h, name), kind == 'd', atoi(argv[2]), atoi(argv[3]),
+                   atoi(argv[4]),  NULL,        NULL,          NULL};
+    if (!p.fn) return fprintf(stderr, "bench_kernels: %s lacks %s\n", argv[0], name), 2;
+    gck_format t = kind == 'b' ? GCK_BF16 : p.dbl ? GCK_F64 : GCK_F32;
+    size_t es = (size_t)gck_format_get(t)->storage_bytes;
     p.a = random_buffer((size_t)p.m * (size_t)p.k, es, t, 1);
     p.b = random_buffer((size_t)p.k * (size_t)p.n, es, t, 2);
-    p.c = random_buffer((size_t)p.m * (size_t)p.n, es, t, 3);
-    printf("%.2f\n", best_gflops(run_peer, &p, 2.0 * p.m * p.n * p.k));
+    if (kind == 'b') /* C in f32 */
+        p.c = random_buffer((size_t)p.m * (size_t)p.n, 4, GCK_F32, 3);
+    else
+        p.c = random_buffer((size_t)p.m * (size_t)p.n, es, t, 3);
+    printf("%.2f\n", best_gflops(kind == 'b' ? run_dnnl : run_peer, &p, 2.0 * p.m * p.n * p.k));
     return 0;
 }
 
@@ -168,23 +183,36 @@ static void choose_peers(bool avx512) {
 
 static const char *self;
 
-static double peer_gflops(const peer *p, bool dbl, int m, int n, int k, int threads) {
+#define DNNL "/usr/lib/x86_64-linux-gnu/libdnnl.so.2"
+/* PyTorch's bf16 matmul (bf16 out), timed as the other peers: the best of five after a warm-up. */
+static const char torch_script[] =
+    "import sys, time, torch\n"
+    "m, n, k, t = map(int, sys.argv[1:5]); torch.set_num_threads(t)\n"
+    "a = (torch.rand(m, k) - 0.5).bfloat16(); b = (torch.rand(k, n) - 0.5).bfloat16()\n"
+    "torch.matmul(a, b); best = 0.0\n"
+    "for _ in range(5):\n"
+    "    t0 = time.perf_counter(); torch.matmul(a, b); dt = time.perf_counter() - t0\n"
+    "    best = max(best, 2.0 * m * n * k / dt * 1e-9)\n"
+    "print('%.2f' % best)\n";
+
+/* What a child running argv prints, as GFLOP/s (0 when it fails): with `threads` as the BLAS and
+ * OpenMP thread counts, one VAR=value more in env (or NULL), its errors hidden when quiet. */
+static double child_gflops(char *const argv[], int threads, const char *env, bool quiet) {
     int fd[2];
     if (pipe(fd) != 0) return 0;
     pid_t pid = fork();
     if (pid == 0) {
-        char th[16], ms[16], ns[16], ks[16];
+        char th[16];
         snprintf(th, sizeof th, "%d", threads);
         setenv("OPENBLAS_NUM_THREADS", th, 1);
         setenv("BLIS_NUM_THREADS", th, 1);
         setenv("OMP_NUM_THREADS", th, 1);
-        if (p->env) putenv((char *)p->env);
-        snprintf(ms, sizeof ms, "%d", m);
-        snprintf(ns, sizeof ns, "%d", n);
-        snprintf(ks, sizeof ks, "%d", k);
+        if (env) putenv((char *)env);
         dup2(fd[1], 1);
         close(fd[0]);
-        execl(self, self, "--peer", p->lib, dbl ? "d" : "s", ms, ns, ks, (char *)NULL);
+        int null = quiet ? open("/dev/null", O_WRONLY) : -1;
+        if (null >= 0) dup2(null, 2); /* a missing module is a missing peer, not noise */
+        execv(argv[0], argv);
         _exit(127);
     }
     close(fd[1]);
@@ -194,6 +222,28 @@ static double peer_gflops(const peer *p, bool dbl, int m, int n, int k, int thre
     int st;
     waitpid(pid, &st, 0);
     return got > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? atof(buf) : 0;
+}
+
+/* A bf16 peer's GFLOP/s: oneDNN (torch false) or PyTorch through /usr/bin/python3; 0 when it is
+ * not installed. */
+static double bf16_peer_gflops(bool torch, int m, int n, int k, int threads) {
+    char th[16], ms[16], ns[16], ks[16];
+    snprintf(th, sizeof th, "%d", threads);
+    snprintf(ms, sizeof ms, "%d", m);
+    snprintf(ns, sizeof ns, "%d", n);
+    snprintf(ks, sizeof ks, "%d", k);
+    char *py[] = {"/usr/bin/python3", "-c", (char *)torch_script, ms, ns, ks, th, NULL};
+    char *dn[] = {(char *)self, "--peer", DNNL, "b", ms, ns, ks, NULL};
+    return child_gflops(torch ? py : dn, threads, NULL, true);
+}
+
+static double peer_gflops(const peer *p, bool dbl, int m, int n, int k, int threads) {
+    char ms[16], ns[16], ks[16];
+    snprintf(ms, sizeof ms, "%d", m);
+    snprintf(ns, sizeof ns, "%d", n);
+    snprintf(ks, sizeof ks, "%d", k);
+    char *argv[] = {(char *)self, "--peer", (char *)p->lib, dbl ? "d" : "s", ms, ns, ks, NULL};
+    return child_gflops(argv, threads, p->env, false);
 }
 
 /* ---- gemmcheck's kernels -------------------------------------------------------------------- */
@@ -296,20 +346,29 @@ static void mixed_line(shape s, int threads, double peak_dp) {
                                         {GCK_BF16, GCK_F16, GCK_F32},  {GCK_F16, GCK_F32, GCK_F32},
                                         {GCK_F32, GCK_F64, GCK_F64},   {GCK_F32, GCK_F32, GCK_F32},
                                         {GCK_F64, GCK_F64, GCK_F64}};
-    double v[7] = {0}, bs = 0;
+    double v[7] = {0}, bs = 0, dnnl = 0, torch = 0;
     for (int r = 0; r < rounds; r++) {
         for (int i = 0; i < 7; i++)
             v[i] = fmax(v[i],
                         own_gflops(ty[i][0], ty[i][1], ty[i][2], ty[i][2], s.m, s.n, s.k, threads));
         for (int p = 0; p < NPEERS && has_peers; p++)
             bs = fmax(bs, peer_gflops(&peers[p], false, s.m, s.n, s.k, threads));
+        if (has_peers) {
+            dnnl = fmax(dnnl, bf16_peer_gflops(false, s.m, s.n, s.k, threads));
+            torch = fmax(torch, bf16_peer_gflops(true, s.m, s.n, s.k, threads));
+        }
     }
     double bf = v[0], hf = v[1], bh = v[2], hs = v[3], sd = v[4], s32 = v[5], d64 = v[6];
-    printf("| %dx%dx%d | %d | %.1f | %.0f%% | %.2fx | %.1f | %.2fx | %.1f | %.2fx | %.1f | %.2fx |"
-           " %.1f | %.2fx |\n",
-           s.m, s.n, s.k, threads, bf, peak_dp > 0 ? 100 * bf / (peak_dp * threads) : 0,
-           bs > 0 ? bf / bs : 0, hf, bs > 0 ? hf / bs : 0, bh, bh / fmin(bf, hf), hs,
-           hs / fmin(hf, s32), sd, sd / fmin(s32, d64));
+    char pk[16] = "—", pdn[16] = "—", pto[16] = "—", vs[16] = "—";
+    if (peak_dp > 0) snprintf(pk, sizeof pk, "%.0f%%", 100 * bf / (peak_dp * threads));
+    if (dnnl > 0) snprintf(pdn, sizeof pdn, "%.1f", dnnl);
+    if (torch > 0) snprintf(pto, sizeof pto, "%.1f", torch);
+    if (fmax(dnnl, torch) > 0) snprintf(vs, sizeof vs, "%.2fx", bf / fmax(dnnl, torch));
+    printf("| %dx%dx%d | %d | %.1f | %s | %.2fx | %s | %s | %s | %.1f | %.2fx | %.1f | %.2fx | "
+           "%.1f | %.2fx | %.1f | %.2fx |\n",
+           s.m, s.n, s.k, threads, bf, pk, bs > 0 ? bf / bs : 0, pdn, pto, vs, hf,
+           bs > 0 ? hf / bs : 0, bh, bh / fmin(bf, hf), hs, hs / fmin(hf, s32), sd,
+           sd / fmin(s32, d64));
     fflush(stdout);
 }
 
@@ -391,14 +450,22 @@ int main(int argc, char **argv) {
         }
         printf("\n");
     }
+    gck_kpath bfpath = gck_kpath_auto_class(GCK_KCLASS_BF16);
     printf("bf16, f16 and mixed inputs (D and compute f32; f32 x f64 in f64): GFLOP/s, against the "
-           "best sgemm of the line or the slower of the pure types\n\n| M x N x K | threads | "
-           "bf16 | of %s peak | vs best sgemm | f16 | vs best sgemm | bf16 x f16 | "
+           "best sgemm of the line, the best bf16 peer (oneDNN's dnnl_gemm_bf16bf16f32, f32 out; "
+           "PyTorch's matmul, bf16 out) or the slower of the pure types\n\n| M x N x K | threads | "
+           "bf16 (%s) | of %s peak | vs best sgemm | oneDNN bf16 | PyTorch bf16 | vs best bf16 "
+           "peer | f16 | vs best sgemm | bf16 x f16 | "
            "vs slower | f16 x f32 | vs slower | f32 x f64 | vs slower |\n"
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
-           bf16 ? "VDPBF16PS" : "f32 FMA");
-    /* bf16 runs on VDPBF16PS where the CPU has it, else converted to f32 for FMAs */
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+           gck_kpath_name(bfpath),
+           bfpath == GCK_KPATH_AVX512BF16 ? "VDPBF16PS"
+           : bfpath == GCK_KPATH_AMX      ? "(AMX: not calibrated)"
+                                          : "f32 FMA");
+    /* the share of the peak of the instructions the bf16 path multiplies with (VDPBF16PS, or f32
+     * FMAs after conversion; none measured for AMX tiles) */
+    double bfpeak = bfpath == GCK_KPATH_AVX512BF16 ? pdp : bfpath == GCK_KPATH_AMX ? 0 : p32;
     for (int t = 0; t < nthreads; t++)
-        for (int i = 0; i < nsizes; i++) mixed_line(sq[i], threads[t], bf16 ? pdp : p32);
+        for (int i = 0; i < nsizes; i++) mixed_line(sq[i], threads[t], bfpeak);
     return 0;
 }

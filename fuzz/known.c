@@ -70,10 +70,19 @@ static entry *push(gck_known *k) {
 
 /* Compile field i's pattern; the backend and the type tuple match whole. */
 static bool set_re(entry *e, int i, const char *pat, char *msg, size_t len) {
-    char buf[600];
     bool whole = i == F_BACKEND || i == F_TYPES;
-    snprintf(buf, sizeof buf, whole ? "^(%s)$" : "%s", pat);
+    size_t n = strlen(pat) + 5;
+    char *buf = malloc(n);
+    if (!buf) {
+        snprintf(msg, len, "%s: out of memory", e->where);
+        return false;
+    }
+    if (whole)
+        snprintf(buf, n, "^(%s)$", pat);
+    else
+        memcpy(buf, pat, n - 4);
     int rc = regcomp(&e->re[i], buf, REG_EXTENDED | REG_NOSUB);
+    free(buf);
     if (rc) {
         char why[200];
         regerror(rc, &e->re[i], why, sizeof why);

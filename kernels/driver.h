@@ -22,7 +22,9 @@
  * A sliver holds, for each group g of KP steps, MR rows of KP values: element (r, k) at
  * (k/KP)*MR*KP + r*KP + k%KP. Slivers are padded with zeros to whole tiles and whole groups and
  * W has whole tiles, so the micro-kernels never see an edge: nothing outside the operands is read
- * or written (internal: private to kernels/). */
+ * or written. For the AMX kernel (ops->bf16tile) k is padded to whole tile steps of 32 and op(B)
+ * is packed a column at a time (slivers one wide: column x at x*kbp), the columns of the last
+ * tile past the panel zeroed (internal: private to kernels/). */
 
 /* One sliver of an operand stored along k (unit stride in k): chunks of up to PACK_CHUNK steps
  * of each of its `rows` stored runs converted into buf, then written across, step by step, in
@@ -31,7 +33,11 @@
 static void KN(pack_across)(PT *dst, int len, const kpanel *p, const char *base, int64_t rows,
                             int64_t kb) {
 #if KP == 2
-    if (KSAME(p->t)) { /* a group is two adjacent stored values: moved as one 32-bit unit */
+    if (KSAME(p->t)) {  /* a group is two adjacent stored values: moved as one 32-bit unit */
+        if (len == 1) { /* a column of the AMX kernel's op(B): its run as it is stored */
+            memcpy(dst, base, (size_t)kb * sizeof(PT));
+            return;
+        }
         for (int64_t r = 0; r < rows; r++) {
             const PT *src = (const PT *)base + r * p->xs;
             PT *out = dst + r * KP;
@@ -54,11 +60,11 @@ static void KN(pack_across)(PT *dst, int len, const kpanel *p, const char *base,
     }
 }
 
-/* Slivers of op(X)(x, k) for x in x0..x0+xn and k in k0..k0+kb, len-wide, zero-padded; each
- * run of stored values is converted along the operand's unit stride when it has one. */
+/* Slivers of op(X)(x, k) for x in x0..x0+xn and k in k0..k0+kb, len-wide, zero-padded to kbp
+ * steps (whole groups, or whole AMX steps); each run of stored values is converted along the
+ * operand's unit stride when it has one. */
 static void KN(pack)(PT *dst, int len, const kpanel *p, int64_t x0, int64_t xn, int64_t k0,
-                     int64_t kb) {
-    int64_t kbp = (kb + KP - 1) / KP * KP;
+                     int64_t kb, int64_t kbp) {
     bool pairs = false; /* bf16 pairs moved as they are stored */
 #if KP == 2
     pairs = p->xs == 1 && KSAME(p->t);
@@ -106,7 +112,8 @@ static void KN(pack)(PT *dst, int len, const kpanel *p, int64_t x0, int64_t xn, 
             for (int64_t x = rows * KP; x < (int64_t)len * KP; x++) grp[x] = 0;
             if (g * KP + KP > kb)
                 for (int64_t r = 0; r < rows; r++)
-                    for (int64_t u = kb - g * KP; u < KP; u++) grp[r * KP + u] = 0;
+                    for (int64_t u = kb > g * KP ? kb - g * KP : 0; u < KP; u++)
+                        grp[r * KP + u] = 0;
         }
     }
 }
@@ -165,9 +172,16 @@ static bool KN(block)(const kjob *j, const void *A, const void *B, const void *C
     bool ub = false, ua = false;
 #endif
     gck_blocking bk = gck_kernels_blocking((int)sizeof(KT), mr, nr);
+    /* steps per packed unit: a group, or an AMX tile step, whose kernel takes op(B) a column at
+     * a time (blen) */
+    int64_t kal = KP, blen = nr;
+#if KP == 2
+    if (ops->bf16tile) kal = GCK_AMX_KSTEP, blen = 1;
+#endif
     /* blocks no larger than the job's share (whole tiles), so that small products allocate and
      * touch small buffers */
-    int64_t mc = bk.mc, kc = bk.kc / KP * KP, kp = (c->k + KP - 1) / KP * KP;
+    int64_t mc = bk.mc, kc = bk.kc / kal * kal, kp = (c->k + kal - 1) / kal * kal;
+    if (kc < kal) kc = kal;
     int64_t rows = (i1 - i0 + mr - 1) / mr * mr, cols = (j1 - j0 + nr - 1) / nr * nr;
     int64_t nc = bk.nc > cols ? cols : bk.nc; /* both whole tiles */
     /* as many panels, of even widths: a job of 1024 columns at NC 1020 would otherwise pack
@@ -211,14 +225,17 @@ static bool KN(block)(const kjob *j, const void *A, const void *B, const void *C
         for (int64_t i2 = i0; i2 < i1; i2 += R) {
             int64_t rb = i1 - i2 < R ? i1 - i2 : R, ldw = (rb + mr - 1) / mr * mr;
             for (int64_t pc = 0; pc < c->k; pc += kc) {
-                int64_t kb = c->k - pc < kc ? c->k - pc : kc, kbp = (kb + KP - 1) / KP * KP;
+                int64_t kb = c->k - pc < kc ? c->k - pc : kc, kbp = (kb + kal - 1) / kal * kal;
                 /* unpacked: only the edge sliver, at the buffer's start */
                 int64_t bx = ub ? nb / nr * nr : 0, ax;
-                if (bx < nb) KN(pack)(bp, nr, &pb, jc + bx, nb - bx, pc, kb);
+                if (bx < nb) KN(pack)(bp, (int)blen, &pb, jc + bx, nb - bx, pc, kb, kbp);
+                if (blen == 1) /* the columns of the last tile past the panel: zeros */
+                    memset(bp + nb * kbp, 0,
+                           (size_t)(((nb + nr - 1) / nr * nr - nb) * kbp) * sizeof(PT));
                 for (int64_t ic = i2; ic < i2 + rb; ic += mc) {
                     int64_t mb = i2 + rb - ic < mc ? i2 + rb - ic : mc;
                     ax = ua ? mb / mr * mr : 0;
-                    if (ax < mb) KN(pack)(ap, mr, &pa, ic + ax, mb - ax, pc, kb);
+                    if (ax < mb) KN(pack)(ap, mr, &pa, ic + ax, mb - ax, pc, kb, kbp);
                     /* the tiles column by column; row by row when A is read in place, so that
                      * the next column's tile reads A's lines from cache */
                     int64_t nt = (nb + nr - 1) / nr, mt = (mb + mr - 1) / mr;

@@ -16,9 +16,9 @@
 /* ---- paths ------------------------------------------------------------------------------- */
 
 /* The paths, one list: each one's name and its table (the file of each x86 path ends in its
- * table: ukernel_avx2.c, ukernel_avx512.c, ukernel_avx512bf16.c; ukernel_x86.c says which the
- * CPU can run). gck_kpath_auto, the default, is the last supported one; select.c chooses per
- * class of inputs by measured rate (gck_kpath_auto_for). */
+ * table: ukernel_avx2.c, ukernel_avx512.c, ukernel_avx512bf16.c, ukernel_amx.c; ukernel_x86.c
+ * says which the CPU can run). gck_kpath_auto, the default, is the last supported one; select.c
+ * chooses per class of inputs by measured rate (gck_kpath_auto_for). */
 static const struct {
     const char *name;
     const gck_kpath_ops *ops;
@@ -28,6 +28,7 @@ static const struct {
     [GCK_KPATH_AVX2] = {"avx2", &gck_kpath_avx2_ops},
     [GCK_KPATH_AVX512] = {"avx512", &gck_kpath_avx512_ops},
     [GCK_KPATH_AVX512BF16] = {"avx512bf16", &gck_kpath_avx512bf16_ops},
+    [GCK_KPATH_AMX] = {"amx", &gck_kpath_amx_ops},
 };
 
 const char *gck_kpath_name(gck_kpath p) {
@@ -45,8 +46,8 @@ bool gck_kpath_parse(const char *name, gck_kpath *out) {
 
 /* The conformance probes the SIMD paths rely on, run once per process. */
 static pthread_once_t probes_once = PTHREAD_ONCE_INIT;
-static bool f16c_ok, dot_ok;
-static char f16c_why[256], dot_why[256];
+static bool f16c_ok, dot_ok, tile_ok;
+static char f16c_why[256], dot_why[256], tile_why[256];
 
 static void run_probes(void) {
     const char *missing;
@@ -56,6 +57,8 @@ static void run_probes(void) {
             gck_kprobe_f16c(gck_kf16_to_f32_hw, gck_kf16_from_f32_hw, f16c_why, sizeof f16c_why);
     if (gck_kpath_cpu_has(GCK_KPATH_AVX512BF16, &missing))
         dot_ok = gck_kprobe_dot2(gck_kdot2_hw, dot_why, sizeof dot_why);
+    if (gck_kpath_cpu_has(GCK_KPATH_AMX, &missing))
+        tile_ok = gck_kprobe_tile(gck_ktile_hw, tile_why, sizeof tile_why);
 }
 
 bool gck_kpath_supported(gck_kpath p, char *why, size_t len) {
@@ -66,6 +69,7 @@ bool gck_kpath_supported(gck_kpath p, char *why, size_t len) {
     case GCK_KPATH_AVX2:
     case GCK_KPATH_AVX512:
     case GCK_KPATH_AVX512BF16:
+    case GCK_KPATH_AMX:
         if (!gck_kpath_cpu_has(p, &missing))
             return gck_fail(GCK_EINVAL, why, len, "this CPU lacks %s", missing), false;
         pthread_once(&probes_once, run_probes);
@@ -75,6 +79,8 @@ bool gck_kpath_supported(gck_kpath p, char *why, size_t len) {
                    false;
         if (p == GCK_KPATH_AVX512BF16 && !dot_ok)
             return gck_fail(GCK_EINVAL, why, len, "%s", dot_why), false;
+        if (p == GCK_KPATH_AMX && !tile_ok)
+            return gck_fail(GCK_EINVAL, why, len, "%s", tile_why), false;
         return true;
     default: gck_fail(GCK_EINVAL, why, len, "path %d does not exist", (int)p); return false;
     }
@@ -96,6 +102,14 @@ gck_kpath gck_kpath_auto(void) {
 }
 
 bool gck_kpath_env_ok(char *why, size_t why_len) {
+    const char *amx = getenv("GEMMCHECK_AMX");
+    if (amx && *amx && strcmp(amx, "0") != 0 && strcmp(amx, "1") != 0) {
+        snprintf(why, why_len,
+                 "GEMMCHECK_AMX=%s: 0 (never ask Linux for the AMX tile state) or 1 "
+                 "(ask)",
+                 amx);
+        return false;
+    }
     const char *env = getenv("GEMMCHECK_KERNELS_PATH");
     gck_kpath p;
     char no[256] = "";
@@ -119,7 +133,7 @@ const gck_kpath_ops *gck_kpath_ops_of(gck_kpath p) {
 
 /* ---- the model ---------------------------------------------------------------------------- */
 
-/* Whether a case runs on the path's bf16 pair dot product. */
+/* Whether a case runs on the path's bf16 kernel: the pair dot product or the AMX tiles. */
 static bool uses_bf16dot(const gck_kpath_ops *ops, gck_format ta, gck_format tb, gck_format k) {
     return ops && ops->bf16dot && ta == GCK_BF16 && tb == GCK_BF16 && k == GCK_F32;
 }
@@ -138,7 +152,13 @@ gck_model gck_kgemm_model(gck_kpath path, gck_format ta, gck_format tb, gck_form
 }
 
 bool gck_kgemm_pair_dot(gck_kpath path, gck_format ta, gck_format tb, gck_format compute) {
-    return uses_bf16dot(resolved_ops(path), ta, tb, compute);
+    const gck_kpath_ops *ops = resolved_ops(path);
+    return uses_bf16dot(ops, ta, tb, compute) && !ops->bf16tile;
+}
+
+bool gck_kgemm_tile_dot(gck_kpath path, gck_format ta, gck_format tb, gck_format compute) {
+    const gck_kpath_ops *ops = resolved_ops(path);
+    return uses_bf16dot(ops, ta, tb, compute) && ops->bf16tile;
 }
 
 /* ---- blocking ----------------------------------------------------------------------------- */

@@ -6,7 +6,8 @@
  * portable loop. Blocking as BLIS's (Low et al., ACM TOMS 43(2), 2016): a KC x NC panel of B and an
  * MC x KC block of A packed, the 6 x 64 micro-tile in 24 zmm accumulators, the correction and
  * the store of a whole tile in vector registers (C is row-major, a tile's row 64 contiguous
- * int32). */
+ * int32). On AMX-INT8, TDPBSSD (signed by signed bytes, so no offset) on the same packed B, A
+ * copied a row at a time, a 32 x 32 tile of C in four accumulator tiles (ukernel_amx.c). */
 #define _DEFAULT_SOURCE 1
 #include <pthread.h>
 #include <stdlib.h>
@@ -23,6 +24,8 @@
 #define IG_MC 48   /* rows of A per packed block (a multiple of IG_MR) */
 #define IG_NC 1024 /* columns of B per packed panel (a multiple of IG_NR) */
 #endif
+#define AMX_MR 32  /* rows and columns of the AMX kernel's tile of C */
+#define AMX_MC 128 /* rows of A per packed block on AMX (a multiple of AMX_MR) */
 
 /* ---- the portable loop ---------------------------------------------------------------------- */
 
@@ -83,13 +86,12 @@ VNNI static inline __m512i load_part(const int8_t *line, int64_t from, int64_t l
     return _mm512_maskz_loadu_epi8(left <= 0 ? 0 : (__mmask64)(~0ull >> (64 - left)), line + from);
 }
 
-/* B's columns j0 .. j0+nc-1, k from p0, kc bytes (padded with 0 to a multiple of 4), as panels of
+/* B's columns j0 .. j0+nc-1, k from p0, kc bytes (padded with 0 to kq groups of 4), as panels of
  * IG_NR columns: [panel][k/4][column][4 bytes]; sum[j] = Σ_k b (the columns' sums over the block).
  * Sixteen columns by sixteen groups of four bytes at a time, one transpose of 32-bit words; the
  * sums by VPDPBUSD with ones. */
 VNNI static void pack_b(const gck_igemm_args *g, int64_t j0, int64_t nc, int64_t p0, int64_t kc,
-                        int8_t *pb, int32_t *sum) {
-    int64_t kq = (kc + 3) / 4;
+                        int64_t kq, int8_t *pb, int32_t *sum) {
     const __m512i ones = _mm512_set1_epi8(1);
     for (int64_t jp = 0; jp < nc; jp += IG_NR) {
         int8_t *panel = pb + jp * kq * 4;
@@ -247,7 +249,7 @@ static void vnni_cols(const gck_igemm_args *g, int64_t j0, int64_t j1, ig_buffer
         for (int64_t pc = 0; pc < g->k; pc += IG_KC) {
             int64_t kc = g->k - pc < IG_KC ? g->k - pc : IG_KC, kq = (kc + 3) / 4;
             bool add = g->accumulate || pc > 0;
-            pack_b(g, jc, nc, pc, kc, buf->pb, buf->sum);
+            pack_b(g, jc, nc, pc, kc, kq, buf->pb, buf->sum);
             for (int64_t ic = 0; ic < g->m; ic += IG_MC) {
                 int64_t mc = g->m - ic < IG_MC ? g->m - ic : IG_MC;
                 pack_a(g, ic, mc, pc, kc, buf->pa);
@@ -256,6 +258,56 @@ static void vnni_cols(const gck_igemm_args *g, int64_t j0, int64_t j1, ig_buffer
                         one_tile(g, kq, buf->pa + ir * kq * 4, buf->pb + jr * kq * 4, buf->sum + jr,
                                  ic + ir, mc - ir < IG_MR ? mc - ir : IG_MR, jc + jr,
                                  nc - jr < IG_NR ? nc - jr : IG_NR, add);
+            }
+        }
+    }
+}
+
+/* ---- AMX-INT8 -------------------------------------------------------------------------------- */
+
+/* A's rows i0 .. i0+mc-1 from p0 as slivers of AMX_MR rows, each row kc bytes as stored then zeros
+ * to ka (whole steps of 64); rows past mc zero. Signed: TDPBSSD multiplies signed by signed. */
+static void amx_pack_a(const gck_igemm_args *g, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+                       int64_t ka, int8_t *pa) {
+    int64_t rows = (mc + AMX_MR - 1) / AMX_MR * AMX_MR;
+    for (int64_t r = 0; r < rows; r++) {
+        int8_t *dst = pa + r * ka;
+        int64_t n = r < mc ? kc : 0;
+        if (n) memcpy(dst, g->A + (i0 + r) * g->lda + p0, (size_t)n);
+        memset(dst + n, 0, (size_t)(ka - n));
+    }
+}
+
+/* Columns [j0, j1) of C on AMX tiles: B packed as for VPDPBUSD (its groups padded to whole steps
+ * of 16), A a row at a time; tiles of 32 x 32, the edges through a buffer. */
+static void amx_cols(const gck_igemm_args *g, int64_t j0, int64_t j1, ig_buffers *buf) {
+    for (int64_t jc = j0; jc < j1; jc += IG_NC) {
+        int64_t nc = j1 - jc < IG_NC ? j1 - jc : IG_NC;
+        for (int64_t pc = 0; pc < g->k; pc += IG_KC) {
+            int64_t kc = g->k - pc < IG_KC ? g->k - pc : IG_KC, ka = (kc + 63) / 64 * 64;
+            bool add = g->accumulate || pc > 0;
+            pack_b(g, jc, nc, pc, kc, ka / 4, buf->pb, buf->sum);
+            for (int64_t ic = 0; ic < g->m; ic += AMX_MC) {
+                int64_t mc = g->m - ic < AMX_MC ? g->m - ic : AMX_MC;
+                amx_pack_a(g, ic, mc, pc, kc, ka, (int8_t *)buf->pa);
+                for (int64_t jr = 0; jr < nc; jr += AMX_MR)
+                    for (int64_t ir = 0; ir < mc; ir += AMX_MR) {
+                        const int8_t *a = (const int8_t *)buf->pa + ir * ka,
+                                     *b = buf->pb + jr / IG_NR * IG_NR * ka + jr % IG_NR * 4;
+                        int64_t mr = mc - ir < AMX_MR ? mc - ir : AMX_MR,
+                                nr = nc - jr < AMX_MR ? nc - jr : AMX_MR;
+                        int32_t *c = g->C + (ic + ir) * g->ldc + jc + jr;
+                        if (mr == AMX_MR && nr == AMX_MR) {
+                            gck_kamx_i8_tile(ka / 64, a, ka, b, IG_NR * 4, c, g->ldc, add);
+                            continue;
+                        }
+                        int32_t t[AMX_MR * AMX_MR];
+                        gck_kamx_i8_tile(ka / 64, a, ka, b, IG_NR * 4, t, AMX_MR, false);
+                        for (int64_t r = 0; r < mr; r++)
+                            for (int64_t j = 0; j < nr; j++)
+                                c[r * g->ldc + j] =
+                                    add ? c[r * g->ldc + j] + t[r * AMX_MR + j] : t[r * AMX_MR + j];
+                    }
             }
         }
     }
@@ -276,13 +328,35 @@ static void vnni_cols(const gck_igemm_args *g, int64_t j0, int64_t j1, void *buf
 
 /* ---- the driver ----------------------------------------------------------------------------- */
 
-const char *gck_igemm_path(bool portable) {
-    return portable || !vnni_ok() ? "portable" : "avx512vnni";
+static const char *const ipath_names[GCK_IPATH_COUNT] = {"portable", "avx512vnni", "amx"};
+
+bool gck_ipath_supported(gck_ipath p) {
+    switch (p) {
+    case GCK_IPATH_PORTABLE: return true;
+    case GCK_IPATH_VNNI: return vnni_ok();
+    case GCK_IPATH_AMX: return vnni_ok() && gck_kamx_int8();
+    default: return false;
+    }
 }
+
+/* The default: AMX tiles where Linux grants them, else VPDPBUSD, else the C loop. */
+static gck_ipath default_ipath(bool portable) {
+    if (portable) return GCK_IPATH_PORTABLE;
+    return gck_ipath_supported(GCK_IPATH_AMX)    ? GCK_IPATH_AMX
+           : gck_ipath_supported(GCK_IPATH_VNNI) ? GCK_IPATH_VNNI
+                                                 : GCK_IPATH_PORTABLE;
+}
+
+const char *gck_ipath_name(gck_ipath p) {
+    return (unsigned)p < GCK_IPATH_COUNT ? ipath_names[p] : "unknown";
+}
+
+const char *gck_igemm_path(bool portable) { return gck_ipath_name(default_ipath(portable)); }
 
 typedef struct ig_ctx {
     const gck_igemm_args *g;
-    bool simd, failed;
+    gck_ipath path;
+    bool failed;
 } ig_ctx;
 
 /* One thread's columns: packing buffers of its own. */
@@ -290,7 +364,7 @@ static void part(void *ctx, int p, int64_t lo, int64_t hi) {
     (void)p;
     ig_ctx *x = ctx;
     lo *= IG_NR, hi = hi * IG_NR < x->g->n ? hi * IG_NR : x->g->n;
-    if (!x->simd) {
+    if (x->path == GCK_IPATH_PORTABLE) {
         portable_cols(x->g, lo, hi);
         return;
     }
@@ -301,10 +375,10 @@ static void part(void *ctx, int p, int64_t lo, int64_t hi) {
     int64_t kq = (IG_KC + 3) / 4;
     kbufs *set = gck_kbufs_take();
     ig_buffers b = {gck_kbuf(set, KBUF_B, (size_t)(IG_NC * kq * 4)),
-                    gck_kbuf(set, KBUF_A, (size_t)(IG_MC * kq * 4)),
+                    gck_kbuf(set, KBUF_A, (size_t)((IG_MC > AMX_MC ? IG_MC : AMX_MC) * kq * 4)),
                     gck_kbuf(set, KBUF_W, sizeof(int32_t) * IG_NC)};
     if (b.pb && b.pa && b.sum)
-        vnni_cols(x->g, lo, hi, &b);
+        (x->path == GCK_IPATH_AMX ? amx_cols : vnni_cols)(x->g, lo, hi, &b);
     else
         x->failed = true;
     gck_kbufs_give(set);
@@ -312,8 +386,12 @@ static void part(void *ctx, int p, int64_t lo, int64_t hi) {
 }
 
 bool gck_igemm_s8(const gck_igemm_args *g) {
-    if (!g || g->m < 0 || g->n < 0 || g->k < 0 || g->k > GCK_IGEMM_MAX_K ||
-        (g->m > 0 && g->n > 0 && (!g->C || g->ldc < g->n)) ||
+    return gck_igemm_s8_on(g, default_ipath(g && g->portable));
+}
+
+bool gck_igemm_s8_on(const gck_igemm_args *g, gck_ipath path) {
+    if (!g || !gck_ipath_supported(path) || g->m < 0 || g->n < 0 || g->k < 0 ||
+        g->k > GCK_IGEMM_MAX_K || (g->m > 0 && g->n > 0 && (!g->C || g->ldc < g->n)) ||
         (g->k > 0 && g->m > 0 && (!g->A || g->lda < g->k)) ||
         (g->k > 0 && g->n > 0 && (!g->B || g->ldb < g->k)))
         return false;
@@ -323,7 +401,7 @@ bool gck_igemm_s8(const gck_igemm_args *g) {
             memset(g->C + i * g->ldc, 0, sizeof(int32_t) * (size_t)g->n);
         return true;
     }
-    ig_ctx x = {g, !g->portable && vnni_ok(), false};
+    ig_ctx x = {g, path, false};
     int64_t panels = (g->n + IG_NR - 1) / IG_NR;
     int parts = g->threads == 1 ? 1 : gck_parallel_parts(panels, g->m * g->k * IG_NR);
     if (g->threads > 1 && parts > g->threads) parts = g->threads;

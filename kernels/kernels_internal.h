@@ -65,6 +65,11 @@ typedef struct gck_kpath_ops {
     gck_sup_f64 s64[GCK_SUP_SHAPES];
     gck_ukernel_bf16 bf16dot; /**< NULL: bf16 inputs are converted to f32 like any other */
     bool f16c;                /**< f16 runs are converted with F16C while packing */
+    /** bf16dot is the AMX tile kernel (gck_gemm_tile_dot's tree), not the pair kernel: kp is a
+     *  multiple of 16 (k padded with zeros to whole steps of 32), a holds the groups of pairs as
+     *  for the pair kernel, and b holds op(B) a column at a time, each column's 2*kp values
+     *  contiguous (so column j of the tile starts at b + j*2*kp). */
+    bool bf16tile;
 } gck_kpath_ops;
 
 /** The operations of a supported path (GCK_KPATH_AUTO not allowed). */
@@ -82,12 +87,17 @@ double gck_kbest_rate(bool (*call)(void *ctx), void *ctx, double ops);
 /** gck_gemm_model and gck_gemm_pair_dot of a path as given (GCK_KPATH_AUTO: the default). */
 gck_model gck_kgemm_model(gck_kpath path, gck_format ta, gck_format tb, gck_format compute);
 bool gck_kgemm_pair_dot(gck_kpath path, gck_format ta, gck_format tb, gck_format compute);
+bool gck_kgemm_tile_dot(gck_kpath path, gck_format ta, gck_format tb, gck_format compute);
 
 /** The portable micro-kernels (C, fmaf/fma), and the x86-64 ones (ukernel_x86.c). */
 extern const gck_kpath_ops gck_kpath_portable_ops;
 extern const gck_kpath_ops gck_kpath_avx2_ops;
 extern const gck_kpath_ops gck_kpath_avx512_ops;
 extern const gck_kpath_ops gck_kpath_avx512bf16_ops;
+extern const gck_kpath_ops gck_kpath_amx_ops;
+
+/** Steps of k per AMX tile step (TDPBF16PS with 64-byte tile rows of bf16). */
+enum { GCK_AMX_KSTEP = 32 };
 
 /** Whether the CPU (and the OS) can run a SIMD path; if not, *missing names what it lacks. */
 bool gck_kpath_cpu_has(gck_kpath p, const char **missing);
@@ -115,12 +125,47 @@ typedef uint16_t (*gck_kcvt_bf16_fn)(float x);
 typedef float (*gck_kf16_to_f32_fn)(uint16_t h);
 typedef uint16_t (*gck_kf16_from_f32_fn)(float x);
 
+/** One element of one TDPBF16PS step: acc and the 32 bf16 values of k = 0..31 of a row of A
+ *  (a) and of a column of B (b). */
+typedef float (*gck_ktile_fn)(float acc, const uint16_t a[GCK_AMX_KSTEP],
+                              const uint16_t b[GCK_AMX_KSTEP]);
+
 /** The instructions themselves (ukernel_x86.c); call only where the CPU has the set. NULL in a
  *  build without them. */
 extern const gck_kdot2_fn gck_kdot2_hw;
 extern const gck_kcvt_bf16_fn gck_kcvtbf16_hw;
 extern const gck_kf16_to_f32_fn gck_kf16_to_f32_hw;
 extern const gck_kf16_from_f32_fn gck_kf16_from_f32_hw;
+/** TDPBF16PS on one element (ukernel_amx.c); only after gck_kamx_permit succeeded. */
+extern const gck_ktile_fn gck_ktile_hw;
+
+/** Asks Linux for the AMX tile data state (arch_prctl ARCH_REQ_XCOMP_PERM, once per process);
+ *  false with why filled when refused or not possible (ukernel_amx.c). */
+bool gck_kamx_permit(const char **why);
+
+/** The int8 GEMM's implementations (igemm.c): the C loop, VPDPBUSD, AMX tiles (TDPBSSD). All
+ *  exact, so all give the same bits; gck_igemm_s8 runs the last one supported (AMX where Linux
+ *  grants it), or the C loop with `portable`. */
+typedef enum gck_ipath {
+    GCK_IPATH_PORTABLE,
+    GCK_IPATH_VNNI,
+    GCK_IPATH_AMX,
+    GCK_IPATH_COUNT
+} gck_ipath;
+bool gck_ipath_supported(gck_ipath p);
+const char *gck_ipath_name(gck_ipath p);
+/** gck_igemm_s8 on one implementation (its `portable` ignored); false when the CPU lacks it. */
+bool gck_igemm_s8_on(const gck_igemm_args *g, gck_ipath path);
+
+/** Whether the int8 GEMM can run on AMX tiles here: AMX-TILE, AMX-INT8 (and AVX512-VNNI, for the
+ *  packing it shares with the VNNI kernel), and Linux's permission (ukernel_amx.c). */
+bool gck_kamx_int8(void);
+/** C (32 x 32 int32, row-major at c, ldc; loaded first when add, else from zero) += the exact
+ *  products of A (32 rows of signed bytes at a, sa bytes apart, 64 per step) and B (a row of 4
+ *  bytes of k for each of 32 columns per four k, rows sb bytes apart: the VNNI kernel's packed
+ *  panel), `steps` steps of 64 k (TDPBSSD); only where gck_kamx_int8. */
+void gck_kamx_i8_tile(int64_t steps, const int8_t *a, int64_t sa, const int8_t *b, int64_t sb,
+                      int32_t *c, int64_t ldc, bool add);
 
 /** VDPBF16PS's documented lane (Intel SDM): the odd pair's product added first, then the even
  *  one's, each an FP32 fused multiply-add rounded to nearest even; denormal inputs (the bf16
@@ -128,12 +173,21 @@ extern const gck_kf16_from_f32_fn gck_kf16_from_f32_hw;
  *  tininess after rounding; MXCSR ignored. The declared model of the avx512bf16 path. */
 float gck_kdot2_sdm(float acc, uint16_t a0, uint16_t b0, uint16_t a1, uint16_t b1);
 
+/** TDPBF16PS's documented element (Intel SDM, the pseudocode of 2023 on): two FP32 chains from
+ *  +0, the products of the even k (0, 2, ..., 30) into one and those of the odd k into the
+ *  other, each step an FP32 fused multiply-add rounded to nearest even; then s = even + odd and
+ *  acc + s, each rounded to nearest even; denormal inputs (bf16 factors and acc) read as zero,
+ *  denormal results flushed to a zero of their sign (tininess after rounding); MXCSR ignored.
+ *  The declared model of the amx path (gck_gemm_tile_dot). */
+float gck_ktile_sdm(float acc, const uint16_t a[GCK_AMX_KSTEP], const uint16_t b[GCK_AMX_KSTEP]);
+
 /** Conformance probes: crafted cases whose documented results the plausible alternatives
  *  change (pair order, one rounding or two, DAZ, FTZ, tininess, ties), then many random ones
  *  (VDPBF16PS), or every upper half with the lower halves at the rounding boundaries
  *  (conversions from f32) and every f16 (VCVTPH2PS). true when all match, else why names the
  *  first mismatch. */
 bool gck_kprobe_dot2(gck_kdot2_fn f, char *why, size_t len);
+bool gck_kprobe_tile(gck_ktile_fn f, char *why, size_t len);
 bool gck_kprobe_cvtneps2bf16(gck_kcvt_bf16_fn f, char *why, size_t len);
 bool gck_kprobe_f16c(gck_kf16_to_f32_fn to32, gck_kf16_from_f32_fn to16, char *why, size_t len);
 

@@ -134,6 +134,98 @@ bool gck_kprobe_dot2(gck_kdot2_fn f, char *why, size_t len) {
     return true;
 }
 
+/* ---- TDPBF16PS ----------------------------------------------------------------------------- */
+
+float gck_ktile_sdm(float acc, const uint16_t a[GCK_AMX_KSTEP], const uint16_t b[GCK_AMX_KSTEP]) {
+    float even = 0.0f, odd = 0.0f;
+    for (int k = 0; k < GCK_AMX_KSTEP; k += 2) {
+        even = dot_step(even, bf16_daz(a[k]), bf16_daz(b[k]));
+        odd = dot_step(odd, bf16_daz(a[k + 1]), bf16_daz(b[k + 1]));
+    }
+    /* the chains are never denormal (flushed), so adding one as a product with 1 reads it as
+     * it is; the accumulator is read as zero when denormal */
+    float s = dot_step(even, odd, 1.0f);
+    return dot_step(acc, s, 1.0f);
+}
+
+/* Crafted elements: k values listed as (k, a, b), the rest +0. */
+typedef struct tile_case {
+    float acc;
+    int n;
+    struct {
+        int k;
+        float a, b;
+    } t[4];
+    float want;
+    const char *what;
+} tile_case;
+
+static const tile_case tile_cases[] = {
+    {0,
+     4,
+     {{0, 0x1p24f, 1}, {2, 1, 1}, {1, 1, 1}, {3, 1, 1}},
+     0x1p24f + 2,
+     "even and odd k are two chains (one chain in k order gives 2^24)"},
+    {0x1p24f,
+     2,
+     {{0, 1, 1}, {2, 1, 1}},
+     0x1p24f + 2,
+     "the chains start at +0 and the step's sum is added to acc last (2^24 otherwise)"},
+    {1,
+     2,
+     {{0, 0x1p-12f, 0x1p-12f}, {1, 0x1p-12f, 0x1p-12f}},
+     1 + 0x1p-23f,
+     "even + odd is rounded before acc is added ((acc + even) + odd gives 1)"},
+    {1, 1, {{0, 0x1p-12f, 0x1p-12f}}, 1, "ties round to even (down)"},
+    {1 + 0x1p-23f, 1, {{1, 0x1p-12f, 0x1p-12f}}, 1 + 0x1p-22f, "ties round to even (up)"},
+    {0, 1, {{0, 0x1p-70f, 0x1p-70f}}, 0, "denormal results flushed (FTZ)"},
+    {0x1p-130f, 1, {{0, 0x1p-63f, 0x1p-63f}}, 0x1p-126f, "a denormal accumulator read as zero"},
+    {3e38f, 1, {{1, 0x1p127f, 2}}, INFINITY, "overflow to infinity"},
+    {0,
+     2,
+     {{30, 0x1p-60f, 0x1p-60f}, {31, 0x1p60f, 0x1p60f}},
+     0x1p120f,
+     "k = 30 and 31 belong to the step"},
+};
+
+bool gck_kprobe_tile(gck_ktile_fn f, char *why, size_t len) {
+    uint16_t a[GCK_AMX_KSTEP], b[GCK_AMX_KSTEP];
+    for (size_t i = 0; i < sizeof tile_cases / sizeof tile_cases[0]; i++) {
+        const tile_case *d = &tile_cases[i];
+        memset(a, 0, sizeof a);
+        memset(b, 0, sizeof b);
+        for (int t = 0; t < d->n; t++) a[d->t[t].k] = bf(d->t[t].a), b[d->t[t].k] = bf(d->t[t].b);
+        float got = f(d->acc, a, b);
+        if (!same_f32(got, d->want))
+            return PROBE_FAIL("TDPBF16PS: %s: gave %a, documented %a", d->what, got, d->want);
+    }
+    memset(a, 0, sizeof a);
+    memset(b, 0, sizeof b);
+    a[5] = 0x0001, b[5] = 0x6380; /* 2^-133 * 2^72: a denormal factor, read as zero */
+    float z = f(0, a, b);
+    if (z != 0) return PROBE_FAIL("TDPBF16PS: a denormal bf16 factor gave %a, documented 0", z);
+    uint64_t s = 2044;
+    for (int i = 0; i < 50000; i++) {
+        float acc = f32_of_bits((uint32_t)probe_rand(&s));
+        for (int k = 0; k < GCK_AMX_KSTEP; k++) a[k] = probe_bf16(&s), b[k] = probe_bf16(&s);
+        if (i % 2) /* half of them cancel: every product of the step in [2^-40, 2^40] */
+            for (int k = 0; k < GCK_AMX_KSTEP; k++) {
+                a[k] =
+                    (uint16_t)((a[k] & 0x807f) | (uint16_t)((107 + (a[k] >> 7 & 0xff) % 40) << 7));
+                b[k] =
+                    (uint16_t)((b[k] & 0x807f) | (uint16_t)((107 + (b[k] >> 7 & 0xff) % 40) << 7));
+                acc = (float)(probe_rand(&s) % 2001) - 1000.0f;
+            }
+        float got = f(acc, a, b), want = gck_ktile_sdm(acc, a, b);
+        if (!same_f32(got, want))
+            return PROBE_FAIL(
+                "TDPBF16PS: random element %d (acc %a, a[0] %04x, b[0] %04x) gave %a, "
+                "documented %a",
+                i, acc, a[0], b[0], got, want);
+    }
+    return true;
+}
+
 /* ---- conversions from f32 ------------------------------------------------------------------ */
 
 /* Inputs for the conversions: every upper half, with lower halves at and around the rounding

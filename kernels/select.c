@@ -138,6 +138,10 @@ bool gck_gemm_pair_dot(gck_kpath path, gck_format ta, gck_format tb, gck_format 
     return gck_kgemm_pair_dot(resolved(path, ta, tb, compute), ta, tb, compute);
 }
 
+bool gck_gemm_tile_dot(gck_kpath path, gck_format ta, gck_format tb, gck_format compute) {
+    return gck_kgemm_tile_dot(resolved(path, ta, tb, compute), ta, tb, compute);
+}
+
 static gck_gemm_arg gemm_auto(const gck_case *c, const void *A, const void *B, const void *C,
                               void *D, const gck_gemm_config *cfg, char *msg, size_t len) {
     gck_gemm_config r = cfg ? *cfg : (gck_gemm_config){0, GCK_KPATH_AUTO};

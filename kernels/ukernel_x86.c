@@ -8,8 +8,8 @@
  * columns are unrolled so that the accumulator arrays live in registers, not on the stack.
  *
  * Each path is one file ending in its table (ukernel_avx2.c, ukernel_avx512.c,
- * ukernel_avx512bf16.c, sharing ukernel_x86.h); this one says which of them the CPU can run,
- * and defines the tables empty in a build for another machine. */
+ * ukernel_avx512bf16.c, ukernel_amx.c, sharing ukernel_x86.h); this one says which of them the CPU
+ * can run, and defines the tables empty in a build for another machine. */
 #include "ukernel_x86.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -26,11 +26,23 @@ bool gck_kpath_cpu_has(gck_kpath p, const char **missing) {
         else if (!__builtin_cpu_supports("f16c"))
             *missing = "F16C";
         break;
+    case GCK_KPATH_AMX: {
+        /* GCC's CPU model reads AMX as present only where XCR0 enables the tile state */
+        const char *refused;
+        if (!__builtin_cpu_supports("amx-tile") || !__builtin_cpu_supports("amx-bf16"))
+            *missing = "AMX-TILE and AMX-BF16";
+        else if (!gck_kamx_permit(&refused))
+            *missing = refused;
+    }
+        goto avx512;
     case GCK_KPATH_AVX512BF16:
         if (!__builtin_cpu_supports("avx512bf16")) *missing = "AVX512-BF16";
         /* fall through */
+    avx512:
     case GCK_KPATH_AVX512:
-        if (!__builtin_cpu_supports("avx512f"))
+        if (*missing)
+            break;
+        else if (!__builtin_cpu_supports("avx512f"))
             *missing = "AVX-512F";
         else if (!__builtin_cpu_supports("f16c"))
             *missing = "F16C";
@@ -47,6 +59,22 @@ bool gck_kpath_cpu_has(gck_kpath p, const char **missing) {
 const gck_kpath_ops gck_kpath_avx2_ops = {0};
 const gck_kpath_ops gck_kpath_avx512_ops = {0};
 const gck_kpath_ops gck_kpath_avx512bf16_ops = {0};
+const gck_kpath_ops gck_kpath_amx_ops = {0};
+const gck_ktile_fn gck_ktile_hw = NULL;
+
+bool gck_kamx_permit(const char **why) {
+    *why = "x86-64 with a GCC-compatible compiler (this build has neither)";
+    return false;
+}
+
+bool gck_kamx_int8(void) { return false; }
+
+void gck_kernels_amx_default(bool ask) { (void)ask; }
+
+void gck_kamx_i8_tile(int64_t steps, const int8_t *a, int64_t sa, const int8_t *b, int64_t sb,
+                      int32_t *c, int64_t ldc, bool add) {
+    (void)steps, (void)a, (void)sa, (void)b, (void)sb, (void)c, (void)ldc, (void)add;
+}
 const gck_kdot2_fn gck_kdot2_hw = NULL;
 const gck_kcvt_bf16_fn gck_kcvtbf16_hw = NULL;
 const gck_kf16_to_f32_fn gck_kf16_to_f32_hw = NULL;

@@ -208,12 +208,21 @@ Test(certify, subnormal_probes_stay_within_the_compute_format, .timeout = 600) {
 
 /* gemmcheck's kernels on the VDPBF16PS path: the probes find the declared pair order, DAZ and
  * FTZ on bf16 x bf16 (docs/KERNELS.md), and FMA in k order on f32. */
+/* The fingerprint of row t x t -> d in k of kernels:PATH; the test is skipped, saying why, where
+ * the path cannot run. */
+static void path_fingerprint(gck_kpath p, gck_format t, gck_format d, gck_format k,
+                             gck_fingerprint *fp) {
+    char why[256], spec[64];
+    if (!gck_kpath_supported(p, why, sizeof why))
+        cr_skip_test("path %s cannot run here (%s): its order probes not run", gck_kpath_name(p),
+                     why);
+    snprintf(spec, sizeof spec, "kernels:%s", gck_kpath_name(p));
+    fingerprint(spec, t, d, k, fp);
+}
+
 Test(certify, the_pair_dot_path_shows_its_declared_model, .timeout = 600) {
-    char why[256];
-    if (!gck_kpath_supported(GCK_KPATH_AVX512BF16, why, sizeof why))
-        cr_skip_test("path avx512bf16 cannot run here (%s): pair-order probe not run", why);
     gck_fingerprint fp;
-    fingerprint("kernels:avx512bf16", GCK_BF16, GCK_F32, GCK_F32, &fp);
+    path_fingerprint(GCK_KPATH_AVX512BF16, GCK_BF16, GCK_F32, GCK_F32, &fp);
     const char *pairs = "sequential by pairs, the odd term of each pair first";
     cr_expect_str_eq(value(&fp, "order K=16 (M=4)"), pairs);
     cr_expect_str_eq(value(&fp, "order K=64 (M=4)"), pairs);
@@ -221,11 +230,34 @@ Test(certify, the_pair_dot_path_shows_its_declared_model, .timeout = 600) {
     cr_expect_str_eq(value(&fp, "subnormal A"), "treated as zero (DAZ)");
     cr_expect_str_eq(value(&fp, "subnormal B"), "treated as zero (DAZ)");
     cr_expect_str_eq(value(&fp, "subnormal results"), "flushed to zero (FTZ)");
-    fingerprint("kernels:avx512bf16", GCK_F32, GCK_F32, GCK_F32, &fp);
+    path_fingerprint(GCK_KPATH_AVX512BF16, GCK_F32, GCK_F32, GCK_F32, &fp);
     cr_expect_str_eq(value(&fp, "order K=64 (M=4)"), "sequential, k ascending");
     cr_expect_str_eq(value(&fp, "products"),
                      "fused multiply-add into the running sum (the first product rounded alone)");
     cr_expect_str_eq(value(&fp, "subnormal A"), "honoured");
+}
+
+/* gemmcheck's kernels on the AMX path: the probes find TDPBF16PS's tree on bf16 x bf16 (a step
+ * of 32 terms in two chains, even and odd k, their sum added to the accumulator), DAZ and FTZ
+ * (docs/KERNELS.md); printed whole, so that a reader sees what the order probe recovers. */
+Test(certify, the_tile_dot_path_shows_its_declared_model, .timeout = 600) {
+    gck_fingerprint fp;
+    path_fingerprint(GCK_KPATH_AMX, GCK_BF16, GCK_F32, GCK_F32, &fp);
+    for (int p = 0; p < fp.count; p++)
+        printf("[certify] kernels:amx bf16: %s: %s\n", fp.props[p].name, fp.props[p].value);
+    const char *chains = "2 interleaved accumulators (k mod 2), each sequential, combined in order",
+               *steps = "blocks of 32 terms, each 2 interleaved accumulators (k mod 2), each "
+                        "sequential, combined in order; the block sums added in order";
+    cr_expect_str_eq(value(&fp, "order K=16 (M=4)"), chains);
+    cr_expect_str_eq(value(&fp, "order K=64 (M=4)"), steps);
+    cr_expect_str_eq(value(&fp, "order K=1000 (M=2)"), steps);
+    char k33[256];
+    snprintf(k33, sizeof k33, "K=33: %s", steps);
+    cr_expect_str_eq(value(&fp, "order K=first block + 1 (M=2)"), k33);
+    cr_expect_str_eq(value(&fp, "accumulator rounding"), "to nearest");
+    cr_expect_str_eq(value(&fp, "subnormal A"), "treated as zero (DAZ)");
+    cr_expect_str_eq(value(&fp, "subnormal B"), "treated as zero (DAZ)");
+    cr_expect_str_eq(value(&fp, "subnormal results"), "flushed to zero (FTZ)");
 }
 
 /* The accumulator probes on backends whose arithmetic is known by construction

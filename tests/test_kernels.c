@@ -68,16 +68,22 @@ static double bf16_read(uint16_t h) { /* denormals read as zero (DAZ) */
     return (h & 0x7f80) == 0 ? ((h & 0x8000) ? -0.0 : 0.0) : gck_bf16_to_double(h);
 }
 
-/* acc + x*y: the exact sum as a double-double (TwoSum; x*y is exact in double), rounded once to
- * 24 bits with an unbounded exponent, flushed to a zero of its sign when that is below 2^-126. */
-static float pair_step(float acc, uint16_t a, uint16_t b) {
+/* acc + p (p a double, exact): the exact sum as a double-double (TwoSum), rounded once to 24
+ * bits with an unbounded exponent, flushed to a zero of its sign when that is below 2^-126; a
+ * denormal acc read as zero. */
+static float flush_step(float acc, double p) {
     double s = fabsf(acc) < 0x1p-126f ? (signbit(acc) ? -0.0 : 0.0) : acc;
-    double p = bf16_read(a) * bf16_read(b), hi = s + p;
+    double hi = s + p;
     if (!isfinite(hi) || hi == 0) return (float)hi;
     double z = hi - s, lo = (s - (hi - z)) + (p - z);
     if (fabs(hi) >= 0x1p-100) return (float)gck_round2_to(hi, lo, GCK_F32);
     double r = gck_round2_to(hi * 0x1p100, lo * 0x1p100, GCK_F32);
     return fabs(r) < 0x1p-26 ? (signbit(r) ? -0.0f : 0.0f) : (float)(r * 0x1p-100);
+}
+
+/* acc + a*b of bf16 factors (x*y is exact in double). */
+static float pair_step(float acc, uint16_t a, uint16_t b) {
+    return flush_step(acc, bf16_read(a) * bf16_read(b));
 }
 
 /* The storage index of op(X)(row, col) of batch member b. */
@@ -87,23 +93,47 @@ static int64_t at(const gck_case *c, gck_operand x, int64_t b, int64_t row, int6
     return b * gck_case_stride(c, x) + row * rs + col * cs;
 }
 
-/* D for a bf16 x bf16, f32-compute case by the pair tree: steps (2p, 2p+1), the odd one first,
- * an odd K padded with +0 * +0; then alpha*S + beta*c in f32, rounded to D. */
-static void emulate_pair_dot(const gck_case *c, const operands *o) {
-    const uint16_t *A = o->a, *B = o->b;
+/* The sum S of element (i, j) of batch member bi by the pair tree: steps (2p, 2p+1), the odd one
+ * first, an odd K padded with +0 * +0. */
+static float pair_tree(const gck_case *c, const uint16_t *A, const uint16_t *B, int64_t bi,
+                       int64_t i, int64_t j) {
+    float acc = 0.0f;
+    for (int64_t k = 0; k < c->k; k += 2) {
+        bool odd = k + 1 < c->k;
+        acc = pair_step(acc, odd ? A[at(c, GCK_A, bi, i, k + 1)] : 0,
+                        odd ? B[at(c, GCK_B, bi, k + 1, j)] : 0);
+        acc = pair_step(acc, A[at(c, GCK_A, bi, i, k)], B[at(c, GCK_B, bi, k, j)]);
+    }
+    return acc;
+}
+
+/* The same by the AMX tile tree: K padded with zeros to steps of 32; in each, a chain of the
+ * even k and one of the odd k from +0, s = even + odd, acc = acc + s. */
+static float tile_tree(const gck_case *c, const uint16_t *A, const uint16_t *B, int64_t bi,
+                       int64_t i, int64_t j) {
+    float acc = 0.0f;
+    for (int64_t k0 = 0; k0 < c->k; k0 += 32) {
+        float chain[2] = {0.0f, 0.0f};
+        for (int64_t k = k0; k < k0 + 32; k++)
+            chain[k % 2] = pair_step(chain[k % 2], k < c->k ? A[at(c, GCK_A, bi, i, k)] : 0,
+                                     k < c->k ? B[at(c, GCK_B, bi, k, j)] : 0);
+        acc = flush_step(acc, (double)flush_step(chain[0], chain[1]));
+    }
+    return acc;
+}
+
+typedef float (*bf16_tree)(const gck_case *c, const uint16_t *A, const uint16_t *B, int64_t bi,
+                           int64_t i, int64_t j);
+
+/* D for a bf16 x bf16, f32-compute case by a tree; then alpha*S + beta*c in f32, rounded to D. */
+static void emulate_bf16_tree(const gck_case *c, const operands *o, bf16_tree tree) {
     const void *C = c->d_is_c ? o->d : o->c;
     bool rab = gck_case_reads_ab(c), rc = gck_case_reads_c(c);
     float alpha = (float)c->alpha, beta = (float)c->beta;
     for (int64_t bi = 0; bi < c->batch; bi++)
         for (int64_t i = 0; i < c->m; i++)
             for (int64_t j = 0; j < c->n; j++) {
-                float acc = 0.0f, t;
-                for (int64_t k = 0; rab && k < c->k; k += 2) {
-                    bool odd = k + 1 < c->k;
-                    acc = pair_step(acc, odd ? A[at(c, GCK_A, bi, i, k + 1)] : 0,
-                                    odd ? B[at(c, GCK_B, bi, k + 1, j)] : 0);
-                    acc = pair_step(acc, A[at(c, GCK_A, bi, i, k)], B[at(c, GCK_B, bi, k, j)]);
-                }
+                float acc = rab ? tree(c, o->a, o->b, bi, i, j) : 0.0f, t;
                 float cv = rc ? (float)gck_load(C, c->type_c, at(c, GCK_C, bi, i, j)) : 0.0f;
                 if (!rab)
                     t = rc ? beta * cv : 0.0f;
@@ -132,7 +162,9 @@ static int64_t compare(const gck_spec *s, gck_kpath path, int threads) {
     cr_assert_eq(r, GCK_GEMM_OK, "%s: %s (%s)", repro, gck_gemm_arg_name(r), msg);
     gck_ref_model m = declared_evaluation(c->compute);
     if (gck_gemm_pair_dot(path, c->type_a, c->type_b, c->compute))
-        emulate_pair_dot(c, &want);
+        emulate_bf16_tree(c, &want, pair_tree);
+    else if (gck_gemm_tile_dot(path, c->type_a, c->type_b, c->compute))
+        emulate_bf16_tree(c, &want, tile_tree);
     else
         cr_assert_eq(gck_ref_gemm(c, &m, want.a, want.b, c->d_is_c ? want.d : want.c, want.d, msg,
                                   sizeof msg),
@@ -244,8 +276,9 @@ Test(kernels, every_path_meets_its_tree_on_large_shapes, .timeout = 1800) {
             gck_spec s;
             grid_spec(i * 7919 + 13, rows, nrows, &s);
             gck_case *c = &s.c;
-            if (i % 2 == 0 && gck_gemm_pair_dot((gck_kpath)p, GCK_BF16, GCK_BF16, GCK_F32)) {
-                c->type_a = c->type_b = GCK_BF16; /* half the cases on the pair tree */
+            if (i % 2 == 0 && (gck_gemm_pair_dot((gck_kpath)p, GCK_BF16, GCK_BF16, GCK_F32) ||
+                               gck_gemm_tile_dot((gck_kpath)p, GCK_BF16, GCK_BF16, GCK_F32))) {
+                c->type_a = c->type_b = GCK_BF16; /* half the cases on the pair or tile tree */
                 c->compute = c->scale_type = GCK_F32;
             }
             elements +=
@@ -275,6 +308,11 @@ Test(kernels, row_chunks_panels_and_k_blocks_keep_the_tree, .timeout = 1800) {
             gck_spec s;
             grid_spec(i * 104729 + 7, rows, nrows, &s);
             gck_case *c = &s.c;
+            if (i % 3 == 0 && (gck_gemm_pair_dot((gck_kpath)p, GCK_BF16, GCK_BF16, GCK_F32) ||
+                               gck_gemm_tile_dot((gck_kpath)p, GCK_BF16, GCK_BF16, GCK_F32))) {
+                c->type_a = c->type_b = GCK_BF16; /* a third on the pair or tile tree */
+                c->compute = c->scale_type = GCK_F32;
+            }
             gck_blocking bk =
                 gck_kernels_blocking(gck_format_get(c->compute)->storage_bytes, 8, 12);
             int64_t kc = bk.kc, ks[] = {kc - 1, kc + 1, 2 * kc - 1, 2 * kc + 1, 4 * kc + 3};
@@ -431,8 +469,8 @@ static bool same_model(const gck_model *a, const gck_model *b) {
 }
 
 /* On every supported path, the backend's rows declare gck_gemm_model of their types, which is the
- * reference evaluation's model, with DAZ and FTZ added exactly where the pair dot product runs
- * (bf16 x bf16 in f32 on avx512bf16). */
+ * reference evaluation's model, with DAZ and FTZ added exactly where the pair or the tile dot
+ * product runs (bf16 x bf16 in f32 on avx512bf16, on amx). */
 Test(kernels, the_backend_declares_the_model_it_computes) {
     for (int p = GCK_KPATH_AUTO; p < GCK_KPATH_COUNT; p++) {
         if (!gck_kpath_supported((gck_kpath)p, NULL, 0)) continue;
@@ -441,25 +479,29 @@ Test(kernels, the_backend_declares_the_model_it_computes) {
         gck_backend be;
         cr_assert_eq(gck_backend_open(&be, spec, msg, sizeof msg), GCK_OK, "%s", msg);
         const gck_support_row *rows;
-        size_t n = be.ops->table(be.state, &rows), dots = 0;
+        size_t n = be.ops->table(be.state, &rows), dots = 0, tiles = 0;
         cr_expect_eq(n, 512);
         for (size_t r = 0; r < n; r++) {
             const gck_support_row *row = &rows[r];
             gck_ref_model e = declared_evaluation(row->compute);
             gck_model want = gck_ref_model_declared(&e),
                       api = gck_gemm_model((gck_kpath)p, row->a, row->b, row->compute);
-            bool dot = gck_gemm_pair_dot((gck_kpath)p, row->a, row->b, row->compute);
-            want.daz = want.ftz = dot;
-            dots += dot;
+            bool dot = gck_gemm_pair_dot((gck_kpath)p, row->a, row->b, row->compute),
+                 tile = gck_gemm_tile_dot((gck_kpath)p, row->a, row->b, row->compute);
+            want.daz = want.ftz = dot || tile;
+            dots += dot, tiles += tile;
+            cr_expect(!(dot && tile));
             cr_expect(same_model(&row->model, &want), "%s row %zu", spec, r);
             cr_expect(same_model(&api, &want), "%s row %zu", spec, r);
             gck_kpath resolved = p == GCK_KPATH_AUTO
                                      ? gck_kpath_auto_for(row->a, row->b, row->compute)
                                      : (gck_kpath)p;
-            cr_expect_eq(dot, resolved == GCK_KPATH_AVX512BF16 && row->a == GCK_BF16 &&
-                                  row->b == GCK_BF16 && row->compute == GCK_F32);
+            bool bf = row->a == GCK_BF16 && row->b == GCK_BF16 && row->compute == GCK_F32;
+            cr_expect_eq(dot, resolved == GCK_KPATH_AVX512BF16 && bf);
+            cr_expect_eq(tile, resolved == GCK_KPATH_AMX && bf);
         }
-        printf("[kernels] %s: %zu rows, %zu on the pair dot product\n", spec, n, dots);
+        printf("[kernels] %s: %zu rows, %zu on the pair dot product, %zu on the tile dot product\n",
+               spec, n, dots, tiles);
         gck_backend_close(&be);
     }
 }
@@ -477,6 +519,29 @@ static float dot_one_rounding(float acc, uint16_t a0, uint16_t b0, uint16_t a1, 
 static float dot_no_daz(float acc, uint16_t a0, uint16_t b0, uint16_t a1, uint16_t b1) {
     return fmaf(gck_bf16_to_float(a0), gck_bf16_to_float(b0),
                 fmaf(gck_bf16_to_float(a1), gck_bf16_to_float(b1), acc));
+}
+/* Wrong implementations of TDPBF16PS: one chain in k order; the chains added into acc one after
+ * the other; no DAZ (the VDPBF16PS pair order, step after step, is the first). */
+static float tile_one_chain(float acc, const uint16_t a[32], const uint16_t b[32]) {
+    for (int k = 0; k < 32; k += 2) acc = gck_kdot2_sdm(acc, a[k + 1], b[k + 1], a[k], b[k]);
+    return acc;
+}
+static float tile_chains_into_acc(float acc, const uint16_t a[32], const uint16_t b[32]) {
+    float chain[2] = {0, 0};
+    for (int k = 0; k < 32; k++) chain[k % 2] = pair_step(chain[k % 2], a[k], b[k]);
+    return flush_step(flush_step(acc, chain[0]), chain[1]);
+}
+static float tile_no_daz(float acc, const uint16_t a[32], const uint16_t b[32]) {
+    float chain[2] = {0, 0};
+    for (int k = 0; k < 32; k++)
+        chain[k % 2] = fmaf(gck_bf16_to_float(a[k]), gck_bf16_to_float(b[k]), chain[k % 2]);
+    return acc + (chain[0] + chain[1]);
+}
+/* This file's emulation of the tile step, for the probe. */
+static float tile_emulated(float acc, const uint16_t a[32], const uint16_t b[32]) {
+    float chain[2] = {0, 0};
+    for (int k = 0; k < 32; k++) chain[k % 2] = pair_step(chain[k % 2], a[k], b[k]);
+    return flush_step(acc, (double)flush_step(chain[0], chain[1]));
 }
 static uint16_t cvt_truncating(float x) { return (uint16_t)(gck_bf16_from_float(x) & 0xfffe); }
 static float f16_to_f32_sw(uint16_t h) { return gck_f16_to_float(h); }
@@ -497,6 +562,12 @@ Test(kernels, instructions_conform_to_their_documentation) {
     cr_expect(strstr(why, "odd pair") != NULL, "%s", why);
     cr_expect(!gck_kprobe_dot2(dot_one_rounding, why, sizeof why));
     cr_expect(!gck_kprobe_dot2(dot_no_daz, why, sizeof why));
+    cr_expect(gck_kprobe_tile(gck_ktile_sdm, why, sizeof why), "%s", why);
+    cr_expect(gck_kprobe_tile(tile_emulated, why, sizeof why), "%s", why);
+    cr_expect(!gck_kprobe_tile(tile_one_chain, why, sizeof why));
+    cr_expect(strstr(why, "two chains") != NULL, "%s", why);
+    cr_expect(!gck_kprobe_tile(tile_chains_into_acc, why, sizeof why));
+    cr_expect(!gck_kprobe_tile(tile_no_daz, why, sizeof why));
     cr_expect(!gck_kprobe_cvtneps2bf16(cvt_truncating, why, sizeof why));
     cr_expect(gck_kprobe_f16c(f16_to_f32_sw, f16_from_f32_sw, why, sizeof why), "%s", why);
     cr_expect(!gck_kprobe_f16c(f16_to_f32_sw, f16_from_f32_chopped, why, sizeof why));
@@ -507,6 +578,11 @@ Test(kernels, instructions_conform_to_their_documentation) {
         ran += 2;
     } else
         printf("[kernels] VDPBF16PS and VCVTNEPS2BF16 not probed: the CPU lacks %s\n", missing);
+    if (gck_kpath_cpu_has(GCK_KPATH_AMX, &missing)) {
+        cr_expect(gck_kprobe_tile(gck_ktile_hw, why, sizeof why), "%s", why);
+        ran++;
+    } else
+        printf("[kernels] TDPBF16PS not probed: the CPU lacks %s\n", missing);
     if (gck_kpath_cpu_has(GCK_KPATH_AVX2, &missing)) {
         cr_expect(gck_kprobe_f16c(gck_kf16_to_f32_hw, gck_kf16_from_f32_hw, why, sizeof why), "%s",
                   why);
@@ -746,7 +822,7 @@ Test(kernels, the_int8_gemm_is_exact_on_every_path, .timeout = 120) {
     static const int64_t ms[] = {1, 5, 6, 7, 13, 200}, ns[] = {1, 63, 64, 65, 130, 1090},
                          ks[] = {0, 1, 3, 4, 5, 67, 511, 512, 513, 2051};
     uint64_t z = 0x1a2b3c;
-    int cases = 0;
+    int cases = 0, on[GCK_IPATH_COUNT] = {0};
     printf("[kernels] int8 GEMM here: %s\n", gck_igemm_path(false));
     for (size_t mi = 0; mi < sizeof ms / sizeof *ms; mi++)
         for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++)
@@ -766,12 +842,15 @@ Test(kernels, the_int8_gemm_is_exact_on_every_path, .timeout = 120) {
                 }
                 for (int64_t e = 0; e < ldc * m; e++)
                     start[e] = (int32_t)(e * 7919 % 100003) - 50000;
-                for (int v = 0; v < 8; v++) {
-                    bool portable = v & 1, acc = v & 2;
+                for (int v = 0; v < 4 * GCK_IPATH_COUNT; v++) {
+                    gck_ipath path = (gck_ipath)(v / 4);
+                    bool acc = v & 1;
+                    if (!gck_ipath_supported(path)) continue;
                     memcpy(C, start, sizeof(int32_t) * (size_t)(ldc * m));
+                    bool portable = path == GCK_IPATH_PORTABLE; /* the public flag */
                     gck_igemm_args g = {m,   n, k,   A,   lda,           B,
-                                        ldb, C, ldc, acc, v & 4 ? 2 : 1, portable};
-                    cr_assert(gck_igemm_s8(&g));
+                                        ldb, C, ldc, acc, v & 2 ? 2 : 1, portable};
+                    cr_assert(portable ? gck_igemm_s8(&g) : gck_igemm_s8_on(&g, path));
                     for (int64_t i = 0; i < m; i++)
                         for (int64_t j = 0; j < ldc; j++) {
                             int64_t want = j >= n ? start[i * ldc + j]
@@ -780,13 +859,15 @@ Test(kernels, the_int8_gemm_is_exact_on_every_path, .timeout = 120) {
                             cr_assert_eq(C[i * ldc + j], want,
                                          "m %lld n %lld k %lld (%lld, %lld) %s acc %d",
                                          (long long)m, (long long)n, (long long)k, (long long)i,
-                                         (long long)j, gck_igemm_path(portable), acc);
+                                         (long long)j, gck_ipath_name(path), acc);
                         }
-                    cases++;
+                    cases++, on[path]++;
                 }
                 free(A), free(B), free(C), free(start);
             }
-    printf("[kernels] int8 GEMM: %d products equal to int64 sums element by element\n", cases);
+    printf("[kernels] int8 GEMM: %d products equal to int64 sums element by element (portable %d, "
+           "avx512vnni %d, amx %d)\n",
+           cases, on[GCK_IPATH_PORTABLE], on[GCK_IPATH_VNNI], on[GCK_IPATH_AMX]);
 }
 
 /* At the largest k the extremes sum to ±2^30 and nearby, exactly; one more k, a negative size or

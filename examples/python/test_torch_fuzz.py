@@ -36,9 +36,21 @@ def _beta0(f):
     return " beta=0 " in f.case
 
 
+def _cpu_has_amx():
+    try:
+        return " amx_tile " in open("/proc/cpuinfo").read().replace("\n", " ")
+    except OSError:
+        return False
+
+
+AMX = _cpu_has_amx()
+
 # The defects of PyTorch < 2.1 on the CPU that the campaigns find (docs/DEVIATIONS.md): name,
 # and which findings they explain (function, type, finding).
 KNOWN = [
+    ("bf16 GEMMs die with SIGILL on a CPU with AMX: a generated TDPBF16PS without a tile "
+     "configuration (oneDNN inside PyTorch 1.13; docs/DEVIATIONS.md)",
+     lambda fn, t, f: AMX and t == "bf16" and f.kind == "crash" and "signal 4" in f.cause),
     ("baddbmm with beta = 0 keeps NaN and Inf of C or of the uninitialised output (pytorch#96037; "
      "fixed in 2.1)",
      lambda fn, t, f: fn == "baddbmm" and _beta0(f) and

@@ -16,8 +16,9 @@
  * a fused multiply-add (inputs first rounded to the compute format), then alpha times the sum,
  * plus beta times c, each rounded to the compute format, and one rounding to D's format. It is
  * gck_ref_gemm's model {compute, fma, round_inputs, scale_compute = compute}, and every path
- * gives the same bits as that reference on every thread count, with one exception: bf16 x bf16
- * in f32 on the avx512bf16 path adds the products in pairs with VDPBF16PS (gck_gemm_pair_dot).
+ * gives the same bits as that reference on every thread count, with two exceptions: bf16 x bf16
+ * in f32 on the avx512bf16 path adds the products in pairs with VDPBF16PS (gck_gemm_pair_dot),
+ * and on the amx path in tile steps of 32 with TDPBF16PS (gck_gemm_tile_dot).
  *
  * Thread-safe: calls may run concurrently from any number of threads. */
 #ifndef GEMMCHECK_KERNELS_H
@@ -42,6 +43,8 @@ typedef enum gck_kpath {
     GCK_KPATH_AVX2,       /**< AVX2 and FMA */
     GCK_KPATH_AVX512,     /**< AVX-512F (F16C for f16 inputs) */
     GCK_KPATH_AVX512BF16, /**< AVX-512F with VDPBF16PS for bf16 x bf16 in f32 (DAZ, FTZ) */
+    GCK_KPATH_AMX,        /**< AVX-512F with Intel AMX tiles (TDPBF16PS) for bf16 x bf16 in f32
+                               (DAZ, FTZ; gck_gemm_tile_dot) */
     GCK_KPATH_COUNT
 } gck_kpath;
 
@@ -55,10 +58,17 @@ GCK_API bool gck_kpath_supported(gck_kpath p, char *why, size_t why_len);
  *  path, else the last supported one in the list above (the widest instruction set). */
 GCK_API gck_kpath gck_kpath_auto(void);
 
+/** Whether gemmcheck asks Linux for the AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM, which the
+ *  amx path and the int8 GEMM's AMX kernel need) when GEMMCHECK_AMX is unset; GEMMCHECK_AMX=1
+ *  asks and 0 never does, whatever this says. It asks by default. The permission is the whole
+ *  process's and cannot be given back, so the gemmcheck tool's workers that call another library
+ *  do not ask (that library then runs as in its users' programs, where AMX code that did not ask
+ *  faults); call this before the first gck_gemm or gck_kpath_* call to choose for a process. */
+GCK_API void gck_kernels_amx_default(bool ask);
 /** Whether the environment variable GEMMCHECK_KERNELS_PATH is unset, or names a path this build
- *  and this CPU can run; if not, why (into why). The kernels read any other value as unset (the
- *  automatic choice); the command line refuses one (exit 2), so that a campaign meant for one
- *  path never quietly runs another. */
+ *  and this CPU can run, and GEMMCHECK_AMX is unset, 0 or 1; if not, why (into why). The kernels
+ * read any other value as unset (the automatic choice); the command line refuses one (exit 2), so
+ * that a campaign meant for one path never quietly runs another. */
 GCK_API bool gck_kpath_env_ok(char *why, size_t why_len);
 
 /** The classes of inputs whose rates the automatic choice compares: f64 (f64 compute), f32 (f32
@@ -153,8 +163,9 @@ GCK_API gck_gemm_arg gck_gemm(const gck_case *c, const void *A, const void *B, c
 /** The arithmetic model gck_gemm declares on a path (GCK_KPATH_AUTO: the one it resolves to) for
  *  the input types and the compute type (f32 or f64): what the kernels backend's support-table
  *  rows state and the checker holds it to. It is the FMA model of this header's introduction,
- *  except for bf16 x bf16 in f32 on a path with the pair dot product (gck_gemm_pair_dot), which
- *  also declares denormal inputs read as zero and denormal sums flushed. */
+ *  except for bf16 x bf16 in f32 on a path with the pair dot product (gck_gemm_pair_dot) or the
+ *  tile dot product (gck_gemm_tile_dot), which also declares denormal inputs read as zero and
+ *  denormal sums flushed. */
 GCK_API gck_model gck_gemm_model(gck_kpath path, gck_format type_a, gck_format type_b,
                                  gck_format compute);
 
@@ -164,6 +175,16 @@ GCK_API gck_model gck_gemm_model(gck_kpath path, gck_format type_a, gck_format t
  *  nearest even, denormal inputs read as zero, denormal results flushed to zero (tininess after
  *  rounding), an odd K padded with +0 * +0 (docs/KERNELS.md). */
 GCK_API bool gck_gemm_pair_dot(gck_kpath path, gck_format type_a, gck_format type_b,
+                               gck_format compute);
+
+/** Whether gck_gemm runs these types on the path's AMX tile dot product (amx, bf16 x bf16, f32
+ *  compute), TDPBF16PS's documented arithmetic: K padded with zeros to a multiple of 32 and taken
+ *  in steps of 32 from k = 0; in each step two FP32 chains start at +0, one taking the products of
+ *  the step's even k in ascending order, the other those of its odd k, each an FP32 fused
+ *  multiply-add rounded to nearest even; then s = even + odd and acc = acc + s, each rounded to
+ *  nearest even; denormal inputs (the bf16 factors and acc) read as zero, denormal results
+ *  flushed to a zero of their sign (docs/KERNELS.md). */
+GCK_API bool gck_gemm_tile_dot(gck_kpath path, gck_format type_a, gck_format type_b,
                                gck_format compute);
 
 /* ---- the int8 GEMM ---------------------------------------------------------------------------
@@ -185,15 +206,16 @@ typedef struct gck_igemm_args {
     int64_t ldc;
     bool accumulate; /**< add to C (the caller keeps C + the sum within int32) */
     int threads;     /**< 0: one per online core, while each has work enough */
-    bool portable;   /**< the C loop even where VPDPBUSD runs (tests) */
+    bool portable;   /**< the C loop even where AMX or VPDPBUSD runs (tests) */
 } gck_igemm_args;
 
 /** The product, exact: every partial sum is an integer within int32, so the bits do not depend
- *  on the order, the path or the threads. VPDPBUSD (AVX512-VNNI) where the CPU has it, else a C
- *  loop. False, nothing written, for k > GCK_IGEMM_MAX_K, a negative size, a leading dimension
- *  below its line, or out of memory for the packing (then C is partly written). */
+ *  on the order, the path or the threads. AMX tiles (TDPBSSD) where the CPU has AMX-INT8 and Linux
+ *  grants the tile state, else VPDPBUSD (AVX512-VNNI) where the CPU has it, else a C loop. False,
+ * nothing written, for k > GCK_IGEMM_MAX_K, a negative size, a leading dimension below its line, or
+ * out of memory for the packing (then C is partly written). */
 GCK_API bool gck_igemm_s8(const gck_igemm_args *args);
-/** The implementation gck_igemm_s8 runs here: "avx512vnni" or "portable" (always, with
+/** The implementation gck_igemm_s8 runs here: "amx", "avx512vnni" or "portable" (always, with
  *  `portable`). */
 GCK_API const char *gck_igemm_path(bool portable);
 /** gck_igemm_s8's rate here, in GOPS (2 per multiply-add) on one thread: a 192 x 192 x 1024

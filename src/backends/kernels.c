@@ -55,6 +55,8 @@ static void declare_rows(kernels_state *s) {
         row->model = gck_gemm_model(p, row->a, row->b, row->compute);
         if (gck_gemm_pair_dot(p, row->a, row->b, row->compute))
             row->entry = "gck_gemm (VDPBF16PS pairs, odd step first, DAZ, FTZ)";
+        else if (gck_gemm_tile_dot(p, row->a, row->b, row->compute))
+            row->entry = "gck_gemm (TDPBF16PS tiles, even and odd chains per 32 steps, DAZ, FTZ)";
     }
 }
 
@@ -82,7 +84,7 @@ static gck_status kernels_init(void **state, const char *arg, char *msg, size_t 
         free(s);
         return gck_fail(GCK_EINVAL, msg, len,
                         "backend 'kernels:%s': unknown path (kernels:auto, kernels:portable, "
-                        "kernels:avx2, kernels:avx512, kernels:avx512bf16)",
+                        "kernels:avx2, kernels:avx512, kernels:avx512bf16, kernels:amx)",
                         arg);
     }
     declare_rows(s);

@@ -150,6 +150,16 @@ int main(int argc, char **argv) {
         print_version();
         return GCK_EXIT_OK;
     }
+    /* a worker that calls another library does not ask for the AMX tile state (process-wide):
+     * that library runs as in its users' programs */
+    if (strcmp(cmd, "__worker") == 0)
+        for (int i = 2; i + 1 < argc; i++)
+            if (!strcmp(argv[i], "--backend")) {
+                const char *b = argv[i + 1];
+                size_t n = strcspn(b, ":"); /* the backend's name: gemmcheck's own, or not */
+                gck_kernels_amx_default((n == 3 && !strncmp(b, "ref", 3)) ||
+                                        (n == 7 && !strncmp(b, "kernels", 7)));
+            }
     /* a variable that would quietly be read as unset: one line, exit 2 */
     char why[512];
     if (!gck_oracle_env_ok(why, sizeof why) || !gck_kpath_env_ok(why, sizeof why)) {

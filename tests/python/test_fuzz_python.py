@@ -36,6 +36,27 @@ def test_correct_function_is_clean():
     assert r.matrix and r.matrix[0]["types"].startswith("f32")
 
 
+def _cpu_has_amx():
+    try:
+        return " amx_tile " in open("/proc/cpuinfo").read().replace("\n", " ")
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _cpu_has_amx(), reason="the CPU has no AMX: no tile state to ask for")
+def test_a_framework_worker_does_not_hold_the_amx_tile_state(monkeypatch):
+    # gemmcheck's own kernels would ask Linux for the tile state, which is process-wide: in a
+    # worker that runs a framework's code they must not, or AMX code of the framework that forgot
+    # to ask would run there and fault in its users' programs. The backend is wrong only where
+    # its process holds the state; GEMMCHECK_AMX=1 asks, and then the campaign finds it wrong.
+    monkeypatch.delenv("GEMMCHECK_AMX", raising=False)
+    r = gemmcheck.fuzz(pyfns.reports_amx, cases=200, seed=13)
+    assert not [f for f in r.findings if f.kind == "out_of_tolerance"], r.explain()
+    monkeypatch.setenv("GEMMCHECK_AMX", "1")
+    r = gemmcheck.fuzz(pyfns.reports_amx, cases=200, seed=13)
+    assert [f for f in r.findings if f.kind == "out_of_tolerance"], r.explain()
+
+
 def test_planted_bug_found_and_shrunk(gemmcheck_binary):
     r = gemmcheck.fuzz(pyfns.drops_last_k, time=4, seed=12, shrink_time=8)
     assert not r.ok and r.exit_status == 1

@@ -43,6 +43,22 @@ def _wrong_type(a, b, c, alpha, beta):
     return np.zeros(c.shape, np.float64)
 
 
+def amx_granted():
+    """Whether this process holds Linux's AMX tile state (arch_prctl ARCH_GET_XCOMP_PERM, bit 18
+    XTILEDATA); False where the call or the feature does not exist."""
+    bits = ctypes.c_uint64(0)
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(158, 0x1022, ctypes.byref(bits)) != 0:  # SYS_arch_prctl on x86-64
+        return False
+    return bool(bits.value >> 18 & 1)
+
+
+def _reports_amx(a, b, c, alpha, beta):
+    """Correct, unless its process holds the AMX tile state: then every element is off by one."""
+    r = _f64_then_round(a, b, c, alpha, beta)
+    return r + np.float32(1) if amx_granted() else r
+
+
 def _rows():
     return [gemmcheck.Row("f32,f32,f32,f32", "compute=f32", _F32, entry="numpy")]
 
@@ -53,4 +69,5 @@ segfault = gemmcheck.Backend(_segfault, _rows())
 sleeps = gemmcheck.Backend(_sleeps, _rows())
 refuses = gemmcheck.Backend(_refuses, _rows())
 wrong_type = gemmcheck.Backend(_wrong_type, _rows())
+reports_amx = gemmcheck.Backend(_reports_amx, _rows(), name="off by one where AMX is granted")
 not_a_backend = _f64_then_round
