@@ -226,6 +226,17 @@ typedef struct ig_buffers {
     int32_t *sum;
 } ig_buffers;
 
+/* An edge tile computed into t (leading dimension ldt): its mr x nr part stored into C at
+ * (i0, j0), or added. */
+static void edge_into_c(const gck_igemm_args *g, const int32_t *t, int64_t ldt, int64_t i0,
+                        int64_t mr, int64_t j0, int64_t nr, bool add) {
+    for (int64_t r = 0; r < mr; r++)
+        for (int64_t j = 0; j < nr; j++) {
+            int32_t *c = &g->C[(i0 + r) * g->ldc + j0 + j];
+            *c = add ? *c + t[r * ldt + j] : t[r * ldt + j];
+        }
+}
+
 /* One tile at (i0, j0) of mr x nr: in place when whole, else through a buffer. */
 static void one_tile(const gck_igemm_args *g, int64_t kq, const uint8_t *pa, const int8_t *pb,
                      const int32_t *sum, int64_t i0, int64_t mr, int64_t j0, int64_t nr, bool add) {
@@ -235,11 +246,7 @@ static void one_tile(const gck_igemm_args *g, int64_t kq, const uint8_t *pa, con
     }
     int32_t t[IG_MR * IG_NR];
     tile(kq, pa, pb, sum, t, IG_NR, false);
-    for (int64_t r = 0; r < mr; r++)
-        for (int64_t j = 0; j < nr; j++) {
-            int32_t *c = &g->C[(i0 + r) * g->ldc + j0 + j];
-            *c = add ? *c + t[r * IG_NR + j] : t[r * IG_NR + j];
-        }
+    edge_into_c(g, t, IG_NR, i0, mr, j0, nr, add);
 }
 
 /* Columns [j0, j1) of C with the packed blocks in buf. */
@@ -303,10 +310,7 @@ static void amx_cols(const gck_igemm_args *g, int64_t j0, int64_t j1, ig_buffers
                         }
                         int32_t t[AMX_MR * AMX_MR];
                         gck_kamx_i8_tile(ka / 64, a, ka, b, IG_NR * 4, t, AMX_MR, false);
-                        for (int64_t r = 0; r < mr; r++)
-                            for (int64_t j = 0; j < nr; j++)
-                                c[r * g->ldc + j] =
-                                    add ? c[r * g->ldc + j] + t[r * AMX_MR + j] : t[r * AMX_MR + j];
+                        edge_into_c(g, t, AMX_MR, ic + ir, mr, jc + jr, nr, add);
                     }
             }
         }

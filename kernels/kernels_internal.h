@@ -157,8 +157,9 @@ const char *gck_ipath_name(gck_ipath p);
 /** gck_igemm_s8 on one implementation (its `portable` ignored); false when the CPU lacks it. */
 bool gck_igemm_s8_on(const gck_igemm_args *g, gck_ipath path);
 
-/** Whether the int8 GEMM can run on AMX tiles here: AMX-TILE, AMX-INT8 (and AVX512-VNNI, for the
- *  packing it shares with the VNNI kernel), and Linux's permission (ukernel_amx.c). */
+/** Whether the CPU has AMX-TILE and AMX-INT8 and Linux grants the tile state (ukernel_amx.c); the
+ *  int8 GEMM's AMX kernel also needs AVX512-VNNI, for the packing it shares with the VNNI kernel
+ *  (igemm.c checks it). */
 bool gck_kamx_int8(void);
 /** C (32 x 32 int32, row-major at c, ldc; loaded first when add, else from zero) += the exact
  *  products of A (32 rows of signed bytes at a, sa bytes apart, 64 per step) and B (a row of 4

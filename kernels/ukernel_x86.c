@@ -14,6 +14,15 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 
+/* What an AVX-512 path needs besides its own instructions, or NULL. */
+static const char *avx512_lacks(void) {
+    if (!__builtin_cpu_supports("avx512f")) return "AVX-512F";
+    if (!__builtin_cpu_supports("f16c")) return "F16C";
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
+        return "AVX2 and FMA (for the in-place kernels)";
+    return NULL;
+}
+
 bool gck_kpath_cpu_has(gck_kpath p, const char **missing) {
     __builtin_cpu_init();
     *missing = NULL;
@@ -26,28 +35,18 @@ bool gck_kpath_cpu_has(gck_kpath p, const char **missing) {
         else if (!__builtin_cpu_supports("f16c"))
             *missing = "F16C";
         break;
-    case GCK_KPATH_AMX: {
-        /* GCC's CPU model reads AMX as present only where XCR0 enables the tile state */
-        const char *refused;
-        if (!__builtin_cpu_supports("amx-tile") || !__builtin_cpu_supports("amx-bf16"))
-            *missing = "AMX-TILE and AMX-BF16";
-        else if (!gck_kamx_permit(&refused))
-            *missing = refused;
-    }
-        goto avx512;
+    case GCK_KPATH_AVX512: *missing = avx512_lacks(); break;
     case GCK_KPATH_AVX512BF16:
-        if (!__builtin_cpu_supports("avx512bf16")) *missing = "AVX512-BF16";
-        /* fall through */
-    avx512:
-    case GCK_KPATH_AVX512:
-        if (*missing)
-            break;
-        else if (!__builtin_cpu_supports("avx512f"))
-            *missing = "AVX-512F";
-        else if (!__builtin_cpu_supports("f16c"))
-            *missing = "F16C";
-        else if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
-            *missing = "AVX2 and FMA (for the in-place kernels)";
+        if (!(*missing = avx512_lacks()) && !__builtin_cpu_supports("avx512bf16"))
+            *missing = "AVX512-BF16";
+        break;
+    case GCK_KPATH_AMX:
+        /* GCC's CPU model reads AMX as present only where XCR0 enables the tile state; Linux's
+         * permission is asked for last, only where the CPU has everything else */
+        if (!(*missing = avx512_lacks()) &&
+            (!__builtin_cpu_supports("amx-tile") || !__builtin_cpu_supports("amx-bf16")))
+            *missing = "AMX-TILE and AMX-BF16";
+        if (!*missing) gck_kamx_permit(missing);
         break;
     default: *missing = "an instruction set this build knows"; break;
     }
