@@ -176,8 +176,8 @@ static int64_t clamp_to(int64_t v, int64_t lo, int64_t hi, int64_t multiple) {
     return v / multiple * multiple;
 }
 
-/* test limits (gck_kernels_limit); 0: none */
-static int64_t limit_w, limit_nc, limit_l2;
+/* test limits (gck_kernels_limit, gck_kernels_limit_l1); 0: none */
+static int64_t limit_w, limit_nc, limit_l2, limit_l1;
 
 void gck_kernels_limit(int64_t w_bytes, int64_t nc, int64_t l2_bytes) {
     limit_w = w_bytes;
@@ -185,8 +185,10 @@ void gck_kernels_limit(int64_t w_bytes, int64_t nc, int64_t l2_bytes) {
     limit_l2 = l2_bytes;
 }
 
+void gck_kernels_limit_l1(int64_t l1_bytes) { limit_l1 = l1_bytes; }
+
 gck_blocking gck_kernels_blocking(int es, int mr, int nr) {
-    int64_t l1 = cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 32768);
+    int64_t l1 = limit_l1 > 0 ? limit_l1 : cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 32768);
     int64_t l2 = l2_size();
     /* a B sliver of KC steps in half of L1 (the A slivers stream through the other half); an
      * MC x KC block of A in half of L2; a panel of B of NC columns packed a KC block at a time

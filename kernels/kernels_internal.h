@@ -207,6 +207,12 @@ gck_blocking gck_kernels_blocking(int elem_bytes, int mr, int nr);
  *  runs. */
 void gck_kernels_limit(int64_t w_bytes, int64_t nc, int64_t l2_bytes);
 
+/** For tests: l1_bytes of L1 data cache for the blocking (0: the machine's), so that KC, taken
+ *  from it, is small and products of small K cross it (the sanitizer build's tests, where each
+ *  multiply-add of the reference evaluation costs tens of nanoseconds). Set it while no call
+ *  runs. */
+void gck_kernels_limit_l1(int64_t l1_bytes);
+
 /** For tests: how many jobs (one batch member of one thread's share) so far read an operand in
  *  place with the kernels on unpacked operands, over all calls. */
 long gck_kernels_sup_jobs(void);

@@ -629,11 +629,21 @@ static void weight_range(gck_ozaki *o, int64_t la, int64_t lb) {
  * the tails' partners were then copied out as doubles), whose first touches (zeroing huge pages)
  * made bench_floor's tails pass 0.13-0.19 s at 2048^3 on a Zen 5 against 0.01-0.05 s on f64
  * slices, with as many tails or fewer; the partners are now read in place, and memory is kept
- * between calls (bigmem.h), but the price stands (not measured again since); priced at
- * INT8_TAILS f64 multiply-adds for each value of op(A), op(B) and the product, which keeps f16
- * and bf16 on f64 slices and f32 on 5 x 5 residues with their 1,236 tails rather than 7 x 7
- * without (0.45 s against 0.43-0.63 s there). */
+ * between calls (bigmem.h); priced at INT8_TAILS f64 multiply-adds for each value of op(A), op(B)
+ * and the product while the process keeps too little memory for them (tails_memory_kept), which
+ * keeps f16 and bf16 on f64 slices and f32 on 5 x 5 residues with their 1,236 tails rather than
+ * 7 x 7 without (0.45 s against 0.43-0.63 s there). */
 #define INT8_TAILS 200.0
+
+/* Whether the blocks this process keeps (bigmem.h) hold the int8 plans' arrays: four doubles an
+ * element of every product (the terms and the tails' sums), so that summing the tails ahead
+ * touches no fresh page and INT8_TAILS does not apply. On the Intel Xeon with AMX at 2048^3 (f16,
+ * 1,794 + 1,781 tails on 3 x 3 slices) the kept blocks brought the tails pass to 0.009 s and
+ * the plan to 0.170 s, against 0.254 s for the 4 x 4 slices without tails that the fresh-memory
+ * price chose (bench_floor, docs/PERFORMANCE.md). */
+static bool tails_memory_kept(const gck_ozaki *o) {
+    return (double)gck_big_kept() >= 32.0 * (double)o->pairs * (double)o->m * (double)o->n;
+}
 
 /* The bits the residues must tell apart on SA x SB slices: P > 4·|X| for |X| < K·2^(7·(SA+SB)). */
 static int res_bits(int sa, int sb, int64_t k) {
@@ -666,7 +676,7 @@ static void choose_slices(gck_ozaki *o, const int64_t *ha, const int64_t *hb, do
             double c = gemms * weight * mnk + passes * pass * mn + operands +
                        (o->int8 && !o->res ? TAIL_COST_INT8 : TAIL_COST) * (double)o->pairs *
                            ((double)o->n * (double)ta + (double)o->m * (double)tb);
-            if (o->int8 && ta + tb) /* the tails' arrays on fresh memory (INT8_TAILS) */
+            if (o->int8 && ta + tb && !tails_memory_kept(o)) /* on fresh memory (INT8_TAILS) */
                 c += INT8_TAILS * (double)o->pairs *
                      ((double)o->k * (double)(o->m + o->n) + (double)o->m * (double)o->n);
             if (c < *cost) *cost = c, o->sa = sa, o->sb = sb;

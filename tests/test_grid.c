@@ -1,6 +1,7 @@
-/* The fixed grid of 2,000 cases per backend (500 under the sanitizers) gives zero findings on
- * correct libraries: ref, gemmcheck's own kernels on every path, OpenBLAS, BLIS, netlib through
- * cblas:, its ILP64 build through cblas64:, and ATLAS.
+/* The fixed grid of 2,000 cases per backend (under the sanitizers 500 on ref, 250 on the other
+ * libraries, 125 on each of the kernels' paths) gives zero findings on correct libraries: ref,
+ * gemmcheck's own kernels on every path, OpenBLAS, BLIS, netlib through cblas:, its ILP64 build
+ * through cblas64:, and ATLAS.
  * Every case runs in a forked worker, so a crash is a finding, not the end of the test. */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -13,12 +14,18 @@
 #include "wire.h"
 
 #ifdef GCK_TEST_SANITIZED
-/* Under the sanitizers the point is gemmcheck's own memory safety (supervisor, worker, checker),
- * which a quarter of the grid exercises on every backend; the whole grid runs in the normal
- * build. This keeps CI within its time. */
-#define GRID_CASES 500
+/* Under the sanitizers the point is gemmcheck's own memory safety (supervisor, worker, checker,
+ * each backend's calls), which a quarter of the grid exercises on ref and an eighth on each
+ * library; each of the kernels' paths runs a sixteenth (their own memory safety is
+ * test_kernels' under the sanitizers, every path bit for bit). The whole grid runs in the normal
+ * build. At 500 cases on every backend this test took six minutes on a CPU with five paths. */
+#define REF_CASES  500
+#define GRID_CASES 250
+#define PATH_CASES 125
 #else
+#define REF_CASES  2000
 #define GRID_CASES 2000
+#define PATH_CASES 2000
 #endif
 
 /* BLIS 0.9 reads past the end of its operands on some edge cases (docs/DEVIATIONS.md): the
@@ -38,8 +45,7 @@ static bool is_blis_overread(const char *backend, const gck_spec *s, const gck_i
     return passes;
 }
 
-static void run_grid(const char *spec) {
-    const uint64_t cases = GRID_CASES;
+static void run_grid_of(const char *spec, uint64_t cases) {
     gck_backend be;
     char msg[1024];
     gck_status st = gck_backend_open(&be, spec, msg, sizeof msg);
@@ -102,14 +108,16 @@ static void run_grid(const char *spec) {
     free(copy);
 }
 
-Test(grid, ref_gives_zero_findings, .timeout = 1200) { run_grid("ref"); }
+static void run_grid(const char *spec) { run_grid_of(spec, GRID_CASES); }
+
+Test(grid, ref_gives_zero_findings, .timeout = 1200) { run_grid_of("ref", REF_CASES); }
 /* gemmcheck's own GEMM, on every path (one this CPU lacks is reported as skipped, with why) */
 static void run_kernels_grid(gck_kpath p) {
     char why[256], spec[64];
     if (!gck_kpath_supported(p, why, sizeof why))
         cr_skip_test("path %s cannot run here: %s", gck_kpath_name(p), why);
     snprintf(spec, sizeof spec, "kernels:%s", gck_kpath_name(p));
-    run_grid(spec);
+    run_grid_of(spec, PATH_CASES);
 }
 Test(grid, kernels_portable_gives_zero_findings, .timeout = 1200) {
     run_kernels_grid(GCK_KPATH_PORTABLE);

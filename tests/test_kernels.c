@@ -232,11 +232,19 @@ Test(kernels, every_path_gives_the_bits_of_its_declared_model, .timeout = 1200) 
 }
 
 #ifdef GCK_TEST_SANITIZED
+/* Fewer elements: K across KC's edges (1,025-2,051 where 48 KiB of L1 make KC 512) made the two
+ * tests after next take 6 and 9 minutes under the sanitizers on a CPU with five paths. The skinny
+ * shapes take KC from an L1 of 6 KiB (64 steps), the same edges at a tenth of the work; the row
+ * chunks (whose MC grows as KC shrinks) run a third of their cases, each K edge twice. */
 #define BIG_ELEMENTS 200000
 #define LANES        100000
+#define TEST_L1      6144
+#define CHUNK_CASES  10
 #else
 #define BIG_ELEMENTS 26000000 /* per path: over 10^8 on a CPU with all four paths */
 #define LANES        1000000
+#define TEST_L1      0 /* the machine's */
+#define CHUNK_CASES  30
 #endif
 
 /* The spec with shape m x n x k, one batch member and padded leading dimensions (from i), on a
@@ -303,7 +311,7 @@ Test(kernels, row_chunks_panels_and_k_blocks_keep_the_tree, .timeout = 1800) {
     for (int p = GCK_KPATH_AUTO + 1; p < GCK_KPATH_COUNT; p++) {
         if (!gck_kpath_supported((gck_kpath)p, NULL, 0)) continue;
         int64_t elements = 0, cases = 0;
-        for (uint64_t i = 0; i < 30; i++) {
+        for (uint64_t i = 0; i < CHUNK_CASES; i++) {
             gck_kernels_limit(1, i % 2 ? 24 : 36, 0); /* R = MC; NC = 2 or 3 tiles of 12 */
             gck_spec s;
             grid_spec(i * 104729 + 7, rows, nrows, &s);
@@ -383,6 +391,7 @@ Test(kernels, skinny_shapes_read_in_place_keep_the_tree, .timeout = 1800) {
     gck_backend be;
     const gck_support_row *rows;
     size_t nrows = open_kernels(&be, &rows);
+    gck_kernels_limit_l1(TEST_L1);
     for (int p = GCK_KPATH_AUTO + 1; p < GCK_KPATH_COUNT; p++) {
         if (!gck_kpath_supported((gck_kpath)p, NULL, 0)) continue;
         long before = gck_kernels_sup_jobs(), lanes_before = gck_kernels_lane_jobs();

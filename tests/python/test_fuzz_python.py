@@ -58,7 +58,7 @@ def test_a_framework_worker_does_not_hold_the_amx_tile_state(monkeypatch):
 
 
 def test_planted_bug_found_and_shrunk(gemmcheck_binary):
-    r = gemmcheck.fuzz(pyfns.drops_last_k, time=4, seed=12, shrink_time=8)
+    r = gemmcheck.fuzz(pyfns.drops_last_k, time=4, seed=12, shrink_time=40)
     assert not r.ok and r.exit_status == 1
     f = [f for f in r.findings if f.kind == "out_of_tolerance"][0]
     assert f.minimal, "the shrinker returned no smaller case"
