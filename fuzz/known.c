@@ -71,16 +71,13 @@ static entry *push(gck_known *k) {
 /* Compile field i's pattern; the backend and the type tuple match whole. */
 static bool set_re(entry *e, int i, const char *pat, char *msg, size_t len) {
     bool whole = i == F_BACKEND || i == F_TYPES;
-    size_t n = strlen(pat) + 5;
+    size_t n = strlen(pat) + 5; /* "^(" ")$" and the terminator */
     char *buf = malloc(n);
     if (!buf) {
         snprintf(msg, len, "%s: out of memory", e->where);
         return false;
     }
-    if (whole)
-        snprintf(buf, n, "^(%s)$", pat);
-    else
-        memcpy(buf, pat, n - 4);
+    snprintf(buf, n, whole ? "^(%s)$" : "%s", pat);
     int rc = regcomp(&e->re[i], buf, REG_EXTENDED | REG_NOSUB);
     free(buf);
     if (rc) {

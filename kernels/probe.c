@@ -188,6 +188,11 @@ static const tile_case tile_cases[] = {
      "k = 30 and 31 belong to the step"},
 };
 
+/* A bf16 value with its exponent moved into [2^-20, 2^20) (sign and fraction kept). */
+static uint16_t exponent_near_one(uint16_t h) {
+    return (uint16_t)((h & 0x807f) | (uint16_t)((107 + (h >> 7 & 0xff) % 40) << 7));
+}
+
 bool gck_kprobe_tile(gck_ktile_fn f, char *why, size_t len) {
     uint16_t a[GCK_AMX_KSTEP], b[GCK_AMX_KSTEP];
     for (size_t i = 0; i < sizeof tile_cases / sizeof tile_cases[0]; i++) {
@@ -210,10 +215,7 @@ bool gck_kprobe_tile(gck_ktile_fn f, char *why, size_t len) {
         for (int k = 0; k < GCK_AMX_KSTEP; k++) a[k] = probe_bf16(&s), b[k] = probe_bf16(&s);
         if (i % 2) /* half of them cancel: every product of the step in [2^-40, 2^40] */
             for (int k = 0; k < GCK_AMX_KSTEP; k++) {
-                a[k] =
-                    (uint16_t)((a[k] & 0x807f) | (uint16_t)((107 + (a[k] >> 7 & 0xff) % 40) << 7));
-                b[k] =
-                    (uint16_t)((b[k] & 0x807f) | (uint16_t)((107 + (b[k] >> 7 & 0xff) % 40) << 7));
+                a[k] = exponent_near_one(a[k]), b[k] = exponent_near_one(b[k]);
                 acc = (float)(probe_rand(&s) % 2001) - 1000.0f;
             }
         float got = f(acc, a, b), want = gck_ktile_sdm(acc, a, b);

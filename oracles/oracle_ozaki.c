@@ -657,6 +657,7 @@ static void choose_slices(gck_ozaki *o, const int64_t *ha, const int64_t *hb, do
     if (maxa > OZ_MAX_BITS / o->beta) maxa = OZ_MAX_BITS / o->beta;
     if (maxb > OZ_MAX_BITS / o->beta) maxb = OZ_MAX_BITS / o->beta;
     double mn = (double)o->m * (double)o->n * (double)o->pairs, mnk = mn * (double)o->k;
+    bool fresh = o->int8 && !tails_memory_kept(o); /* the tails' memory priced (INT8_TAILS) */
     *cost = INFINITY;
     for (int sa = 1; sa <= maxa; sa++)
         for (int sb = 1; sb <= maxb; sb++) {
@@ -676,7 +677,7 @@ static void choose_slices(gck_ozaki *o, const int64_t *ha, const int64_t *hb, do
             double c = gemms * weight * mnk + passes * pass * mn + operands +
                        (o->int8 && !o->res ? TAIL_COST_INT8 : TAIL_COST) * (double)o->pairs *
                            ((double)o->n * (double)ta + (double)o->m * (double)tb);
-            if (o->int8 && ta + tb && !tails_memory_kept(o)) /* on fresh memory (INT8_TAILS) */
+            if (fresh && ta + tb)
                 c += INT8_TAILS * (double)o->pairs *
                      ((double)o->k * (double)(o->m + o->n) + (double)o->m * (double)o->n);
             if (c < *cost) *cost = c, o->sa = sa, o->sb = sb;

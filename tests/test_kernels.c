@@ -268,6 +268,13 @@ static int64_t compare_shape(gck_spec *s, gck_kpath path, uint64_t i, int64_t m,
     return got;
 }
 
+/* Whether the path runs bf16 x bf16 in f32 on a tree of its own (the pair or the tile dot
+ * product). */
+static bool has_bf16_tree(gck_kpath p) {
+    return gck_gemm_pair_dot(p, GCK_BF16, GCK_BF16, GCK_F32) ||
+           gck_gemm_tile_dot(p, GCK_BF16, GCK_BF16, GCK_F32);
+}
+
 /* Large shapes on every supported path: M and N from 1 to a few hundred (across every register
  * tile and cache block edge), K across the pair and KC edges, every type tuple, layout and value
  * distribution of the grid, 1 and 2 threads; at least BIG_ELEMENTS elements of D per path, each
@@ -284,8 +291,7 @@ Test(kernels, every_path_meets_its_tree_on_large_shapes, .timeout = 1800) {
             gck_spec s;
             grid_spec(i * 7919 + 13, rows, nrows, &s);
             gck_case *c = &s.c;
-            if (i % 2 == 0 && (gck_gemm_pair_dot((gck_kpath)p, GCK_BF16, GCK_BF16, GCK_F32) ||
-                               gck_gemm_tile_dot((gck_kpath)p, GCK_BF16, GCK_BF16, GCK_F32))) {
+            if (i % 2 == 0 && has_bf16_tree((gck_kpath)p)) {
                 c->type_a = c->type_b = GCK_BF16; /* half the cases on the pair or tile tree */
                 c->compute = c->scale_type = GCK_F32;
             }
@@ -316,8 +322,7 @@ Test(kernels, row_chunks_panels_and_k_blocks_keep_the_tree, .timeout = 1800) {
             gck_spec s;
             grid_spec(i * 104729 + 7, rows, nrows, &s);
             gck_case *c = &s.c;
-            if (i % 3 == 0 && (gck_gemm_pair_dot((gck_kpath)p, GCK_BF16, GCK_BF16, GCK_F32) ||
-                               gck_gemm_tile_dot((gck_kpath)p, GCK_BF16, GCK_BF16, GCK_F32))) {
+            if (i % 3 == 0 && has_bf16_tree((gck_kpath)p)) {
                 c->type_a = c->type_b = GCK_BF16; /* a third on the pair or tile tree */
                 c->compute = c->scale_type = GCK_F32;
             }
