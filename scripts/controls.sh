@@ -107,10 +107,29 @@ for line in open(known_path):
     line = line.split("#", 1)[0].split()
     if line:
         known.append(line)  # library-regex kind [types=REGEX] [overread] [concurrent]
+def repro(case, *flags):
+    return subprocess.run([gck, "repro", "--backend", backend, *flags, case],
+                          capture_output=True, text=True)
 def passes(case, *flags):
-    p = subprocess.run([gck, "repro", "--backend", backend, *flags, case], capture_output=True)
-    return p.returncode == 0
-def documented(f):
+    return repro(case, *flags).returncode == 0
+# what an over-read's case does with room after its operands: it passes, or its findings (the
+# "  KIND: details" lines of repro's verdict) are other documented deviations and none of them
+# says that something was written out of place (BLIS's NaN·0 tiles on the same case)
+HIDDEN = {"out_of_tolerance", "nonfinite_mismatch", "improbable_error", "nondeterministic",
+          "unimplemented", "error", "fpenv_modified"}
+WRITTEN = {"crash", "hang", "out_of_bounds_write", "input_modified"}
+def runs_with_room(f, case):
+    p = repro(case, "--no-guard-page")
+    if p.returncode == 0:
+        return True
+    if p.returncode != 1:
+        return False
+    found = [m.groups() for m in re.finditer(r"^  ([a-z_]+): (.*)$", p.stdout, re.M)
+             if m.group(1) in HIDDEN | WRITTEN]
+    return bool(found) and all(
+        kind in HIDDEN and documented(dict(f, kind=kind, details=det), room=False)
+        for kind, det in found)
+def documented(f, room=True):
     for k in known:
         if not re.fullmatch(k[0], name) or k[1] != f["kind"]:
             continue
@@ -124,10 +143,10 @@ def documented(f):
         if "details" in opts and not re.search(opts["details"], f["details"]):
             continue
         # a known over-read: the case, without its memory budget and thread limit (an over-read
-        # needs neither; a crash they cause is not one), crashes and passes once the operands
-        # end 4 KiB before their guard pages
+        # needs neither; a crash they cause is not one), crashes, and runs once the operands
+        # end 4 KiB before their guard pages with no finding but documented ones
         plain = re.sub(r" (mem|thr)=\d+", "", f["case"])
-        if "overread" in opts and (passes(plain) or not passes(plain, "--no-guard-page")):
+        if "overread" in opts and (not room or passes(plain) or not runs_with_room(f, plain)):
             continue
         # a known race between concurrent calls: the finding came from the concurrency check,
         # and the same calls made one at a time, 100 times in one process, agree

@@ -62,6 +62,9 @@
  *   overread   reads the first byte of the page after B's last element, then computes D
  *              correctly (BLIS 0.9.0's load past B's last column: a fault only where B ends
  *              near a page boundary that is not mapped, docs/DEVIATIONS.md)
+ *   overtol    reads as overread does, then computes D with its last element off as tolerance's
+ *              (BLIS 0.9.0's over-read on a case whose edge tile also drops NaN·0: with the
+ *              room to read, the call shows a numeric deviation of its own)
  *   lineread   reads the byte one whole line of B (ldb elements) past B's last one, then
  *              computes D correctly (BLIS 0.9.0's edge tile reading a line of op(A) past m at
  *              lda = 1054, 4,216 bytes beyond A: what --no-guard-page's slack must cover)
@@ -443,7 +446,8 @@ static gck_call_status f_call(void *state, const gck_case *c, const gck_support_
         for (size_t i = 0; i < len; i++) msg[i] = bad_bytes[i % (sizeof bad_bytes - 1)];
         return GCK_CALL_ERROR; /* the message is not terminated */
     }
-    bool overread = !strcmp(fault_name, "overread"), lineread = !strcmp(fault_name, "lineread");
+    bool overread = !strcmp(fault_name, "overread") || !strcmp(fault_name, "overtol"),
+         lineread = !strcmp(fault_name, "lineread");
     if ((overread || lineread) && gck_case_extent(c, GCK_B) > 0) {
         uintptr_t es = gck_format_get(gck_case_type(c, GCK_B))->storage_bytes;
         uintptr_t end = (uintptr_t)ops->b + (uintptr_t)gck_case_extent(c, GCK_B) * es;
@@ -508,7 +512,7 @@ static gck_call_status f_call(void *state, const gck_case *c, const gck_support_
         return st;
     }
     int64_t last = d_offset(c, c->m - 1, c->n - 1);
-    if (!strcmp(fault_name, "tolerance")) {
+    if (!strcmp(fault_name, "tolerance") || !strcmp(fault_name, "overtol")) {
         double d = gck_load(ops->d, td, last);
         gck_store(ops->d, td, last, fabs(d) >= 1 ? d * 1.25 : d + 0.5);
     } else if (!strcmp(fault_name, "nan")) {
@@ -539,7 +543,7 @@ static const char *const names[] = {
     "stdout",     "exit",      "abort",     "sigkill",   "spin",      "far",      "ownsegv",
     "trunc",      "flush",     "ulpup",     "e4",        "sticky",    "inithang", "nodeathsig",
     "badpromise", "nansign",   "overread",  "lineread",  "noalarm",   "oomhang",  "oomexit",
-    "oomgarbage", "oompoison", "oomclean",  "thrcrash",  "thrclean",  "oomoob"};
+    "oomgarbage", "oompoison", "oomclean",  "thrcrash",  "thrclean",  "oomoob",   "overtol"};
 
 GCK_PLUGIN_ABI_DECLARE
 const gck_backend_ops *gemmcheck_backend_plugin(const char *name);
