@@ -44,21 +44,40 @@ bool gck_kpath_parse(const char *name, gck_kpath *out) {
     return false;
 }
 
-/* The conformance probes the SIMD paths rely on, run once per process. */
-static pthread_once_t probes_once = PTHREAD_ONCE_INIT;
+/* The conformance probes the SIMD paths rely on, each run once per process and only when
+ * something needs it: the checker's conversions need F16C's alone; the bf16 dot-product and
+ * tile probes (the tile's 50,000 random steps are most of the time) only a path that uses
+ * those instructions. A supervisor runs them all before it forks a worker
+ * (gck_kernels_probe_all), so that a worker per case does not run them again. */
+static pthread_once_t f16c_once = PTHREAD_ONCE_INIT, dot_once = PTHREAD_ONCE_INIT,
+                      tile_once = PTHREAD_ONCE_INIT;
 static bool f16c_ok, dot_ok, tile_ok;
 static char f16c_why[256], dot_why[256], tile_why[256];
 
-static void run_probes(void) {
+static void probe_f16c(void) {
     const char *missing;
     if (gck_kpath_cpu_has(GCK_KPATH_AVX2, &missing) ||
         gck_kpath_cpu_has(GCK_KPATH_AVX512, &missing))
         f16c_ok =
             gck_kprobe_f16c(gck_kf16_to_f32_hw, gck_kf16_from_f32_hw, f16c_why, sizeof f16c_why);
+}
+
+static void probe_dot(void) {
+    const char *missing;
     if (gck_kpath_cpu_has(GCK_KPATH_AVX512BF16, &missing))
         dot_ok = gck_kprobe_dot2(gck_kdot2_hw, dot_why, sizeof dot_why);
+}
+
+static void probe_tile(void) {
+    const char *missing;
     if (gck_kpath_cpu_has(GCK_KPATH_AMX, &missing))
         tile_ok = gck_kprobe_tile(gck_ktile_hw, tile_why, sizeof tile_why);
+}
+
+void gck_kernels_probe_all(void) {
+    pthread_once(&f16c_once, probe_f16c);
+    pthread_once(&dot_once, probe_dot);
+    pthread_once(&tile_once, probe_tile);
 }
 
 bool gck_kpath_supported(gck_kpath p, char *why, size_t len) {
@@ -72,7 +91,9 @@ bool gck_kpath_supported(gck_kpath p, char *why, size_t len) {
     case GCK_KPATH_AMX:
         if (!gck_kpath_cpu_has(p, &missing))
             return gck_fail(GCK_EINVAL, why, len, "this CPU lacks %s", missing), false;
-        pthread_once(&probes_once, run_probes);
+        pthread_once(&f16c_once, probe_f16c);
+        if (p == GCK_KPATH_AVX512BF16) pthread_once(&dot_once, probe_dot);
+        if (p == GCK_KPATH_AMX) pthread_once(&tile_once, probe_tile);
         if (!f16c_ok)
             return gck_fail(GCK_EINVAL, why, len, "F16C differs from its documentation: %s",
                             f16c_why),
@@ -87,7 +108,7 @@ bool gck_kpath_supported(gck_kpath p, char *why, size_t len) {
 }
 
 void gck_kfloats(float *dst, const void *src, gck_format t, int64_t ss, int64_t n) {
-    pthread_once(&probes_once, run_probes);
+    pthread_once(&f16c_once, probe_f16c);
     gck_kline_to_f32(dst, 1, src, t, ss, n, f16c_ok);
 }
 

@@ -51,6 +51,10 @@ KNOWN = [
     ("bf16 GEMMs die with SIGILL on a CPU with AMX: a generated TDPBF16PS without a tile "
      "configuration (oneDNN inside PyTorch 1.13; docs/DEVIATIONS.md)",
      lambda fn, t, f: AMX and t == "bf16" and f.kind == "crash" and "signal 4" in f.cause),
+    ("bf16 GEMMs on more than one thread with AMX give wrong results that change from call to "
+     "call (oneDNN inside PyTorch 1.13; right with one thread or ONEDNN_MAX_CPU_ISA="
+     "AVX512_CORE_BF16; docs/DEVIATIONS.md)",
+     lambda fn, t, f: AMX and t == "bf16" and f.kind == "nondeterministic"),
     ("baddbmm with beta = 0 keeps NaN and Inf of C or of the uninitialised output (pytorch#96037; "
      "fixed in 2.1)",
      lambda fn, t, f: fn == "baddbmm" and _beta0(f) and
@@ -165,12 +169,16 @@ drops_last_k = gemmcheck.Backend(_drops_last_k, _F32, framework="torch")
 def test_planted_bug_is_found_and_shrunk(planted, capsys):
     # a number of cases, not seconds: on a loaded machine a 5-second campaign once ended before
     # its first worker had imported PyTorch ("no case ran"); either bug shows in most cases
-    r = gemmcheck.fuzz(globals()[planted], cases=200,
-                       shrink_time=float(os.environ.get("GEMMCHECK_SHRINK_TIME", "30")))
-    with capsys.disabled():
-        print(f"\n{planted}:\n{r.explain()}")
+    # (the out_of_tolerance finding alone is shrunk, as fuzz() would shrink each numerical kind's
+    # first cause: each attempt starts a worker that imports PyTorch)
+    r = gemmcheck.fuzz(globals()[planted], cases=200, shrink_findings=False)
     bad = [f for f in r.findings if f.kind == "out_of_tolerance"]
     assert bad, r.explain()
+    bad[0].minimal = gemmcheck.shrink(globals()[planted], bad[0].case, kind="out_of_tolerance",
+                                      time=float(os.environ.get("GEMMCHECK_SHRINK_TIME", "30")))
+    with capsys.disabled():
+        print(f"\n{planted}:\n{r.explain()}")
+    assert bad[0].minimal, "the shrinker returned no smaller case"
     dims = {k: int(v) for k, v in (w.split("=") for w in bad[0].minimal.split()
                                    if w.split("=")[0] in ("m", "n", "k"))}
     assert dims["m"] * dims["n"] <= 4 and dims["k"] <= 8, bad[0].minimal

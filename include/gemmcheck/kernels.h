@@ -54,6 +54,11 @@ GCK_API const char *gck_kpath_name(gck_kpath p);
 GCK_API bool gck_kpath_parse(const char *name, gck_kpath *out);
 /** Whether this build and this CPU can run the path; if not, why (into why). */
 GCK_API bool gck_kpath_supported(gck_kpath p, char *why, size_t why_len);
+/** Run now, once per process, every conformance probe the SIMD paths rely on (F16C, the bf16
+ *  dot product, the AMX tile; each otherwise runs when first needed, tens of milliseconds on an
+ *  AMX CPU). A process that forks workers calls it first: a forked child keeps the results,
+ *  and the AMX tile permission the tile probe asks Linux for (gck_kernels_amx_default). */
+GCK_API void gck_kernels_probe_all(void);
 /** The default path: the environment variable GEMMCHECK_KERNELS_PATH if it names a supported
  *  path, else the last supported one in the list above (the widest instruction set). */
 GCK_API gck_kpath gck_kpath_auto(void);

@@ -804,11 +804,13 @@ class Finding:
     def __init__(self, c, spec, finding):
         self.kind, self.cause, self.case = c["kind"], c.get("rule", ""), c["case"]
         worst, self.details = finding.get("worst"), finding.get("details", "")
+        self.flags = finding.get("repro_flags", "")
         self.findings, self.cases = c.get("findings", 1), c.get("cases", 1)
         self.worst, self.minimal, self.spec = worst, None, spec
 
     def replay(self):
-        return f"gemmcheck repro --backend '{self.spec}' '{self.minimal or self.case}'"
+        flags = "" if self.minimal else self.flags  # e.g. " --concurrency 4 --repeat 10000"
+        return f"gemmcheck repro --backend '{self.spec}'{flags} '{self.minimal or self.case}'"
 
     def line(self):
         w, where = self.worst, ""
@@ -816,7 +818,9 @@ class Finding:
             where = (f"; worst element ({w.get('batch', 0)}, {w.get('i')}, {w.get('j')}): got "
                      f"{w.get('got')}, exact {w.get('expected')}, error {w.get('error')}, bound "
                      f"{w.get('bound')} (error/bound {w.get('ratio')})")
-        return (f"{self.kind} ({self.findings} finding(s), {self.cases} case(s)): {self.cause}"
+        # a kind without a rule (nondeterministic, ...): what the campaign saw, in its words
+        said = self.cause or self.details
+        return (f"{self.kind} ({self.findings} finding(s), {self.cases} case(s)): {said}"
                 f"{where}\n    replay: {self.replay()}")
 
     def __repr__(self):

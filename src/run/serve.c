@@ -26,6 +26,7 @@
 #include "backends.h"
 #include "exitcode.h"
 #include "fpenv.h"
+#include "gemmcheck/kernels.h"
 #include "gemmcheck/runner.h"
 #include "task.h"
 #include "text.h"
@@ -223,6 +224,10 @@ int gck_worker_serve_task(const char *backend) {
 
 int gck_worker_serve(const char *backend, bool strict, gck_oracle_kind oracle) {
     worker_start();
+    /* The kernels' probes before the backend opens (a no-op in a forked worker, whose supervisor
+     * ran them): the worker's AMX tile state is settled before any of the backend's code runs,
+     * asked for only where gemmcheck's own kernels may (gck_kernels_amx_default, GEMMCHECK_AMX) */
+    gck_kernels_probe_all();
     char msg[1024];
     gck_backend be;
     gck_fpenv env;

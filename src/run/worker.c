@@ -24,6 +24,7 @@
 #include "backends.h"
 #include "exitcode.h"
 #include "fpenv.h"
+#include "gemmcheck/kernels.h"
 #include "gemmcheck/runner.h"
 #include "text.h"
 
@@ -185,6 +186,19 @@ static int spawn_python(pid_t *pid, const gck_worker_options *o, const char *ppi
     return err;
 }
 
+/* fork alone (no worker executable: a program that links libgemmcheck); the kernels' probes
+ * first, so that every worker inherits their results instead of running them (kernels.h) */
+static pid_t fork_worker(const gck_worker_options *o, pid_t parent, int req, int out, int output) {
+    gck_kernels_probe_all();
+    pid_t pid = fork();
+    if (pid == 0) {
+        child_setup(parent, req, out, output);
+        _exit(o->task ? gck_worker_serve_task(o->backend)
+                      : gck_worker_serve(o->backend, o->strict_ieee, o->oracle));
+    }
+    return pid;
+}
+
 bool gck_worker_spawn(gck_worker *w, const gck_worker_options *o, char *why, size_t wlen) {
     memset(w, 0, sizeof *w);
     w->pid = -1;
@@ -231,12 +245,7 @@ bool gck_worker_spawn(gck_worker *w, const gck_worker_options *o, char *why, siz
         extern char **environ;
         err = spawn_exec(&pid, argv, environ, req[0], out[1], w->output);
     } else {
-        pid = fork();
-        if (pid == 0) {
-            child_setup(parent, req[0], out[1], w->output);
-            _exit(o->task ? gck_worker_serve_task(o->backend)
-                          : gck_worker_serve(o->backend, o->strict_ieee, o->oracle));
-        }
+        pid = fork_worker(o, parent, req[0], out[1], w->output);
         err = errno;
     }
     close_fd(&req[0]);
