@@ -308,12 +308,12 @@ static bool overread_shown(const gck_known *k, const gck_campaign_result *r,
                  res->status == GCK_ISOLATED_CRASH;
     o.no_guard_page = true;
     shown = shown && gck_run_isolated(f->backend, &spec, &o, 0, res) == GCK_OK &&
-            res->status == GCK_ISOLATED_RAN &&
-            (res->run.outcome == GCK_OUTCOME_PASS || res->run.outcome == GCK_OUTCOME_FINDINGS);
-    for (int i = 0; shown && res->run.outcome == GCK_OUTCOME_FINDINGS && i < res->run.nfindings;
-         i++)
-        shown = known_elsewhere(k, r, f, &res->run.findings[i]);
-    shown = shown && (res->run.outcome == GCK_OUTCOME_PASS || res->run.nfindings > 0);
+            res->status == GCK_ISOLATED_RAN;
+    if (shown && res->run.outcome != GCK_OUTCOME_PASS) { /* findings, each documented elsewhere */
+        shown = res->run.outcome == GCK_OUTCOME_FINDINGS && res->run.nfindings > 0;
+        for (int i = 0; shown && i < res->run.nfindings; i++)
+            shown = known_elsewhere(k, r, f, &res->run.findings[i]);
+    }
     free(res);
     return shown;
 }

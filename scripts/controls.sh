@@ -107,7 +107,7 @@ known = []
 for line in open(known_path):
     line = line.split("#", 1)[0].split()
     if line:
-        known.append(line)  # library-regex kind [types=REGEX] [overread] [concurrent]
+        known.append(line)  # library-regex kind [qualifiers] (scripts/controls-known.txt)
 def repro(case, *flags):
     return subprocess.run([gck, "repro", "--backend", backend, *flags, case],
                           capture_output=True, text=True)
