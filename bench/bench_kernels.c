@@ -71,6 +71,17 @@ __attribute__((target("avx512f,avx512bf16"))) static double peak_dpbf16(void) {
     PEAK_LOOP(_mm512_dpbf16_ps(acc[c], x, y), 32 * 2, _mm512_reduce_add_ps);
 }
 
+/* VFMADDPH's peak (32 f16 lanes); the accumulators stay finite: acc*x + y shrinks them */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512fp16"))) static float first_half(__m512h v) {
+    return (float)v[0];
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512fp16"))) static double peak_fma16(void) {
+    __m512h acc[CHAINS], x = _mm512_set1_ph((_Float16)0.999f), y = _mm512_set1_ph((_Float16)0.001f);
+    for (int c = 0; c < CHAINS; c++) acc[c] = _mm512_set1_ph((_Float16)(float)c);
+    PEAK_LOOP(_mm512_fmadd_ph(acc[c], x, y), 32 * 2, first_half);
+}
+
 /* ---- timing --------------------------------------------------------------------------------- */
 
 /* The best GFLOP/s of fn over calls after a warm-up: at least 3 calls and 0.3 s (short calls
@@ -270,7 +281,8 @@ static double own_gflops(gck_format ta, gck_format tb, gck_format td, gck_format
     o.c.type_a = ta;
     o.c.type_b = tb;
     o.c.type_c = o.c.type_d = td;
-    o.c.compute = o.c.scale_type = k;
+    o.c.compute = k;
+    o.c.scale_type = k == GCK_F64 ? GCK_F64 : GCK_F32; /* f16 arithmetic: alpha, beta in f32 */
     o.c.alpha = 1;
     o.c.beta = 0;
     o.c.d_is_c = true;
@@ -340,15 +352,16 @@ static void blas_line(bool dbl, shape s, int threads, double peak) {
 }
 
 /* One line of the bf16/f16/mixed table, against the best sgemm/dgemm of the same line (with
- * --rounds, as blas_line). */
-static void mixed_line(shape s, int threads, double peak_dp) {
-    static const gck_format ty[7][3] = {{GCK_BF16, GCK_BF16, GCK_F32}, {GCK_F16, GCK_F16, GCK_F32},
+ * --rounds, as blas_line); the last type, f16 x f16 in f16 (D in f16), against the best sgemm and
+ * VFMADDPH's peak (peak_h: 0 where the CPU lacks it). */
+static void mixed_line(shape s, int threads, double peak_dp, double peak_h) {
+    static const gck_format ty[8][3] = {{GCK_BF16, GCK_BF16, GCK_F32}, {GCK_F16, GCK_F16, GCK_F32},
                                         {GCK_BF16, GCK_F16, GCK_F32},  {GCK_F16, GCK_F32, GCK_F32},
                                         {GCK_F32, GCK_F64, GCK_F64},   {GCK_F32, GCK_F32, GCK_F32},
-                                        {GCK_F64, GCK_F64, GCK_F64}};
-    double v[7] = {0}, bs = 0, dnnl = 0, torch = 0;
+                                        {GCK_F64, GCK_F64, GCK_F64},   {GCK_F16, GCK_F16, GCK_F16}};
+    double v[8] = {0}, bs = 0, dnnl = 0, torch = 0;
     for (int r = 0; r < rounds; r++) {
-        for (int i = 0; i < 7; i++)
+        for (int i = 0; i < 8; i++)
             v[i] = fmax(v[i],
                         own_gflops(ty[i][0], ty[i][1], ty[i][2], ty[i][2], s.m, s.n, s.k, threads));
         for (int p = 0; p < NPEERS && has_peers; p++)
@@ -358,17 +371,18 @@ static void mixed_line(shape s, int threads, double peak_dp) {
             torch = fmax(torch, bf16_peer_gflops(true, s.m, s.n, s.k, threads));
         }
     }
-    double bf = v[0], hf = v[1], bh = v[2], hs = v[3], sd = v[4], s32 = v[5], d64 = v[6];
-    char pk[16] = "—", pdn[16] = "—", pto[16] = "—", vs[16] = "—";
+    double bf = v[0], hf = v[1], bh = v[2], hs = v[3], sd = v[4], s32 = v[5], d64 = v[6], hh = v[7];
+    char pk[16] = "—", pdn[16] = "—", pto[16] = "—", vs[16] = "—", pkh[16] = "—";
+    if (peak_h > 0) snprintf(pkh, sizeof pkh, "%.0f%%", 100 * hh / (peak_h * threads));
     if (peak_dp > 0) snprintf(pk, sizeof pk, "%.0f%%", 100 * bf / (peak_dp * threads));
     if (dnnl > 0) snprintf(pdn, sizeof pdn, "%.1f", dnnl);
     if (torch > 0) snprintf(pto, sizeof pto, "%.1f", torch);
     if (fmax(dnnl, torch) > 0) snprintf(vs, sizeof vs, "%.2fx", bf / fmax(dnnl, torch));
     printf("| %dx%dx%d | %d | %.1f | %s | %.2fx | %s | %s | %s | %.1f | %.2fx | %.1f | %.2fx | "
-           "%.1f | %.2fx | %.1f | %.2fx |\n",
+           "%.1f | %.2fx | %.1f | %.2fx | %.1f | %.2fx | %s |\n",
            s.m, s.n, s.k, threads, bf, pk, bs > 0 ? bf / bs : 0, pdn, pto, vs, hf,
            bs > 0 ? hf / bs : 0, bh, bh / fmin(bf, hf), hs, hs / fmin(hf, s32), sd,
-           sd / fmin(s32, d64));
+           sd / fmin(s32, d64), hh, bs > 0 ? hh / bs : 0, pkh);
     fflush(stdout);
 }
 
@@ -419,22 +433,25 @@ int main(int argc, char **argv) {
     choose_peers(avx512);
     /* the best of five calibrations: a neighbour taking the core for a moment would otherwise
      * lower the peak, and every share of it, for the whole run */
-    double p32 = 0, pdp = 0;
-    char dpbuf[32];
+    double p32 = 0, pdp = 0, ph = 0;
+    char dpbuf[32], phbuf[32];
+    bool fp16 = avx512 && __builtin_cpu_supports("avx512fp16");
     for (int r = 0; r < 5; r++) {
         double f = avx512 ? peak_fma32() : avx2 ? peak_fma32_avx2() : 0;
-        double d = bf16 ? peak_dpbf16() : 0;
+        double d = bf16 ? peak_dpbf16() : 0, h = fp16 ? peak_fma16() : 0;
         p32 = f > p32 ? f : p32;
         pdp = d > pdp ? d : pdp;
+        ph = h > ph ? h : ph;
     }
     print_choice();
     printf("kernels default path: %s; calibrated peak per core (%s FMA): f32 %.1f, f64 %.1f, "
-           "VDPBF16PS %s GFLOP/s (%% of peak: per thread count, peak x threads)\n\n",
+           "VDPBF16PS %s, VFMADDPH %s GFLOP/s (%% of peak: per thread count, peak x threads)\n\n",
            gck_kpath_name(gck_kpath_auto()),
            avx512 ? "512-bit"
            : avx2 ? "256-bit"
                   : "no vector",
-           p32, p32 / 2, bf16 ? (snprintf(dpbuf, sizeof dpbuf, "%.1f", pdp), dpbuf) : "absent");
+           p32, p32 / 2, bf16 ? (snprintf(dpbuf, sizeof dpbuf, "%.1f", pdp), dpbuf) : "absent",
+           fp16 ? (snprintf(phbuf, sizeof phbuf, "%.1f", ph), phbuf) : "absent");
     shape sq[8], sk[] = {{1, 2048, 1024}, {4, 2048, 1024},  {16, 2048, 1024}, {2048, 1, 1024},
                          {2048, 4, 1024}, {2048, 16, 1024}, {64, 64, 16384}};
     for (int i = 0; i < nsizes; i++) sq[i] = (shape){sizes[i], sizes[i], sizes[i]};
@@ -456,16 +473,18 @@ int main(int argc, char **argv) {
            "PyTorch's matmul, bf16 out) or the slower of the pure types\n\n| M x N x K | threads | "
            "bf16 (%s) | of %s peak | vs best sgemm | oneDNN bf16 | PyTorch bf16 | vs best bf16 "
            "peer | f16 | vs best sgemm | bf16 x f16 | "
-           "vs slower | f16 x f32 | vs slower | f32 x f64 | vs slower |\n"
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+           "vs slower | f16 x f32 | vs slower | f32 x f64 | vs slower | f16 in f16 (%s; D f16) | "
+           "vs best sgemm | of VFMADDPH peak |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
            gck_kpath_name(bfpath),
            bfpath == GCK_KPATH_AVX512BF16 ? "VDPBF16PS"
            : bfpath == GCK_KPATH_AMX      ? "(AMX: not calibrated)"
-                                          : "f32 FMA");
+                                          : "f32 FMA",
+           gck_kpath_name(gck_kpath_auto_class(GCK_KCLASS_F16F16)));
     /* the share of the peak of the instructions the bf16 path multiplies with (VDPBF16PS, or f32
      * FMAs after conversion; none measured for AMX tiles) */
     double bfpeak = bfpath == GCK_KPATH_AVX512BF16 ? pdp : bfpath == GCK_KPATH_AMX ? 0 : p32;
     for (int t = 0; t < nthreads; t++)
-        for (int i = 0; i < nsizes; i++) mixed_line(sq[i], threads[t], bfpeak);
+        for (int i = 0; i < nsizes; i++) mixed_line(sq[i], threads[t], bfpeak, ph);
     return 0;
 }

@@ -82,17 +82,25 @@ void gck_kline_bits16(uint16_t *dst, int64_t ds, const void *src, int64_t ss, in
             for (int64_t i = 0; i < n; i++) d_[i * ds] = CONV(src[i]);                             \
     } while (0)
 
-void gck_kline_from_f32(void *dst, gck_format t, int64_t ds, const float *src, int64_t n) {
+void gck_kline_from_f32(void *dst, gck_format t, int64_t ds, const float *src, int64_t n,
+                        bool f16c) {
     switch (t) {
     case GCK_F32: OUT(float, AS_IS); break;
     case GCK_F64: OUT(double, (double)); break;
     case GCK_BF16: OUT(uint16_t, gck_fmt_bf16_from_float); break;
-    case GCK_F16: OUT(uint16_t, gck_fmt_f16_from_float); break;
+    case GCK_F16:
+        if (f16c)
+            gck_kf16c_from_f32(dst, ds, src, n);
+        else
+            OUT(uint16_t, gck_fmt_f16_from_float);
+        break;
     default: break;
     }
 }
 
-void gck_kline_from_f64(void *dst, gck_format t, int64_t ds, const double *src, int64_t n) {
+void gck_kline_from_f64(void *dst, gck_format t, int64_t ds, const double *src, int64_t n,
+                        bool f16c) {
+    (void)f16c; /* F16C rounds from f32 only: f64 through f32 would round twice */
     switch (t) {
     case GCK_F32: OUT(float, (float)); break;
     case GCK_F64: OUT(double, AS_IS); break;

@@ -9,7 +9,7 @@
  *   KMR, KNR  the path ops' tile members
  *   KSAME(t)  whether values of type t are stored as PT holds them (copied, not converted)
  *   KSK, KSKT the path ops' member for the kernels on unpacked operands and their type (used
- *             only when KP is 1)
+ *             only when KP is 1 and KNOSUP is not defined)
  * and undefines them at its end.
  *
  * Loop order (GotoBLAS/BLIS), the accumulator block W holding R rows of an NC panel, so that
@@ -144,7 +144,7 @@ static void KN(epilogue)(const kjob *j, const KT *w, int64_t ldw, const void *C,
             for (int64_t r = 0; r < mb; r++) tmp[r] = beta * tmp[r];
         else
             for (int64_t r = 0; r < mb; r++) tmp[r] = 0;
-        KOUT((char *)D + (i0 * j->drs + col * j->dcs) * esd, td, j->drs, tmp, mb);
+        KOUT((char *)D + (i0 * j->drs + col * j->dcs) * esd, td, j->drs, tmp, mb, j->ops->f16c);
     }
 }
 
@@ -154,7 +154,7 @@ static bool KN(block)(const kjob *j, const void *A, const void *B, const void *C
     const gck_case *c = j->c;
     const gck_kpath_ops *ops = j->ops;
     int mr = ops->KMR, nr = ops->KNR;
-#if KP == 1
+#if KP == 1 && !defined(KNOSUP)
     /* operands read where they are stored (sup_reads); the tile is then the path's shape that
      * fits the job best */
     int sup = sup_reads(c, ops, j->ars, i1 - i0, j1 - j0);
@@ -191,7 +191,7 @@ static bool KN(block)(const kjob *j, const void *A, const void *B, const void *C
     /* op(A) read in place is streamed down its columns: every row of the job in one block (as
      * many as W holds); each tile requests the tile two below it, step by step, and a block has
      * as many steps as keep those requests within half of L1 */
-#if KP == 1
+#if KP == 1 && !defined(KNOSUP)
     int64_t pf = 0;
     if (ua) {
         mc = bk.w_bytes / ((int64_t)sizeof(KT) * nc) / mr * mr;
@@ -244,7 +244,7 @@ static bool KN(block)(const kjob *j, const void *A, const void *B, const void *C
                         KT *wt = w + (ic - i2) + ir + jr * ldw;
                         const PT *at = ap + (ir < ax ? 0 : ir - ax) * kbp,
                                  *bt = bp + (jr < bx ? 0 : jr - bx) * kbp;
-#if KP == 1
+#if KP == 1 && !defined(KNOSUP)
                         if (sk) { /* every tile, packed slivers too, on the job's shape */
                             int64_t as = mr, bs = nr, bj = 1;
                             if (ir < ax) at = (const KT *)pa.base + (ic + ir) + pc * (as = pa.ks);
@@ -278,3 +278,4 @@ static bool KN(block)(const kjob *j, const void *A, const void *B, const void *C
 #undef KSAME
 #undef KMR
 #undef KNR
+#undef KNOSUP

@@ -16,7 +16,8 @@
 /* ---- paths ------------------------------------------------------------------------------- */
 
 /* The paths, one list: each one's name and its table (the file of each x86 path ends in its
- * table: ukernel_avx2.c, ukernel_avx512.c, ukernel_avx512bf16.c, ukernel_amx.c; ukernel_x86.c
+ * table: ukernel_avx2.c, ukernel_avx512.c, ukernel_avx512bf16.c, ukernel_avx512fp16.c,
+ * ukernel_amx.c; ukernel_x86.c
  * says which the CPU can run). gck_kpath_auto, the default, is the last supported one; select.c
  * chooses per class of inputs by measured rate (gck_kpath_auto_for). */
 static const struct {
@@ -28,6 +29,7 @@ static const struct {
     [GCK_KPATH_AVX2] = {"avx2", &gck_kpath_avx2_ops},
     [GCK_KPATH_AVX512] = {"avx512", &gck_kpath_avx512_ops},
     [GCK_KPATH_AVX512BF16] = {"avx512bf16", &gck_kpath_avx512bf16_ops},
+    [GCK_KPATH_AVX512FP16] = {"avx512fp16", &gck_kpath_avx512fp16_ops},
     [GCK_KPATH_AMX] = {"amx", &gck_kpath_amx_ops},
 };
 
@@ -50,9 +52,9 @@ bool gck_kpath_parse(const char *name, gck_kpath *out) {
  * those instructions. A supervisor runs them all before it forks a worker
  * (gck_kernels_probe_all), so that a worker per case does not run them again. */
 static pthread_once_t f16c_once = PTHREAD_ONCE_INIT, dot_once = PTHREAD_ONCE_INIT,
-                      tile_once = PTHREAD_ONCE_INIT;
-static bool f16c_ok, dot_ok, tile_ok;
-static char f16c_why[256], dot_why[256], tile_why[256];
+                      tile_once = PTHREAD_ONCE_INIT, fma16_once = PTHREAD_ONCE_INIT;
+static bool f16c_ok, dot_ok, tile_ok, fma16_ok;
+static char f16c_why[256], dot_why[256], tile_why[256], fma16_why[256];
 
 static void probe_f16c(void) {
     const char *missing;
@@ -74,10 +76,17 @@ static void probe_tile(void) {
         tile_ok = gck_kprobe_tile(gck_ktile_hw, tile_why, sizeof tile_why);
 }
 
+static void probe_fma16(void) {
+    const char *missing;
+    if (gck_kpath_cpu_has(GCK_KPATH_AVX512FP16, &missing))
+        fma16_ok = gck_kprobe_fma16(gck_kfma16_hw, fma16_why, sizeof fma16_why);
+}
+
 void gck_kernels_probe_all(void) {
     pthread_once(&f16c_once, probe_f16c);
     pthread_once(&dot_once, probe_dot);
     pthread_once(&tile_once, probe_tile);
+    pthread_once(&fma16_once, probe_fma16);
 }
 
 bool gck_kpath_supported(gck_kpath p, char *why, size_t len) {
@@ -88,11 +97,13 @@ bool gck_kpath_supported(gck_kpath p, char *why, size_t len) {
     case GCK_KPATH_AVX2:
     case GCK_KPATH_AVX512:
     case GCK_KPATH_AVX512BF16:
+    case GCK_KPATH_AVX512FP16:
     case GCK_KPATH_AMX:
         if (!gck_kpath_cpu_has(p, &missing))
             return gck_fail(GCK_EINVAL, why, len, "this CPU lacks %s", missing), false;
         pthread_once(&f16c_once, probe_f16c);
         if (p == GCK_KPATH_AVX512BF16) pthread_once(&dot_once, probe_dot);
+        if (p == GCK_KPATH_AVX512FP16) pthread_once(&fma16_once, probe_fma16);
         if (p == GCK_KPATH_AMX) pthread_once(&tile_once, probe_tile);
         if (!f16c_ok)
             return gck_fail(GCK_EINVAL, why, len, "F16C differs from its documentation: %s",
@@ -102,6 +113,8 @@ bool gck_kpath_supported(gck_kpath p, char *why, size_t len) {
             return gck_fail(GCK_EINVAL, why, len, "%s", dot_why), false;
         if (p == GCK_KPATH_AMX && !tile_ok)
             return gck_fail(GCK_EINVAL, why, len, "%s", tile_why), false;
+        if (p == GCK_KPATH_AVX512FP16 && !fma16_ok)
+            return gck_fail(GCK_EINVAL, why, len, "%s", fma16_why), false;
         return true;
     default: gck_fail(GCK_EINVAL, why, len, "path %d does not exist", (int)p); return false;
     }
@@ -166,7 +179,7 @@ static const gck_kpath_ops *resolved_ops(gck_kpath path) {
 gck_model gck_kgemm_model(gck_kpath path, gck_format ta, gck_format tb, gck_format compute) {
     gck_ref_model r = gck_ref_model_default(compute);
     r.fma = true;
-    r.scale_compute = compute;
+    r.scale_compute = compute == GCK_F16 ? GCK_F32 : compute; /* f16: alpha and beta in f32 */
     gck_model m = gck_ref_model_declared(&r);
     if (uses_bf16dot(resolved_ops(path), ta, tb, compute)) m.daz = m.ftz = true;
     return m;
@@ -290,8 +303,12 @@ static gck_gemm_arg check_args(const gck_case *c, const void *A, const void *B, 
     char why[512];
     if (gck_case_validate(c, why, sizeof why) != GCK_OK)
         return refuse(arg_of_message(why), msg, len, "%s", why);
-    if (c->compute != GCK_F32 && c->compute != GCK_F64)
-        return refuse(GCK_GEMM_ARG_COMPUTE, msg, len, "compute (%s) must be f32 or f64",
+    if (c->compute == GCK_F16 && (c->type_a != GCK_F16 || c->type_b != GCK_F16))
+        return refuse(GCK_GEMM_ARG_COMPUTE, msg, len,
+                      "compute f16 takes f16 A and B only (A is %s, B is %s)",
+                      gck_format_get(c->type_a)->name, gck_format_get(c->type_b)->name);
+    if (c->compute != GCK_F32 && c->compute != GCK_F64 && c->compute != GCK_F16)
+        return refuse(GCK_GEMM_ARG_COMPUTE, msg, len, "compute (%s) must be f32 or f64, or f16",
                       gck_format_get(c->compute)->name);
     bool empty = c->m == 0 || c->n == 0;
     if (!empty && gck_case_reads_ab(c) && !A)
@@ -458,7 +475,9 @@ static bool has_shape(const gck_kpath_ops *ops, bool f32, int s) {
 static int sup_reads(const gck_case *c, const gck_kpath_ops *ops, int64_t ars, int64_t rows,
                      int64_t cols) {
     bool f32 = c->compute == GCK_F32;
-    if (uses_bf16dot(ops, c->type_a, c->type_b, c->compute) || !has_shape(ops, f32, 0)) return 0;
+    if (c->compute == GCK_F16 || uses_bf16dot(ops, c->type_a, c->type_b, c->compute) ||
+        !has_shape(ops, f32, 0))
+        return 0;
     /* in tiles of the in-place kernels' first shape */
     int64_t mr = f32 ? ops->s32[0].mr : ops->s64[0].mr, nr = f32 ? ops->s32[0].nr : ops->s64[0].nr;
     return (c->type_a == c->compute && ars == 1 && cols <= SUP_TILES_A * nr ? SUP_A : 0) |
@@ -559,10 +578,27 @@ static int sup_shape(const gck_kpath_ops *ops, bool f32, int64_t rows, int64_t c
 #define KSAME(t)        ((t) == GCK_BF16)
 #define KNR             nrbf
 #include "driver.h"
+#define KT              float
+#define PT              uint16_t
+#define KP              1
+#define KNOSUP          1 /* the in-place kernels are f32 and f64 only */
+#define KN(name)        name##_h16
+#define KLINE           kline_bits16
+#define KIN             gck_kline_to_f32
+#define KOUT            gck_kline_from_f32
+#define KUK(o, kb, ...) (o)->h16(kb, __VA_ARGS__)
+#define KMR             mrh
+#define KSAME(t)        ((t) == GCK_F16)
+#define KNR             nrh
+#include "driver.h"
 
 /* The register tile a case runs with. */
 static void tile_of(const gck_case *c, const gck_kpath_ops *ops, int64_t *mr, int64_t *nr) {
     bool dot = uses_bf16dot(ops, c->type_a, c->type_b, c->compute);
+    if (c->compute == GCK_F16) {
+        *mr = ops->mrh, *nr = ops->nrh;
+        return;
+    }
     *mr = dot ? ops->mrbf : c->compute == GCK_F32 ? ops->mr32 : ops->mr64;
     *nr = dot ? ops->nrbf : c->compute == GCK_F32 ? ops->nr32 : ops->nr64;
 }
@@ -581,7 +617,9 @@ static void *run_job(void *arg) {
         const void *Bb = member(j->B, c->type_b, c->stride_b, b);
         const void *Cb = member(j->C, c->type_c, c->stride_c, b);
         void *Db = (void *)member(j->D, gck_case_type(c, GCK_D), gck_case_stride(c, GCK_D), b);
-        if (uses_bf16dot(j->ops, c->type_a, c->type_b, c->compute))
+        if (c->compute == GCK_F16)
+            j->ok = block_h16(j, Ab, Bb, Cb, Db, j->i0, j->i1, j->j0, j->j1);
+        else if (uses_bf16dot(j->ops, c->type_a, c->type_b, c->compute))
             j->ok = block_bf16dot(j, Ab, Bb, Cb, Db, j->i0, j->i1, j->j0, j->j1);
         else if (c->compute == GCK_F32)
             j->ok = block_f32(j, Ab, Bb, Cb, Db, j->i0, j->i1, j->j0, j->j1);
@@ -698,8 +736,11 @@ gck_gemm_arg gck_kgemm(const gck_case *c, const void *A, const void *B, const vo
     gck_gemm_arg bad = check_args(c, A, B, C, D, cfg, msg, len);
     if (bad != GCK_GEMM_OK || c->m == 0 || c->n == 0) return bad;
     gck_kpath path = cfg && cfg->path != GCK_KPATH_AUTO ? cfg->path : gck_kpath_auto();
+    const gck_kpath_ops *ops = gck_kpath_ops_of(path);
+    if (c->compute == GCK_F16 && !ops->h16) /* the emulation: the same bits */
+        ops = &gck_kpath_portable_ops;
     kjob proto = {.c = c,
-                  .ops = gck_kpath_ops_of(path),
+                  .ops = ops,
                   .A = A,
                   .B = B,
                   .C = gck_case_reads_c(c) ? C : NULL,

@@ -25,6 +25,13 @@ typedef void (*gck_ukernel_f64)(int64_t kc, const double *a, const double *b, do
 typedef void (*gck_ukernel_bf16)(int64_t kp, const uint16_t *a, const uint16_t *b, float *w,
                                  int64_t ldw, bool first);
 
+/** The f16-arithmetic micro-kernel (f16 x f16 in f16): a and b hold f16 bits (MR and NR values
+ *  per step), the tile W holds f16 values as floats (exactly); each step is one f16 fused
+ *  multiply-add per element, a*b + w rounded once to f16 (nearest even, subnormals kept),
+ *  k ascending. */
+typedef void (*gck_ukernel_h16)(int64_t kc, const uint16_t *a, const uint16_t *b, float *w,
+                                int64_t ldw, bool first);
+
 /** A micro-kernel that reads its operands where they are stored ("sup", as BLIS calls its
  *  kernels for skinny shapes): step k of A's MR rows at a + k*as (the rows contiguous), element
  *  (k, j) of B at b[k*bs + j*bj]; otherwise as above. Used when packing one operand costs more
@@ -58,13 +65,16 @@ typedef struct gck_sup_f64 {
 
 /** A path's micro-kernels and their register tiles. */
 typedef struct gck_kpath_ops {
-    int mr32, nr32, mr64, nr64, mrbf, nrbf;
+    int mr32, nr32, mr64, nr64, mrbf, nrbf, mrh, nrh;
     gck_ukernel_f32 f32;
     gck_ukernel_f64 f64;
     gck_sup_f32 s32[GCK_SUP_SHAPES]; /**< none (s32[0].fn NULL): the path always packs */
     gck_sup_f64 s64[GCK_SUP_SHAPES];
     gck_ukernel_bf16 bf16dot; /**< NULL: bf16 inputs are converted to f32 like any other */
-    bool f16c;                /**< f16 runs are converted with F16C while packing */
+    /** f16 x f16 in f16 (VFMADDPH on avx512fp16, the C emulation on portable); NULL: the path
+     *  runs that class on the portable path's kernel (the same bits, gck_kfma16_step) */
+    gck_ukernel_h16 h16;
+    bool f16c; /**< f16 runs are converted with F16C while packing */
     /** bf16dot is the AMX tile kernel (gck_gemm_tile_dot's tree), not the pair kernel: kp is a
      *  multiple of 16 (k padded with zeros to whole steps of 32), a holds the groups of pairs as
      *  for the pair kernel, and b holds op(B) a column at a time, each column's 2*kp values
@@ -95,6 +105,7 @@ extern const gck_kpath_ops gck_kpath_avx2_ops;
 extern const gck_kpath_ops gck_kpath_avx512_ops;
 extern const gck_kpath_ops gck_kpath_avx512bf16_ops;
 extern const gck_kpath_ops gck_kpath_amx_ops;
+extern const gck_kpath_ops gck_kpath_avx512fp16_ops;
 
 /** Steps of k per AMX tile step (TDPBF16PS with 64-byte tile rows of bf16). */
 enum { GCK_AMX_KSTEP = 32 };
@@ -110,12 +121,19 @@ void gck_kline_to_f32(float *dst, int64_t ds, const void *src, gck_format t, int
 void gck_kline_to_f64(double *dst, int64_t ds, const void *src, gck_format t, int64_t ss, int64_t n,
                       bool f16c);
 void gck_kline_bits16(uint16_t *dst, int64_t ds, const void *src, int64_t ss, int64_t n);
-/** n computed values into D's type t (stride ds), one rounding to nearest even each. */
-void gck_kline_from_f32(void *dst, gck_format t, int64_t ds, const float *src, int64_t n);
-void gck_kline_from_f64(void *dst, gck_format t, int64_t ds, const double *src, int64_t n);
+/** n computed values into D's type t (stride ds), one rounding to nearest even each; with f16c,
+ *  f32 into f16 uses F16C (the same bits). */
+void gck_kline_from_f32(void *dst, gck_format t, int64_t ds, const float *src, int64_t n,
+                        bool f16c);
+void gck_kline_from_f64(void *dst, gck_format t, int64_t ds, const double *src, int64_t n,
+                        bool f16c);
 /** n f16 values to f32 with F16C (VCVTPH2PS, 8 at a time where both strides are 1); only where
  *  the CPU has F16C. */
 void gck_kf16c_to_f32(float *dst, int64_t ds, const void *src, int64_t ss, int64_t n);
+/** n floats to f16 with F16C (VCVTPS2PH, nearest even, 8 at a time where ds is 1): the epilogue's
+ *  rounding into an f16 D, which in software took half the time of an f16-arithmetic 2048^3 on
+ *  one core of the Intel Xeon with AMX; only where the CPU has F16C. */
+void gck_kf16c_from_f32(void *dst, int64_t ds, const float *src, int64_t n);
 
 /** The operations the conformance probes check (probe.c), each on one value or lane: one
  *  VDPBF16PS lane (acc plus the products of the even pair a0*b0 and the odd pair a1*b1, bf16
@@ -124,6 +142,8 @@ typedef float (*gck_kdot2_fn)(float acc, uint16_t a0, uint16_t b0, uint16_t a1, 
 typedef uint16_t (*gck_kcvt_bf16_fn)(float x);
 typedef float (*gck_kf16_to_f32_fn)(uint16_t h);
 typedef uint16_t (*gck_kf16_from_f32_fn)(float x);
+/** One f16 fused multiply-add on bits: a*b + c rounded once to f16 (VFMADDPH's lane). */
+typedef uint16_t (*gck_kfma16_fn)(uint16_t a, uint16_t b, uint16_t c);
 
 /** One element of one TDPBF16PS step: acc and the 32 bf16 values of k = 0..31 of a row of A
  *  (a) and of a column of B (b). */
@@ -136,6 +156,8 @@ extern const gck_kdot2_fn gck_kdot2_hw;
 extern const gck_kcvt_bf16_fn gck_kcvtbf16_hw;
 extern const gck_kf16_to_f32_fn gck_kf16_to_f32_hw;
 extern const gck_kf16_from_f32_fn gck_kf16_from_f32_hw;
+/** VFMADDPH on one lane (ukernel_avx512fp16.c); only where the CPU has AVX512-FP16. */
+extern const gck_kfma16_fn gck_kfma16_hw;
 /** TDPBF16PS on one element (ukernel_amx.c); only after gck_kamx_permit succeeded. */
 extern const gck_ktile_fn gck_ktile_hw;
 
@@ -182,6 +204,17 @@ float gck_kdot2_sdm(float acc, uint16_t a0, uint16_t b0, uint16_t a1, uint16_t b
  *  The declared model of the amx path (gck_gemm_tile_dot). */
 float gck_ktile_sdm(float acc, const uint16_t a[GCK_AMX_KSTEP], const uint16_t b[GCK_AMX_KSTEP]);
 
+/** The f16 fused multiply-add of the f16-arithmetic class, emulated (ukernel_portable.c): acc
+ *  (an f16 value held as a float) plus the product of the f16 values a and b, rounded once to
+ *  f16, nearest even, subnormals kept, overflow to infinity. The product is exact in f32; the
+ *  sum is rounded to f32 by round-to-odd (TwoSum's error decides the last bit), and 24 >= 11 + 2
+ *  bits make rounding that to f16 the one rounding of the exact value (Boldo and Melquiond,
+ *  "Emulation of FMA and correctly rounded sums: proved algorithms using rounding to odd", IEEE
+ *  TC 57(4), 2008). The declared model of every path on that class; gck_kfma16_sim is the same
+ *  on bits. */
+float gck_kfma16_step(uint16_t a, uint16_t b, float acc);
+uint16_t gck_kfma16_sim(uint16_t a, uint16_t b, uint16_t c);
+
 /** Conformance probes: crafted cases whose documented results the plausible alternatives
  *  change (pair order, one rounding or two, DAZ, FTZ, tininess, ties), then many random ones
  *  (VDPBF16PS), or every upper half with the lower halves at the rounding boundaries
@@ -191,6 +224,10 @@ bool gck_kprobe_dot2(gck_kdot2_fn f, char *why, size_t len);
 bool gck_kprobe_tile(gck_ktile_fn f, char *why, size_t len);
 bool gck_kprobe_cvtneps2bf16(gck_kcvt_bf16_fn f, char *why, size_t len);
 bool gck_kprobe_f16c(gck_kf16_to_f32_fn to32, gck_kf16_from_f32_fn to16, char *why, size_t len);
+/** VFMADDPH against gck_kfma16_sim: crafted cases (ties broken by a product's low bits, results
+ *  among the subnormals and at the overflow threshold, signed zeros, exact cancellation), then
+ *  random triples of finite values with c near -a*b. */
+bool gck_kprobe_fma16(gck_kfma16_fn f, char *why, size_t len);
 
 /** Cache blocking: rows of A per packed block (MC), steps of k per block (KC), columns of B per
  *  packed panel (NC), from the cache sizes the machine reports, the bytes of the accumulator

@@ -294,3 +294,62 @@ bool gck_kprobe_f16c(gck_kf16_to_f32_fn to32, gck_kf16_from_f32_fn to16, char *w
         }
     return true;
 }
+
+/* ---- VFMADDPH ----------------------------------------------------------------------------- */
+
+/* f16 results with the documented values worked by hand: one rounding of the exact a*b + c to
+ * nearest even, subnormals kept, overflow to infinity. */
+static const struct fma16_case {
+    uint16_t a, b, c, want;
+    const char *what;
+} fma16_cases[] = {
+    /* (1 + 2^-10)^2 + 2^-11 = 1 + 2^-9 + 2^-11 + 2^-20: above the midpoint of 1 + 2^-9 and
+     * 1 + 3*2^-10 by the product's last bit; a rounded product would tie to even (3c02) */
+    {0x3c01, 0x3c01, 0x1000, 0x3c03, "a product's low bits break a tie (one rounding)"},
+    {0x0400, 0x3800, 0x0000, 0x0200, "2^-14 * 0.5: a subnormal result kept"},
+    {0x0001, 0x3c00, 0x0000, 0x0001, "the least subnormal times 1: read as itself"},
+    {0x0001, 0x3800, 0x0000, 0x0000, "2^-25 ties to the even +0"},
+    {0x0003, 0x3800, 0x0000, 0x0002, "3 * 2^-25 ties to the even 2^-23"},
+    {0x7bff, 0x3c00, 0x4c00, 0x7c00, "65504 + 16 ties past the largest finite: infinity"},
+    {0x7bff, 0x3c00, 0x4bff, 0x7bff, "65504 + 15.99: stays finite"},
+    {0xbc00, 0x0000, 0x0000, 0x0000, "-1 * 0 + 0 = +0"},
+    {0xbc00, 0x0000, 0x8000, 0x8000, "-1 * 0 + -0 = -0"},
+    {0x3c00, 0x3c00, 0xbc00, 0x0000, "1 * 1 - 1: exact cancellation is +0"},
+    /* 1.96875 + 0x19d0*0x3821: the exact sum lies just below a midpoint of c's grid, and
+     * rounded first to 24 bits (an f32 sum) it would sit on it and tie upward to 3fe2 */
+    {0x19d0, 0x3821, 0x3fe0, 0x3fe1, "bits below f32's precision decide (one rounding)"},
+};
+
+/* Random f16 bits of a finite value. */
+static uint16_t probe_f16(uint64_t *s) {
+    uint16_t h;
+    do h = (uint16_t)probe_rand(s);
+    while ((h & 0x7c00) == 0x7c00);
+    return h;
+}
+
+bool gck_kprobe_fma16(gck_kfma16_fn f, char *why, size_t len) {
+    for (size_t i = 0; i < sizeof fma16_cases / sizeof fma16_cases[0]; i++) {
+        const struct fma16_case *d = &fma16_cases[i];
+        uint16_t got = f(d->a, d->b, d->c);
+        if (got != d->want)
+            return PROBE_FAIL("VFMADDPH: %s: %04x*%04x + %04x gave %04x, documented %04x", d->what,
+                              d->a, d->b, d->c, got, d->want);
+    }
+    uint64_t s = 29;
+    for (int i = 0; i < 200000; i++) {
+        uint16_t a = probe_f16(&s), b = probe_f16(&s), c;
+        /* c near -a*b (cancellation, ties at c's grid broken by the product's bits), or any */
+        if (i % 2)
+            c = gck_fmt_f16_from_float(-gck_fmt_f16_to_float(a) * gck_fmt_f16_to_float(b)) ^
+                (uint16_t)(probe_rand(&s) % 4);
+        else
+            c = probe_f16(&s);
+        if ((c & 0x7c00) == 0x7c00) continue;
+        uint16_t got = f(a, b, c), want = gck_kfma16_sim(a, b, c);
+        if (!same_f16_result(got, want))
+            return PROBE_FAIL("VFMADDPH: %04x*%04x + %04x gave %04x, documented %04x", a, b, c, got,
+                              want);
+    }
+    return true;
+}

@@ -16,20 +16,22 @@
 #include "gemmcheck/kernels.h"
 #include "kernels_internal.h"
 
-static const char *const class_names[GCK_KCLASS_COUNT] = {"f64", "f32", "f16", "bf16"};
+static const char *const class_names[GCK_KCLASS_COUNT] = {"f64", "f32", "f16", "bf16",
+                                                          "f16-in-f16"};
 
 const char *gck_kclass_name(gck_kclass cls) {
     return (unsigned)cls < GCK_KCLASS_COUNT ? class_names[cls] : "unknown";
 }
 
 void gck_kclass_types(gck_kclass cls, gck_format *input, gck_format *compute) {
-    static const gck_format in[GCK_KCLASS_COUNT] = {GCK_F64, GCK_F32, GCK_F16, GCK_BF16};
+    static const gck_format in[GCK_KCLASS_COUNT] = {GCK_F64, GCK_F32, GCK_F16, GCK_BF16, GCK_F16};
     *input = (unsigned)cls < GCK_KCLASS_COUNT ? in[cls] : GCK_F32;
-    *compute = cls == GCK_KCLASS_F64 ? GCK_F64 : GCK_F32;
+    *compute = cls == GCK_KCLASS_F64 ? GCK_F64 : cls == GCK_KCLASS_F16F16 ? GCK_F16 : GCK_F32;
 }
 
 gck_kclass gck_kclass_of(gck_format a, gck_format b, gck_format compute) {
     if (compute == GCK_F64) return GCK_KCLASS_F64;
+    if (compute == GCK_F16) return GCK_KCLASS_F16F16;
     if (a == GCK_BF16 && b == GCK_BF16) return GCK_KCLASS_BF16;
     if (a == GCK_F16 || b == GCK_F16) return GCK_KCLASS_F16;
     return GCK_KCLASS_F32;
@@ -77,13 +79,14 @@ static bool cal_gemm(void *ctx) {
 }
 
 /* One path's rate on one class, GFLOP/s; 0 when a call fails. The class's case: its input
- * types, f32 or f64 compute, D in the compute type. */
+ * types and compute type, C and D in the compute type, alpha and beta in f64 or f32. */
 static double measure(gck_kpath p, gck_kclass cls, void *a, void *b, void *d) {
     cal_call x = {.a = a, .b = b, .d = d, .cfg = {1, p}};
     gck_case_init(&x.c, CAL_M, CAL_N, CAL_K);
     gck_kclass_types(cls, &x.c.type_a, &x.c.compute);
     x.c.type_b = x.c.type_a;
-    x.c.type_c = x.c.type_d = x.c.scale_type = x.c.compute;
+    x.c.type_c = x.c.type_d = x.c.compute;
+    x.c.scale_type = x.c.compute == GCK_F64 ? GCK_F64 : GCK_F32;
     int64_t ea = (int64_t)CAL_M * CAL_K, eb = (int64_t)CAL_K * CAL_N;
     for (int64_t e = 0; e < ea; e++) gck_fmt_store(a, x.c.type_a, e, 0.5 + (double)(e % 7) / 16);
     for (int64_t e = 0; e < eb; e++) gck_fmt_store(b, x.c.type_b, e, 0.25 + (double)(e % 5) / 8);
@@ -96,7 +99,8 @@ static void measure_all(void) {
     for (int p = GCK_KPATH_PORTABLE + 1; a && b && d && p < GCK_KPATH_COUNT; p++)
         for (int cls = 0; gck_kpath_supported((gck_kpath)p, NULL, 0) && cls < GCK_KCLASS_COUNT;
              cls++)
-            rates[p][cls] = measure((gck_kpath)p, (gck_kclass)cls, a, b, d);
+            if (cls != GCK_KCLASS_F16F16 || gck_kpath_ops_of((gck_kpath)p)->h16)
+                rates[p][cls] = measure((gck_kpath)p, (gck_kclass)cls, a, b, d);
     free(a);
     free(b);
     free(d);

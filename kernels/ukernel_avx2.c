@@ -112,6 +112,18 @@ F16C void gck_kf16c_to_f32(float *dst, int64_t ds, const void *src, int64_t ss, 
     for (; i < n; i++) dst[i * ds] = _cvtsh_ss(s[i * ss]);
 }
 
+F16C void gck_kf16c_from_f32(void *dst, int64_t ds, const float *src, int64_t n) {
+    uint16_t *d = dst;
+    int64_t i = 0;
+    if (ds == 1)
+        for (; i + 8 <= n; i += 8)
+            _mm_storeu_si128((__m128i *)(d + i),
+                             _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++)
+        d[i * ds] = (uint16_t)_mm_extract_epi16(
+            _mm_cvtps_ph(_mm_set_ss(src[i]), _MM_FROUND_TO_NEAREST_INT), 0);
+}
+
 /* ---- the instructions one lane at a time, for the conformance probes ---------------------- */
 
 F16C static float f16_to_f32_hw(uint16_t h) { return _cvtsh_ss(h); }

@@ -8,8 +8,8 @@
  * columns are unrolled so that the accumulator arrays live in registers, not on the stack.
  *
  * Each path is one file ending in its table (ukernel_avx2.c, ukernel_avx512.c,
- * ukernel_avx512bf16.c, ukernel_amx.c, sharing ukernel_x86.h); this one says which of them the CPU
- * can run, and defines the tables empty in a build for another machine. */
+ * ukernel_avx512bf16.c, ukernel_avx512fp16.c, ukernel_amx.c, sharing ukernel_x86.h); this one says
+ * which of them the CPU can run, and defines the tables empty in a build for another machine. */
 #include "ukernel_x86.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -40,6 +40,12 @@ bool gck_kpath_cpu_has(gck_kpath p, const char **missing) {
         if (!(*missing = avx512_lacks()) && !__builtin_cpu_supports("avx512bf16"))
             *missing = "AVX512-BF16";
         break;
+    case GCK_KPATH_AVX512FP16:
+        if (!(*missing = avx512_lacks()) &&
+            (!__builtin_cpu_supports("avx512fp16") || !__builtin_cpu_supports("avx512bw") ||
+             !__builtin_cpu_supports("avx512vl")))
+            *missing = "AVX512-FP16 (with AVX512-BW and AVX512-VL)";
+        break;
     case GCK_KPATH_AMX:
         /* GCC's CPU model reads AMX as present only where XCR0 enables the tile state; Linux's
          * permission is asked for last, only where the CPU has everything else */
@@ -59,7 +65,9 @@ const gck_kpath_ops gck_kpath_avx2_ops = {0};
 const gck_kpath_ops gck_kpath_avx512_ops = {0};
 const gck_kpath_ops gck_kpath_avx512bf16_ops = {0};
 const gck_kpath_ops gck_kpath_amx_ops = {0};
+const gck_kpath_ops gck_kpath_avx512fp16_ops = {0};
 const gck_ktile_fn gck_ktile_hw = NULL;
+const gck_kfma16_fn gck_kfma16_hw = NULL;
 
 bool gck_kamx_permit(const char **why) {
     *why = "x86-64 with a GCC-compatible compiler (this build has neither)";
@@ -81,6 +89,10 @@ const gck_kf16_from_f32_fn gck_kf16_from_f32_hw = NULL;
 
 void gck_kf16c_to_f32(float *dst, int64_t ds, const void *src, int64_t ss, int64_t n) {
     (void)dst, (void)ds, (void)src, (void)ss, (void)n; /* never called: no path has F16C here */
+}
+
+void gck_kf16c_from_f32(void *dst, int64_t ds, const float *src, int64_t n) {
+    (void)dst, (void)ds, (void)src, (void)n; /* never called: no path has F16C here */
 }
 
 bool gck_kpath_cpu_has(gck_kpath p, const char **missing) {

@@ -2,7 +2,8 @@
  * attributes, the prefetch, the tile generator, the tile sizes, the kernels one path's table
  * borrows from another's (the AVX-512 paths read skinny operands with the AVX2 kernels; the
  * AVX512-BF16 path is the AVX-512 path plus its pair kernel) and the tables' shared rows. Each
- * path is one file ending in its table: ukernel_avx2.c, ukernel_avx512.c, ukernel_avx512bf16.c;
+ * path is one file ending in its table: ukernel_avx2.c, ukernel_avx512.c, ukernel_avx512bf16.c,
+ * ukernel_avx512fp16.c, ukernel_amx.c;
  * ukernel_x86.c says which the CPU can run. */
 #ifndef GEMMCHECK_KERNELS_UKERNEL_X86_H
 #define GEMMCHECK_KERNELS_UKERNEL_X86_H

@@ -129,6 +129,9 @@ Test(grid, kernels_avx512_gives_zero_findings, .timeout = 1200) {
 Test(grid, kernels_avx512bf16_gives_zero_findings, .timeout = 1200) {
     run_kernels_grid(GCK_KPATH_AVX512BF16);
 }
+Test(grid, kernels_avx512fp16_gives_zero_findings, .timeout = 1200) {
+    run_kernels_grid(GCK_KPATH_AVX512FP16);
+}
 Test(grid, kernels_amx_gives_zero_findings, .timeout = 1200) { run_kernels_grid(GCK_KPATH_AMX); }
 Test(grid, openblas_gives_zero_findings, .timeout = 1200) { run_grid("openblas"); }
 Test(grid, blis_gives_zero_findings_but_its_known_overreads, .timeout = 1200) { run_grid("blis"); }

@@ -3,6 +3,7 @@
  * thread count; BLAS semantics; invalid arguments named and nothing touched; paths reported. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <mpfr.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,7 @@
 static gck_ref_model declared_evaluation(gck_format compute) {
     gck_ref_model r = gck_ref_model_default(compute);
     r.fma = true;
-    r.scale_compute = compute;
+    r.scale_compute = compute == GCK_F16 ? GCK_F32 : compute; /* f16: alpha and beta in f32 */
     return r;
 }
 
@@ -214,7 +215,7 @@ Test(kernels, every_path_gives_the_bits_of_its_declared_model, .timeout = 1200) 
             printf("[kernels] path %s not supported here: %s\n", gck_kpath_name((gck_kpath)p), why);
             continue;
         }
-        int64_t elements = 0, cases = 0;
+        int64_t elements = 0, cases = 0, h16 = 0;
         for (uint64_t i = 0; i < BIT_CASES; i++) {
             gck_spec s;
             grid_spec(i, rows, nrows, &s);
@@ -222,11 +223,13 @@ Test(kernels, every_path_gives_the_bits_of_its_declared_model, .timeout = 1200) 
             if ((double)c->m * (double)c->n * (double)c->k * (double)c->batch > 4e6) continue;
             elements += compare(&s, (gck_kpath)p, 1 + (int)(i % 2));
             cases++;
+            h16 += c->compute == GCK_F16;
         }
-        printf("[kernels] path %s: %lld cases, %lld elements bit-identical to the declared "
-               "model\n",
-               gck_kpath_name((gck_kpath)p), (long long)cases, (long long)elements);
+        printf("[kernels] path %s: %lld cases (%lld computed in f16), %lld elements "
+               "bit-identical to the declared model\n",
+               gck_kpath_name((gck_kpath)p), (long long)cases, (long long)h16, (long long)elements);
         cr_expect_gt(cases, BIT_CASES * 5 / 6);
+        cr_expect_gt(h16, 0, "the grid drew no f16-arithmetic row");
     }
     gck_backend_close(&be);
 }
@@ -268,6 +271,12 @@ static int64_t compare_shape(gck_spec *s, gck_kpath path, uint64_t i, int64_t m,
     return got;
 }
 
+/* f16 x f16 in f16: the f16 accumulator (VFMADDPH on avx512fp16, the emulation elsewhere). */
+static void make_h16(gck_case *c) {
+    c->type_a = c->type_b = c->compute = GCK_F16;
+    c->scale_type = GCK_F32;
+}
+
 /* Whether the path runs bf16 x bf16 in f32 on a tree of its own (the pair or the tile dot
  * product). */
 static bool has_bf16_tree(gck_kpath p) {
@@ -294,7 +303,8 @@ Test(kernels, every_path_meets_its_tree_on_large_shapes, .timeout = 1800) {
             if (i % 2 == 0 && has_bf16_tree((gck_kpath)p)) {
                 c->type_a = c->type_b = GCK_BF16; /* half the cases on the pair or tile tree */
                 c->compute = c->scale_type = GCK_F32;
-            }
+            } else if (i % 4 == 1) /* a quarter in f16 arithmetic */
+                make_h16(c);
             elements +=
                 compare_shape(&s, (gck_kpath)p, i, 1 + (int64_t)(i * 37 % 301),
                               1 + (int64_t)(i * 53 % 263), ks[i % (sizeof ks / sizeof ks[0])]);
@@ -325,9 +335,11 @@ Test(kernels, row_chunks_panels_and_k_blocks_keep_the_tree, .timeout = 1800) {
             if (i % 3 == 0 && has_bf16_tree((gck_kpath)p)) {
                 c->type_a = c->type_b = GCK_BF16; /* a third on the pair or tile tree */
                 c->compute = c->scale_type = GCK_F32;
-            }
-            gck_blocking bk =
-                gck_kernels_blocking(gck_format_get(c->compute)->storage_bytes, 8, 12);
+            } else if (i % 3 == 1)
+                make_h16(c); /* a third in f16 arithmetic, across KC */
+            /* the driver blocks f16 arithmetic as f32: its accumulators are floats */
+            gck_blocking bk = gck_kernels_blocking(
+                c->compute == GCK_F16 ? 4 : gck_format_get(c->compute)->storage_bytes, 8, 12);
             int64_t kc = bk.kc, ks[] = {kc - 1, kc + 1, 2 * kc - 1, 2 * kc + 1, 4 * kc + 3};
             /* KC's edges for tiles 12 wide (and 6: twice KC) */
             elements += compare_shape(&s, (gck_kpath)p, i, bk.mc + 1 + (int64_t)(i * 97 % 331),
@@ -494,7 +506,7 @@ Test(kernels, the_backend_declares_the_model_it_computes) {
         cr_assert_eq(gck_backend_open(&be, spec, msg, sizeof msg), GCK_OK, "%s", msg);
         const gck_support_row *rows;
         size_t n = be.ops->table(be.state, &rows), dots = 0, tiles = 0;
-        cr_expect_eq(n, 512);
+        cr_expect_eq(n, 528); /* 512 tuples in f32 and f64, 16 f16 x f16 in f16 */
         for (size_t r = 0; r < n; r++) {
             const gck_support_row *row = &rows[r];
             gck_ref_model e = declared_evaluation(row->compute);
@@ -565,6 +577,20 @@ static uint16_t f16_from_f32_chopped(float x) {
     return (h & 0x7c00) == 0x7c00 ? h : (uint16_t)(h & 0xfffe);
 }
 
+/* Wrong implementations of VFMADDPH: the product rounded to f16 first; the sum rounded to f32
+ * first (an emulation without round-to-odd); subnormal results flushed to zero. */
+static uint16_t fma16_unfused(uint16_t a, uint16_t b, uint16_t c) {
+    uint16_t p = gck_f16_from_float(gck_f16_to_float(a) * gck_f16_to_float(b));
+    return gck_f16_from_double(gck_f16_to_double(p) + gck_f16_to_double(c));
+}
+static uint16_t fma16_via_f32(uint16_t a, uint16_t b, uint16_t c) {
+    return gck_f16_from_float(fmaf(gck_f16_to_float(a), gck_f16_to_float(b), gck_f16_to_float(c)));
+}
+static uint16_t fma16_ftz(uint16_t a, uint16_t b, uint16_t c) {
+    uint16_t r = gck_kfma16_sim(a, b, c);
+    return (r & 0x7c00) == 0 ? (uint16_t)(r & 0x8000) : r;
+}
+
 /* VDPBF16PS, VCVTNEPS2BF16 and the F16C conversions match their documentation on this CPU
  * (where it has them); the documented lane itself and the software conversions pass; and each
  * probe rejects a plausible wrong implementation. */
@@ -585,6 +611,13 @@ Test(kernels, instructions_conform_to_their_documentation) {
     cr_expect(!gck_kprobe_cvtneps2bf16(cvt_truncating, why, sizeof why));
     cr_expect(gck_kprobe_f16c(f16_to_f32_sw, f16_from_f32_sw, why, sizeof why), "%s", why);
     cr_expect(!gck_kprobe_f16c(f16_to_f32_sw, f16_from_f32_chopped, why, sizeof why));
+    cr_expect(gck_kprobe_fma16(gck_kfma16_sim, why, sizeof why), "%s", why);
+    cr_expect(!gck_kprobe_fma16(fma16_unfused, why, sizeof why));
+    cr_expect(strstr(why, "one rounding") != NULL, "%s", why);
+    cr_expect(!gck_kprobe_fma16(fma16_via_f32, why, sizeof why));
+    cr_expect(strstr(why, "f32's precision") != NULL, "%s", why);
+    cr_expect(!gck_kprobe_fma16(fma16_ftz, why, sizeof why));
+    cr_expect(strstr(why, "subnormal") != NULL, "%s", why);
     int ran = 0;
     if (gck_kpath_cpu_has(GCK_KPATH_AVX512BF16, &missing)) {
         cr_expect(gck_kprobe_dot2(gck_kdot2_hw, why, sizeof why), "%s", why);
@@ -597,6 +630,11 @@ Test(kernels, instructions_conform_to_their_documentation) {
         ran++;
     } else
         printf("[kernels] TDPBF16PS not probed: the CPU lacks %s\n", missing);
+    if (gck_kpath_cpu_has(GCK_KPATH_AVX512FP16, &missing)) {
+        cr_expect(gck_kprobe_fma16(gck_kfma16_hw, why, sizeof why), "%s", why);
+        ran++;
+    } else
+        printf("[kernels] VFMADDPH not probed: the CPU lacks %s\n", missing);
     if (gck_kpath_cpu_has(GCK_KPATH_AVX2, &missing)) {
         cr_expect(gck_kprobe_f16c(gck_kf16_to_f32_hw, gck_kf16_from_f32_hw, why, sizeof why), "%s",
                   why);
@@ -627,6 +665,71 @@ Test(kernels, the_documented_lane_has_two_independent_emulations) {
         cr_assert(same_value(got, want) && signbit(got) == signbit(want),
                   "%a + %04x*%04x + %04x*%04x: %a vs %a", acc, v[2], v[3], v[0], v[1], got, want);
     }
+}
+
+/* a*b + c rounded once to binary16 by MPFR: 11 bits, binary16's exponent range (emin -23 in
+ * MPFR's convention puts the least subnormal, 2^-24, at its least exponent), subnormalized. */
+static uint16_t fma16_mpfr(uint16_t a, uint16_t b, uint16_t c) {
+    mpfr_exp_t emin = mpfr_get_emin(), emax = mpfr_get_emax();
+    mpfr_set_emin(-23);
+    mpfr_set_emax(16);
+    mpfr_t x, y, z, r;
+    mpfr_inits2(11, x, y, z, r, (mpfr_ptr)0);
+    mpfr_set_d(x, gck_f16_to_double(a), MPFR_RNDN); /* exact */
+    mpfr_set_d(y, gck_f16_to_double(b), MPFR_RNDN);
+    mpfr_set_d(z, gck_f16_to_double(c), MPFR_RNDN);
+    int t = mpfr_fma(r, x, y, z, MPFR_RNDN);
+    t = mpfr_subnormalize(r, t, MPFR_RNDN);
+    (void)t;
+    double v = mpfr_get_d(r, MPFR_RNDN); /* exact: an f16 value or an infinity */
+    mpfr_clears(x, y, z, r, (mpfr_ptr)0);
+    mpfr_set_emin(emin);
+    mpfr_set_emax(emax);
+    return gck_f16_from_double(v);
+}
+
+/* The f16 fused multiply-add every path declares for f16 arithmetic (gck_kfma16_sim, the portable
+ * path's step and the probe's reference) against MPFR: every a with b = c = the same 64 values
+ * (signs, subnormals, the extremes, around 1), then random finite triples, half with c near
+ * -a*b (cancellation, ties broken below f32's precision). Results compared as bits, NaN aside
+ * (none arises from finite inputs but an inf - inf, which is not drawn). */
+Test(kernels, the_f16_fma_emulation_agrees_with_mpfr, .timeout = 300) {
+    static const uint16_t some[] = {0x0000, 0x8000, 0x0001, 0x8001, 0x0002, 0x03ff, 0x83ff, 0x0400,
+                                    0x8400, 0x0401, 0x1000, 0x3800, 0x3bff, 0x3c00, 0xbc00, 0x3c01,
+                                    0x3e00, 0x4000, 0x4c00, 0x4bff, 0x5bff, 0x7bfe, 0x7bff, 0xfbff,
+                                    0x2e66, 0xae66, 0x3555, 0x0155, 0x8155, 0x6000, 0xe000, 0x1400};
+    enum { NSOME = sizeof some / sizeof some[0] };
+    long compared = 0;
+    for (uint32_t a = 0; a < 0x10000; a++) {
+        if ((a & 0x7c00) == 0x7c00) continue;
+        for (int q = 0; q < NSOME; q++) {
+            uint16_t b = some[q], c = some[(q * 7 + a) % NSOME];
+            uint16_t got = gck_kfma16_sim((uint16_t)a, b, c), want = fma16_mpfr((uint16_t)a, b, c);
+            cr_assert_eq(got, want, "%04x*%04x + %04x: emulation %04x, MPFR %04x", a, b, c, got,
+                         want);
+            compared++;
+        }
+    }
+    uint64_t s = 7;
+    for (int i = 0; i < LANES; i++) {
+        uint16_t v[3];
+        for (int q = 0; q < 3; q++) {
+            do {
+                s = s * 6364136223846793005u + 1442695040888963407u;
+                v[q] = (uint16_t)(s >> 40);
+            } while ((v[q] & 0x7c00) == 0x7c00);
+        }
+        if (i % 2) { /* c near -a*b */
+            float p = gck_f16_to_float(v[0]) * gck_f16_to_float(v[1]);
+            v[2] = (uint16_t)(gck_f16_from_float(-p) ^ (uint16_t)(s >> 20 & 3));
+            if ((v[2] & 0x7c00) == 0x7c00) continue;
+        }
+        uint16_t got = gck_kfma16_sim(v[0], v[1], v[2]), want = fma16_mpfr(v[0], v[1], v[2]);
+        cr_assert_eq(got, want, "%04x*%04x + %04x: emulation %04x, MPFR %04x", v[0], v[1], v[2],
+                     got, want);
+        compared++;
+    }
+    printf("[kernels] the f16 fused multiply-add: %ld triples equal to MPFR's\n", compared);
 }
 
 static gck_case small_case(void) {
@@ -771,10 +874,15 @@ Test(kernels, the_choice_follows_the_measured_rates_with_a_margin) {
     cr_expect_eq(gck_kclass_of(GCK_BF16, GCK_F16, GCK_F32), GCK_KCLASS_F16);
     cr_expect_eq(gck_kclass_of(GCK_BF16, GCK_F32, GCK_F32), GCK_KCLASS_F32);
     cr_expect_eq(gck_kclass_of(GCK_BF16, GCK_BF16, GCK_F64), GCK_KCLASS_F64);
+    cr_expect_eq(gck_kclass_of(GCK_F16, GCK_F16, GCK_F16), GCK_KCLASS_F16F16);
+    double h16[GCK_KPATH_COUNT] = {0}; /* f16 arithmetic: only a path with VFMADDPH has a rate */
+    h16[GCK_KPATH_AVX512FP16] = 300;
+    cr_expect_eq(gck_kpath_choose(h16, GCK_KPATH_AMX), GCK_KPATH_AVX512FP16);
 }
 
-/* The measured rates on this CPU: every supported SIMD path has a rate on every class, a path it
- * cannot run and the portable reference have none, and each class runs on a supported path whose
+/* The measured rates on this CPU: every supported SIMD path has a rate on every class (on f16
+ * arithmetic, only a path with an f16 kernel), a path it cannot run and the portable reference
+ * have none, and each class runs on a supported path whose
  * rate obeys the rule. The automatic call computes exactly what the chosen path computes (the
  * same bits as gck_gemm on that path, pair dot product or not), and the choice does not change
  * within the process. */
@@ -787,7 +895,8 @@ Test(kernels, the_automatic_choice_is_measured_and_kept) {
         double r[GCK_KPATH_COUNT];
         for (int p = 0; p < GCK_KPATH_COUNT; p++) {
             r[p] = gck_kpath_rate((gck_kpath)p, (gck_kclass)k);
-            bool simd = p > GCK_KPATH_PORTABLE && gck_kpath_supported((gck_kpath)p, NULL, 0);
+            bool simd = p > GCK_KPATH_PORTABLE && gck_kpath_supported((gck_kpath)p, NULL, 0) &&
+                        (k != GCK_KCLASS_F16F16 || gck_kpath_ops_of((gck_kpath)p)->h16);
             cr_expect(simd ? r[p] > 0 : r[p] == 0, "%s on %s: %g", gck_kpath_name((gck_kpath)p),
                       gck_kclass_name((gck_kclass)k), r[p]);
         }
@@ -806,7 +915,8 @@ Test(kernels, the_automatic_choice_is_measured_and_kept) {
         gck_case c;
         gck_case_init(&c, 37, 29, 41);
         c.type_a = c.type_b = in;
-        c.type_c = c.type_d = c.compute = c.scale_type = compute;
+        c.type_c = c.type_d = c.compute = compute;
+        c.scale_type = compute == GCK_F64 ? GCK_F64 : GCK_F32;
         unsigned char a[37 * 41 * 8], b[41 * 29 * 8], d1[37 * 29 * 8], d2[37 * 29 * 8];
         for (int e = 0; e < 37 * 41; e++) gck_store(a, c.type_a, e, ldexp(1 + e % 13, -(e % 9)));
         for (int e = 0; e < 41 * 29; e++) gck_store(b, c.type_b, e, ldexp(3 - e % 11, -(e % 7)));

@@ -3,9 +3,10 @@
  *   D = alpha * op(A) * op(B) + beta * C
  *
  * for every combination of f16, bf16, f32 and f64 for A, B, C and D, computed in f32 or f64 (the
- * products of f16 and bf16 inputs are exact in f32), column- or row-major, with transposes,
- * leading dimensions, strided batches, and D in place of C or separate: the operation a
- * gck_case describes (gemmcheck/case.h).
+ * products of f16 and bf16 inputs are exact in f32), and f16 x f16 computed in f16 (the
+ * accumulation of cuBLAS's CUBLAS_COMPUTE_16F, with alpha and beta in f32), column- or
+ * row-major, with transposes, leading dimensions, strided batches, and D in place of C or
+ * separate: the operation a gck_case describes (gemmcheck/case.h).
  *
  * BLAS semantics: beta = 0 does not read C, alpha = 0 or K = 0 does not read A and B, M or N = 0
  * returns at once. Invalid arguments are refused before anything is read or written, with a code
@@ -15,7 +16,8 @@
  * accumulator in the compute format, the products of k = 0, 1, ..., K-1 added in that order with
  * a fused multiply-add (inputs first rounded to the compute format), then alpha times the sum,
  * plus beta times c, each rounded to the compute format, and one rounding to D's format. It is
- * gck_ref_gemm's model {compute, fma, round_inputs, scale_compute = compute}, and every path
+ * gck_ref_gemm's model {compute, fma, round_inputs, scale_compute = compute} (f32 for compute f16:
+ * each element of D is then one f16 accumulator), and every path
  * gives the same bits as that reference on every thread count, with two exceptions: bf16 x bf16
  * in f32 on the avx512bf16 path adds the products in pairs with VDPBF16PS (gck_gemm_pair_dot),
  * and on the amx path in tile steps of 32 with TDPBF16PS (gck_gemm_tile_dot).
@@ -43,6 +45,8 @@ typedef enum gck_kpath {
     GCK_KPATH_AVX2,       /**< AVX2 and FMA */
     GCK_KPATH_AVX512,     /**< AVX-512F (F16C for f16 inputs) */
     GCK_KPATH_AVX512BF16, /**< AVX-512F with VDPBF16PS for bf16 x bf16 in f32 (DAZ, FTZ) */
+    GCK_KPATH_AVX512FP16, /**< AVX-512F with VFMADDPH for f16 x f16 in f16 (the same bits as
+                               every path: one rounding per step, subnormals kept) */
     GCK_KPATH_AMX,        /**< AVX-512F with Intel AMX tiles (TDPBF16PS) for bf16 x bf16 in f32
                                (DAZ, FTZ; gck_gemm_tile_dot) */
     GCK_KPATH_COUNT
@@ -78,20 +82,24 @@ GCK_API bool gck_kpath_env_ok(char *why, size_t why_len);
 
 /** The classes of inputs whose rates the automatic choice compares: f64 (f64 compute), f32 (f32
  *  compute, no 16-bit input), f16 (f32 compute, an f16 input), bf16 (bf16 x bf16 in f32: the pair
- *  dot product's inputs where a path has it; bf16 with another type counts as f32). */
+ *  dot product's inputs where a path has it; bf16 with another type counts as f32), f16-in-f16
+ *  (f16 x f16 in f16: the f16 fused multiply-add, on VFMADDPH where a path has it; a path
+ *  without it runs the portable path's emulation of the same bits, and has no rate). */
 typedef enum gck_kclass {
     GCK_KCLASS_F64,
     GCK_KCLASS_F32,
     GCK_KCLASS_F16,
     GCK_KCLASS_BF16,
+    GCK_KCLASS_F16F16,
     GCK_KCLASS_COUNT
 } gck_kclass;
 
-/** The class of the input types and compute type; its name ("f64", "f32", "f16", "bf16"). */
+/** The class of the input types and compute type; its name ("f64", "f32", "f16", "bf16",
+ *  "f16-in-f16"). */
 GCK_API gck_kclass gck_kclass_of(gck_format type_a, gck_format type_b, gck_format compute);
 GCK_API const char *gck_kclass_name(gck_kclass cls);
 /** The types that stand for a class: both operands' type and the compute type (f64 x f64 in
- *  f64, f32 x f32 in f32, f16 x f16 in f32, bf16 x bf16 in f32). */
+ *  f64, f32 x f32 in f32, f16 x f16 in f32, bf16 x bf16 in f32, f16 x f16 in f16). */
 GCK_API void gck_kclass_types(gck_kclass cls, gck_format *input, gck_format *compute);
 
 /** How much faster than the default path another path must be, measured, to be chosen. */
@@ -100,7 +108,8 @@ GCK_API void gck_kclass_types(gck_kclass cls, gck_format *input, gck_format *com
 /** Path p's measured rate on the class, GFLOP/s on one thread: gck_gemm of a 192 x 192 x 384
  *  product of the class's types, the best of three after a warm-up, measured once per process
  *  for every supported SIMD path when the first automatic choice is made; 0 for a path the CPU
- *  cannot run and for the portable path (the reference, never chosen over a SIMD path). */
+ *  cannot run, for the portable path (the reference, never chosen over a SIMD path), and on the
+ *  f16-in-f16 class for a path without an f16 kernel (it would run the portable emulation). */
 GCK_API double gck_kpath_rate(gck_kpath p, gck_kclass cls);
 /** The choice on given rates (indexed by path): `dflt`, unless another path's rate is at least
  *  GCK_KPATH_MARGIN times dflt's (then the fastest). The margin keeps the choice the same
@@ -159,18 +168,19 @@ typedef enum gck_gemm_arg {
 GCK_API const char *gck_gemm_arg_name(gck_gemm_arg a);
 
 /** D = alpha*op(A)*op(B) + beta*C for the case c (its types, layout, batch and compute type;
- *  compute must be f32 or f64, scale_type f32 or f64; with c->d_is_c, D must be C). Returns
+ *  compute must be f32 or f64, or f16 with f16 A and B; scale_type f32 or f64; with c->d_is_c,
+ *  D must be C). Returns
  *  GCK_GEMM_OK, or the first invalid argument, in which case nothing was read or written; with
  *  msg, one line says why (e.g. "ldb (12) < K (17) for op(B)=N, column-major"). */
 GCK_API gck_gemm_arg gck_gemm(const gck_case *c, const void *A, const void *B, const void *C,
                               void *D, const gck_gemm_config *cfg, char *msg, size_t msg_len);
 
 /** The arithmetic model gck_gemm declares on a path (GCK_KPATH_AUTO: the one it resolves to) for
- *  the input types and the compute type (f32 or f64): what the kernels backend's support-table
- *  rows state and the checker holds it to. It is the FMA model of this header's introduction,
- *  except for bf16 x bf16 in f32 on a path with the pair dot product (gck_gemm_pair_dot) or the
- *  tile dot product (gck_gemm_tile_dot), which also declares denormal inputs read as zero and
- *  denormal sums flushed. */
+ *  the input types and the compute type (f32, f64, or f16 for f16 x f16): what the kernels
+ *  backend's support-table rows state and the checker holds it to. It is the FMA model of this
+ *  header's introduction, except for bf16 x bf16 in f32 on a path with the pair dot product
+ *  (gck_gemm_pair_dot) or the tile dot product (gck_gemm_tile_dot), which also declares denormal
+ *  inputs read as zero and denormal sums flushed. */
 GCK_API gck_model gck_gemm_model(gck_kpath path, gck_format type_a, gck_format type_b,
                                  gck_format compute);
 

@@ -9,7 +9,8 @@
 #include "text.h"
 
 /* The support table's tuples, as data: every tuple of f16, bf16, f32 and f64 for A, B, C and D,
- * computed in f32 and in f64, with the promises of gck_gemm (BLAS semantics, row-major, batches,
+ * computed in f32 and in f64, and f16 x f16 computed in f16 (alpha and beta in f32) with any C and
+ * D, with the promises of gck_gemm (BLAS semantics, row-major, batches,
  * D in place or separate, alpha and beta in the compute type). The model of each row is
  * gck_gemm_model for the path the backend runs (kernels_init fills it in). */
 #define KERNELS_ROW(a, b, c, d, k)                                                                 \
@@ -30,9 +31,14 @@
 #define KERNELS_CD(a, b)                                                                           \
     KERNELS_D(a, b, F16) KERNELS_D(a, b, BF16) KERNELS_D(a, b, F32) KERNELS_D(a, b, F64)
 #define KERNELS_BCD(a) KERNELS_CD(a, F16) KERNELS_CD(a, BF16) KERNELS_CD(a, F32) KERNELS_CD(a, F64)
+#define KERNELS_H16_D(c)                                                                           \
+    KERNELS_ROW(F16, F16, c, F16, F16)                                                             \
+    KERNELS_ROW(F16, F16, c, BF16, F16)                                                            \
+    KERNELS_ROW(F16, F16, c, F32, F16) KERNELS_ROW(F16, F16, c, F64, F16)
 
-static const gck_support_row kernels_tuples[] = {KERNELS_BCD(F16) KERNELS_BCD(BF16) KERNELS_BCD(F32)
-                                                     KERNELS_BCD(F64)};
+static const gck_support_row kernels_tuples[] = {
+    KERNELS_BCD(F16) KERNELS_BCD(BF16) KERNELS_BCD(F32) KERNELS_BCD(F64) KERNELS_H16_D(F16)
+        KERNELS_H16_D(BF16) KERNELS_H16_D(F32) KERNELS_H16_D(F64)};
 enum { KERNELS_ROWS = sizeof kernels_tuples / sizeof kernels_tuples[0] };
 
 typedef struct kernels_state {
@@ -61,7 +67,7 @@ static void declare_rows(kernels_state *s) {
 }
 
 /* "path avx512", or for the automatic choice the path of each class of inputs: "path auto (f64
- * avx512, f32 avx512, f16 avx512, bf16 avx512bf16)". */
+ * avx512, f32 avx512, f16 avx512, bf16 amx, f16-in-f16 avx512fp16)". */
 static void path_text(const kernels_state *s, char *buf, size_t len) {
     if (s->cfg.path != GCK_KPATH_AUTO) {
         snprintf(buf, len, "path %s", gck_kpath_name(s->cfg.path));
@@ -84,7 +90,8 @@ static gck_status kernels_init(void **state, const char *arg, char *msg, size_t 
         free(s);
         return gck_fail(GCK_EINVAL, msg, len,
                         "backend 'kernels:%s': unknown path (kernels:auto, kernels:portable, "
-                        "kernels:avx2, kernels:avx512, kernels:avx512bf16, kernels:amx)",
+                        "kernels:avx2, kernels:avx512, kernels:avx512bf16, kernels:avx512fp16, "
+                        "kernels:amx)",
                         arg);
     }
     declare_rows(s);
