@@ -757,7 +757,8 @@ Test(kernels, invalid_arguments_are_named_and_nothing_is_written) {
         {"ldc", GCK_GEMM_ARG_LDC, "ldc (1)"},
         {"ldd", GCK_GEMM_ARG_LDD, "ldd (1)"},
         {"type_a", GCK_GEMM_ARG_TYPE_A, "type_a"},
-        {"compute", GCK_GEMM_ARG_COMPUTE, "f16"},
+        {"compute", GCK_GEMM_ARG_COMPUTE, "compute f16 takes f16 A and B only (A is f32"},
+        {"compute_bf16", GCK_GEMM_ARG_COMPUTE, "compute (bf16) must be f32 or f64, or f16"},
         {"alpha", GCK_GEMM_ARG_ALPHA, "alpha"},
         {"batch", GCK_GEMM_ARG_BATCH, "batch (0)"},
         {"order", GCK_GEMM_ARG_ORDER, "order"},
@@ -781,6 +782,7 @@ Test(kernels, invalid_arguments_are_named_and_nothing_is_written) {
         if (!strcmp(w, "ldd")) c.ldd = 1;
         if (!strcmp(w, "type_a")) c.type_a = GCK_TF32;
         if (!strcmp(w, "compute")) c.compute = GCK_F16;
+        if (!strcmp(w, "compute_bf16")) c.compute = GCK_BF16;
         if (!strcmp(w, "alpha")) c.alpha = NAN;
         if (!strcmp(w, "batch")) c.batch = 0;
         if (!strcmp(w, "order")) c.order = (gck_order)7;
