@@ -1,5 +1,5 @@
-/* Large scratch arrays on transparent huge pages, and the blocks kept for reuse (bigmem.h). */
-#define _DEFAULT_SOURCE 1 /* madvise */
+/* Large scratch arrays, and the blocks kept for reuse (bigmem.h). */
+#define _DEFAULT_SOURCE 1 /* malloc_usable_size */
 #include "bigmem.h"
 
 #include <malloc.h>
@@ -7,7 +7,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #define HUGE_PAGE ((size_t)2 << 20)
@@ -74,10 +73,7 @@ void *gck_big_alloc(size_t bytes) {
         gck_big_release(); /* what is kept may be what a limit on memory lacks */
         if (posix_memalign(&p, HUGE_PAGE, whole)) return NULL;
     }
-#ifdef MADV_HUGEPAGE
-    (void)madvise(p, whole, MADV_HUGEPAGE); /* advice: refused, the pages stay 4 KiB */
-#endif
-    return p;
+    return p; /* not advised for huge pages (MADV_HUGEPAGE): bigmem.h says why */
 }
 
 void *gck_big_calloc(size_t n, size_t size) {
