@@ -45,19 +45,6 @@ static void ukernel_f64(int64_t kc, const double *a, const double *b, double *w,
     skernel_f64(kc, a, MR, 0, b, NR, 1, w, ldw, first);
 }
 
-/* f16 bits to f32 (exact), inline: the library's conversions go through double. */
-static inline float h_to_f(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = h >> 10 & 0x1f, m = h & 0x3ff, u;
-    if (e == 0) { /* zero or subnormal: m * 2^-24, exact */
-        float v = (float)m * 0x1p-24f;
-        return sign ? -v : v;
-    }
-    u = sign | (e == 31 ? 0x7f800000u | m << 13 : (e + 112) << 23 | m << 13);
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
 /* f32 to the f16 value nearest (ties to even), as a float: subnormals kept, 65520 and up to
  * infinity, NaN kept a NaN. */
 static inline float f_to_h_value(float f) {
@@ -76,7 +63,8 @@ static inline float f_to_h_value(float f) {
  * the project's flags (no -ffast-math), so the TwoSum below is evaluated as written; gck_gemm
  * runs it in the default floating-point environment (nearbyintf: to nearest even). */
 float gck_kfma16_step(uint16_t a, uint16_t b, float acc) {
-    float p = h_to_f(a) * h_to_f(b); /* 22 bits: exact */
+    /* f16 to f32 exactly (the library's inline conversion); the product's 22 bits exact */
+    float p = (float)gck_fmt_f16_bits(a) * (float)gck_fmt_f16_bits(b);
     float s = p + acc;
     if (isfinite(s)) {
         float z = s - p, e = (p - (s - z)) + (acc - z); /* p + acc = s + e exactly */
