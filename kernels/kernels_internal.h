@@ -158,6 +158,12 @@ extern const gck_kf16_to_f32_fn gck_kf16_to_f32_hw;
 extern const gck_kf16_from_f32_fn gck_kf16_from_f32_hw;
 /** VFMADDPH on one lane (ukernel_avx512fp16.c); only where the CPU has AVX512-FP16. */
 extern const gck_kfma16_fn gck_kfma16_hw;
+/** The vector emulations of the f16 fused multiply-add (gck_kfma16_step's arithmetic) on one
+ *  lane: AVX2 with F16C (ukernel_avx2.c) and AVX-512F (ukernel_avx512.c), the steps of the
+ *  avx2 path's f16-arithmetic kernel and of the AVX-512 paths' without VFMADDPH; only where the
+ *  CPU has the set. */
+extern const gck_kfma16_fn gck_kfma16_avx2;
+extern const gck_kfma16_fn gck_kfma16_avx512;
 /** TDPBF16PS on one element (ukernel_amx.c); only after gck_kamx_permit succeeded. */
 extern const gck_ktile_fn gck_ktile_hw;
 

@@ -183,7 +183,7 @@ AMXI void gck_kamx_i8_tile(int64_t steps, const int8_t *a, int64_t sa, const int
 }
 
 // clang-format off
-const gck_kpath_ops gck_kpath_amx_ops = {A5_OPS, .mrbf = AMX_MR, .nrbf = AMX_NR,
+const gck_kpath_ops gck_kpath_amx_ops = {A5_OPS, A5_H16, .mrbf = AMX_MR, .nrbf = AMX_NR,
                                          .bf16dot = amx_bf16tile, .bf16tile = true};
 // clang-format on
 

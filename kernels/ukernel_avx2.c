@@ -100,6 +100,34 @@ AVX2 static void avx2_f64(int64_t kc, const double *a, const double *b, double *
     gck_kavx2_s64_2x6_body(kc, a, A2_MR64, 0, b, A2_NR, 1, w, ldw, first);
 }
 
+/* ---- f16 x f16 in f16 without VFMADDPH: the emulation, 8 lanes at a time ----------------- */
+
+#define AVX2F16C __attribute__((target("avx2,fma,f16c")))
+
+/* 16 rows (two vectors) by 4 columns: 8 accumulators and the step's temporaries in 16 ymm */
+enum { A2_MRH = 16, A2_NRH = 4 };
+
+/* a*b + c rounded once to f16, per lane (c an f16 value as a float): gck_kfma16_step's
+ * arithmetic. The product is exact in f32; the sum s is rounded to nearest and TwoSum gives its
+ * error e exactly; where e != 0 the sum is rounded to odd instead (toward zero by one ulp where e
+ * points below |s|, then the last bit set), and F16C rounds that once to f16, nearest even
+ * (kernels_internal.h says why the result is the correctly rounded one). A NaN or infinite s
+ * makes e a NaN, which compares unordered, so s goes on unchanged. */
+AVX2F16C static inline __attribute__((always_inline)) __m256 fma16_avx2(__m256 a, __m256 b,
+                                                                        __m256 c) {
+    __m256 s, e;
+    FMA16_SUM(256, a, b, c, s, e);
+    __m256i inexact = _mm256_castps_si256(_mm256_cmp_ps(e, _mm256_setzero_ps(), _CMP_NEQ_OQ));
+    __m256i below = _mm256_srai_epi32(_mm256_castps_si256(_mm256_xor_ps(e, s)), 31);
+    __m256i r = _mm256_add_epi32(_mm256_castps_si256(s), _mm256_and_si256(below, inexact));
+    r = _mm256_or_si256(r, _mm256_srli_epi32(inexact, 31));
+    return _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_castsi256_ps(r), _MM_FROUND_TO_NEAREST_INT));
+}
+
+H16_TILE(gck_kavx2_h16, AVX2F16C, 256, __m256, __m128i, _mm_loadu_si128, fma16_avx2, A2_NRH)
+
+const gck_kfma16_fn gck_kfma16_avx2 = gck_kavx2_h16_lane;
+
 /* ---- F16C: f16 runs into f32 while packing ----------------------------------------------------
  */
 
@@ -138,7 +166,8 @@ const gck_kf16_from_f32_fn gck_kf16_from_f32_hw = f16_from_f32_hw;
 // clang-format off
 const gck_kpath_ops gck_kpath_avx2_ops = {
     .mr32 = A2_MR32, .nr32 = A2_NR, .mr64 = A2_MR64, .nr64 = A2_NR, .f16c = true,
-    .f32 = avx2_f32, .f64 = avx2_f64, .s32 = {A2_S32}, .s64 = {A2_S64}};
+    .mrh = A2_MRH, .nrh = A2_NRH, .f32 = avx2_f32, .f64 = avx2_f64, .h16 = gck_kavx2_h16,
+    .s32 = {A2_S32}, .s64 = {A2_S64}};
 // clang-format on
 
 #endif

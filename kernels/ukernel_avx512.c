@@ -80,8 +80,31 @@ AVX512 void gck_kavx512_f64(int64_t kc, const double *a, const double *b, double
         for (int v = 0; v < 3; v++) _mm512_storeu_pd(w + j * ldw + 8 * v, c[j][v]);
 }
 
+/* ---- f16 x f16 in f16 without VFMADDPH: the emulation, 16 lanes at a time --------------- */
+
+/* fma16_avx2's arithmetic (ukernel_avx2.c) on 512-bit vectors, the rounding to odd under a mask;
+ * the conversions are AVX-512F's VCVTPS2PH and VCVTPH2PS */
+#define AVX512F16C __attribute__((target("avx512f,f16c")))
+
+AVX512F16C static inline __attribute__((always_inline)) __m512 fma16_avx512(__m512 a, __m512 b,
+                                                                            __m512 c) {
+    __m512 s, e;
+    FMA16_SUM(512, a, b, c, s, e);
+    __mmask16 inexact = _mm512_cmp_ps_mask(e, _mm512_setzero_ps(), _CMP_NEQ_OQ);
+    __m512i si = _mm512_castps_si512(s);
+    __m512i below = _mm512_srai_epi32(_mm512_xor_si512(_mm512_castps_si512(e), si), 31);
+    __m512i r = _mm512_mask_add_epi32(si, inexact, si, below);
+    r = _mm512_mask_or_epi32(r, inexact, r, _mm512_set1_epi32(1));
+    return _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_castsi512_ps(r), _MM_FROUND_TO_NEAREST_INT));
+}
+
+H16_TILE(gck_kavx512_h16, AVX512F16C, 512, __m512, __m256i, _mm256_loadu_si256, fma16_avx512,
+         A5_NRH)
+
+const gck_kfma16_fn gck_kfma16_avx512 = gck_kavx512_h16_lane;
+
 // clang-format off
-const gck_kpath_ops gck_kpath_avx512_ops = {A5_OPS};
+const gck_kpath_ops gck_kpath_avx512_ops = {A5_OPS, A5_H16};
 // clang-format on
 
 #endif

@@ -46,7 +46,7 @@ const gck_kdot2_fn gck_kdot2_hw = dot2_hw;
 const gck_kcvt_bf16_fn gck_kcvtbf16_hw = cvtbf16_hw;
 
 // clang-format off
-const gck_kpath_ops gck_kpath_avx512bf16_ops = {A5_OPS, .mrbf = A5_MR32, .nrbf = A5_NR,
+const gck_kpath_ops gck_kpath_avx512bf16_ops = {A5_OPS, A5_H16, .mrbf = A5_MR32, .nrbf = A5_NR,
                                                 .bf16dot = avx512_bf16dot};
 // clang-format on
 

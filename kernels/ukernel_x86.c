@@ -68,6 +68,8 @@ const gck_kpath_ops gck_kpath_amx_ops = {0};
 const gck_kpath_ops gck_kpath_avx512fp16_ops = {0};
 const gck_ktile_fn gck_ktile_hw = NULL;
 const gck_kfma16_fn gck_kfma16_hw = NULL;
+const gck_kfma16_fn gck_kfma16_avx2 = NULL;
+const gck_kfma16_fn gck_kfma16_avx512 = NULL;
 
 bool gck_kamx_permit(const char **why) {
     *why = "x86-64 with a GCC-compatible compiler (this build has neither)";

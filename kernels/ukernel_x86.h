@@ -39,6 +39,8 @@ enum { A2_MR32 = 16, A2_MR64 = 8, A2_NR = 6 };
  * 88.1-96.5 -> 97.8-99.5 GFLOP/s, 1024^3 on one 42.0-47.2 -> 44.8-49.0, in cache (192 x 192 x
  * 256) 41.7-42.4 -> 43.2-44.4. */
 enum { A5_MR32 = 32, A5_NR = 12, A5_MR64 = 24, A5_NR64 = 8 };
+/* The f16-arithmetic emulation's tile (ukernel_avx512.c): 32 rows by 6 columns */
+enum { A5_MRH = 32, A5_NRH = 6 };
 
 /* The body of a tile of NV vectors of rows by NC columns: step k of A at a + k*as, element (k, j)
  * of B at b[k*bs + j*bj]; NV*NC accumulators (at most 12: with a broadcast and an A vector they
@@ -79,6 +81,48 @@ enum { A5_MR32 = 32, A5_NR = 12, A5_MR64 = 24, A5_NR64 = 8 };
         NAME##_body(kc, a, as, pf, b, bs, bj, w, ldw, first);                                      \
     }
 #define AVX2_TILE(NAME, EL, VT, SFX, NV, NC) VEC_TILE(NAME, AVX2, 256, EL, VT, SFX, NV, NC)
+
+/* The sum of an f16 fused multiply-add on W-bit vectors of floats holding f16 values (fma16_avx2,
+ * fma16_avx512): the product exact in f32, s = a*b + c rounded to nearest, and e = a*b + c - s
+ * exactly (TwoSum: Knuth, TAOCP vol. 2, 4.2.2). */
+#define FMA16_SUM(W, a, b, c, s, e)                                                                \
+    do {                                                                                           \
+        __m##W p_ = _mm##W##_mul_ps(a, b), z_;                                                     \
+        s = _mm##W##_add_ps(p_, c);                                                                \
+        z_ = _mm##W##_sub_ps(s, p_);                                                               \
+        e = _mm##W##_add_ps(_mm##W##_sub_ps(p_, _mm##W##_sub_ps(s, z_)), _mm##W##_sub_ps(c, z_));  \
+    } while (0)
+
+/* The f16-arithmetic kernel of a path without VFMADDPH: two vectors of rows (2L f16 values a
+ * step, L the floats of VT) by NC columns, the accumulators floats holding f16 values; STEP(a, b,
+ * c) is one f16 fused multiply-add per lane (fma16_avx2, fma16_avx512), and HLOAD loads L f16
+ * values as an HT. Also NAME##_lane, the step on one lane, for the tests. */
+#define H16_TILE(NAME, ISA, W, VT, HT, HLOAD, STEP, NC)                                            \
+    ISA void NAME(int64_t kc, const uint16_t *a, const uint16_t *b, float *w, int64_t ldw,         \
+                  bool first) {                                                                    \
+        enum { L = sizeof(VT) / sizeof(float) };                                                   \
+        VT c[NC][2];                                                                               \
+        _Pragma("GCC unroll 16") for (int j = 0; j < (NC); j++)                                    \
+            _Pragma("GCC unroll 2") for (int v = 0; v < 2; v++) c[j][v] =                          \
+                first ? _mm##W##_setzero_ps() : _mm##W##_loadu_ps(w + j * ldw + v * L);            \
+        for (int64_t k = 0; k < kc; k++, a += 2 * L, b += (NC)) {                                  \
+            VT a0 = _mm##W##_cvtph_ps(HLOAD((const HT *)a));                                       \
+            VT a1 = _mm##W##_cvtph_ps(HLOAD((const HT *)(a + L)));                                 \
+            _Pragma("GCC unroll 16") for (int j = 0; j < (NC); j++) {                              \
+                VT bj = _mm##W##_set1_ps(_cvtsh_ss(b[j]));                                         \
+                c[j][0] = STEP(a0, bj, c[j][0]);                                                   \
+                c[j][1] = STEP(a1, bj, c[j][1]);                                                   \
+            }                                                                                      \
+        }                                                                                          \
+        _Pragma("GCC unroll 16") for (int j = 0; j < (NC); j++)                                    \
+            _Pragma("GCC unroll 2") for (int v = 0; v < 2; v++)                                    \
+                _mm##W##_storeu_ps(w + j * ldw + v * L, c[j][v]);                                  \
+    }                                                                                              \
+    ISA static uint16_t NAME##_lane(uint16_t a, uint16_t b, uint16_t c) {                          \
+        VT r = STEP(_mm##W##_set1_ps(_cvtsh_ss(a)), _mm##W##_set1_ps(_cvtsh_ss(b)),                \
+                    _mm##W##_set1_ps(_cvtsh_ss(c)));                                               \
+        return _cvtss_sh(_mm_cvtss_f32(_mm##W##_castps##W##_ps128(r)), _MM_FROUND_TO_NEAREST_INT); \
+    }
 
 /* the tile after w's: tile_bytes (`lines` cache lines) on, in each of the tile's cols columns */
 AVX512 static inline __attribute__((always_inline)) void
@@ -140,6 +184,10 @@ void gck_kavx512_s32_4x2(GCK_KTILE_ARGS(float));
 void gck_kavx512_f32(int64_t kc, const float *a, const float *b, float *w, int64_t ldw, bool first);
 void gck_kavx512_f64(int64_t kc, const double *a, const double *b, double *w, int64_t ldw,
                      bool first);
+void gck_kavx2_h16(int64_t kc, const uint16_t *a, const uint16_t *b, float *w, int64_t ldw,
+                   bool first);
+void gck_kavx512_h16(int64_t kc, const uint16_t *a, const uint16_t *b, float *w, int64_t ldw,
+                     bool first);
 
 /* The tables' shared rows: the AVX2 skinny shapes, and the AVX-512 path's whole table. */
 // clang-format off
@@ -166,6 +214,8 @@ void gck_kavx512_f64(int64_t kc, const double *a, const double *b, double *w, in
             {64, 2, gck_kavx512_s32_4x2, false, false, true}}
 #define A5_OPS .mr32 = A5_MR32, .nr32 = A5_NR, .mr64 = A5_MR64, .nr64 = A5_NR64, .f16c = true, \
                .f32 = gck_kavx512_f32, .f64 = gck_kavx512_f64, A5_S32, A5_S64
+/* The AVX-512 paths without VFMADDPH run f16 arithmetic on the emulation's 512-bit kernel */
+#define A5_H16 .mrh = A5_MRH, .nrh = A5_NRH, .h16 = gck_kavx512_h16
 // clang-format on
 
 #endif

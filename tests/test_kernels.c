@@ -271,12 +271,8 @@ static int64_t compare_shape(gck_spec *s, gck_kpath path, uint64_t i, int64_t m,
     return got;
 }
 
-/* Whether the path has an f16-arithmetic kernel of its own (portable's emulation, avx512fp16's
- * VFMADDPH): the large tests give it f16 cases. The other paths run portable's kernel for them,
- * which the grid test still checks on each. */
-static bool own_h16(gck_kpath p) { return gck_kpath_ops_of(p)->h16 != NULL; }
-
-/* f16 x f16 in f16: the f16 accumulator (VFMADDPH on avx512fp16, the emulation elsewhere). */
+/* f16 x f16 in f16: the f16 accumulator (VFMADDPH on avx512fp16, the emulation elsewhere: in C
+ * on portable, on 8 or 16 lanes on the other SIMD paths). */
 static void make_h16(gck_case *c) {
     c->type_a = c->type_b = c->compute = GCK_F16;
     c->scale_type = GCK_F32;
@@ -308,7 +304,7 @@ Test(kernels, every_path_meets_its_tree_on_large_shapes, .timeout = 1800) {
             if (i % 2 == 0 && has_bf16_tree((gck_kpath)p)) {
                 c->type_a = c->type_b = GCK_BF16; /* half the cases on the pair or tile tree */
                 c->compute = c->scale_type = GCK_F32;
-            } else if (i % 4 == 1 && own_h16((gck_kpath)p)) /* a quarter in f16 arithmetic */
+            } else if (i % 4 == 1) /* a quarter in f16 arithmetic */
                 make_h16(c);
             elements +=
                 compare_shape(&s, (gck_kpath)p, i, 1 + (int64_t)(i * 37 % 301),
@@ -340,7 +336,7 @@ Test(kernels, row_chunks_panels_and_k_blocks_keep_the_tree, .timeout = 1800) {
             if (i % 3 == 0 && has_bf16_tree((gck_kpath)p)) {
                 c->type_a = c->type_b = GCK_BF16; /* a third on the pair or tile tree */
                 c->compute = c->scale_type = GCK_F32;
-            } else if (i % 3 == 1 && own_h16((gck_kpath)p))
+            } else if (i % 3 == 1)
                 make_h16(c); /* a third in f16 arithmetic, across KC */
             /* the driver blocks f16 arithmetic as f32: its accumulators are floats */
             gck_blocking bk = gck_kernels_blocking(
@@ -704,14 +700,27 @@ Test(kernels, the_f16_fma_emulation_agrees_with_mpfr, .timeout = 300) {
                                     0x3e00, 0x4000, 0x4c00, 0x4bff, 0x5bff, 0x7bfe, 0x7bff, 0xfbff,
                                     0x2e66, 0xae66, 0x3555, 0x0155, 0x8155, 0x6000, 0xe000, 0x1400};
     enum { NSOME = sizeof some / sizeof some[0] };
+    /* the C step, and the vector steps of the SIMD paths' f16 kernels where this CPU runs them */
+    typedef struct {
+        const char *name;
+        gck_kfma16_fn f;
+    } step;
+    step fn[3] = {{"C", gck_kfma16_sim}};
+    int nfn = 1;
+    if (gck_kpath_supported(GCK_KPATH_AVX2, NULL, 0)) fn[nfn++] = (step){"AVX2", gck_kfma16_avx2};
+    if (gck_kpath_supported(GCK_KPATH_AVX512, NULL, 0))
+        fn[nfn++] = (step){"AVX-512", gck_kfma16_avx512};
     long compared = 0;
     for (uint32_t a = 0; a < 0x10000; a++) {
         if ((a & 0x7c00) == 0x7c00) continue;
         for (int q = 0; q < NSOME; q++) {
             uint16_t b = some[q], c = some[(q * 7 + a) % NSOME];
-            uint16_t got = gck_kfma16_sim((uint16_t)a, b, c), want = fma16_mpfr((uint16_t)a, b, c);
-            cr_assert_eq(got, want, "%04x*%04x + %04x: emulation %04x, MPFR %04x", a, b, c, got,
-                         want);
+            uint16_t want = fma16_mpfr((uint16_t)a, b, c);
+            for (int f = 0; f < nfn; f++) {
+                uint16_t got = fn[f].f((uint16_t)a, b, c);
+                cr_assert_eq(got, want, "%04x*%04x + %04x: %s emulation %04x, MPFR %04x", a, b, c,
+                             fn[f].name, got, want);
+            }
             compared++;
         }
     }
@@ -729,12 +738,18 @@ Test(kernels, the_f16_fma_emulation_agrees_with_mpfr, .timeout = 300) {
             v[2] = (uint16_t)(gck_f16_from_float(-p) ^ (uint16_t)(s >> 20 & 3));
             if ((v[2] & 0x7c00) == 0x7c00) continue;
         }
-        uint16_t got = gck_kfma16_sim(v[0], v[1], v[2]), want = fma16_mpfr(v[0], v[1], v[2]);
-        cr_assert_eq(got, want, "%04x*%04x + %04x: emulation %04x, MPFR %04x", v[0], v[1], v[2],
-                     got, want);
+        uint16_t want = fma16_mpfr(v[0], v[1], v[2]);
+        for (int f = 0; f < nfn; f++) {
+            uint16_t got = fn[f].f(v[0], v[1], v[2]);
+            cr_assert_eq(got, want, "%04x*%04x + %04x: %s emulation %04x, MPFR %04x", v[0], v[1],
+                         v[2], fn[f].name, got, want);
+        }
         compared++;
     }
-    printf("[kernels] the f16 fused multiply-add: %ld triples equal to MPFR's\n", compared);
+    printf("[kernels] the f16 fused multiply-add: %ld triples equal to MPFR's, on %d emulation%s (",
+           compared, nfn, nfn > 1 ? "s" : "");
+    for (int f = 0; f < nfn; f++) printf("%s%s", f ? ", " : "", fn[f].name);
+    printf(")\n");
 }
 
 static gck_case small_case(void) {
@@ -882,14 +897,14 @@ Test(kernels, the_choice_follows_the_measured_rates_with_a_margin) {
     cr_expect_eq(gck_kclass_of(GCK_BF16, GCK_F32, GCK_F32), GCK_KCLASS_F32);
     cr_expect_eq(gck_kclass_of(GCK_BF16, GCK_BF16, GCK_F64), GCK_KCLASS_F64);
     cr_expect_eq(gck_kclass_of(GCK_F16, GCK_F16, GCK_F16), GCK_KCLASS_F16F16);
-    double h16[GCK_KPATH_COUNT] = {0}; /* f16 arithmetic: only a path with VFMADDPH has a rate */
+    double h16[GCK_KPATH_COUNT] = {0}; /* f16 arithmetic: VFMADDPH against the emulations */
+    h16[GCK_KPATH_AVX2] = 7, h16[GCK_KPATH_AVX512] = h16[GCK_KPATH_AMX] = 11;
     h16[GCK_KPATH_AVX512FP16] = 300;
     cr_expect_eq(gck_kpath_choose(h16, GCK_KPATH_AMX), GCK_KPATH_AVX512FP16);
 }
 
-/* The measured rates on this CPU: every supported SIMD path has a rate on every class (on f16
- * arithmetic, only a path with an f16 kernel), a path it cannot run and the portable reference
- * have none, and each class runs on a supported path whose
+/* The measured rates on this CPU: every supported SIMD path has a rate on every class, a path it
+ * cannot run and the portable reference have none, and each class runs on a supported path whose
  * rate obeys the rule. The automatic call computes exactly what the chosen path computes (the
  * same bits as gck_gemm on that path, pair dot product or not), and the choice does not change
  * within the process. */
@@ -902,8 +917,7 @@ Test(kernels, the_automatic_choice_is_measured_and_kept) {
         double r[GCK_KPATH_COUNT];
         for (int p = 0; p < GCK_KPATH_COUNT; p++) {
             r[p] = gck_kpath_rate((gck_kpath)p, (gck_kclass)k);
-            bool simd = p > GCK_KPATH_PORTABLE && gck_kpath_supported((gck_kpath)p, NULL, 0) &&
-                        (k != GCK_KCLASS_F16F16 || gck_kpath_ops_of((gck_kpath)p)->h16);
+            bool simd = p > GCK_KPATH_PORTABLE && gck_kpath_supported((gck_kpath)p, NULL, 0);
             cr_expect(simd ? r[p] > 0 : r[p] == 0, "%s on %s: %g", gck_kpath_name((gck_kpath)p),
                       gck_kclass_name((gck_kclass)k), r[p]);
         }
