@@ -309,7 +309,8 @@ static int rounds = 1; /* --rounds: each line's measurements repeated in turn */
  * measurement gck_kpath_auto_for makes once per process) and the path each class runs on. */
 static void print_choice(void) {
     printf("kernels, the automatic choice: each path's rate, GFLOP/s on one thread (192x192x384, "
-           "measured at start-up; another path must be %.2fx the default's to be chosen)\n\n"
+           "f16-in-f16 192x192x96, measured at start-up; another path must be %.2fx the "
+           "default's to be chosen)\n\n"
            "| inputs |",
            GCK_KPATH_MARGIN);
     for (int p = GCK_KPATH_PORTABLE + 1; p < GCK_KPATH_COUNT; p++)
