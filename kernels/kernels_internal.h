@@ -71,8 +71,9 @@ typedef struct gck_kpath_ops {
     gck_sup_f32 s32[GCK_SUP_SHAPES]; /**< none (s32[0].fn NULL): the path always packs */
     gck_sup_f64 s64[GCK_SUP_SHAPES];
     gck_ukernel_bf16 bf16dot; /**< NULL: bf16 inputs are converted to f32 like any other */
-    /** f16 x f16 in f16 (VFMADDPH on avx512fp16, the C emulation on portable); NULL: the path
-     *  runs that class on the portable path's kernel (the same bits, gck_kfma16_step) */
+    /** f16 x f16 in f16 (VFMADDPH on avx512fp16, the C emulation on portable, the vector
+     *  emulations on avx2 and the other AVX-512 paths); NULL (no table now): the path would run
+     *  that class on the portable path's kernel (the same bits, gck_kfma16_step) */
     gck_ukernel_h16 h16;
     bool f16c; /**< f16 runs are converted with F16C while packing */
     /** bf16dot is the AMX tile kernel (gck_gemm_tile_dot's tree), not the pair kernel: kp is a
