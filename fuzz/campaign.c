@@ -277,10 +277,12 @@ static void on_result(run_ctx *x, slot *s, const gck_run_result *in) {
 
 /* gemmcheck's own failure on the case in flight: counted, reported with the case, no finding. */
 static void internal_error(run_ctx *x, const slot *s, const char *what) {
-    char repro[2048];
+    char repro[2048], text[3072];
     gck_spec_format(&s->spec, repro, sizeof repro);
-    fprintf(stderr, "\ngemmcheck fuzz: internal error: %s on '%s'\n", what, repro);
-    x->res->internal_errors++;
+    snprintf(text, sizeof text, "%s on '%s'", what, repro);
+    fprintf(stderr, "\ngemmcheck fuzz: internal error: %s\n", text);
+    if (!gck_result_add_internal(x->res, text)) /* counted; only its text is lost */
+        fprintf(stderr, "gemmcheck fuzz: out of memory keeping that error's text\n");
 }
 
 /* The end of a worker with a case in flight, as the watch described it (`o`): a hang or crash

@@ -156,20 +156,28 @@ static void set_strides(gck_case *c, draw *d) {
     if (c->d_is_c) c->stride_d = c->stride_c;
 }
 
-/* Shrink the case until its operands fit the byte budget. */
+/* The batch strides of a batched case made tight for its leading dimensions (a broadcast input
+ * stays one). */
+static void tight_strides(gck_case *c) {
+    if (c->batch <= 1) return;
+    c->stride_a = c->stride_a ? gck_case_footprint(c, GCK_A) : 0;
+    c->stride_b = c->stride_b ? gck_case_footprint(c, GCK_B) : 0;
+    c->stride_c = c->stride_c ? gck_case_footprint(c, GCK_C) : 0;
+    c->stride_d = c->d_is_c ? c->stride_c : gck_case_footprint(c, GCK_D);
+    if (c->d_is_c && c->stride_c == 0) c->stride_c = c->stride_d = gck_case_footprint(c, GCK_C);
+}
+
+/* Shrink the case until its operands fit the byte budget: first the huge padding and the strides
+ * it made, then the largest dimension, again and again (an empty dimension among them: with
+ * k = 0, C and D of m x n still take bytes). */
 static void fit_bytes(gck_case *c, draw *d, double max_bytes) {
-    if (footprint_bytes(c) > max_bytes) set_lds(c, d, false); /* no huge padding */
-    while (footprint_bytes(c) > max_bytes && c->m * c->n * c->k > 0) {
+    if (footprint_bytes(c) <= max_bytes) return;
+    set_lds(c, d, false); /* no huge padding */
+    tight_strides(c);
+    while (footprint_bytes(c) > max_bytes && (c->m > 1 || c->n > 1 || c->k > 1)) {
         halve_largest(c);
         set_lds(c, d, false);
-        if (c->batch > 1) {
-            c->stride_a = c->stride_a ? gck_case_footprint(c, GCK_A) : 0;
-            c->stride_b = c->stride_b ? gck_case_footprint(c, GCK_B) : 0;
-            c->stride_c = c->stride_c ? gck_case_footprint(c, GCK_C) : 0;
-            c->stride_d = c->d_is_c ? c->stride_c : gck_case_footprint(c, GCK_D);
-            if (c->d_is_c && c->stride_c == 0)
-                c->stride_c = c->stride_d = gck_case_footprint(c, GCK_C);
-        }
+        tight_strides(c);
     }
 }
 

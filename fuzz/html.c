@@ -321,6 +321,14 @@ static void banner(FILE *f, const json_t *sum) {
     fprintf(f, "<p class=\"banner %s\">", cls);
     gck_html_text(f, text);
     fputs("</p>\n", f);
+    const json_t *internal = json_object_get(sum, "internal_error_texts");
+    size_t k;
+    const json_t *v;
+    json_array_foreach(internal, k, v) { /* gemmcheck's own failures, with their cases */
+        fputs("<p class=\"bad\">internal error: ", f);
+        gck_html_text(f, json_string_value(v));
+        fputs("</p>\n", f);
+    }
 }
 
 void gck_html_campaign(FILE *f, const json_t *report) {

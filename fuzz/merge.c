@@ -195,6 +195,29 @@ static bool read_shards(reader *rd, const json_t *sum, gck_campaign_result *part
 
 /* ---- the summary, the environment and the findings ------------------------------------------ */
 
+/* summary.internal_error_texts: strings, no more than the internal errors it counts. */
+static void read_internal_texts(reader *rd, const json_t *sum, gck_campaign_result *part) {
+    const json_t *a = get_array(rd, sum, "summary.", "internal_error_texts");
+    if (rd->bad) return;
+    if ((int64_t)json_array_size(a) > part->internal_errors) {
+        fail(rd, "summary.internal_error_texts holds %zu texts for %" PRId64 " internal errors",
+             json_array_size(a), part->internal_errors);
+        return;
+    }
+    size_t k;
+    const json_t *v;
+    json_array_foreach(a, k, v) {
+        if (!json_is_string(v)) {
+            fail(rd, "summary.internal_error_texts[%zu] is not a string", k);
+            return;
+        }
+        if (!gck_result_keep_internal(part, json_string_value(v))) {
+            fail(rd, "out of memory");
+            return;
+        }
+    }
+}
+
 static bool read_summary(reader *rd, const json_t *sum, gck_campaign_result *part,
                          size_t *distinct_findings) {
     const char *w = "summary.";
@@ -235,6 +258,7 @@ static bool read_summary(reader *rd, const json_t *sum, gck_campaign_result *par
                         "summary.cases_by_kind.%s (%" PRId64 ") exceeds the %" PRId64
                         " cases with findings",
                         gck_kind_name(k), part->kind_cases[k], part->with_findings);
+    read_internal_texts(rd, sum, part);
     read_shards(rd, sum, part);
     return !rd->bad;
 }
@@ -594,6 +618,8 @@ static bool add_parts(gck_campaign_result *r, const gck_campaign_result *p) {
     for (size_t i = 0; i < p->nshards; i++)
         if (!gck_result_add_shard(r, p->shards[i].seed, p->shards[i].index, p->shards[i].count))
             return false;
+    for (size_t i = 0; i < p->ninternal; i++) /* counted by add_counts */
+        if (!gck_result_keep_internal(r, p->internal[i])) return false;
     return true;
 }
 

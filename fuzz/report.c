@@ -114,6 +114,10 @@ static json_t *summary_json(const gck_campaign_result *r) {
     for (size_t i = 0; i < r->nstale; i++) json_array_append_new(stale, gck_json_text(r->stale[i]));
     json_object_set_new(sum, "stale_known", stale);
     json_object_set_new(sum, "internal_errors", json_integer(r->internal_errors));
+    json_t *internal = json_array();
+    for (size_t i = 0; i < r->ninternal; i++)
+        json_array_append_new(internal, gck_json_text(r->internal[i]));
+    json_object_set_new(sum, "internal_error_texts", internal);
     json_object_set_new(sum, "deadline_retries", json_integer(r->deadline_retries));
     json_object_set_new(sum, "seconds", jnum(r->seconds));
     json_object_set_new(sum, "cases_per_second", jnum(r->seconds > 0 ? r->cases / r->seconds : 0));
@@ -314,9 +318,13 @@ void gck_report_print_summary(const gck_campaign_result *r, FILE *out) {
                 "%lld call(s) missed their deadline once and met it when run again in a fresh "
                 "worker (a busy machine; not findings)\n",
                 (long long)r->deadline_retries);
-    if (r->internal_errors)
-        fprintf(out, "%lld internal error(s): see the messages above\n",
-                (long long)r->internal_errors);
+    if (!r->internal_errors) return;
+    fprintf(out, "%lld internal error(s) of gemmcheck (not findings of a backend):\n",
+            (long long)r->internal_errors);
+    for (size_t i = 0; i < r->ninternal; i++) fprintf(out, "  %s\n", r->internal[i]);
+    if ((size_t)r->internal_errors > r->ninternal)
+        fprintf(out, "  ... %lld more (the report keeps the first %d texts)\n",
+                (long long)r->internal_errors - (long long)r->ninternal, GCK_INTERNAL_KEPT);
 }
 
 bool gck_report_write_html(const gck_campaign_result *r, const char *path, const char *command,

@@ -12,7 +12,7 @@
 
 /** The version of the JSON report's schema (docs/report.schema.json), written as
  *  "schema_version"; merge refuses reports of any other. */
-#define GCK_REPORT_SCHEMA_VERSION 3
+#define GCK_REPORT_SCHEMA_VERSION 4
 
 /** Reports. */
 bool gck_report_write_json(const gck_campaign_result *r, const char *path, const char *command,

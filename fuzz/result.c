@@ -87,7 +87,24 @@ void gck_result_free(gck_campaign_result *r) {
     free(r->shards);
     for (size_t i = 0; i < r->nstale; i++) free(r->stale[i]);
     free(r->stale);
+    for (size_t i = 0; i < r->ninternal; i++) free(r->internal[i]);
+    free(r->internal);
     memset(r, 0, sizeof *r);
+}
+
+bool gck_result_keep_internal(gck_campaign_result *r, const char *text) {
+    if (r->ninternal >= GCK_INTERNAL_KEPT) return true;
+    char **p = realloc(r->internal, (r->ninternal + 1) * sizeof *p);
+    if (!p) return false;
+    r->internal = p;
+    if (!(p[r->ninternal] = strdup(text))) return false;
+    r->ninternal++;
+    return true;
+}
+
+bool gck_result_add_internal(gck_campaign_result *r, const char *text) {
+    r->internal_errors++;
+    return gck_result_keep_internal(r, text);
 }
 
 void gck_backend_status(const gck_backend_info *b, char *buf, size_t len) {

@@ -120,7 +120,20 @@ typedef struct gck_campaign_result {
      *  gck_known_apply */
     char **stale;
     size_t nstale;
+    /** gemmcheck's own failures ("WHAT on 'REPRO'"), the first GCK_INTERNAL_KEPT of them;
+     *  internal_errors counts them all */
+    char **internal;
+    size_t ninternal;
 } gck_campaign_result;
+
+/** How many internal errors a result keeps the text of. */
+#define GCK_INTERNAL_KEPT 20
+
+/** Count an internal error and keep its text (up to GCK_INTERNAL_KEPT); false: out of memory. */
+bool gck_result_add_internal(gck_campaign_result *r, const char *text);
+/** Keep the text of an internal error counted elsewhere (a merged report's); false: out of
+ *  memory. */
+bool gck_result_keep_internal(gck_campaign_result *r, const char *text);
 
 /** Record a finding into the result (dedup by signature, keep the smallest reproducer);
  *  returns true when it is new or its reproducer got smaller. */

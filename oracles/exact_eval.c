@@ -785,6 +785,7 @@ void gck_exact_eval_run(const gck_exact_plan *p, gck_exact_ws *w, int64_t bi, in
         return;
     }
     lane_col L = lane_col_of(p->oz, ma > mb ? ma : mb, j);
+    gck_oz_tails_prefetch(p->oz, bi, i0, i1, j);
     const uint8_t *rs = p->row_special + ma * c->m;
     const void *C = p->rc ? gck_oracle_member(p->C, c->type_c, c->stride_c, bi) : NULL;
     for (int64_t i = i0; i < i1; i++) {

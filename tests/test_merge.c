@@ -102,8 +102,8 @@ Test(merge, refuses_a_report_gemmcheck_could_not_have_written, .init = setup, .f
         {"not a gemmcheck report", "{\"summary\":{},\"findings\":[]}", 0},
         {"schema_version none", "{\"gemmcheck\":\"0.1.0\",\"summary\":{},\"findings\":[]}", 0},
         {"summary.cases is missing",
-         "{\"schema_version\":3,\"gemmcheck\":\"0.1.0\",\"summary\":{},\"findings\":[]}", 0},
-        {"a report of schema_version 1 (gemmcheck 0.1.0); this gemmcheck reads schema_version 3",
+         "{\"schema_version\":4,\"gemmcheck\":\"0.1.0\",\"summary\":{},\"findings\":[]}", 0},
+        {"a report of schema_version 1 (gemmcheck 0.1.0); this gemmcheck reads schema_version 4",
          NULL, 14},
         {"shard_environments[0] is not of seed 5 shard 1/1", NULL, 15},
         {"shard_environments[0] has a timestamp that is not of the form", NULL, 16},
@@ -409,4 +409,51 @@ Test(merge, reads_any_number_of_shards, .init = setup, .fini = teardown, .timeou
     json_decref(crash);
     free(in);
     free(cmd);
+}
+
+/* gemmcheck's own failures keep their texts (with their cases) through a merge: the merged
+ * report counts them all, keeps each text, says them in its summary and its exit status (3);
+ * a report with more texts than internal errors, or a text that is not a string, is refused. */
+Test(merge, keeps_the_texts_of_internal_errors, .init = setup, .fini = teardown, .timeout = 120) {
+    campaign("ref", 3, 9, "1/1", at("one.json"));
+    json_t *r = load(at("one.json"));
+    cr_assert_eq(summary_int(r, "internal_errors"), 0);
+    cr_assert_eq(json_array_size(json_object_get(SUM(r), "internal_error_texts")), 0);
+    static const char *texts[2][2] = {{"out of memory on 'ref f32 ... 1x1x1'", "lost on 'x'"},
+                                      {"the exact and MPFR oracles disagree on 'y'", NULL}};
+    for (int s = 0; s < 2; s++) {
+        json_t *c = json_deep_copy(r);
+        set_shard(c, 9, s + 1, 2);
+        json_t *a = json_array();
+        for (int t = 0; t < 2 && texts[s][t]; t++)
+            json_array_append_new(a, json_string(texts[s][t]));
+        json_object_set_new(SUM(c), "internal_errors", json_integer(s ? 3 : 2)); /* 1 untold */
+        json_object_set_new(SUM(c), "internal_error_texts", a);
+        save(c, at(s ? "b.json" : "a.json"));
+        json_decref(c);
+    }
+    char in[1024], out[1 << 14];
+    snprintf(in, sizeof in, "%s %s", at("a.json"), at("b.json"));
+    cr_expect_eq(merge(in, out, sizeof out), 3, "%s", out);
+    cr_expect(strstr(out, "5 internal error(s) of gemmcheck") != NULL, "%s", out);
+    cr_expect(strstr(out, "  the exact and MPFR oracles disagree on 'y'\n") != NULL, "%s", out);
+    json_t *m = load(at("merged.json"));
+    cr_expect_eq(summary_int(m, "internal_errors"), 5);
+    json_t *kept = json_object_get(SUM(m), "internal_error_texts");
+    cr_assert_eq(json_array_size(kept), 3);
+    cr_expect_str_eq(json_string_value(json_array_get(kept, 1)), "lost on 'x'");
+    json_decref(m);
+    /* more texts than errors; a text not a string */
+    json_t *c = load(at("a.json"));
+    json_object_set_new(SUM(c), "internal_errors", json_integer(1));
+    save(c, at("bad.json"));
+    cr_expect_eq(merge(at("bad.json"), out, sizeof out), 2, "%s", out);
+    cr_expect(strstr(out, "holds 2 texts for 1 internal errors") != NULL, "%s", out);
+    json_array_set_new(json_object_get(SUM(c), "internal_error_texts"), 0, json_integer(7));
+    json_object_set_new(SUM(c), "internal_errors", json_integer(2));
+    save(c, at("bad.json"));
+    cr_expect_eq(merge(at("bad.json"), out, sizeof out), 2, "%s", out);
+    cr_expect(strstr(out, "internal_error_texts[0] is not a string") != NULL, "%s", out);
+    json_decref(c);
+    json_decref(r);
 }

@@ -36,7 +36,7 @@ static const char merge_help[] =
     "                    finding stays known when every shard that found it marked it known\n"
     "\n"
     "Exit status: 0 no findings (or known ones only), 1 findings, 2 bad input or missing\n"
-    "shards.\n";
+    "shards, 3 internal errors of gemmcheck in a shard (their texts in the summary).\n";
 
 /* The merged report's files; false with the reason in msg. */
 static bool write_outputs(const gck_campaign_result *r, const char *const files[5], char *msg,
@@ -58,7 +58,9 @@ static int finish(gck_merge *m, const char *const files[5], gck_known *known) {
     if (!write_outputs(r, files, msg, sizeof msg)) return gck_cli_usage_error("merge", "%s", msg);
     gck_report_print_summary(r, stdout);
     gck_report_print_verdict(r, stdout);
-    return gck_result_unknown_findings(r) ? GCK_EXIT_FINDINGS : GCK_EXIT_OK;
+    return r->internal_errors               ? GCK_EXIT_INTERNAL /* as the shards' campaigns */
+           : gck_result_unknown_findings(r) ? GCK_EXIT_FINDINGS
+                                            : GCK_EXIT_OK;
 }
 
 int gck_cmd_merge(int argc, char **argv) {

@@ -198,7 +198,7 @@ def test_json_report_validates_against_its_schema(campaign):
     rep = campaign["report"]
     jsonschema.validate(rep, schema, cls=jsonschema.Draft202012Validator)
     env = rep["environment"]
-    assert rep["schema_version"] == 3
+    assert rep["schema_version"] == 4
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", env["timestamp"])
     assert env["host"] and env["gemmcheck_commit"] and "variables" in env
     assert set(env["variables"]) >= {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "BLIS_NUM_THREADS"}
