@@ -87,6 +87,9 @@ static void KN(pack)(PT *dst, int len, const kpanel *p, int64_t x0, int64_t xn, 
     if (p->xs == 1 && !pairs) /* along each stored column once, sliver after sliver */
         for (int64_t k = 0; k < kb; k++) {
             const char *col = p->base + (x0 + (k0 + k) * p->ks) * p->es;
+            if (k + PACK_PF < kb) /* each column a page or more apart: no stream to follow */
+                for (int64_t o = 0; o < xn * p->es; o += 64)
+                    __builtin_prefetch(col + PACK_PF * p->ks * p->es + o, 0, 3);
             for (int64_t s = 0; s < xn; s += len) {
                 PT *out = dst + s * kbp + k / KP * len * KP + k % KP;
                 int64_t n = xn - s < len ? xn - s : len;
@@ -183,9 +186,9 @@ static bool KN(block)(const kjob *j, const void *A, const void *B, const void *C
     int64_t mc = bk.mc, kc = bk.kc / kal * kal, kp = (c->k + kal - 1) / kal * kal;
     if (kc < kal) kc = kal;
     int64_t rows = (i1 - i0 + mr - 1) / mr * mr, cols = (j1 - j0 + nr - 1) / nr * nr;
-    int64_t nc = bk.nc > cols ? cols : bk.nc; /* both whole tiles */
-    /* as many panels, of even widths: a job of 1024 columns at NC 1020 would otherwise pack
-     * all of op(A) again for a panel of 4 */
+    int64_t nc = bk.nc_max > cols ? cols : bk.nc_max; /* both whole tiles */
+    /* as few panels as nc_max allows, of even widths: a job of 1024 columns at NC 1020 would
+     * otherwise pack all of op(A) again for a panel of 4 */
     int64_t panels = (cols + nc - 1) / nc;
     nc = (cols / nr + panels - 1) / panels * nr;
     /* op(A) read in place is streamed down its columns: every row of the job in one block (as

@@ -237,10 +237,11 @@ bool gck_kprobe_f16c(gck_kf16_to_f32_fn to32, gck_kf16_from_f32_fn to16, char *w
 bool gck_kprobe_fma16(gck_kfma16_fn f, char *why, size_t len);
 
 /** Cache blocking: rows of A per packed block (MC), steps of k per block (KC), columns of B per
- *  packed panel (NC), from the cache sizes the machine reports, the bytes of the accumulator
- *  block (W: whole MC blocks of rows of a panel) and of the L1 data cache. */
+ *  packed panel (NC, and the widest panel the driver may make to avoid a narrow last one,
+ *  nc_max), from the cache sizes the machine reports, the bytes of the accumulator block (W:
+ *  whole MC blocks of rows of a panel) and of the L1 data cache. */
 typedef struct gck_blocking {
-    int64_t mc, kc, nc, w_bytes, l1;
+    int64_t mc, kc, nc, nc_max, w_bytes, l1;
 } gck_blocking;
 
 gck_blocking gck_kernels_blocking(int elem_bytes, int mr, int nr);
