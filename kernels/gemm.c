@@ -449,7 +449,9 @@ static inline void kline_bits16(uint16_t *dst, int64_t ds, const void *src, gck_
  * first. On the Intel Xeon with AMX (family 6 model 167), f64 2048^3 on one thread, perf's share
  * of the packing of op(A) went from 8.1% to 7.2% (6.2% to 5.6% with the wider panels of
  * gck_kernels_blocking), and 30 calls alternated in one process went from 42.8 to 44.4 GFLOP/s
- * on average (best 47.1 to 48.7; 2 threads 74.0 to 76.5), with the wider panels together. */
+ * on average (best 47.1 to 48.7; 2 threads 74.0 to 76.5), with the wider panels together;
+ * separate processes of the two builds, alternated, did not tell them apart (best of 6 calls, 5
+ * rounds: 41.2-53.4 against 42.4-52.5), the host's own swings being larger. */
 enum { PACK_CHUNK = 64, PACK_MAX_LEN = 32, PACK_PF = 4 };
 
 /* Operands read where they are stored, not packed (BLIS's "sup" case): op(B) when a job has
