@@ -92,8 +92,8 @@ const gck_kpath_ops *gck_kpath_ops_of(gck_kpath p);
 gck_gemm_arg gck_kgemm(const gck_case *c, const void *A, const void *B, const void *C, void *D,
                        const gck_gemm_config *cfg, char *msg, size_t len);
 /** The rate of call(ctx), `ops` operations a call, in G per second: the best of three timed
- *  calls after a warm-up call (select.c); 0 when a call returns false. The kernels' rate
- *  measurements (gck_kpath_rate, gck_igemm_rate) all go through it. */
+ *  calls after a warm-up call (select.c); 0 when a call returns false. gck_igemm_rate goes
+ *  through it; gck_kpath_rate times the paths of a class the same way, their calls interleaved. */
 double gck_kbest_rate(bool (*call)(void *ctx), void *ctx, double ops);
 /** gck_gemm_model and gck_gemm_pair_dot of a path as given (GCK_KPATH_AUTO: the default). */
 gck_model gck_kgemm_model(gck_kpath path, gck_format ta, gck_format tb, gck_format compute);

@@ -51,17 +51,32 @@ enum { CAL_M = 192, CAL_N = 192, CAL_K = 384, CAL_RUNS = 3 };
 static double rates[GCK_KPATH_COUNT][GCK_KCLASS_COUNT];
 static pthread_once_t measured = PTHREAD_ONCE_INIT;
 
+/* The timed calls: `runs` rounds after a warm-up round, each round one call of every live
+ * context in turn; best[i], the best rate of context i's rounds (0 when a call fails, and that
+ * context leaves the rounds); n at most GCK_KPATH_COUNT. */
+static void best_rates(int n, bool (*call)(void *ctx), void *const ctx[], double ops,
+                       double best[]) {
+    bool live[GCK_KPATH_COUNT];
+    for (int i = 0; i < n; i++) best[i] = 0, live[i] = ctx[i] != NULL;
+    for (int run = 0; run <= CAL_RUNS; run++) /* run 0: the warm-up */
+        for (int i = 0; i < n; i++) {
+            if (!live[i]) continue;
+            struct timespec t0, t1;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
+            if (!call(ctx[i])) {
+                live[i] = false, best[i] = 0;
+                continue;
+            }
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            double t = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+            double r = t > 0 ? ops / t * 1e-9 : 0;
+            if (run > 0 && r > best[i]) best[i] = r;
+        }
+}
+
 double gck_kbest_rate(bool (*call)(void *ctx), void *ctx, double ops) {
-    double best = 0;
-    for (int run = 0; run <= CAL_RUNS; run++) { /* run 0: the warm-up */
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        if (!call(ctx)) return 0;
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        double t = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-        double r = t > 0 ? ops / t * 1e-9 : 0;
-        if (run > 0 && r > best) best = r;
-    }
+    double best;
+    best_rates(1, call, &ctx, ops, &best);
     return best;
 }
 
@@ -78,45 +93,57 @@ static bool cal_gemm(void *ctx) {
     return gck_kgemm(&x->c, x->a, x->b, x->d, x->d, &x->cfg, NULL, 0) == GCK_GEMM_OK;
 }
 
-/* One path's rate on one class, GFLOP/s; 0 when a call fails. The class's case: its input
- * types and compute type, C and D in the compute type, alpha and beta in f64 or f32. */
-static double measure(gck_kpath p, gck_kclass cls, void *a, void *b, void *d) {
-    cal_call x = {.a = a, .b = b, .d = d, .cfg = {1, p}};
+/* The path whose f16-arithmetic kernel p runs, the first supported one (the AVX-512 paths
+ * without VFMADDPH share one kernel, the emulation, about a fifteenth of the f32 rate: it is
+ * measured once and its rate given to each of them). */
+static int h16_owner(int p) {
+    gck_ukernel_h16 k = gck_kpath_ops_of((gck_kpath)p)->h16;
+    for (int q = GCK_KPATH_PORTABLE + 1; q < p; q++)
+        if (gck_kpath_supported((gck_kpath)q, NULL, 0) && gck_kpath_ops_of((gck_kpath)q)->h16 == k)
+            return q;
+    return p;
+}
+
+/* Every supported SIMD path's rate on one class, GFLOP/s (0 when a call fails). The class's
+ * case: its input types and compute type, C and D in the compute type, alpha and beta in f64 or
+ * f32. The paths' calls are interleaved, one of each per round, so that a swing in the host's
+ * speed falls on all of them alike: timed one path after another, on the Intel Xeon with AMX
+ * (family 6 model 167, 2026-12-02) the f64 rates of `amx` and `avx512`, which run the same
+ * kernel, came out 35.6 and 50.4 GFLOP/s, and f64 moved off the default. */
+static void measure_class(gck_kclass cls, void *a, void *b, void *d) {
+    cal_call x[GCK_KPATH_COUNT];
+    void *ctx[GCK_KPATH_COUNT] = {0};
     /* f16 arithmetic on a quarter of K: the emulations would add 30 ms to the start-up at full
      * size, and every path of the class is measured alike */
     int64_t k = cls == GCK_KCLASS_F16F16 ? CAL_K / 4 : CAL_K;
-    gck_case_init(&x.c, CAL_M, CAL_N, k);
-    gck_kclass_types(cls, &x.c.type_a, &x.c.compute);
-    x.c.type_b = x.c.type_a;
-    x.c.type_c = x.c.type_d = x.c.compute;
-    x.c.scale_type = x.c.compute == GCK_F64 ? GCK_F64 : GCK_F32;
+    for (int p = GCK_KPATH_PORTABLE + 1; p < GCK_KPATH_COUNT; p++) {
+        x[p] = (cal_call){.a = a, .b = b, .d = d, .cfg = {1, (gck_kpath)p}};
+        gck_case_init(&x[p].c, CAL_M, CAL_N, k);
+        gck_kclass_types(cls, &x[p].c.type_a, &x[p].c.compute);
+        x[p].c.type_b = x[p].c.type_a;
+        x[p].c.type_c = x[p].c.type_d = x[p].c.compute;
+        x[p].c.scale_type = x[p].c.compute == GCK_F64 ? GCK_F64 : GCK_F32;
+        if (gck_kpath_supported((gck_kpath)p, NULL, 0) &&
+            (cls != GCK_KCLASS_F16F16 || h16_owner(p) == p))
+            ctx[p] = &x[p];
+    }
+    gck_format ta, compute;
+    gck_kclass_types(cls, &ta, &compute);
     int64_t ea = (int64_t)CAL_M * k, eb = k * CAL_N;
-    for (int64_t e = 0; e < ea; e++) gck_fmt_store(a, x.c.type_a, e, 0.5 + (double)(e % 7) / 16);
-    for (int64_t e = 0; e < eb; e++) gck_fmt_store(b, x.c.type_b, e, 0.25 + (double)(e % 5) / 8);
-    return gck_kbest_rate(cal_gemm, &x, 2.0 * CAL_M * CAL_N * (double)k);
-}
-
-/* The f16-arithmetic class: the AVX-512 paths without VFMADDPH share one kernel (the emulation,
- * about a fifteenth of the f32 rate), so it is measured once and its rate given to each of
- * them. */
-static double h16_rate(gck_kpath p, void *a, void *b, void *d) {
-    gck_ukernel_h16 k = gck_kpath_ops_of(p)->h16;
-    for (int q = GCK_KPATH_PORTABLE + 1; q < (int)p; q++)
-        if (gck_kpath_supported((gck_kpath)q, NULL, 0) && gck_kpath_ops_of((gck_kpath)q)->h16 == k)
-            return rates[q][GCK_KCLASS_F16F16];
-    return measure(p, GCK_KCLASS_F16F16, a, b, d);
+    for (int64_t e = 0; e < ea; e++) gck_fmt_store(a, ta, e, 0.5 + (double)(e % 7) / 16);
+    for (int64_t e = 0; e < eb; e++) gck_fmt_store(b, ta, e, 0.25 + (double)(e % 5) / 8);
+    double r[GCK_KPATH_COUNT];
+    best_rates(GCK_KPATH_COUNT, cal_gemm, ctx, 2.0 * CAL_M * CAL_N * (double)k, r);
+    for (int p = GCK_KPATH_PORTABLE + 1; p < GCK_KPATH_COUNT; p++)
+        if (gck_kpath_supported((gck_kpath)p, NULL, 0))
+            rates[p][cls] = ctx[p] ? r[p] : r[h16_owner(p)];
 }
 
 static void measure_all(void) {
     size_t bytes = sizeof(double) * CAL_K * (CAL_M > CAL_N ? CAL_M : CAL_N);
     void *a = malloc(bytes), *b = malloc(bytes), *d = malloc(sizeof(double) * CAL_M * CAL_N);
-    for (int p = GCK_KPATH_PORTABLE + 1; a && b && d && p < GCK_KPATH_COUNT; p++)
-        for (int cls = 0; gck_kpath_supported((gck_kpath)p, NULL, 0) && cls < GCK_KCLASS_COUNT;
-             cls++)
-            if (cls != GCK_KCLASS_F16F16)
-                rates[p][cls] = measure((gck_kpath)p, (gck_kclass)cls, a, b, d);
-            else /* a path's f16-arithmetic kernel, measured once where paths share it */
-                rates[p][cls] = h16_rate((gck_kpath)p, a, b, d);
+    for (int cls = 0; a && b && d && cls < GCK_KCLASS_COUNT; cls++)
+        measure_class((gck_kclass)cls, a, b, d);
     free(a);
     free(b);
     free(d);
