@@ -51,7 +51,7 @@ enum { CAL_M = 192, CAL_N = 192, CAL_K = 384, CAL_RUNS = 3 };
 static double rates[GCK_KPATH_COUNT][GCK_KCLASS_COUNT];
 static pthread_once_t measured = PTHREAD_ONCE_INIT;
 
-/* The timed calls: `runs` rounds after a warm-up round, each round one call of every live
+/* The timed calls: CAL_RUNS rounds after a warm-up round, each round one call of every live
  * context in turn; best[i], the best rate of context i's rounds (0 when a call fails, and that
  * context leaves the rounds); n at most GCK_KPATH_COUNT. */
 static void best_rates(int n, bool (*call)(void *ctx), void *const ctx[], double ops,
