@@ -265,21 +265,7 @@ Test(hostile, repro_labels_backend_output_and_refuses_cases_beyond_memory, .init
     cr_expect_eq(strays(), 0);
 }
 
-/* Start gemmcheck with the marker in the background; its pid. */
-static pid_t start(const char *const *argv) {
-    pid_t pid = fork();
-    if (pid == 0) {
-        putenv(tag);
-        int null = open("/dev/null", O_WRONLY);
-        dup2(null, 1);
-        dup2(null, 2);
-        execv(GCK_BINARY, (char *const *)argv);
-        _exit(127);
-    }
-    return pid;
-}
-
-/* start(argv) with stderr into the file `log`. */
+/* Start gemmcheck with the marker in the background, its stderr into the file `log`; its pid. */
 static pid_t start_logged(const char *const *argv, const char *log) {
     pid_t pid = fork();
     if (pid == 0) {
@@ -292,6 +278,9 @@ static pid_t start_logged(const char *const *argv, const char *log) {
     }
     return pid;
 }
+
+/* The same, stderr discarded. */
+static pid_t start(const char *const *argv) { return start_logged(argv, "/dev/null"); }
 
 /* Whether the campaign logging into `log` (--log-every) has said within `seconds` that a case of
  * `backend` finished: its line "<backend>: N cases" with N > 0. */
