@@ -116,19 +116,20 @@ static void measure_class(gck_kclass cls, void *a, void *b, void *d) {
     /* f16 arithmetic on a quarter of K: the emulations would add 30 ms to the start-up at full
      * size, and every path of the class is measured alike */
     int64_t k = cls == GCK_KCLASS_F16F16 ? CAL_K / 4 : CAL_K;
+    cal_call one = {.a = a, .b = b, .d = d, .cfg = {1, GCK_KPATH_AUTO}};
+    gck_case_init(&one.c, CAL_M, CAL_N, k);
+    gck_kclass_types(cls, &one.c.type_a, &one.c.compute);
+    one.c.type_b = one.c.type_a;
+    one.c.type_c = one.c.type_d = one.c.compute;
+    one.c.scale_type = one.c.compute == GCK_F64 ? GCK_F64 : GCK_F32;
     for (int p = GCK_KPATH_PORTABLE + 1; p < GCK_KPATH_COUNT; p++) {
-        x[p] = (cal_call){.a = a, .b = b, .d = d, .cfg = {1, (gck_kpath)p}};
-        gck_case_init(&x[p].c, CAL_M, CAL_N, k);
-        gck_kclass_types(cls, &x[p].c.type_a, &x[p].c.compute);
-        x[p].c.type_b = x[p].c.type_a;
-        x[p].c.type_c = x[p].c.type_d = x[p].c.compute;
-        x[p].c.scale_type = x[p].c.compute == GCK_F64 ? GCK_F64 : GCK_F32;
+        x[p] = one; /* the same case on each path */
+        x[p].cfg.path = (gck_kpath)p;
         if (gck_kpath_supported((gck_kpath)p, NULL, 0) &&
             (cls != GCK_KCLASS_F16F16 || h16_owner(p) == p))
             ctx[p] = &x[p];
     }
-    gck_format ta, compute;
-    gck_kclass_types(cls, &ta, &compute);
+    gck_format ta = one.c.type_a;
     int64_t ea = (int64_t)CAL_M * k, eb = k * CAL_N;
     for (int64_t e = 0; e < ea; e++) gck_fmt_store(a, ta, e, 0.5 + (double)(e % 7) / 16);
     for (int64_t e = 0; e < eb; e++) gck_fmt_store(b, ta, e, 0.25 + (double)(e % 5) / 8);
