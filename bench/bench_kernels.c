@@ -1,8 +1,8 @@
 /* bench_kernels: GFLOP/s of gemmcheck's GEMM (kernels/) beside OpenBLAS and BLIS on the same
  * shapes, in one run, with the machine's peak calibrated at the start.
  *
- *   bench_kernels [--sizes 256,512,1024,2048,4096] [--threads 1,2] [--rounds 1] [--no-skinny]
- *                 [--no-peers]
+ *   bench_kernels [--sizes 256,512,1024,2048,4096] [--threads 1,2] [--rounds 1] [--pairs 11]
+ *                 [--no-skinny] [--no-peers]
  *
  * Peers run in child processes of this program (`--peer`), because OpenBLAS and BLIS read their
  * kernel choice (OPENBLAS_CORETYPE, BLIS_ARCH_TYPE) and thread count once, when loaded: OpenBLAS
@@ -10,7 +10,13 @@
  * SkylakeX and skx; AVX2: Haswell and haswell). Every figure is the best of several timed calls
  * after a warm-up call; with --rounds R, gemmcheck and the peers of a line are timed R times in
  * turn, each keeping its best (on a shared machine a neighbour's burst then costs one round of one
- * side, not the ratio). The peak is measured, not computed from a nominal clock (the best of five
+ * side, not the ratio). Best-of figures taken at different moments still carry the machine's
+ * swings into their ratio (on a shared VM, up to a third from one minute to the next), so each
+ * goal's ratio is also measured in pairs (--pairs P): the best peer of the line, kept loaded in a
+ * child (`--peer ... --serve`), and gemmcheck are timed alternately, call for call (in batches
+ * of at least 50 ms; which side goes first alternating), and the line shows the median and the
+ * quartiles of the P ratios of the two times: a swing that slows both sides of a pair leaves its
+ * ratio alone. The peak is measured, not computed from a nominal clock (the best of five
  * calibrations): independent chains of FMAs of the widest vectors the CPU has (512 or 256 bits;
  * and VDPBF16PS where present) on one core for about 0.2 s, 2 flops per multiply-add. */
 #define _GNU_SOURCE 1
@@ -18,6 +24,8 @@
 #include <fcntl.h>
 #include <immintrin.h>
 #include <math.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,8 +155,9 @@ static void run_dnnl(void *arg) {
 }
 
 /* --peer LIB s|d|b M N K: prints the GFLOP/s of cblas_[sd]gemm of LIB (column-major, N, N), or
- * with b of LIB's dnnl_gemm_bf16bf16f32 (oneDNN). */
-static int peer_main(char **argv) {
+ * with b of LIB's dnnl_gemm_bf16bf16f32 (oneDNN); with --serve after them, times calls on request
+ * instead (paired_ratio). */
+static int peer_main(char **argv, bool serve) {
     void *h = dlopen(argv[0], RTLD_NOW | RTLD_LOCAL);
     if (!h) return fprintf(stderr, "bench_kernels: %s\n", dlerror()), 2;
     char kind = argv[1][0];
@@ -166,7 +175,20 @@ static int peer_main(char **argv) {
         p.c = random_buffer((size_t)p.m * (size_t)p.n, 4, GCK_F32, 3);
     else
         p.c = random_buffer((size_t)p.m * (size_t)p.n, es, t, 3);
-    printf("%.2f\n", best_gflops(kind == 'b' ? run_dnnl : run_peer, &p, 2.0 * p.m * p.n * p.k));
+    void (*fn)(void *) = kind == 'b' ? run_dnnl : run_peer;
+    if (!serve) {
+        printf("%.2f\n", best_gflops(fn, &p, 2.0 * p.m * p.n * p.k));
+        return 0;
+    }
+    fn(&p); /* --serve: a warm-up, then for each line read (a number of calls), their seconds */
+    char line[32];
+    while (fgets(line, sizeof line, stdin)) {
+        long calls = atol(line) > 0 ? atol(line) : 1;
+        double t0 = bench_now();
+        for (long r = 0; r < calls; r++) fn(&p);
+        printf("%.9f\n", bench_now() - t0);
+        fflush(stdout);
+    }
     return 0;
 }
 
@@ -206,11 +228,18 @@ static const char torch_script[] =
     "    best = max(best, 2.0 * m * n * k / dt * 1e-9)\n"
     "print('%.2f' % best)\n";
 
-/* What a child running argv prints, as GFLOP/s (0 when it fails): with `threads` as the BLAS and
- * OpenMP thread counts, one VAR=value more in env (or NULL), its errors hidden when quiet. */
-static double child_gflops(char *const argv[], int threads, const char *env, bool quiet) {
-    int fd[2];
-    if (pipe(fd) != 0) return 0;
+/* A child running argv with `threads` as the BLAS and OpenMP thread counts and one VAR=value more
+ * in env (or NULL), its errors hidden when quiet: its pid (-1 when it cannot start), *from reading
+ * its standard output and, when to is not NULL, *to writing its standard input. */
+static pid_t child_start(char *const argv[], int threads, const char *env, bool quiet, int *to,
+                         int *from) {
+    int out[2], in[2] = {-1, -1};
+    if (pipe(out) != 0) return -1;
+    if (to && pipe(in) != 0) {
+        close(out[0]);
+        close(out[1]);
+        return -1;
+    }
     pid_t pid = fork();
     if (pid == 0) {
         char th[16];
@@ -219,20 +248,42 @@ static double child_gflops(char *const argv[], int threads, const char *env, boo
         setenv("BLIS_NUM_THREADS", th, 1);
         setenv("OMP_NUM_THREADS", th, 1);
         if (env) putenv((char *)env);
-        dup2(fd[1], 1);
-        close(fd[0]);
+        dup2(out[1], 1);
+        close(out[0]);
+        if (to) {
+            dup2(in[0], 0);
+            close(in[1]);
+        }
         int null = quiet ? open("/dev/null", O_WRONLY) : -1;
         if (null >= 0) dup2(null, 2); /* a missing module is a missing peer, not noise */
         execv(argv[0], argv);
         _exit(127);
     }
-    close(fd[1]);
-    char buf[64] = "";
-    ssize_t got = read(fd[0], buf, sizeof buf - 1);
-    close(fd[0]);
+    close(out[1]);
+    *from = out[0];
+    if (to) close(in[0]), *to = in[1];
+    if (pid < 0) {
+        close(out[0]);
+        if (to) close(in[1]);
+    }
+    return pid;
+}
+
+/* Whether the child pid exited with status 0. */
+static bool child_ok(pid_t pid) {
     int st;
-    waitpid(pid, &st, 0);
-    return got > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? atof(buf) : 0;
+    return waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/* What a child running argv prints, as GFLOP/s (0 when it fails; child_start's arguments). */
+static double child_gflops(char *const argv[], int threads, const char *env, bool quiet) {
+    int from;
+    pid_t pid = child_start(argv, threads, env, quiet, NULL, &from);
+    if (pid < 0) return 0;
+    char buf[64] = "";
+    ssize_t got = read(from, buf, sizeof buf - 1);
+    close(from);
+    return child_ok(pid) && got > 0 ? atof(buf) : 0;
 }
 
 /* A bf16 peer's GFLOP/s: oneDNN (torch false) or PyTorch through /usr/bin/python3; 0 when it is
@@ -259,6 +310,10 @@ static double peer_gflops(const peer *p, bool dbl, int m, int n, int k, int thre
 
 /* ---- gemmcheck's kernels -------------------------------------------------------------------- */
 
+typedef struct shape {
+    int m, n, k;
+} shape;
+
 typedef struct own_call {
     gck_case c;
     gck_gemm_config cfg;
@@ -274,7 +329,9 @@ static void run_own(void *arg) {
     }
 }
 
-static double own_gflops(gck_format ta, gck_format tb, gck_format td, gck_format k, int m, int n,
+/* A product of m x n x kk with inputs ta, tb, C and D td, compute k, on `threads` threads, its
+ * operands random (as the peers'). */
+static own_call own_init(gck_format ta, gck_format tb, gck_format td, gck_format k, int m, int n,
                          int kk, int threads) {
     own_call o = {.cfg = {threads, GCK_KPATH_AUTO}};
     gck_case_init(&o.c, m, n, kk);
@@ -289,18 +346,119 @@ static double own_gflops(gck_format ta, gck_format tb, gck_format td, gck_format
     o.a = random_buffer((size_t)m * (size_t)kk, (size_t)gck_format_get(ta)->storage_bytes, ta, 1);
     o.b = random_buffer((size_t)kk * (size_t)n, (size_t)gck_format_get(tb)->storage_bytes, tb, 2);
     o.d = random_buffer((size_t)m * (size_t)n, (size_t)gck_format_get(td)->storage_bytes, td, 3);
+    return o;
+}
+
+static void own_free(own_call *o) {
+    free(o->a);
+    free(o->b);
+    free(o->d);
+}
+
+static double own_gflops(gck_format ta, gck_format tb, gck_format td, gck_format k, int m, int n,
+                         int kk, int threads) {
+    own_call o = own_init(ta, tb, td, k, m, n, kk, threads);
     double g = best_gflops(run_own, &o, 2.0 * m * n * kk);
-    free(o.a);
-    free(o.b);
-    free(o.d);
+    own_free(&o);
     return g;
 }
 
-/* ---- the table ------------------------------------------------------------------------------ */
+/* ---- ratios measured in pairs ---------------------------------------------------------------- */
 
-typedef struct shape {
-    int m, n, k;
-} shape;
+static int pairs = 11; /* --pairs: 0 for none */
+
+/* The median and quartiles of the ratios of a line's pairs; n 0 when none were measured. */
+typedef struct pair_ratio {
+    double med, lo, hi;
+    int n;
+} pair_ratio;
+
+static int cmp_double(const void *x, const void *y) {
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* The seconds of `calls` calls of a served peer (0 when it fails). */
+static double served_seconds(FILE *to, FILE *from, long calls) {
+    char line[64];
+    if (fprintf(to, "%ld\n", calls) < 0 || fflush(to) != 0 || !fgets(line, sizeof line, from))
+        return 0;
+    return atof(line);
+}
+
+/* gemmcheck's product o (about `gflops` fast: the batch size) against the peer p's (sgemm or
+ * dgemm by kind 's' or 'd') on the same shape: `pairs` pairs of batches of at least 50 ms each,
+ * alternately ours first and the peer's first, each pair's ratio its peer's time over ours
+ * (above 1: gemmcheck faster). */
+static pair_ratio paired_ratio(own_call *o, const peer *p, char kind, shape s, int threads,
+                               double gflops) {
+    pair_ratio pr = {0, 0, 0, 0};
+    if (pairs <= 0 || gflops <= 0) return pr;
+    char ms[16], ns[16], ks[16], kd[2] = {kind, 0};
+    snprintf(ms, sizeof ms, "%d", s.m);
+    snprintf(ns, sizeof ns, "%d", s.n);
+    snprintf(ks, sizeof ks, "%d", s.k);
+    char *argv[] = {(char *)self, "--peer", (char *)p->lib, kd, ms, ns, ks, "--serve", NULL};
+    /* the calling thread and the child (which inherits the mask) on the same `threads` CPUs: a
+     * peer woken on another, idle CPU of a VM ran its batches slowly (OpenBLAS's sgemm 512^3 at
+     * 50-70% of its best rate; on the same CPU it kept it) */
+    cpu_set_t all, same;
+    bool pinned = sched_getaffinity(0, sizeof all, &all) == 0;
+    if (pinned) {
+        CPU_ZERO(&same);
+        for (int c = 0, k = 0; c < CPU_SETSIZE && k < threads; c++)
+            if (CPU_ISSET(c, &all)) CPU_SET(c, &same), k++;
+        pinned = sched_setaffinity(0, sizeof same, &same) == 0;
+    }
+    int to, from;
+    pid_t pid = child_start(argv, threads, p->env, false, &to, &from);
+    if (pid < 0) {
+        if (pinned) sched_setaffinity(0, sizeof all, &all);
+        return pr;
+    }
+    FILE *tf = fdopen(to, "w"), *ff = fdopen(from, "r");
+    double flops = 2.0 * s.m * s.n * s.k, r[64];
+    long calls = (long)ceil(0.05 / (flops / (gflops * 1e9)));
+    int n = 0;
+    run_own(o);                                              /* a warm-up */
+    for (int i = -1; tf && ff && i < pairs && i < 64; i++) { /* pair -1: a warm-up of both */
+        double t_peer = 0, t_own = 0;
+        for (int side = 0; side < 2; side++) {
+            if ((side == 0) == ((i & 1) == 0)) {
+                double t0 = bench_now();
+                for (long c = 0; c < calls; c++) run_own(o);
+                t_own = bench_now() - t0;
+            } else
+                t_peer = served_seconds(tf, ff, calls);
+        }
+        if (t_peer <= 0 || t_own <= 0) break;
+        if (i >= 0) r[n++] = t_peer / t_own;
+    }
+    if (tf)
+        fclose(tf);
+    else
+        close(to);
+    if (ff)
+        fclose(ff);
+    else
+        close(from);
+    bool ok = child_ok(pid);
+    if (pinned) sched_setaffinity(0, sizeof all, &all);
+    if (!ok || n == 0) return pr;
+    qsort(r, (size_t)n, sizeof r[0], cmp_double);
+    pr = (pair_ratio){r[n / 2], r[n / 4], r[(3 * n) / 4], n};
+    if (n % 2 == 0) pr.med = (r[n / 2 - 1] + r[n / 2]) / 2;
+    return pr;
+}
+
+/* "0.93x (0.91-0.95)", or "—" when no pairs were measured. */
+static const char *pair_text(pair_ratio pr, char *buf, size_t len) {
+    if (pr.n == 0) return "—";
+    snprintf(buf, len, "%.2fx (%.2f-%.2f)", pr.med, pr.lo, pr.hi);
+    return buf;
+}
+
+/* ---- the table ------------------------------------------------------------------------------ */
 
 static bool has_peers = true;
 static int rounds = 1; /* --rounds: each line's measurements repeated in turn */
@@ -338,6 +496,7 @@ static void print_choice(void) {
 static void blas_line(bool dbl, shape s, int threads, double peak) {
     gck_format t = dbl ? GCK_F64 : GCK_F32;
     double ours = 0, g[NPEERS] = {0}, best = 0;
+    int bp = -1;
     for (int r = 0; r < rounds; r++) {
         ours = fmax(ours, own_gflops(t, t, t, t, s.m, s.n, s.k, threads));
         for (int p = 0; p < NPEERS && has_peers; p++)
@@ -345,10 +504,18 @@ static void blas_line(bool dbl, shape s, int threads, double peak) {
     }
     printf("| %dx%dx%d | %d | %.1f |", s.m, s.n, s.k, threads, ours);
     for (int p = 0; p < NPEERS; p++) {
-        if (g[p] > best) best = g[p];
+        if (g[p] > best) best = g[p], bp = p;
         printf(" %.1f |", g[p]);
     }
-    printf(" %.2fx | %.0f%% |\n", best > 0 ? ours / best : 0, 100 * ours / (peak * threads));
+    pair_ratio pr = {0, 0, 0, 0};
+    if (bp >= 0) {
+        own_call o = own_init(t, t, t, t, s.m, s.n, s.k, threads);
+        pr = paired_ratio(&o, &peers[bp], dbl ? 'd' : 's', s, threads, ours);
+        own_free(&o);
+    }
+    char pb[48];
+    printf(" %.2fx | %s | %.0f%% |\n", best > 0 ? ours / best : 0, pair_text(pr, pb, sizeof pb),
+           100 * ours / (peak * threads));
     fflush(stdout);
 }
 
@@ -361,29 +528,39 @@ static void mixed_line(shape s, int threads, double peak_dp, double peak_h) {
                                         {GCK_F32, GCK_F64, GCK_F64},   {GCK_F32, GCK_F32, GCK_F32},
                                         {GCK_F64, GCK_F64, GCK_F64},   {GCK_F16, GCK_F16, GCK_F16}};
     double v[8] = {0}, bs = 0, dnnl = 0, torch = 0;
+    int bp = -1;
     for (int r = 0; r < rounds; r++) {
         for (int i = 0; i < 8; i++)
             v[i] = fmax(v[i],
                         own_gflops(ty[i][0], ty[i][1], ty[i][2], ty[i][2], s.m, s.n, s.k, threads));
-        for (int p = 0; p < NPEERS && has_peers; p++)
-            bs = fmax(bs, peer_gflops(&peers[p], false, s.m, s.n, s.k, threads));
+        for (int p = 0; p < NPEERS && has_peers; p++) {
+            double g = peer_gflops(&peers[p], false, s.m, s.n, s.k, threads);
+            if (g > bs) bs = g, bp = p;
+        }
         if (has_peers) {
             dnnl = fmax(dnnl, bf16_peer_gflops(false, s.m, s.n, s.k, threads));
             torch = fmax(torch, bf16_peer_gflops(true, s.m, s.n, s.k, threads));
         }
     }
     double bf = v[0], hf = v[1], bh = v[2], hs = v[3], sd = v[4], s32 = v[5], d64 = v[6], hh = v[7];
+    pair_ratio pr[2] = {{0, 0, 0, 0}, {0, 0, 0, 0}}; /* bf16 and f16 against the best sgemm */
+    for (int i = 0; i < 2 && bp >= 0; i++) {
+        own_call o = own_init(ty[i][0], ty[i][1], ty[i][2], ty[i][2], s.m, s.n, s.k, threads);
+        pr[i] = paired_ratio(&o, &peers[bp], 's', s, threads, v[i]);
+        own_free(&o);
+    }
+    char pb[2][48];
     char pk[16] = "—", pdn[16] = "—", pto[16] = "—", vs[16] = "—", pkh[16] = "—";
     if (peak_h > 0) snprintf(pkh, sizeof pkh, "%.0f%%", 100 * hh / (peak_h * threads));
     if (peak_dp > 0) snprintf(pk, sizeof pk, "%.0f%%", 100 * bf / (peak_dp * threads));
     if (dnnl > 0) snprintf(pdn, sizeof pdn, "%.1f", dnnl);
     if (torch > 0) snprintf(pto, sizeof pto, "%.1f", torch);
     if (fmax(dnnl, torch) > 0) snprintf(vs, sizeof vs, "%.2fx", bf / fmax(dnnl, torch));
-    printf("| %dx%dx%d | %d | %.1f | %s | %.2fx | %s | %s | %s | %.1f | %.2fx | %.1f | %.2fx | "
-           "%.1f | %.2fx | %.1f | %.2fx | %.1f | %.2fx | %s |\n",
-           s.m, s.n, s.k, threads, bf, pk, bs > 0 ? bf / bs : 0, pdn, pto, vs, hf,
-           bs > 0 ? hf / bs : 0, bh, bh / fmin(bf, hf), hs, hs / fmin(hf, s32), sd,
-           sd / fmin(s32, d64), hh, bs > 0 ? hh / bs : 0, pkh);
+    printf("| %dx%dx%d | %d | %.1f | %s | %.2fx | %s | %s | %s | %s | %.1f | %.2fx | %s | %.1f | "
+           "%.2fx | %.1f | %.2fx | %.1f | %.2fx | %.1f | %.2fx | %s |\n",
+           s.m, s.n, s.k, threads, bf, pk, bs > 0 ? bf / bs : 0, pair_text(pr[0], pb[0], 48), pdn,
+           pto, vs, hf, bs > 0 ? hf / bs : 0, pair_text(pr[1], pb[1], 48), bh, bh / fmin(bf, hf),
+           hs, hs / fmin(hf, s32), sd, sd / fmin(s32, d64), hh, bs > 0 ? hh / bs : 0, pkh);
     fflush(stdout);
 }
 
@@ -402,7 +579,10 @@ static int parse_list(const char *s, int *out, int max) {
 
 int main(int argc, char **argv) {
     self = argv[0];
-    if (argc == 7 && !strcmp(argv[1], "--peer")) return peer_main(argv + 2);
+    if (argc == 7 && !strcmp(argv[1], "--peer")) return peer_main(argv + 2, false);
+    if (argc == 8 && !strcmp(argv[1], "--peer") && !strcmp(argv[7], "--serve"))
+        return peer_main(argv + 2, true);
+    signal(SIGPIPE, SIG_IGN); /* a served peer that dies: a failed write, not this process's end */
     int sizes[8] = {256, 512, 1024, 2048, 4096}, nsizes = 5, threads[4] = {1, 2}, nthreads = 2;
     bool skinny = true;
     for (int i = 1; i < argc; i++) {
@@ -420,10 +600,19 @@ int main(int argc, char **argv) {
                 return 2;
             }
             parse_list(argv[i], &rounds, 1);
+        } else if (!strcmp(argv[i], "--pairs") && i + 1 < argc) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (end == argv[i] || *end || v < 0 || v > 64) {
+                fprintf(stderr, "bench_kernels: --pairs takes a number from 0 to 64, not '%s'\n",
+                        argv[i]);
+                return 2;
+            }
+            pairs = (int)v;
         } else {
             fprintf(stderr,
                     "bench_kernels: unknown argument '%s' (--sizes L, --threads L, "
-                    "--rounds R, --no-skinny, --no-peers)\n",
+                    "--rounds R, --pairs P, --no-skinny, --no-peers)\n",
                     argv[i]);
             return 2;
         }
@@ -458,7 +647,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < nsizes; i++) sq[i] = (shape){sizes[i], sizes[i], sizes[i]};
     for (int d = 0; d < 2; d++) {
         printf("%s: GFLOP/s\n\n| M x N x K | threads | gemmcheck | %s | %s | %s | %s | vs best | "
-               "of peak |\n|---|---|---|---|---|---|---|---|---|\n",
+               "paired with the best: median (quartiles) | of peak |\n"
+               "|---|---|---|---|---|---|---|---|---|---|\n",
                d ? "f64 (dgemm)" : "f32 (sgemm)", peers[0].name, peers[1].name, peers[2].name,
                peers[3].name);
         for (int t = 0; t < nthreads; t++) {
@@ -469,19 +659,20 @@ int main(int argc, char **argv) {
         printf("\n");
     }
     gck_kpath bfpath = gck_kpath_auto_class(GCK_KCLASS_BF16);
-    printf("bf16, f16 and mixed inputs (D and compute f32; f32 x f64 in f64): GFLOP/s, against the "
-           "best sgemm of the line, the best bf16 peer (oneDNN's dnnl_gemm_bf16bf16f32, f32 out; "
-           "PyTorch's matmul, bf16 out) or the slower of the pure types\n\n| M x N x K | threads | "
-           "bf16 (%s) | of %s peak | vs best sgemm | oneDNN bf16 | PyTorch bf16 | vs best bf16 "
-           "peer | f16 | vs best sgemm | bf16 x f16 | "
-           "vs slower | f16 x f32 | vs slower | f32 x f64 | vs slower | f16 in f16 (%s; D f16) | "
-           "vs best sgemm | of VFMADDPH peak |\n"
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
-           gck_kpath_name(bfpath),
-           bfpath == GCK_KPATH_AVX512BF16 ? "VDPBF16PS"
-           : bfpath == GCK_KPATH_AMX      ? "(AMX: not calibrated)"
-                                          : "f32 FMA",
-           gck_kpath_name(gck_kpath_auto_class(GCK_KCLASS_F16F16)));
+    printf(
+        "bf16, f16 and mixed inputs (D and compute f32; f32 x f64 in f64): GFLOP/s, against the "
+        "best sgemm of the line, the best bf16 peer (oneDNN's dnnl_gemm_bf16bf16f32, f32 out; "
+        "PyTorch's matmul, bf16 out) or the slower of the pure types\n\n| M x N x K | threads | "
+        "bf16 (%s) | of %s peak | vs best sgemm | paired | oneDNN bf16 | PyTorch bf16 | vs best "
+        "bf16 peer | f16 | vs best sgemm | paired | bf16 x f16 | "
+        "vs slower | f16 x f32 | vs slower | f32 x f64 | vs slower | f16 in f16 (%s; D f16) | "
+        "vs best sgemm | of VFMADDPH peak |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        gck_kpath_name(bfpath),
+        bfpath == GCK_KPATH_AVX512BF16 ? "VDPBF16PS"
+        : bfpath == GCK_KPATH_AMX      ? "(AMX: not calibrated)"
+                                       : "f32 FMA",
+        gck_kpath_name(gck_kpath_auto_class(GCK_KCLASS_F16F16)));
     /* the share of the peak of the instructions the bf16 path multiplies with (VDPBF16PS, or f32
      * FMAs after conversion; none measured for AMX tiles) */
     double bfpeak = bfpath == GCK_KPATH_AVX512BF16 ? pdp : bfpath == GCK_KPATH_AMX ? 0 : p32;
