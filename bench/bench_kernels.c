@@ -12,15 +12,18 @@
  * turn, each keeping its best (on a shared machine a neighbour's burst then costs one round of one
  * side, not the ratio). Best-of figures taken at different moments still carry the machine's
  * swings into their ratio (on a shared VM, up to a third from one minute to the next), so each
- * goal's ratio is also measured in pairs (--pairs P): the best peer of the line, kept loaded in a
- * child (`--peer ... --serve`), and gemmcheck are timed alternately, call for call (in batches
- * of at least 50 ms; which side goes first alternating), and the line shows the median and the
- * quartiles of the P ratios of the two times: a swing that slows both sides of a pair leaves its
- * ratio alone. The peak is measured, not computed from a nominal clock (the best of five
- * calibrations): independent chains of FMAs of the widest vectors the CPU has (512 or 256 bits;
- * and VDPBF16PS where present) on one core for about 0.2 s, 2 flops per multiply-add. */
+ * goal's ratio is also measured in pairs (--pairs P): the peer of the line (its best sgemm or
+ * dgemm, or oneDNN's bf16 GEMM), kept loaded in a child (`--peer ... --serve`), and gemmcheck
+ * are timed alternately, call for call (in batches of at least 50 ms; which side goes first
+ * alternating), and the line shows the median and the quartiles of the P ratios of the two
+ * times: a swing that slows both sides of a pair leaves its ratio alone. A mixed product and
+ * the slower of its pure types alternate in this process. The peak is measured, not computed
+ * from a nominal clock (the best of five calibrations): independent chains of FMAs of the widest
+ * vectors the CPU has (512 or 256 bits; and VDPBF16PS where present) on one core for about
+ * 0.2 s, 2 flops per multiply-add. */
 #define _GNU_SOURCE 1
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <immintrin.h>
 #include <math.h>
@@ -280,8 +283,16 @@ static double child_gflops(char *const argv[], int threads, const char *env, boo
     int from;
     pid_t pid = child_start(argv, threads, env, quiet, NULL, &from);
     if (pid < 0) return 0;
+    /* to its end: a child may write its line in pieces (with PYTHONUNBUFFERED=1 in the
+     * environment, Python's print wrote "16.06" and then "\n"; the pipe, closed after the first
+     * read, failed the second write, and the PyTorch peer was lost in 5 of 6 runs at 64^3) */
     char buf[64] = "";
-    ssize_t got = read(from, buf, sizeof buf - 1);
+    size_t got = 0;
+    for (ssize_t r; got < sizeof buf - 1 && (r = read(from, buf + got, sizeof buf - 1 - got)) != 0;)
+        if (r > 0)
+            got += (size_t)r;
+        else if (errno != EINTR)
+            break;
     close(from);
     return child_ok(pid) && got > 0 ? atof(buf) : 0;
 }
@@ -378,20 +389,56 @@ static int cmp_double(const void *x, const void *y) {
     return (a > b) - (a < b);
 }
 
-/* The seconds of `calls` calls of a served peer (0 when it fails). */
-static double served_seconds(FILE *to, FILE *from, long calls) {
+/* One side of a pair: gemmcheck's product (own), or a served peer (to, from). */
+typedef struct side {
+    own_call *own;
+    FILE *to, *from;
+} side;
+
+/* The seconds of `calls` calls of one side (0 when a served peer fails). */
+static double side_seconds(side *x, long calls) {
+    if (x->own) {
+        double t0 = bench_now();
+        for (long c = 0; c < calls; c++) run_own(x->own);
+        return bench_now() - t0;
+    }
     char line[64];
-    if (fprintf(to, "%ld\n", calls) < 0 || fflush(to) != 0 || !fgets(line, sizeof line, from))
+    if (fprintf(x->to, "%ld\n", calls) < 0 || fflush(x->to) != 0 ||
+        !fgets(line, sizeof line, x->from))
         return 0;
     return atof(line);
 }
 
-/* gemmcheck's product o (about `gflops` fast: the batch size) against the peer p's (sgemm or
- * dgemm by kind 's' or 'd') on the same shape: `pairs` pairs of batches of at least 50 ms each,
- * alternately ours first and the peer's first, each pair's ratio its peer's time over ours
- * (above 1: gemmcheck faster). */
+/* `pairs` pairs of batches of `calls` calls of x and of y, after one pair of warm-up, x first and
+ * y first in turn: the median and quartiles of y's time over x's. */
+static pair_ratio pair_up(side *x, side *y, long calls) {
+    double r[64];
+    int n = 0;
+    for (int i = -1; i < pairs && i < 64; i++) {
+        bool yfirst = i & 1;
+        double t1 = side_seconds(yfirst ? y : x, calls), t2 = side_seconds(yfirst ? x : y, calls);
+        double tx = yfirst ? t2 : t1, ty = yfirst ? t1 : t2;
+        if (tx <= 0 || ty <= 0) break;
+        if (i >= 0) r[n++] = ty / tx;
+    }
+    pair_ratio pr = {0, 0, 0, 0};
+    if (n == 0) return pr;
+    qsort(r, (size_t)n, sizeof r[0], cmp_double);
+    pr = (pair_ratio){r[n / 2], r[n / 4], r[(3 * n) / 4], n};
+    if (n % 2 == 0) pr.med = (r[n / 2 - 1] + r[n / 2]) / 2;
+    return pr;
+}
+
+/* Calls of shape s that take at least 50 ms at `gflops` (the faster side's rate). */
+static long batch_calls(shape s, double gflops) {
+    return (long)ceil(0.05 * gflops * 1e9 / (2.0 * s.m * s.n * s.k));
+}
+
+/* gemmcheck's product o against the peer p's (sgemm, dgemm or oneDNN's bf16 GEMM by kind 's',
+ * 'd' or 'b'; its errors hidden when quiet) on the same shape, `gflops` the faster side's rate:
+ * each pair's ratio is the peer's time over ours (above 1: gemmcheck faster). */
 static pair_ratio paired_ratio(own_call *o, const peer *p, char kind, shape s, int threads,
-                               double gflops) {
+                               double gflops, bool quiet) {
     pair_ratio pr = {0, 0, 0, 0};
     if (pairs <= 0 || gflops <= 0) return pr;
     char ms[16], ns[16], ks[16], kd[2] = {kind, 0};
@@ -411,44 +458,35 @@ static pair_ratio paired_ratio(own_call *o, const peer *p, char kind, shape s, i
         pinned = sched_setaffinity(0, sizeof same, &same) == 0;
     }
     int to, from;
-    pid_t pid = child_start(argv, threads, p->env, false, &to, &from);
+    pid_t pid = child_start(argv, threads, p->env, quiet, &to, &from);
     if (pid < 0) {
         if (pinned) sched_setaffinity(0, sizeof all, &all);
         return pr;
     }
-    FILE *tf = fdopen(to, "w"), *ff = fdopen(from, "r");
-    double flops = 2.0 * s.m * s.n * s.k, r[64];
-    long calls = (long)ceil(0.05 / (flops / (gflops * 1e9)));
-    int n = 0;
-    run_own(o);                                              /* a warm-up */
-    for (int i = -1; tf && ff && i < pairs && i < 64; i++) { /* pair -1: a warm-up of both */
-        double t_peer = 0, t_own = 0;
-        for (int side = 0; side < 2; side++) {
-            if ((side == 0) == ((i & 1) == 0)) {
-                double t0 = bench_now();
-                for (long c = 0; c < calls; c++) run_own(o);
-                t_own = bench_now() - t0;
-            } else
-                t_peer = served_seconds(tf, ff, calls);
-        }
-        if (t_peer <= 0 || t_own <= 0) break;
-        if (i >= 0) r[n++] = t_peer / t_own;
-    }
-    if (tf)
-        fclose(tf);
+    side ours = {o, NULL, NULL}, peer_side = {NULL, fdopen(to, "w"), fdopen(from, "r")};
+    run_own(o); /* a warm-up */
+    if (peer_side.to && peer_side.from) pr = pair_up(&ours, &peer_side, batch_calls(s, gflops));
+    if (peer_side.to)
+        fclose(peer_side.to);
     else
         close(to);
-    if (ff)
-        fclose(ff);
+    if (peer_side.from)
+        fclose(peer_side.from);
     else
         close(from);
     bool ok = child_ok(pid);
     if (pinned) sched_setaffinity(0, sizeof all, &all);
-    if (!ok || n == 0) return pr;
-    qsort(r, (size_t)n, sizeof r[0], cmp_double);
-    pr = (pair_ratio){r[n / 2], r[n / 4], r[(3 * n) / 4], n};
-    if (n % 2 == 0) pr.med = (r[n / 2 - 1] + r[n / 2]) / 2;
-    return pr;
+    return ok ? pr : (pair_ratio){0, 0, 0, 0};
+}
+
+/* Two of gemmcheck's products in this process, x against y (`gflops` the faster one's rate):
+ * each pair's ratio is y's time over x's. */
+static pair_ratio paired_own(own_call *x, own_call *y, shape s, double gflops) {
+    if (pairs <= 0 || gflops <= 0) return (pair_ratio){0, 0, 0, 0};
+    side a = {x, NULL, NULL}, b = {y, NULL, NULL};
+    run_own(x); /* a warm-up */
+    run_own(y);
+    return pair_up(&a, &b, batch_calls(s, gflops));
 }
 
 /* "0.93x (0.91-0.95)", or "—" when no pairs were measured. */
@@ -510,7 +548,7 @@ static void blas_line(bool dbl, shape s, int threads, double peak) {
     pair_ratio pr = {0, 0, 0, 0};
     if (bp >= 0) {
         own_call o = own_init(t, t, t, t, s.m, s.n, s.k, threads);
-        pr = paired_ratio(&o, &peers[bp], dbl ? 'd' : 's', s, threads, ours);
+        pr = paired_ratio(&o, &peers[bp], dbl ? 'd' : 's', s, threads, fmax(ours, best), false);
         own_free(&o);
     }
     char pb[48];
@@ -519,14 +557,45 @@ static void blas_line(bool dbl, shape s, int threads, double peak) {
     fflush(stdout);
 }
 
+/* The products of the mixed table's line, in its order. */
+static const gck_format mixed_ty[8][3] = {
+    {GCK_BF16, GCK_BF16, GCK_F32}, {GCK_F16, GCK_F16, GCK_F32}, {GCK_BF16, GCK_F16, GCK_F32},
+    {GCK_F16, GCK_F32, GCK_F32},   {GCK_F32, GCK_F64, GCK_F64}, {GCK_F32, GCK_F32, GCK_F32},
+    {GCK_F64, GCK_F64, GCK_F64},   {GCK_F16, GCK_F16, GCK_F16}};
+
+/* The mixed line's pairs (v: the best-of rates of mixed_ty's products; bp: the best sgemm peer or
+ * -1, bs its rate; dnnl: oneDNN's bf16 rate or 0): pr[0], pr[1] bf16 and f16 against the best
+ * sgemm, pr[2] bf16 against oneDNN's bf16, pr[3..5] bf16 x f16, f16 x f32 and f32 x f64 against
+ * the slower of their pure types. */
+static void mixed_pairs(shape s, int threads, const double v[8], int bp, double bs, double dnnl,
+                        pair_ratio pr[6]) {
+    static const peer onednn = {"oneDNN", DNNL, NULL};
+    static const int pure[3][2] = {{0, 1}, {1, 5}, {5, 6}};
+    for (int i = 0; i < 6; i++) {
+        pr[i] = (pair_ratio){0, 0, 0, 0};
+        int x = i < 2 ? i : i == 2 ? 0 : i - 1, y = -1;
+        if ((i < 2 && bp < 0) || (i == 2 && dnnl <= 0)) continue;
+        if (i >= 3) y = v[pure[i - 3][0]] < v[pure[i - 3][1]] ? pure[i - 3][0] : pure[i - 3][1];
+        const gck_format *t = mixed_ty[x];
+        own_call o = own_init(t[0], t[1], t[2], t[2], s.m, s.n, s.k, threads);
+        if (i < 3) {
+            pr[i] = paired_ratio(&o, i < 2 ? &peers[bp] : &onednn, i < 2 ? 's' : 'b', s, threads,
+                                 fmax(v[x], i < 2 ? bs : dnnl), i == 2);
+        } else {
+            const gck_format *u = mixed_ty[y];
+            own_call q = own_init(u[0], u[1], u[2], u[2], s.m, s.n, s.k, threads);
+            pr[i] = paired_own(&o, &q, s, fmax(v[x], v[y]));
+            own_free(&q);
+        }
+        own_free(&o);
+    }
+}
+
 /* One line of the bf16/f16/mixed table, against the best sgemm/dgemm of the same line (with
  * --rounds, as blas_line); the last type, f16 x f16 in f16 (D in f16), against the best sgemm and
  * VFMADDPH's peak (peak_h: 0 where the CPU lacks it). */
 static void mixed_line(shape s, int threads, double peak_dp, double peak_h) {
-    static const gck_format ty[8][3] = {{GCK_BF16, GCK_BF16, GCK_F32}, {GCK_F16, GCK_F16, GCK_F32},
-                                        {GCK_BF16, GCK_F16, GCK_F32},  {GCK_F16, GCK_F32, GCK_F32},
-                                        {GCK_F32, GCK_F64, GCK_F64},   {GCK_F32, GCK_F32, GCK_F32},
-                                        {GCK_F64, GCK_F64, GCK_F64},   {GCK_F16, GCK_F16, GCK_F16}};
+    const gck_format(*ty)[3] = mixed_ty;
     double v[8] = {0}, bs = 0, dnnl = 0, torch = 0;
     int bp = -1;
     for (int r = 0; r < rounds; r++) {
@@ -543,24 +612,22 @@ static void mixed_line(shape s, int threads, double peak_dp, double peak_h) {
         }
     }
     double bf = v[0], hf = v[1], bh = v[2], hs = v[3], sd = v[4], s32 = v[5], d64 = v[6], hh = v[7];
-    pair_ratio pr[2] = {{0, 0, 0, 0}, {0, 0, 0, 0}}; /* bf16 and f16 against the best sgemm */
-    for (int i = 0; i < 2 && bp >= 0; i++) {
-        own_call o = own_init(ty[i][0], ty[i][1], ty[i][2], ty[i][2], s.m, s.n, s.k, threads);
-        pr[i] = paired_ratio(&o, &peers[bp], 's', s, threads, v[i]);
-        own_free(&o);
-    }
-    char pb[2][48];
+    pair_ratio pr[6];
+    mixed_pairs(s, threads, v, bp, bs, dnnl, pr);
+    char pb[6][48];
     char pk[16] = "—", pdn[16] = "—", pto[16] = "—", vs[16] = "—", pkh[16] = "—";
     if (peak_h > 0) snprintf(pkh, sizeof pkh, "%.0f%%", 100 * hh / (peak_h * threads));
     if (peak_dp > 0) snprintf(pk, sizeof pk, "%.0f%%", 100 * bf / (peak_dp * threads));
     if (dnnl > 0) snprintf(pdn, sizeof pdn, "%.1f", dnnl);
     if (torch > 0) snprintf(pto, sizeof pto, "%.1f", torch);
     if (fmax(dnnl, torch) > 0) snprintf(vs, sizeof vs, "%.2fx", bf / fmax(dnnl, torch));
-    printf("| %dx%dx%d | %d | %.1f | %s | %.2fx | %s | %s | %s | %s | %.1f | %.2fx | %s | %.1f | "
-           "%.2fx | %.1f | %.2fx | %.1f | %.2fx | %.1f | %.2fx | %s |\n",
+    printf("| %dx%dx%d | %d | %.1f | %s | %.2fx | %s | %s | %s | %s | %s | %.1f | %.2fx | %s | "
+           "%.1f | %.2fx | %s | %.1f | %.2fx | %s | %.1f | %.2fx | %s | %.1f | %.2fx | %s |\n",
            s.m, s.n, s.k, threads, bf, pk, bs > 0 ? bf / bs : 0, pair_text(pr[0], pb[0], 48), pdn,
-           pto, vs, hf, bs > 0 ? hf / bs : 0, pair_text(pr[1], pb[1], 48), bh, bh / fmin(bf, hf),
-           hs, hs / fmin(hf, s32), sd, sd / fmin(s32, d64), hh, bs > 0 ? hh / bs : 0, pkh);
+           pto, vs, pair_text(pr[2], pb[2], 48), hf, bs > 0 ? hf / bs : 0,
+           pair_text(pr[1], pb[1], 48), bh, bh / fmin(bf, hf), pair_text(pr[3], pb[3], 48), hs,
+           hs / fmin(hf, s32), pair_text(pr[4], pb[4], 48), sd, sd / fmin(s32, d64),
+           pair_text(pr[5], pb[5], 48), hh, bs > 0 ? hh / bs : 0, pkh);
     fflush(stdout);
 }
 
@@ -664,10 +731,11 @@ int main(int argc, char **argv) {
         "best sgemm of the line, the best bf16 peer (oneDNN's dnnl_gemm_bf16bf16f32, f32 out; "
         "PyTorch's matmul, bf16 out) or the slower of the pure types\n\n| M x N x K | threads | "
         "bf16 (%s) | of %s peak | vs best sgemm | paired | oneDNN bf16 | PyTorch bf16 | vs best "
-        "bf16 peer | f16 | vs best sgemm | paired | bf16 x f16 | "
-        "vs slower | f16 x f32 | vs slower | f32 x f64 | vs slower | f16 in f16 (%s; D f16) | "
-        "vs best sgemm | of VFMADDPH peak |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "bf16 peer | paired with oneDNN | f16 | vs best sgemm | paired | bf16 x f16 | vs slower | "
+        "paired | f16 x f32 | vs slower | paired | f32 x f64 | vs slower | paired | f16 in f16 "
+        "(%s; D f16) | vs best sgemm | of VFMADDPH peak |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "---|---|---|\n",
         gck_kpath_name(bfpath),
         bfpath == GCK_KPATH_AVX512BF16 ? "VDPBF16PS"
         : bfpath == GCK_KPATH_AMX      ? "(AMX: not calibrated)"
