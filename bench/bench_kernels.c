@@ -199,6 +199,17 @@ typedef struct peer {
     const char *name, *lib, *env; /* env: one VAR=value or NULL */
 } peer;
 
+typedef struct shape {
+    int m, n, k;
+} shape;
+
+/* The command line of a peer child, `self --peer LIB KIND M N K [--serve]`, holding its numbers
+ * (argv points into the struct: filled in place, not copied). */
+typedef struct peer_args {
+    char m[16], n[16], k[16], kind[2];
+    char *argv[9];
+} peer_args;
+
 #define OPENBLAS "/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0"
 #define BLIS     "/usr/lib/x86_64-linux-gnu/blis-pthread/libblis.so.4"
 
@@ -218,6 +229,17 @@ static void choose_peers(bool avx512) {
 }
 
 static const char *self;
+
+static void peer_args_fill(peer_args *a, const char *lib, char kind, shape s, bool serve) {
+    snprintf(a->m, sizeof a->m, "%d", s.m);
+    snprintf(a->n, sizeof a->n, "%d", s.n);
+    snprintf(a->k, sizeof a->k, "%d", s.k);
+    a->kind[0] = kind, a->kind[1] = 0;
+    char *v[] = {(char *)self, "--peer", (char *)lib, a->kind,
+                 a->m,         a->n,     a->k,        serve ? "--serve" : NULL,
+                 NULL};
+    memcpy(a->argv, v, sizeof v);
+}
 
 #define DNNL "/usr/lib/x86_64-linux-gnu/libdnnl.so.2"
 /* PyTorch's bf16 matmul (bf16 out), timed as the other peers: the best of five after a warm-up. */
@@ -300,30 +322,21 @@ static double child_gflops(char *const argv[], int threads, const char *env, boo
 /* A bf16 peer's GFLOP/s: oneDNN (torch false) or PyTorch through /usr/bin/python3; 0 when it is
  * not installed. */
 static double bf16_peer_gflops(bool torch, int m, int n, int k, int threads) {
-    char th[16], ms[16], ns[16], ks[16];
+    char th[16];
     snprintf(th, sizeof th, "%d", threads);
-    snprintf(ms, sizeof ms, "%d", m);
-    snprintf(ns, sizeof ns, "%d", n);
-    snprintf(ks, sizeof ks, "%d", k);
-    char *py[] = {"/usr/bin/python3", "-c", (char *)torch_script, ms, ns, ks, th, NULL};
-    char *dn[] = {(char *)self, "--peer", DNNL, "b", ms, ns, ks, NULL};
-    return child_gflops(torch ? py : dn, threads, NULL, true);
+    peer_args a;
+    peer_args_fill(&a, DNNL, 'b', (shape){m, n, k}, false);
+    char *py[] = {"/usr/bin/python3", "-c", (char *)torch_script, a.m, a.n, a.k, th, NULL};
+    return child_gflops(torch ? py : a.argv, threads, NULL, true);
 }
 
 static double peer_gflops(const peer *p, bool dbl, int m, int n, int k, int threads) {
-    char ms[16], ns[16], ks[16];
-    snprintf(ms, sizeof ms, "%d", m);
-    snprintf(ns, sizeof ns, "%d", n);
-    snprintf(ks, sizeof ks, "%d", k);
-    char *argv[] = {(char *)self, "--peer", (char *)p->lib, dbl ? "d" : "s", ms, ns, ks, NULL};
-    return child_gflops(argv, threads, p->env, false);
+    peer_args a;
+    peer_args_fill(&a, p->lib, dbl ? 'd' : 's', (shape){m, n, k}, false);
+    return child_gflops(a.argv, threads, p->env, false);
 }
 
 /* ---- gemmcheck's kernels -------------------------------------------------------------------- */
-
-typedef struct shape {
-    int m, n, k;
-} shape;
 
 typedef struct own_call {
     gck_case c;
@@ -441,11 +454,8 @@ static pair_ratio paired_ratio(own_call *o, const peer *p, char kind, shape s, i
                                double gflops, bool quiet) {
     pair_ratio pr = {0, 0, 0, 0};
     if (pairs <= 0 || gflops <= 0) return pr;
-    char ms[16], ns[16], ks[16], kd[2] = {kind, 0};
-    snprintf(ms, sizeof ms, "%d", s.m);
-    snprintf(ns, sizeof ns, "%d", s.n);
-    snprintf(ks, sizeof ks, "%d", s.k);
-    char *argv[] = {(char *)self, "--peer", (char *)p->lib, kd, ms, ns, ks, "--serve", NULL};
+    peer_args a;
+    peer_args_fill(&a, p->lib, kind, s, true);
     /* the calling thread and the child (which inherits the mask) on the same `threads` CPUs: a
      * peer woken on another, idle CPU of a VM ran its batches slowly (OpenBLAS's sgemm 512^3 at
      * 50-70% of its best rate; on the same CPU it kept it) */
@@ -458,7 +468,7 @@ static pair_ratio paired_ratio(own_call *o, const peer *p, char kind, shape s, i
         pinned = sched_setaffinity(0, sizeof same, &same) == 0;
     }
     int to, from;
-    pid_t pid = child_start(argv, threads, p->env, quiet, &to, &from);
+    pid_t pid = child_start(a.argv, threads, p->env, quiet, &to, &from);
     if (pid < 0) {
         if (pinned) sched_setaffinity(0, sizeof all, &all);
         return pr;
@@ -570,18 +580,25 @@ static const gck_format mixed_ty[8][3] = {
 static void mixed_pairs(shape s, int threads, const double v[8], int bp, double bs, double dnnl,
                         pair_ratio pr[6]) {
     static const peer onednn = {"oneDNN", DNNL, NULL};
-    static const int pure[3][2] = {{0, 1}, {1, 5}, {5, 6}};
+    enum { SGEMM = -1, ONEDNN = -2 };
+    /* each pair: the index in mixed_ty of gemmcheck's product, and what it is against: the best
+     * sgemm, oneDNN's bf16, or the slower of two pure products (indices in mixed_ty) */
+    static const struct {
+        int own, vs[2];
+    } pair_of[6] = {{0, {SGEMM}}, {1, {SGEMM}}, {0, {ONEDNN}},
+                    {2, {0, 1}},  {3, {1, 5}},  {4, {5, 6}}};
     for (int i = 0; i < 6; i++) {
+        int x = pair_of[i].own, y = pair_of[i].vs[0];
         pr[i] = (pair_ratio){0, 0, 0, 0};
-        int x = i < 2 ? i : i == 2 ? 0 : i - 1, y = -1;
-        if ((i < 2 && bp < 0) || (i == 2 && dnnl <= 0)) continue;
-        if (i >= 3) y = v[pure[i - 3][0]] < v[pure[i - 3][1]] ? pure[i - 3][0] : pure[i - 3][1];
+        if ((y == SGEMM && bp < 0) || (y == ONEDNN && dnnl <= 0)) continue;
         const gck_format *t = mixed_ty[x];
         own_call o = own_init(t[0], t[1], t[2], t[2], s.m, s.n, s.k, threads);
-        if (i < 3) {
-            pr[i] = paired_ratio(&o, i < 2 ? &peers[bp] : &onednn, i < 2 ? 's' : 'b', s, threads,
-                                 fmax(v[x], i < 2 ? bs : dnnl), i == 2);
-        } else {
+        if (y == SGEMM)
+            pr[i] = paired_ratio(&o, &peers[bp], 's', s, threads, fmax(v[x], bs), false);
+        else if (y == ONEDNN)
+            pr[i] = paired_ratio(&o, &onednn, 'b', s, threads, fmax(v[x], dnnl), true);
+        else {
+            if (v[pair_of[i].vs[1]] <= v[y]) y = pair_of[i].vs[1]; /* the second on a tie */
             const gck_format *u = mixed_ty[y];
             own_call q = own_init(u[0], u[1], u[2], u[2], s.m, s.n, s.k, threads);
             pr[i] = paired_own(&o, &q, s, fmax(v[x], v[y]));
