@@ -89,6 +89,11 @@ void gck_kernels_probe_all(void) {
     pthread_once(&fma16_once, probe_fma16);
 }
 
+void gck_kernels_amx_settle(void) {
+    const char *missing;
+    (void)gck_kpath_cpu_has(GCK_KPATH_AMX, &missing); /* asks, where the CPU has everything else */
+}
+
 bool gck_kpath_supported(gck_kpath p, char *why, size_t len) {
     const char *missing;
     switch (p) {

@@ -63,6 +63,11 @@ GCK_API bool gck_kpath_supported(gck_kpath p, char *why, size_t why_len);
  *  AMX CPU). A process that forks workers calls it first: a forked child keeps the results,
  *  and the AMX tile permission the tile probe asks Linux for (gck_kernels_amx_default). */
 GCK_API void gck_kernels_probe_all(void);
+/** Settle this process's AMX tile state now, running no probe: where the CPU has AMX and
+ *  gemmcheck asks for the tile state (gck_kernels_amx_default, GEMMCHECK_AMX), Linux's permission
+ *  is asked for. An executed worker calls it before its backend opens, so that no backend code
+ *  runs before the process's tile state is what it will stay; its probes run when first needed. */
+GCK_API void gck_kernels_amx_settle(void);
 /** The default path: the environment variable GEMMCHECK_KERNELS_PATH if it names a supported
  *  path, else the last supported one in the list above (the widest instruction set). */
 GCK_API gck_kpath gck_kpath_auto(void);
