@@ -153,6 +153,13 @@ static void worker_start(void) {
     start_lifeline();
     signal(SIGPIPE, SIG_IGN);
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    /* The worker's AMX tile state is settled before any of the backend's code runs, in case
+     * and task mode alike, asked for only where gemmcheck's own kernels may
+     * (gck_kernels_amx_default, GEMMCHECK_AMX). The probes are not run here: each runs when
+     * first needed (a forked worker inherits its supervisor's results). Run in every executed
+     * worker they cost 0.17 s of its start on the Intel Xeon with AMX under CI's load and 0.7 s
+     * under ASan, most of a 4 s campaign's time. */
+    gck_kernels_amx_settle();
 }
 
 /* ---- task mode ------------------------------------------------------------------------------ */
@@ -224,12 +231,6 @@ int gck_worker_serve_task(const char *backend) {
 
 int gck_worker_serve(const char *backend, bool strict, gck_oracle_kind oracle) {
     worker_start();
-    /* The worker's AMX tile state is settled before any of the backend's code runs, asked for
-     * only where gemmcheck's own kernels may (gck_kernels_amx_default, GEMMCHECK_AMX). The
-     * probes are not run here: each runs when first needed (a forked worker inherits its
-     * supervisor's results). Run in every executed worker they cost 0.1-0.2 s of its start on
-     * the Intel Xeon with AMX and 0.7 s under ASan, most of a 4 s campaign's time under load. */
-    gck_kernels_amx_settle();
     char msg[1024];
     gck_backend be;
     gck_fpenv env;
