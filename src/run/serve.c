@@ -156,9 +156,8 @@ static void worker_start(void) {
     /* The worker's AMX tile state is settled before any of the backend's code runs, in case
      * and task mode alike, asked for only where gemmcheck's own kernels may
      * (gck_kernels_amx_default, GEMMCHECK_AMX). The probes are not run here: each runs when
-     * first needed (a forked worker inherits its supervisor's results). Run in every executed
-     * worker they cost 0.17 s of its start on the Intel Xeon with AMX under CI's load and 0.7 s
-     * under ASan, most of a 4 s campaign's time. */
+     * first needed (a forked worker inherits its supervisor's results; their cost at every
+     * worker's start: docs/KERNELS.md). */
     gck_kernels_amx_settle();
 }
 
