@@ -167,7 +167,7 @@ typedef enum tree { TREE_REF, TREE_PAIR, TREE_TILE, TREES } tree;
 /* The declared D of the last spec computed on each tree, kept under the spec's reproducer string
  * (which determines the spec and its operands): the tests run each spec on every path in turn,
  * and the paths on one tree compare against one computation of it. The reference evaluation is
- * most of these tests' time; this is what keeps them within CI's time. */
+ * most of these tests' time (docs/KERNELS.md gives the suite's time before and after). */
 static struct {
     char key[2048];
     operands want;
@@ -436,14 +436,13 @@ typedef struct tally {
     long sup, lane, shapes[2][GCK_SUP_SHAPES];
 } tally;
 
-/* compare_shape on path paths[q], its jobs counted in tallies[q]. */
-static void tallied(gck_spec *s, const gck_kpath *paths, int q, tally *tallies, uint64_t i,
-                    int64_t m, int64_t n, int64_t k) {
-    tally *t = &tallies[q];
+/* compare_shape on path p, its jobs counted in t. */
+static void tallied(gck_spec *s, gck_kpath p, tally *t, uint64_t i, int64_t m, int64_t n,
+                    int64_t k) {
     long sup = gck_kernels_sup_jobs(), lane = gck_kernels_lane_jobs(), shapes[2][GCK_SUP_SHAPES];
     for (int f = 0; f < 2; f++)
         for (int h = 0; h < GCK_SUP_SHAPES; h++) shapes[f][h] = gck_kernels_shape_jobs(f, h);
-    t->elements += compare_shape(s, paths[q], i, m, n, k);
+    t->elements += compare_shape(s, p, i, m, n, k);
     t->cases++;
     t->sup += gck_kernels_sup_jobs() - sup;
     t->lane += gck_kernels_lane_jobs() - lane;
@@ -471,7 +470,7 @@ static void wide_a_cases(const gck_kpath *paths, int np, tally *tallies,
         gck_blocking bk = gck_kernels_blocking(gck_format_get(t)->storage_bytes, 8, 6);
         int64_t ks[] = {1, 9, bk.kc - 1, bk.kc + 1, 2 * bk.kc + 3};
         for (int q = 0; q < np; q++)
-            tallied(&s, paths, q, tallies, i, 97 + (int64_t)(i * 61 % 300),
+            tallied(&s, paths[q], &tallies[q], i, 97 + (int64_t)(i * 61 % 300),
                     1 + (int64_t)(i / 2 % 24), ks[i % 5]);
     }
     /* f32 shapes whose AVX-512 tile wins only on a tie or by a column: 64 x 4 (taller than 32 x
@@ -486,7 +485,7 @@ static void wide_a_cases(const gck_kpath *paths, int np, tally *tallies,
         c->order = GCK_COL_MAJOR;
         c->transa = c->transb = GCK_OP_N;
         for (int q = 0; q < np; q++)
-            tallied(&s, paths, q, tallies, 96 + i, shapes[i][0], shapes[i][1], shapes[i][2]);
+            tallied(&s, paths[q], &tallies[q], 96 + i, shapes[i][0], shapes[i][1], shapes[i][2]);
     }
     gck_kernels_limit(0, 0, 0);
 }
@@ -509,7 +508,7 @@ static void lane_cases(const gck_kpath *paths, int np, tally *tallies, const gck
         gck_blocking bk = gck_kernels_blocking(gck_format_get(t)->storage_bytes, 8, 6);
         int64_t ks[] = {1, 7, 8, 9, 17, 64, 301, bk.kc + 9};
         for (int q = 0; q < np; q++)
-            tallied(&s, paths, q, tallies, i, 1 + (int64_t)(i % 4), lane_cols[i % 10],
+            tallied(&s, paths[q], &tallies[q], i, 1 + (int64_t)(i % 4), lane_cols[i % 10],
                     ks[i * 7 % 8]);
     }
 }
@@ -568,7 +567,7 @@ Test(kernels, skinny_shapes_read_in_place_keep_the_tree, .timeout = 1800) {
         int64_t ks[] = {1, 5, bk.kc - 1, bk.kc + 1, 2 * bk.kc + 1};
         int64_t small = thin[i % NTHIN], large = 1 + (int64_t)(i * 89 % 389);
         for (int q = 0; q < np; q++)
-            tallied(&s, paths, q, tallies, i, i % 2 ? small : large, i % 2 ? large : small,
+            tallied(&s, paths[q], &tallies[q], i, i % 2 ? small : large, i % 2 ? large : small,
                     ks[i / 2 % 5]);
     }
     lane_cases(paths, np, tallies, rows, nrows);
