@@ -122,12 +122,13 @@ typedef struct elem {
 } elem;
 
 /* The factors x, y of term k (the term is x*y, rounded or fused as the model says); false
- * when the model skips the term. */
-static bool factors(const elem *e, int64_t k, double *x, double *y) {
-    const gck_case *c = e->c;
-    const gck_ref_model *m = e->m;
-    double a = gck_fmt_load(e->Ab, c->type_a, e->i * e->ars + k * e->acs);
-    double b = gck_fmt_load(e->Bb, c->type_b, k * e->brs + e->j * e->bcs);
+ * when the model skips the term. ta and tb: the storage formats of A and B, constants where
+ * sum_range instantiates it. */
+static inline __attribute__((always_inline)) bool factors(const elem *e, const gck_ref_model *m,
+                                                          int64_t k, double *x, double *y,
+                                                          gck_format ta, gck_format tb) {
+    double a = gck_fmt_load_as(e->Ab, ta, e->i * e->ars + k * e->acs);
+    double b = gck_fmt_load_as(e->Bb, tb, k * e->brs + e->j * e->bcs);
     if ((m->skip == GCK_REF_SKIP_ZERO_A && a == 0) || (m->skip == GCK_REF_SKIP_ZERO_B && b == 0))
         return false;
     if (m->round_inputs) {
@@ -136,11 +137,11 @@ static bool factors(const elem *e, int64_t k, double *x, double *y) {
     }
     switch (m->alpha_at) {
     case GCK_REF_ALPHA_ON_PRODUCT:
-        *x = c->alpha;
+        *x = e->c->alpha;
         *y = mul_c(a, b, m->compute);
         break;
     case GCK_REF_ALPHA_ON_B:
-        *x = mul_c(c->alpha, b, m->compute);
+        *x = mul_c(e->c->alpha, b, m->compute);
         *y = a;
         break;
     default: *x = a; *y = b;
@@ -148,15 +149,62 @@ static bool factors(const elem *e, int64_t k, double *x, double *y) {
     return true;
 }
 
-/* acc plus the terms k0 <= k < k1, one at a time. */
-static double sum_range(const elem *e, int64_t k0, int64_t k1, double acc) {
-    gck_format cf = e->m->compute;
+/* acc plus the terms k0 <= k < k1, one at a time, A and B stored as ta and tb. The element and
+ * the model are copied first: the loop then keeps their fields in registers. */
+static inline __attribute__((always_inline)) double
+sum_range_as(const elem *ep, int64_t k0, int64_t k1, double acc, gck_format ta, gck_format tb) {
+    const elem e = *ep;
+    const gck_ref_model m = *ep->m;
+    gck_format cf = m.compute;
+    double x, y;
+    if (cf == GCK_F32) {
+        /* add_c and fma_c round the accumulator to f32 before they use it and return an f32
+         * value, so it is held as a float: the same operations, one conversion fewer on the
+         * chain from one term to the next. (float)mul_c(x, y, f32) is (float)(x * y). */
+        int64_t k = k0;
+        while (k < k1 && !factors(&e, &m, k, &x, &y, ta, tb)) k++;
+        if (k == k1) return acc; /* no term: acc as it came */
+        float f = (float)acc;
+        for (; k < k1; k++) {
+            if (!factors(&e, &m, k, &x, &y, ta, tb)) continue;
+            f = m.fma ? fmaf((float)x, (float)y, f) : (float)(x * y) + f;
+        }
+        return (double)f;
+    }
+    if (cf == GCK_F64) { /* fma_c, add_c and mul_c are these operations in f64 */
+        for (int64_t k = k0; k < k1; k++) {
+            if (!factors(&e, &m, k, &x, &y, ta, tb)) continue;
+            acc = m.fma ? fma(x, y, acc) : x * y + acc;
+        }
+        return acc;
+    }
     for (int64_t k = k0; k < k1; k++) {
-        double x, y;
-        if (!factors(e, k, &x, &y)) continue;
-        acc = e->m->fma ? fma_c(x, y, acc, cf) : add_c(mul_c(x, y, cf), acc, cf);
+        if (!factors(&e, &m, k, &x, &y, ta, tb)) continue;
+        acc = m.fma ? fma_c(x, y, acc, cf) : add_c(mul_c(x, y, cf), acc, cf);
     }
     return acc;
+}
+
+/* sum_range_as with B's storage format a constant (TF32 is stored as f32) */
+static inline __attribute__((always_inline)) double
+sum_range_a(const elem *e, int64_t k0, int64_t k1, double acc, gck_format ta) {
+    switch (e->c->type_b) {
+    case GCK_F16: return sum_range_as(e, k0, k1, acc, ta, GCK_F16);
+    case GCK_BF16: return sum_range_as(e, k0, k1, acc, ta, GCK_BF16);
+    case GCK_F64: return sum_range_as(e, k0, k1, acc, ta, GCK_F64);
+    default: return sum_range_as(e, k0, k1, acc, ta, GCK_F32);
+    }
+}
+
+/* acc plus the terms k0 <= k < k1, one at a time: one loop per pair of storage formats, whose
+ * loads are then a few instructions each, not a call and a switch per factor. */
+static double sum_range(const elem *e, int64_t k0, int64_t k1, double acc) {
+    switch (e->c->type_a) {
+    case GCK_F16: return sum_range_a(e, k0, k1, acc, GCK_F16);
+    case GCK_BF16: return sum_range_a(e, k0, k1, acc, GCK_BF16);
+    case GCK_F64: return sum_range_a(e, k0, k1, acc, GCK_F64);
+    default: return sum_range_a(e, k0, k1, acc, GCK_F32);
+    }
 }
 
 /* A balanced tree over the terms k0 <= k < k1 with leaves of at most `leaf` terms. */
@@ -270,7 +318,7 @@ static gck_status ref_gemm(const gck_case *c, const gck_ref_model *model, const 
                     if (rc && model->beta_at == GCK_REF_BETA_LAST)
                         t = scale_add(t, scale_mul(beta, cv, sf), sf);
                 }
-                gck_fmt_store(Db, td, i * drs + j * dcs, t);
+                gck_fmt_store(Db, td, i * drs + j * dcs, isnan(t) ? NAN : t); /* refgemm.h */
             }
         }
     }

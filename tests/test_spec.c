@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gemmcheck/backend.h"
@@ -133,4 +134,57 @@ Test(spec, distributions_stay_finite_and_in_their_type) {
                     if (d == GCK_DIST_UNIFORM) cr_assert(fabs(v) <= 1);
                 }
         }
+}
+
+/* gck_spec_fill writes each element of an operand as gck_spec_value gives it (it hashes a row's
+ * position once, the value its element at a time) and nothing between them: every grid spec,
+ * each also with specials and a NaN-filled C forced, all batch members, every element. */
+Test(spec, a_fill_holds_exactly_the_values_of_spec_value_and_nothing_else) {
+    gck_backend be;
+    char msg[1024];
+    cr_assert_eq(gck_backend_open(&be, "ref", msg, sizeof msg), GCK_OK, "%s", msg);
+    const gck_support_row *rows;
+    size_t nrows = be.ops->table(be.state, &rows);
+    long elements = 0, specs = 0, specials = 0;
+    for (uint64_t i = 0; i < 4000; i++) {
+        gck_spec s;
+        grid_spec(i / 2, rows, nrows, &s);
+        if (i & 1) s.special_pm = 1 + (int)(i % 300), s.c_nan = i % 3 == 0, s.seed ^= i;
+        for (int x = 0; x < 3; x++) {
+            const gck_case *c = &s.c;
+            gck_format f = gck_case_type(c, (gck_operand)x);
+            int64_t extent = gck_case_extent(c, (gck_operand)x);
+            unsigned char *buf = alloc_elems(f, extent), *seen = calloc((size_t)extent + 1, 1);
+            cr_assert(buf && seen);
+            gck_spec_fill(&s, (gck_operand)x, buf);
+            int64_t nr = x == GCK_A ? c->m : x == GCK_B ? c->k : c->m;
+            int64_t nc = x == GCK_A ? c->k : x == GCK_B ? c->n : c->n, rs, cs;
+            gck_case_op_strides(c, (gck_operand)x, &rs, &cs);
+            int64_t st = gck_case_stride(c, (gck_operand)x), members = st ? c->batch : 1;
+            for (int64_t b = 0; b < members; b++)
+                for (int64_t j = 0; j < nc; j++)
+                    for (int64_t r = 0; r < nr; r++) {
+                        int64_t e = b * st + r * rs + j * cs;
+                        double want = gck_spec_value(&s, (gck_operand)x, b, r, j);
+                        cr_assert(same_value(gck_load(buf, f, e), want),
+                                  "element (%ld, %ld, %ld) of operand %d", (long)b, (long)r,
+                                  (long)j, x);
+                        specials += isnan(want) || isinf(want) || want == 0;
+                        seen[e] = 1, elements++;
+                    }
+            size_t es = (size_t)gck_format_get(f)->storage_bytes;
+            for (int64_t e = 0; e < extent; e++) /* the gaps keep alloc_elems' 0xA5 */
+                for (size_t q = 0; !seen[e] && q < es; q++)
+                    cr_assert_eq(buf[(size_t)e * es + q], 0xA5, "gap element %ld written", (long)e);
+            free(buf);
+            free(seen);
+        }
+        specs++;
+    }
+    fprintf(stderr,
+            "[spec] %ld specs filled: %ld elements equal to spec_value, %ld of them "
+            "NaN, Inf or zero\n",
+            specs, elements, specials);
+    cr_expect_gt(specials, elements / 100, "only %ld specials", specials);
+    gck_backend_close(&be);
 }

@@ -19,7 +19,10 @@
  * parts as threads do), and zero-skipping as reference BLAS does it. Every order other than the
  * default does its alpha/beta arithmetic in the compute format (scale_compute must equal it).
  * Every rounding is to nearest even in the named format with gradual underflow; results are
- * deterministic and bit-reproducible on every IEEE 754 machine. */
+ * deterministic and bit-reproducible on every IEEE 754 machine. A NaN result is written as the
+ * quiet NaN with the sign bit clear and no payload: IEEE 754 leaves a NaN's sign and payload to
+ * the implementation, and which of two NaNs an operation passes on depends on the order the
+ * compiler gives its operands. */
 #ifndef GEMMCHECK_REFGEMM_H
 #define GEMMCHECK_REFGEMM_H
 

@@ -55,9 +55,9 @@ static int binade(double x) {
     return e - 1;
 }
 
-double gck_fmt_round_to(double x, gck_format fmt) {
-    if (fmt == GCK_F64 || !isfinite(x) || x == 0.0) return x;
-    if (fmt == GCK_F32) return (double)(float)x; /* the hardware conversion is exactly this */
+/* gck_fmt_round_to (format_internal.h) for the formats it does not round inline: f16, bf16 and
+ * tf32, x finite and nonzero */
+double gck_fmt_round_grid(double x, gck_format fmt) {
     const gck_format_info *f = &format_table[fmt];
     /* x = m·2^(ef - 1075); the grid of the result is 2^q, q = max(binade, emin) - p + 1 (a
      * subnormal double lies below every emin here). Integer rounding, whatever the FPU mode. */

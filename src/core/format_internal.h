@@ -12,7 +12,17 @@
 
 #include "gemmcheck/format.h"
 
-double gck_fmt_round_to(double x, gck_format fmt);
+double gck_fmt_round_grid(double x, gck_format fmt);
+
+/* x rounded once to the format's grid (ties to even, beyond its largest value to Inf); NaN, Inf
+ * and zeros as they are. Inline: f64 is x, f32 the hardware conversion (exactly this rounding);
+ * the narrower formats by integers in gck_fmt_round_grid, whatever the FPU mode. Many loops
+ * round each value they touch (generating operands, the reference GEMM, the checker's bound). */
+static inline double gck_fmt_round_to(double x, gck_format fmt) {
+    if (fmt == GCK_F64 || !isfinite(x) || x == 0.0) return x;
+    if (fmt == GCK_F32) return (double)(float)x;
+    return gck_fmt_round_grid(x, fmt);
+}
 double gck_fmt_round2_to(double hi, double lo, gck_format fmt);
 double gck_fmt_f16_to_double(uint16_t h);
 float gck_fmt_f16_to_float(uint16_t h);

@@ -38,24 +38,32 @@ void gck_spec_init(gck_spec *s, const gck_case *c) {
 
 /* ---- values ------------------------------------------------------------------------------ */
 
-/* The hash of one element position and stream. */
-static uint64_t pos_hash(uint64_t seed, gck_operand x, int64_t b, int64_t r, int64_t col,
-                         unsigned stream) {
+/* The hash of one element position and stream: row_hash of its operand, stream, batch member
+ * and row, then col_hash of its column (a fill computes the first once per row). */
+static uint64_t row_hash(uint64_t seed, gck_operand x, int64_t b, int64_t r, unsigned stream) {
     uint64_t h = gck_mix64(seed + GCK_GOLDEN_GAMMA * (1 + (uint64_t)x + 4 * (uint64_t)stream));
     h = gck_mix64(h ^ (uint64_t)b);
-    h = gck_mix64(h ^ (uint64_t)r * 0xd6e8feb86659fd93ull);
-    return gck_mix64(h ^ (uint64_t)col * 0xa0761d6478bd642full);
+    return gck_mix64(h ^ (uint64_t)r * 0xd6e8feb86659fd93ull);
+}
+
+static uint64_t col_hash(uint64_t row, int64_t col) {
+    return gck_mix64(row ^ (uint64_t)col * 0xa0761d6478bd642full);
+}
+
+static uint64_t pos_hash(uint64_t seed, gck_operand x, int64_t b, int64_t r, int64_t col,
+                         unsigned stream) {
+    return col_hash(row_hash(seed, x, b, r, stream), col);
 }
 
 static double unit(uint64_t h) { return (double)(h >> 11) * 0x1p-53; } /* [0, 1) */
 
 static double clamp_exp(int e, int lo, int hi) { return e < lo ? lo : e > hi ? hi : e; }
 
+/* h: the element's hash in stream 0 */
 static double dist_value(const gck_spec *s, gck_operand x, gck_dist d, int64_t b, int64_t r,
-                         int64_t col, gck_format f) {
+                         int64_t col, gck_format f, uint64_t h) {
     const gck_format_info *fi = gck_format_get(f);
     const gck_format_info *fd = gck_format_get(gck_case_type(&s->c, GCK_D));
-    uint64_t h = pos_hash(s->seed, x, b, r, col, 0);
     uint64_t h2 = gck_mix64(h + 1);
     double sign = (h2 >> 63) ? -1.0 : 1.0;
     double u = unit(h);
@@ -92,22 +100,32 @@ static double dist_value(const gck_spec *s, gck_operand x, gck_dist d, int64_t b
     }
 }
 
-static double spec_value(const gck_spec *s, gck_operand x, int64_t b, int64_t row, int64_t col) {
+/* The value of an element whose row hashes in streams 0 and 2 are r0 and r2 (r2 is read only
+ * when the spec has specials). */
+static double value_at(const gck_spec *s, gck_operand x, int64_t b, int64_t row, int64_t col,
+                       uint64_t r0, uint64_t r2) {
     gck_format f = gck_case_type(&s->c, x);
     if (x == GCK_C && s->c_nan) return NAN;
     if (s->special_pm > 0) {
-        uint64_t hs = pos_hash(s->seed, x, b, row, col, 2);
+        uint64_t hs = col_hash(r2, col);
         if ((int)(hs % 1000) < s->special_pm) {
             static const double specials[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0};
             return specials[(hs >> 10) % (sizeof specials / sizeof specials[0])];
         }
     }
-    double v =
-        gck_fmt_round_to(dist_value(s, x, x == GCK_C ? s->dist_c : s->dist_ab, b, row, col, f), f);
+    gck_dist d = x == GCK_C ? s->dist_c : s->dist_ab;
+    double v = gck_fmt_round_to(dist_value(s, x, d, b, row, col, f, col_hash(r0, col)), f);
     if (isinf(v)) v = copysign(gck_format_get(f)->max, v); /* distributions stay finite */
     return v;
 }
 
+static double spec_value(const gck_spec *s, gck_operand x, int64_t b, int64_t row, int64_t col) {
+    return value_at(s, x, b, row, col, row_hash(s->seed, x, b, row, 0),
+                    s->special_pm > 0 ? row_hash(s->seed, x, b, row, 2) : 0);
+}
+
+/* Every element of the operand as spec_value gives it, row by row: the row's hashes once (a
+ * third of the hashing per element, which was most of a fill's time). */
 static void spec_fill(const gck_spec *s, gck_operand x, void *base) {
     const gck_case *c = &s->c;
     int64_t rows = x == GCK_A ? c->m : x == GCK_B ? c->k : c->m;
@@ -118,9 +136,13 @@ static void spec_fill(const gck_spec *s, gck_operand x, void *base) {
     int64_t members = stride == 0 ? 1 : c->batch;
     gck_format f = gck_case_type(c, x);
     for (int64_t b = 0; b < members; b++)
-        for (int64_t j = 0; j < cols; j++)
-            for (int64_t i = 0; i < rows; i++)
-                gck_fmt_store(base, f, b * stride + i * rs + j * cs, spec_value(s, x, b, i, j));
+        for (int64_t i = 0; i < rows; i++) {
+            uint64_t r0 = row_hash(s->seed, x, b, i, 0);
+            uint64_t r2 = s->special_pm > 0 ? row_hash(s->seed, x, b, i, 2) : 0;
+            for (int64_t j = 0; j < cols; j++)
+                gck_fmt_store(base, f, b * stride + i * rs + j * cs,
+                              value_at(s, x, b, i, j, r0, r2));
+        }
 }
 
 /* ---- reproducer strings ------------------------------------------------------------------ */
