@@ -26,4 +26,8 @@ void gck_oracle_eval_element(gck_oracle_ws *w, const gck_case *c, const void *A,
                              const void *C, int64_t b, int64_t i, int64_t j, bool skip_zero,
                              const double *got, gck_oracle_eval *out);
 
+/** The exact error of another got for the element w evaluated last (its exact terms are kept):
+ *  sets out's abs_error and err_sign as gck_oracle_eval_element would, leaves its value. */
+void gck_oracle_eval_again(gck_oracle_ws *w, const double *got, gck_oracle_eval *out);
+
 #endif
