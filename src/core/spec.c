@@ -124,8 +124,9 @@ static double spec_value(const gck_spec *s, gck_operand x, int64_t b, int64_t ro
                     s->special_pm > 0 ? row_hash(s->seed, x, b, row, 2) : 0);
 }
 
-/* Every element of the operand as spec_value gives it, row by row: the row's hashes once (a
- * third of the hashing per element, which was most of a fill's time). */
+/* Every element of the operand as spec_value gives it, row by row: the row's hashes once, so an
+ * element's hash in streams 0 and 2 (its value, its special) costs one mixing step each, not
+ * four. */
 static void spec_fill(const gck_spec *s, gck_operand x, void *base) {
     const gck_case *c = &s->c;
     int64_t rows = x == GCK_A ? c->m : x == GCK_B ? c->k : c->m;
