@@ -1,5 +1,6 @@
 /* Reproducer strings: format -> parse -> format is the identity on every grid spec, values are
- * a pure function of the string, and malformed strings are refused with the reason. */
+ * a pure function of the string, a fill writes exactly those values, and malformed strings are
+ * refused with the reason. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
