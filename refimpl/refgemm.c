@@ -161,15 +161,14 @@ sum_range_as(const elem *ep, int64_t k0, int64_t k1, double acc, gck_format ta, 
         /* add_c and fma_c round the accumulator to f32 before they use it and return an f32
          * value, so it is held as a float: the same operations, one conversion fewer on the
          * chain from one term to the next. (float)mul_c(x, y, f32) is (float)(x * y). */
-        int64_t k = k0;
-        while (k < k1 && !factors(&e, &m, k, &x, &y, ta, tb)) k++;
-        if (k == k1) return acc; /* no term: acc as it came */
         float f = (float)acc;
-        for (; k < k1; k++) {
+        bool any = false;
+        for (int64_t k = k0; k < k1; k++) {
             if (!factors(&e, &m, k, &x, &y, ta, tb)) continue;
             f = m.fma ? fmaf((float)x, (float)y, f) : (float)(x * y) + f;
+            any = true;
         }
-        return (double)f;
+        return any ? (double)f : acc; /* no term: acc as it came */
     }
     if (cf == GCK_F64) { /* fma_c, add_c and mul_c are these operations in f64 */
         for (int64_t k = k0; k < k1; k++) {

@@ -119,9 +119,16 @@ static double value_at(const gck_spec *s, gck_operand x, int64_t b, int64_t row,
     return v;
 }
 
+/* A row's hashes in stream 0 (values) and 2 (specials; 0 when the spec has none). */
+static void row_hashes(const gck_spec *s, gck_operand x, int64_t b, int64_t row, uint64_t r[2]) {
+    r[0] = row_hash(s->seed, x, b, row, 0);
+    r[1] = s->special_pm > 0 ? row_hash(s->seed, x, b, row, 2) : 0;
+}
+
 static double spec_value(const gck_spec *s, gck_operand x, int64_t b, int64_t row, int64_t col) {
-    return value_at(s, x, b, row, col, row_hash(s->seed, x, b, row, 0),
-                    s->special_pm > 0 ? row_hash(s->seed, x, b, row, 2) : 0);
+    uint64_t r[2];
+    row_hashes(s, x, b, row, r);
+    return value_at(s, x, b, row, col, r[0], r[1]);
 }
 
 /* Every element of the operand as spec_value gives it, row by row: the row's hashes once, so an
@@ -138,11 +145,11 @@ static void spec_fill(const gck_spec *s, gck_operand x, void *base) {
     gck_format f = gck_case_type(c, x);
     for (int64_t b = 0; b < members; b++)
         for (int64_t i = 0; i < rows; i++) {
-            uint64_t r0 = row_hash(s->seed, x, b, i, 0);
-            uint64_t r2 = s->special_pm > 0 ? row_hash(s->seed, x, b, i, 2) : 0;
+            uint64_t r[2];
+            row_hashes(s, x, b, i, r);
             for (int64_t j = 0; j < cols; j++)
                 gck_fmt_store(base, f, b * stride + i * rs + j * cs,
-                              value_at(s, x, b, i, j, r0, r2));
+                              value_at(s, x, b, i, j, r[0], r[1]));
         }
 }
 
