@@ -44,10 +44,18 @@ bool gck_result_add_finding(gck_campaign_result *r, const gck_fuzz_finding *f) {
 
 gck_matrix_entry *gck_result_matrix(gck_campaign_result *r, const char *backend, const char *types,
                                     const char *compute) {
-    for (size_t i = 0; i < r->nmatrix; i++)
-        if (!strcmp(r->matrix[i].backend, backend) && !strcmp(r->matrix[i].types, types) &&
-            !strcmp(r->matrix[i].compute, compute))
+    /* Callers ask for the rows in table order, again and again (a merge reads every shard's
+     * matrix in the same order): looking first after the entry last given makes each such
+     * lookup one comparison. Merging 1100 shards of ref's 560 rows took 17.5 s, a fifth of it
+     * in strcmp; 2026-12-03. */
+    for (size_t n = 0; n < r->nmatrix; n++) {
+        size_t i = (r->matrix_next + n) % r->nmatrix;
+        if (!strcmp(r->matrix[i].types, types) && !strcmp(r->matrix[i].compute, compute) &&
+            !strcmp(r->matrix[i].backend, backend)) {
+            r->matrix_next = i + 1;
             return &r->matrix[i];
+        }
+    }
     if (r->nmatrix == r->cap_matrix) {
         size_t cap = r->cap_matrix ? 2 * r->cap_matrix : 32;
         gck_matrix_entry *p = realloc(r->matrix, cap * sizeof *p);
@@ -56,6 +64,7 @@ gck_matrix_entry *gck_result_matrix(gck_campaign_result *r, const char *backend,
         r->cap_matrix = cap;
     }
     gck_matrix_entry *e = &r->matrix[r->nmatrix++];
+    r->matrix_next = r->nmatrix;
     memset(e, 0, sizeof *e);
     snprintf(e->backend, sizeof e->backend, "%s", backend);
     snprintf(e->types, sizeof e->types, "%s", types);

@@ -105,6 +105,7 @@ typedef struct gck_campaign_result {
     size_t nfindings, cap_findings;
     gck_matrix_entry *matrix;
     size_t nmatrix, cap_matrix;
+    size_t matrix_next; /**< where gck_result_matrix looks first: after the entry it last gave */
     gck_backend_info backends[GCK_MAX_BACKENDS * 4];
     int nbackends;
     int shards_merged;
