@@ -1,6 +1,7 @@
 /* The minimiser: greedy first-improvement over simpler variants of the case (smaller
- * dimensions, tight layouts, no offsets, batch 1, simpler values), each run in an isolated
- * worker so that crashes and hangs can be minimised too. */
+ * dimensions, tight layouts, no offsets, batch 1, simpler values), each run in a worker so
+ * that crashes and hangs can be minimised too: first in one kept between attempts, then, if it
+ * fails there, in a fresh one. */
 #include "shrink.h"
 
 #include <stdio.h>
@@ -9,6 +10,7 @@
 
 #include "gemmcheck/runner.h"
 #include "wire.h"
+#include "worker.h"
 
 /* Complexity, compared lexicographically: a candidate is accepted only when it is strictly
  * simpler, so the search cannot cycle. */
@@ -112,15 +114,17 @@ static bool candidate(const gck_spec *s, int i, gck_spec *out) {
     return true;
 }
 
-/* Run s; true when it fails with `kind` (or, with kind == COUNT, with any kind: written back). */
-static bool fails(const gck_shrink_options *o, const gck_spec *s, gck_kind *kind,
-                  gck_isolated_result *res, int *runs, bool *setup_error) {
+/* The run options of an attempt for a finding of `kind` (GCK_KIND_COUNT: any). */
+static gck_run_options attempt(const gck_shrink_options *o, gck_kind kind) {
     gck_run_options ro = {.check = {.strict_ieee = o->strict_ieee, .threads = 0},
                           .determinism =
-                              *kind == GCK_KIND_NONDETERMINISTIC || *kind == GCK_KIND_COUNT,
-                          .concurrency = *kind == GCK_KIND_NONDETERMINISTIC ? 4 : 0};
-    (*runs)++;
-    gck_run_isolated(o->backend, s, &ro, o->call_timeout, res);
+                              kind == GCK_KIND_NONDETERMINISTIC || kind == GCK_KIND_COUNT,
+                          .concurrency = kind == GCK_KIND_NONDETERMINISTIC ? 4 : 0};
+    return ro;
+}
+
+/* Whether res shows a finding of `kind` (with kind == COUNT, of any kind: written back). */
+static bool shows(const gck_isolated_result *res, gck_kind *kind, bool *setup_error) {
     gck_kind seen[GCK_KIND_COUNT + 1];
     int nseen = 0;
     switch (res->status) {
@@ -142,31 +146,59 @@ static bool fails(const gck_shrink_options *o, const gck_spec *s, gck_kind *kind
     return false;
 }
 
-gck_shrink_status gck_shrink(const gck_shrink_options *o, const gck_spec *start, gck_kind *kind,
-                             gck_spec *best, int *runs, char *msg, size_t len) {
-    gck_isolated_result *res = malloc(sizeof *res);
-    if (!res) {
-        snprintf(msg, len, "out of memory");
-        return GCK_SHRINK_SETUP_ERROR;
+/* Run s in a fresh worker; true when it fails with `kind` (or, with kind == COUNT, with any
+ * kind: written back). */
+static bool fails(const gck_shrink_options *o, const gck_spec *s, gck_kind *kind,
+                  gck_isolated_result *res, int *runs, bool *setup_error) {
+    gck_run_options ro = attempt(o, *kind);
+    (*runs)++;
+    gck_run_isolated(o->backend, s, &ro, o->call_timeout, res);
+    return shows(res, kind, setup_error);
+}
+
+/* A candidate run in the kept worker, so that a backend's start (a `python:` worker importing
+ * PyTorch, a CUDA context) is paid once, not per attempt. */
+static bool kept_fails(const gck_shrink_options *o, gck_kept_worker *kept, const gck_spec *s,
+                       gck_kind kind, gck_isolated_result *res, int *runs, bool *setup_error) {
+    gck_run_options ro = attempt(o, kind);
+    (*runs)++;
+    gck_run_kept(kept, o->backend, s, &ro, o->call_timeout, res);
+    return shows(res, &kind, setup_error);
+}
+
+/* The cases accepted so far, the start first: each failed, and is simpler than the one before. */
+typedef struct chain {
+    gck_spec *at;
+    size_t n, cap;
+} chain;
+
+static bool push(chain *ch, const gck_spec *s) {
+    if (ch->n == ch->cap) {
+        size_t cap = ch->cap ? 2 * ch->cap : 64;
+        gck_spec *more = realloc(ch->at, cap * sizeof *more);
+        if (!more) return false;
+        ch->at = more, ch->cap = cap;
     }
-    *runs = 0;
-    bool setup_error = false;
-    *best = *start;
-    if (!fails(o, start, kind, res, runs, &setup_error)) {
-        snprintf(msg, len, "%s", setup_error ? res->message : "the case does not fail");
-        free(res);
-        return setup_error ? GCK_SHRINK_SETUP_ERROR : GCK_SHRINK_NOT_FAILING;
-    }
-    double end = gck_wire_now() + o->time_limit;
+    ch->at[ch->n++] = *s;
+    return true;
+}
+
+/* Greedy first-improvement from the chain's last case until no candidate fails or the time is
+ * up; the candidates run in `kept` (NULL: each in a fresh worker). */
+static void descend(const gck_shrink_options *o, chain *ch, gck_kept_worker *kept, gck_kind kind,
+                    double end, gck_isolated_result *res, int *runs, bool *setup_error) {
     bool improved = true;
     while (improved && gck_wire_now() < end) {
         improved = false;
         gck_spec cand;
-        for (int i = 0; candidate(best, i, &cand) && gck_wire_now() < end; i++) {
+        const gck_spec *last = &ch->at[ch->n - 1];
+        for (int i = 0; candidate(last, i, &cand) && gck_wire_now() < end; i++) {
             if (gck_case_validate(&cand.c, NULL, 0) != GCK_OK) continue;
-            if (!simpler(&cand, best)) continue;
-            if (fails(o, &cand, kind, res, runs, &setup_error)) {
-                *best = cand;
+            if (!simpler(&cand, last)) continue;
+            gck_kind k = kind;
+            if (kept ? kept_fails(o, kept, &cand, k, res, runs, setup_error)
+                     : fails(o, &cand, &k, res, runs, setup_error)) {
+                if (!push(ch, &cand)) return;
                 improved = true;
                 if (o->verbose) {
                     char a[2048];
@@ -177,6 +209,62 @@ gck_shrink_status gck_shrink(const gck_shrink_options *o, const gck_spec *start,
             }
         }
     }
+}
+
+/* The last case of the chain that fails in a fresh worker: the kept worker carries state from
+ * case to case (as a campaign's workers do), and the minimal case must fail on its own. The
+ * start did; almost always the last one does too (one run); otherwise a bisection finds a
+ * neighbouring pair of which the first fails fresh and the second does not. */
+static size_t fresh_end(const gck_shrink_options *o, const chain *ch, gck_kind kind,
+                        gck_isolated_result *res, int *runs) {
+    bool setup_error = false;
+    size_t n = ch->n;
+    if (n == 1 || fails(o, &ch->at[n - 1], &kind, res, runs, &setup_error)) return n - 1;
+    size_t lo = 0, hi = n - 1;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (fails(o, &ch->at[mid], &kind, res, runs, &setup_error))
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+gck_shrink_status gck_shrink(const gck_shrink_options *o, const gck_spec *start, gck_kind *kind,
+                             gck_spec *best, int *runs, char *msg, size_t len) {
+    gck_isolated_result *res = malloc(sizeof *res);
+    chain ch = {0};
+    if (!res || !push(&ch, start)) {
+        free(res);
+        free(ch.at);
+        snprintf(msg, len, "out of memory");
+        return GCK_SHRINK_SETUP_ERROR;
+    }
+    *runs = 0;
+    bool setup_error = false;
+    *best = *start;
+    if (!fails(o, start, kind, res, runs, &setup_error)) {
+        snprintf(msg, len, "%s", setup_error ? res->message : "the case does not fail");
+        free(res);
+        free(ch.at);
+        return setup_error ? GCK_SHRINK_SETUP_ERROR : GCK_SHRINK_NOT_FAILING;
+    }
+    double end = gck_wire_now() + o->time_limit;
+    if (*kind == GCK_KIND_HANG) { /* each try costs its deadline: fresh ones only, as before */
+        descend(o, &ch, NULL, *kind, end, res, runs, &setup_error);
+    } else {
+        gck_kept_worker kept = {0};
+        descend(o, &ch, &kept, *kind, end, res, runs, &setup_error);
+        gck_kept_worker_end(&kept);
+        size_t last = fresh_end(o, &ch, *kind, res, runs);
+        if (last + 1 < ch.n) { /* state decided: go on from there with fresh workers only */
+            ch.n = last + 1;
+            descend(o, &ch, NULL, *kind, end, res, runs, &setup_error);
+        }
+    }
+    *best = ch.at[ch.n - 1];
+    free(ch.at);
     free(res);
     return GCK_SHRINK_DONE;
 }

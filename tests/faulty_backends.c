@@ -20,6 +20,9 @@
  *              named by GCK_FAULTY_STALL_FILE, so a fresh worker does not stall again
  *   late       correct for the first 10 calls a process makes, then as racy (a race that needs
  *              state built up by earlier calls, as in OpenBLAS's serial build)
+ *   worn       as tolerance when m >= 8, and on every call after the 20th a process makes (a
+ *              cache of earlier calls' state gone stale: in a worker kept from case to case,
+ *              any case fails once enough have run, in a fresh one only those with m >= 8)
  *   unimpl     refuses f64, which its table declares
  *
  * Faults that hide under the hard bound of earlier releases, each a real bug class:
@@ -512,7 +515,8 @@ static gck_call_status f_call(void *state, const gck_case *c, const gck_support_
         return st;
     }
     int64_t last = d_offset(c, c->m - 1, c->n - 1);
-    if (!strcmp(fault_name, "tolerance") || !strcmp(fault_name, "overtol")) {
+    if (!strcmp(fault_name, "tolerance") || !strcmp(fault_name, "overtol") ||
+        (!strcmp(fault_name, "worn") && (c->m >= 8 || s->calls > 20))) {
         double d = gck_load(ops->d, td, last);
         gck_store(ops->d, td, last, fabs(d) >= 1 ? d * 1.25 : d + 0.5);
     } else if (!strcmp(fault_name, "nan")) {
@@ -543,7 +547,8 @@ static const char *const names[] = {
     "stdout",     "exit",      "abort",     "sigkill",   "spin",      "far",      "ownsegv",
     "trunc",      "flush",     "ulpup",     "e4",        "sticky",    "inithang", "nodeathsig",
     "badpromise", "nansign",   "overread",  "lineread",  "noalarm",   "oomhang",  "oomexit",
-    "oomgarbage", "oompoison", "oomclean",  "thrcrash",  "thrclean",  "oomoob",   "overtol"};
+    "oomgarbage", "oompoison", "oomclean",  "thrcrash",  "thrclean",  "oomoob",   "overtol",
+    "worn"};
 
 GCK_PLUGIN_ABI_DECLARE
 const gck_backend_ops *gemmcheck_backend_plugin(const char *name);

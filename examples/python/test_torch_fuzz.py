@@ -170,7 +170,7 @@ def test_planted_bug_is_found_and_shrunk(planted, capsys):
     # a number of cases, not seconds: on a loaded machine a 5-second campaign once ended before
     # its first worker had imported PyTorch ("no case ran"); either bug shows in most cases
     # (the out_of_tolerance finding alone is shrunk, as fuzz() would shrink each numerical kind's
-    # first cause: each attempt starts a worker that imports PyTorch)
+    # first cause)
     r = gemmcheck.fuzz(globals()[planted], cases=200, shrink_findings=False)
     bad = [f for f in r.findings if f.kind == "out_of_tolerance"]
     assert bad, r.explain()

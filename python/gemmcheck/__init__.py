@@ -911,7 +911,7 @@ def fuzz(target, *, time=10, cases=None, types=None, seed=None, jobs=None, repor
     finding, not the end of the test. types: "A,B,C,D[:compute]" tuples (a list or ;-joined)
     instead of the table; report/junit/html: files to keep; args: more `gemmcheck fuzz`
     options. The first cause of each numerical kind is shrunk (gemmcheck shrink, up to
-    shrink_time seconds: each attempt starts a worker, about 1 s with PyTorch)."""
+    shrink_time seconds: the attempts share one worker, so PyTorch is imported once or twice)."""
     import json
     import tempfile
     if os.environ.get("GEMMCHECK_IN_WORKER"):

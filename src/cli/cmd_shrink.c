@@ -15,7 +15,9 @@ static const char shrink_help[] =
     "\n"
     "Minimises a failing case (dimensions, K, leading dimensions, offsets, batch, values towards\n"
     "simpler distributions) while it keeps failing with the same kind (--kind, default: the\n"
-    "first kind it shows), and prints the minimal reproducer.\n"
+    "first kind it shows), and prints the minimal reproducer. The attempts share one worker\n"
+    "(a new one after a crash; a hang's attempts each get a fresh one); the minimal case is one\n"
+    "that fails in a fresh worker too, as `repro` runs it (docs/FUZZING.md).\n"
     "Exit status: 1 minimised (the case fails), 0 the case does not fail, 2 usage or set-up.\n";
 
 int gck_cmd_shrink(int argc, char **argv) {

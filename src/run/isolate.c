@@ -40,17 +40,16 @@ static void follow(gck_worker *w, const gck_spec *s, double call_timeout,
     set(out, status[o.end], o.detail);
 }
 
-static gck_status run_isolated(const char *backend, const gck_spec *s, const gck_run_options *o,
-                               double call_timeout, gck_isolated_result *out) {
-    memset(out, 0, sizeof *out);
-    gck_worker w;
+/* Start a worker on `backend` and read its handshake; false with out set (a set-up error). */
+static bool start(gck_worker *w, const char *backend, const gck_run_options *o, double call_timeout,
+                  gck_isolated_result *out) {
     char why[1024];
     gck_worker_options wo = {backend, o->check.strict_ieee, o->check.oracle, stderr, 200, false};
-    if (!gck_worker_spawn(&w, &wo, why, sizeof why)) {
+    if (!gck_worker_spawn(w, &wo, why, sizeof why)) {
         /* no process (fork refused, or a `python:` backend's interpreter missing): the
          * machine's set-up, not gemmcheck's fault */
         set(out, GCK_ISOLATED_SETUP_ERROR, why);
-        return GCK_OK;
+        return false;
     }
     size_t nrows;
     /* opening the backend gets the call's deadline (at most OPEN_SECONDS): --timeout bounds the
@@ -58,35 +57,69 @@ static gck_status run_isolated(const char *backend, const gck_spec *s, const gck
     double open_s = call_timeout > 0 && call_timeout < OPEN_SECONDS ? call_timeout : OPEN_SECONDS;
     double began = gck_wire_now();
     gck_handshake hs =
-        gck_worker_handshake(&w, began + open_s, NULL, NULL, 0, &nrows, why, sizeof why);
+        gck_worker_handshake(w, began + open_s, NULL, NULL, 0, &nrows, why, sizeof why);
     if (hs != GCK_HANDSHAKE_READY) {
         /* a backend that cannot open, or whose init crashes, hangs or garbles the pipe, is a
          * set-up error, as in `fuzz` and `backends` (docs/ISOLATION.md): no case ran */
         if (hs == GCK_HANDSHAKE_BROKEN && gck_wire_now() >= began + open_s)
             snprintf(why + strlen(why), sizeof why - strlen(why), " (waited %.0f s)", open_s);
         set(out, GCK_ISOLATED_SETUP_ERROR, why);
-    } else {
-        snprintf(out->version, sizeof out->version, "%.255s", w.version);
-        gck_wire_request *req = calloc(1, sizeof *req);
-        if (!req) {
-            set(out, GCK_ISOLATED_INTERNAL, "out of memory");
-        } else {
-            req->determinism = o->determinism;
-            req->concurrency = o->concurrency;
-            req->repeat = o->repeat;
-            req->no_guard_page = o->no_guard_page;
-            req->threads = o->check.threads;
-            snprintf(req->dump_dir, sizeof req->dump_dir, "%s", o->dump_dir ? o->dump_dir : "");
-            gck_spec_format(s, req->repro, sizeof req->repro);
-            if (gck_worker_request(&w, req, gck_wire_now() + 30.0))
-                follow(&w, s, call_timeout, out);
-            else
-                set(out, GCK_ISOLATED_INTERNAL, "the worker did not take the case");
-            free(req);
-        }
+        gck_worker_kill(w);
+        return false;
     }
-    gck_worker_kill(&w);
+    return true;
+}
+
+/* Send s to the ready worker w and follow it to its end. */
+static void request(gck_worker *w, const gck_spec *s, const gck_run_options *o, double call_timeout,
+                    gck_isolated_result *out) {
+    snprintf(out->version, sizeof out->version, "%.255s", w->version);
+    gck_wire_request *req = calloc(1, sizeof *req);
+    if (!req) {
+        set(out, GCK_ISOLATED_INTERNAL, "out of memory");
+        return;
+    }
+    req->determinism = o->determinism;
+    req->concurrency = o->concurrency;
+    req->repeat = o->repeat;
+    req->no_guard_page = o->no_guard_page;
+    req->threads = o->check.threads;
+    snprintf(req->dump_dir, sizeof req->dump_dir, "%s", o->dump_dir ? o->dump_dir : "");
+    gck_spec_format(s, req->repro, sizeof req->repro);
+    if (gck_worker_request(w, req, gck_wire_now() + 30.0))
+        follow(w, s, call_timeout, out);
+    else
+        set(out, GCK_ISOLATED_INTERNAL, "the worker did not take the case");
+    free(req);
+}
+
+static gck_status run_isolated(const char *backend, const gck_spec *s, const gck_run_options *o,
+                               double call_timeout, gck_isolated_result *out) {
+    memset(out, 0, sizeof *out);
+    gck_worker w;
+    if (start(&w, backend, o, call_timeout, out)) {
+        request(&w, s, o, call_timeout, out);
+        gck_worker_kill(&w);
+    }
     return GCK_OK;
+}
+
+static gck_status run_kept(gck_kept_worker *k, const char *backend, const gck_spec *s,
+                           const gck_run_options *o, double call_timeout,
+                           gck_isolated_result *out) {
+    memset(out, 0, sizeof *out);
+    if (!k->live && !(k->live = start(&k->w, backend, o, call_timeout, out))) return GCK_OK;
+    request(&k->w, s, o, call_timeout, out);
+    bool crashed = out->status != GCK_ISOLATED_RAN;
+    for (int f = 0; f < out->run.nfindings && f < GCK_KIND_COUNT; f++)
+        crashed = crashed || out->run.findings[f].kind == GCK_KIND_CRASH; /* a device fault */
+    if (crashed) gck_kept_worker_end(k);
+    return GCK_OK;
+}
+
+void gck_kept_worker_end(gck_kept_worker *k) {
+    if (k->live) gck_worker_kill(&k->w);
+    k->live = false;
 }
 
 /* ---- the public functions, in gemmcheck's floating-point environment (fpenv.h) ------------ */
@@ -95,3 +128,8 @@ GCK_GUARDED(gck_status, gck_run_isolated, run_isolated,
             (const char *backend, const gck_spec *s, const gck_run_options *o, double call_timeout,
              gck_isolated_result *out),
             (backend, s, o, call_timeout, out))
+
+GCK_GUARDED(gck_status, gck_run_kept, run_kept,
+            (gck_kept_worker * k, const char *backend, const gck_spec *s, const gck_run_options *o,
+             double call_timeout, gck_isolated_result *out),
+            (k, backend, s, o, call_timeout, out))

@@ -20,6 +20,7 @@
 #include <sys/types.h>
 
 #include "gemmcheck/backend.h"
+#include "gemmcheck/runner.h"
 #include "gemmcheck/spec.h"
 #include "wire.h"
 
@@ -114,4 +115,18 @@ void gck_worker_kill(gck_worker *w);
  *  (worker PID)", cleaned, at most output_limit lines per worker in total. */
 void gck_worker_show_output(gck_worker *w);
 
+/** A worker kept between isolated runs of one backend (the shrinker's: a `python:` worker
+ *  imports PyTorch once, not once per attempt). Zero it before the first run. */
+typedef struct gck_kept_worker {
+    gck_worker w;
+    bool live;
+} gck_kept_worker;
+/** gck_run_isolated in k's worker, started (and its backend opened) when k has none; a run
+ *  that does not end with a result, or whose result is a crash (a device fault), ends the
+ *  worker, and the next run starts a fresh one. The worker keeps whatever state earlier cases
+ *  left in the backend, as a campaign's workers do. */
+gck_status gck_run_kept(gck_kept_worker *k, const char *backend, const gck_spec *s,
+                        const gck_run_options *o, double call_timeout, gck_isolated_result *out);
+/** Kill k's worker, if it has one. */
+void gck_kept_worker_end(gck_kept_worker *k);
 #endif
