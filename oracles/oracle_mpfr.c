@@ -32,7 +32,7 @@ struct gck_oracle_ws {
     size_t cap;
     size_t nterms;      /* terms of the last element */
     bool special_input; /* the last element was decided by a NaN or Inf among its inputs */
-    mpfr_t alpha, beta, a, b, ab, z, r, err;
+    mpfr_t alpha, beta, a, b, z, r, err;
 };
 typedef struct gck_oracle_ws oracle_ws;
 
@@ -50,7 +50,6 @@ static bool ws_init(oracle_ws *w, int64_t k) {
         w->ptrs[t] = w->terms[t];
     }
     mpfr_inits2(53, w->alpha, w->beta, w->a, w->b, (mpfr_ptr)0);
-    mpfr_init2(w->ab, 106);
     mpfr_inits2(53, w->z, w->r, (mpfr_ptr)0);
     mpfr_init2(w->err, 64);
     w->nterms = 0;
@@ -62,7 +61,7 @@ static void ws_free(oracle_ws *w) {
     for (size_t t = 0; t < w->cap; t++) mpfr_clear(w->terms[t]);
     free(w->terms);
     free(w->ptrs);
-    mpfr_clears(w->alpha, w->beta, w->a, w->b, w->ab, w->z, w->r, w->err, (mpfr_ptr)0);
+    mpfr_clears(w->alpha, w->beta, w->a, w->b, w->z, w->r, w->err, (mpfr_ptr)0);
 }
 
 /* Round the exact sum of the n terms once to `out` and return it as a double. */
@@ -109,14 +108,24 @@ static double element(oracle_ws *w, const gck_case *c, const void *A, const void
     size_t n = 0;
     if (rab && any_nonzero) {
         mpfr_set_d(w->alpha, c->alpha, MPFR_RNDN);
+        /* alpha = +-2^e (1, 0.5, -2, ...): a shift of the exponent instead of a product */
+        int e;
+        double m = frexp(c->alpha, &e);
+        bool pow2 = fabs(m) == 0.5;
         for (int64_t k = 0; k < c->k; k++) {
             double a = gck_fmt_load(Ab, c->type_a, i * ars + k * acs);
             double b = gck_fmt_load(Bb, c->type_b, k * brs + j * bcs);
             if (a == 0.0 || b == 0.0) continue;
+            mpfr_ptr t = w->terms[n++];
             mpfr_set_d(w->a, a, MPFR_RNDN);
             mpfr_set_d(w->b, b, MPFR_RNDN);
-            mpfr_mul(w->ab, w->a, w->b, MPFR_RNDN);              /* exact: 106 bits */
-            mpfr_mul(w->terms[n++], w->ab, w->alpha, MPFR_RNDN); /* exact: 159 bits */
+            mpfr_mul(t, w->a, w->b, MPFR_RNDN); /* exact: 106 of its 159 bits */
+            if (!pow2) {
+                mpfr_mul(t, t, w->alpha, MPFR_RNDN); /* exact: 159 bits */
+            } else {
+                if (e != 1) mpfr_mul_2si(t, t, e - 1, MPFR_RNDN); /* exact */
+                if (m < 0) mpfr_neg(t, t, MPFR_RNDN);
+            }
         }
     }
     if (rc && cv != 0.0) {
