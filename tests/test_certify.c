@@ -389,6 +389,9 @@ Test(certify, certify_and_compare_from_the_command_line, .timeout = 600) {
     cr_expect_gt(json_array_size(json_object_get(probed, "rows")), 0);
     json_decref(crashed);
     remove(segv);
+/* (not under ASan: what this adds is the process model's, not memory safety; the
+ * certificates above probe each row in a worker of its own there too. 39 s under ASan.) */
+#ifndef GCK_TEST_SANITIZED
     /* a row whose calls leave a sticky device error (f64 here) spoils only itself: each row is
      * probed in a process of its own (on an H100 a cuBLASLt fault in the first row had left
      * every later row "error: misaligned address") */
@@ -407,6 +410,7 @@ Test(certify, certify_and_compare_from_the_command_line, .timeout = 600) {
     }
     json_decref(cert);
     remove(segv);
+#endif
     /* bad input: one line, exit 2 */
     snprintf(cmd, sizeof cmd, "%s compare %s /nonexistent.json", GCK_BINARY, blocked);
     cr_expect_eq(sh(cmd, out, sizeof out), 2, "%s", out);
