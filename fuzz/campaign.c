@@ -519,12 +519,6 @@ static bool start_workers(run_ctx *x, slot *slots, int jobs) {
 /* Whether a returned call left a sticky device error (a `crash` finding in a result: a crash
  * of the process itself never sends one). Every later call in that process fails with the
  * same error, so the worker is replaced rather than charged with the next cases. */
-static bool result_has_device_fault(const gck_run_result *rr) {
-    for (int i = 0; i < rr->nfindings && i < GCK_KIND_COUNT; i++)
-        if (rr->findings[i].kind == GCK_KIND_CRASH) return true;
-    return false;
-}
-
 /* The case's result arrived (x->result, checked by the watch). */
 static void on_returned(run_ctx *x, slot *s) {
     const gck_run_result *rr = x->result;
@@ -546,7 +540,7 @@ static void on_returned(run_ctx *x, slot *s) {
     s->prev = s->spec;
     if (s->confirming) x->res->deadline_retries++; /* missed once, met this time */
     s->busy = false;
-    if (result_has_device_fault(rr)) { /* the device context is gone: a fresh worker next */
+    if (gck_run_result_device_fault(rr)) { /* the device context is gone: a fresh worker next */
         gck_worker_kill(&s->w);
         s->alive = false;
         s->served = 0;

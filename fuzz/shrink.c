@@ -114,15 +114,6 @@ static bool candidate(const gck_spec *s, int i, gck_spec *out) {
     return true;
 }
 
-/* The run options of an attempt for a finding of `kind` (GCK_KIND_COUNT: any). */
-static gck_run_options attempt(const gck_shrink_options *o, gck_kind kind) {
-    gck_run_options ro = {.check = {.strict_ieee = o->strict_ieee, .threads = 0},
-                          .determinism =
-                              kind == GCK_KIND_NONDETERMINISTIC || kind == GCK_KIND_COUNT,
-                          .concurrency = kind == GCK_KIND_NONDETERMINISTIC ? 4 : 0};
-    return ro;
-}
-
 /* Whether res shows a finding of `kind` (with kind == COUNT, of any kind: written back). */
 static bool shows(const gck_isolated_result *res, gck_kind *kind, bool *setup_error) {
     gck_kind seen[GCK_KIND_COUNT + 1];
@@ -146,24 +137,21 @@ static bool shows(const gck_isolated_result *res, gck_kind *kind, bool *setup_er
     return false;
 }
 
-/* Run s in a fresh worker; true when it fails with `kind` (or, with kind == COUNT, with any
- * kind: written back). */
-static bool fails(const gck_shrink_options *o, const gck_spec *s, gck_kind *kind,
-                  gck_isolated_result *res, int *runs, bool *setup_error) {
-    gck_run_options ro = attempt(o, *kind);
+/* Run s in `kept` (NULL: a fresh worker); true when it fails with `kind` (or, with kind ==
+ * COUNT, with any kind: written back). The kept worker is the shrinker's: a backend's start (a
+ * `python:` worker importing PyTorch, a CUDA context) is paid once, not per attempt. */
+static bool fails(const gck_shrink_options *o, gck_kept_worker *kept, const gck_spec *s,
+                  gck_kind *kind, gck_isolated_result *res, int *runs, bool *setup_error) {
+    gck_run_options ro = {.check = {.strict_ieee = o->strict_ieee, .threads = 0},
+                          .determinism =
+                              *kind == GCK_KIND_NONDETERMINISTIC || *kind == GCK_KIND_COUNT,
+                          .concurrency = *kind == GCK_KIND_NONDETERMINISTIC ? 4 : 0};
     (*runs)++;
-    gck_run_isolated(o->backend, s, &ro, o->call_timeout, res);
+    if (kept)
+        gck_run_kept(kept, o->backend, s, &ro, o->call_timeout, res);
+    else
+        gck_run_isolated(o->backend, s, &ro, o->call_timeout, res);
     return shows(res, kind, setup_error);
-}
-
-/* A candidate run in the kept worker, so that a backend's start (a `python:` worker importing
- * PyTorch, a CUDA context) is paid once, not per attempt. */
-static bool kept_fails(const gck_shrink_options *o, gck_kept_worker *kept, const gck_spec *s,
-                       gck_kind kind, gck_isolated_result *res, int *runs, bool *setup_error) {
-    gck_run_options ro = attempt(o, kind);
-    (*runs)++;
-    gck_run_kept(kept, o->backend, s, &ro, o->call_timeout, res);
-    return shows(res, &kind, setup_error);
 }
 
 /* The cases accepted so far, the start first: each failed, and is simpler than the one before. */
@@ -196,8 +184,7 @@ static void descend(const gck_shrink_options *o, chain *ch, gck_kept_worker *kep
             if (gck_case_validate(&cand.c, NULL, 0) != GCK_OK) continue;
             if (!simpler(&cand, last)) continue;
             gck_kind k = kind;
-            if (kept ? kept_fails(o, kept, &cand, k, res, runs, setup_error)
-                     : fails(o, &cand, &k, res, runs, setup_error)) {
+            if (fails(o, kept, &cand, &k, res, runs, setup_error)) {
                 if (!push(ch, &cand)) return;
                 improved = true;
                 if (o->verbose) {
@@ -219,11 +206,11 @@ static size_t fresh_end(const gck_shrink_options *o, const chain *ch, gck_kind k
                         gck_isolated_result *res, int *runs) {
     bool setup_error = false;
     size_t n = ch->n;
-    if (n == 1 || fails(o, &ch->at[n - 1], &kind, res, runs, &setup_error)) return n - 1;
+    if (n == 1 || fails(o, NULL, &ch->at[n - 1], &kind, res, runs, &setup_error)) return n - 1;
     size_t lo = 0, hi = n - 1;
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
-        if (fails(o, &ch->at[mid], &kind, res, runs, &setup_error))
+        if (fails(o, NULL, &ch->at[mid], &kind, res, runs, &setup_error))
             lo = mid;
         else
             hi = mid;
@@ -244,7 +231,7 @@ gck_shrink_status gck_shrink(const gck_shrink_options *o, const gck_spec *start,
     *runs = 0;
     bool setup_error = false;
     *best = *start;
-    if (!fails(o, start, kind, res, runs, &setup_error)) {
+    if (!fails(o, NULL, start, kind, res, runs, &setup_error)) {
         snprintf(msg, len, "%s", setup_error ? res->message : "the case does not fail");
         free(res);
         free(ch.at);

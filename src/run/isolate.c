@@ -110,11 +110,15 @@ static gck_status run_kept(gck_kept_worker *k, const char *backend, const gck_sp
     memset(out, 0, sizeof *out);
     if (!k->live && !(k->live = start(&k->w, backend, o, call_timeout, out))) return GCK_OK;
     request(&k->w, s, o, call_timeout, out);
-    bool crashed = out->status != GCK_ISOLATED_RAN;
-    for (int f = 0; f < out->run.nfindings && f < GCK_KIND_COUNT; f++)
-        crashed = crashed || out->run.findings[f].kind == GCK_KIND_CRASH; /* a device fault */
-    if (crashed) gck_kept_worker_end(k);
+    if (out->status != GCK_ISOLATED_RAN || gck_run_result_device_fault(&out->run))
+        gck_kept_worker_end(k);
     return GCK_OK;
+}
+
+bool gck_run_result_device_fault(const gck_run_result *rr) {
+    for (int i = 0; i < rr->nfindings && i < GCK_KIND_COUNT; i++)
+        if (rr->findings[i].kind == GCK_KIND_CRASH) return true;
+    return false;
 }
 
 void gck_kept_worker_end(gck_kept_worker *k) {
