@@ -7,15 +7,16 @@
  * Peers run in child processes of this program (`--peer`), because OpenBLAS and BLIS read their
  * kernel choice (OPENBLAS_CORETYPE, BLIS_ARCH_TYPE) and thread count once, when loaded: OpenBLAS
  * and BLIS as they select themselves and with their best kernels for this CPU forced (AVX-512:
- * SkylakeX and skx; AVX2: Haswell and haswell). Every figure is the best of several timed calls
- * after a warm-up call; with --rounds R, gemmcheck and the peers of a line are timed R times in
- * turn, each keeping its best (on a shared machine a neighbour's burst then costs one round of one
- * side, not the ratio). Best-of figures taken at different moments still carry the machine's
- * swings into their ratio (on a shared VM, up to a third from one minute to the next), so each
- * goal's ratio is also measured in pairs (--pairs P): the peer of the line (its best sgemm or
- * dgemm, or oneDNN's bf16 GEMM), kept loaded in a child (`--peer ... --serve`), and gemmcheck
- * are timed alternately, call for call (in batches of at least 50 ms; which side goes first
- * alternating), and the line shows the median and the quartiles of the P ratios of the two
+ * SkylakeX and skx; AVX2: Haswell and haswell; with GEMMCHECK_KERNELS_PATH=avx2 on an AVX-512
+ * CPU, all four held to AVX2: OpenBLAS Zen and Haswell, BLIS zen3 and haswell). Every figure is the
+ * best of several timed calls after a warm-up call; with --rounds R, gemmcheck and the peers of a
+ * line are timed R times in turn, each keeping its best (on a shared machine a neighbour's burst
+ * then costs one round of one side, not the ratio). Best-of figures taken at different moments
+ * still carry the machine's swings into their ratio (on a shared VM, up to a third from one minute
+ * to the next), so each goal's ratio is also measured in pairs (--pairs P): the peer of the line
+ * (its best sgemm or dgemm, or oneDNN's bf16 GEMM), kept loaded in a child (`--peer ... --serve`),
+ * and gemmcheck are timed alternately, call for call (in batches of at least 50 ms; which side goes
+ * first alternating), and the line shows the median and the quartiles of the P ratios of the two
  * times: a swing that slows both sides of a pair leaves its ratio alone. A mixed product and
  * the slower of its pure types alternate in this process. The peak is measured, not computed
  * from a nominal clock (the best of five calibrations): independent chains of FMAs of the widest
@@ -215,17 +216,23 @@ typedef struct peer_args {
 
 /* Each library as it selects itself, and with its best kernels for this CPU's widest vectors
  * forced: AVX-512 (OpenBLAS SkylakeX; BLIS skx, id 0 of BLIS 0.9.0's arch_t) or AVX2 (OpenBLAS
- * Haswell; BLIS haswell, id 3), chosen at run time. */
+ * Haswell; BLIS haswell, id 3), chosen at run time. Where GEMMCHECK_KERNELS_PATH=avx2 holds the
+ * kernels to AVX2 on a CPU with AVX-512, each library is held to its AVX2 kernels too, as it
+ * would select them on an AVX2-only server CPU: OpenBLAS Haswell and Zen, BLIS haswell and zen3
+ * (id 6), so that the avx2 path can be measured on any x86 machine against its own kind. */
 static peer peers[] = {{"OpenBLAS", OPENBLAS, NULL},
                        {"OpenBLAS SkylakeX", OPENBLAS, "OPENBLAS_CORETYPE=SkylakeX"},
                        {"BLIS", BLIS, NULL},
                        {"BLIS skx", BLIS, "BLIS_ARCH_TYPE=0"}};
 enum { NPEERS = sizeof peers / sizeof peers[0] };
 
-static void choose_peers(bool avx512) {
+static void choose_peers(bool avx512, bool held_to_avx2) {
     if (avx512) return;
     peers[1] = (peer){"OpenBLAS Haswell", OPENBLAS, "OPENBLAS_CORETYPE=Haswell"};
     peers[3] = (peer){"BLIS haswell", BLIS, "BLIS_ARCH_TYPE=3"};
+    if (!held_to_avx2) return;
+    peers[0] = (peer){"OpenBLAS Zen", OPENBLAS, "OPENBLAS_CORETYPE=Zen"};
+    peers[2] = (peer){"BLIS zen3", BLIS, "BLIS_ARCH_TYPE=6"};
 }
 
 static const char *self;
@@ -704,7 +711,11 @@ int main(int argc, char **argv) {
     __builtin_cpu_init();
     bool avx512 = __builtin_cpu_supports("avx512f"), bf16 = __builtin_cpu_supports("avx512bf16");
     bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    choose_peers(avx512);
+    /* the kernels held to AVX2 on an AVX-512 CPU: the peers, the peak and the 16-bit lines are
+     * those of an AVX2 CPU (no VDPBF16PS or VFMADDPH: the path does not use them) */
+    bool held = avx512 && gck_kpath_auto() == GCK_KPATH_AVX2;
+    if (held) avx512 = bf16 = false;
+    choose_peers(avx512, held);
     /* the best of five calibrations: a neighbour taking the core for a moment would otherwise
      * lower the peak, and every share of it, for the whole run */
     double p32 = 0, pdp = 0, ph = 0;
@@ -718,6 +729,10 @@ int main(int argc, char **argv) {
         ph = h > ph ? h : ph;
     }
     print_choice();
+    if (held)
+        printf(
+            "GEMMCHECK_KERNELS_PATH=avx2 on a CPU with AVX-512: the peers are held to their AVX2 "
+            "kernels too, the peak is of 256-bit FMAs\n\n");
     printf("kernels default path: %s; calibrated peak per core (%s FMA): f32 %.1f, f64 %.1f, "
            "VDPBF16PS %s, VFMADDPH %s GFLOP/s (%% of peak: per thread count, peak x threads)\n\n",
            gck_kpath_name(gck_kpath_auto()),

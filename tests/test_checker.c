@@ -14,6 +14,7 @@
 #include "grid.h"
 #include "testutil.h"
 #include "wire.h"
+#include "worker.h"
 
 #define CASES 400
 
@@ -887,6 +888,40 @@ Test(checker, a_segfaulting_backend_is_a_crash_not_the_end_of_gemmcheck) {
     cr_expect(strstr(res->message, "signal 11") &&
                   strstr(res->message, "inside the backend's first call"),
               "%s", res->message);
+    free(res);
+}
+
+/* A kept worker (the shrinker's) serves the runs of the backend and check it was started for;
+ * a run of another backend, or of the same backend under another check, gets a worker of its
+ * own instead of the kept one's answers. */
+Test(checker, a_kept_worker_serves_only_its_own_backend_and_check) {
+    char spec[1024], msg[512];
+    snprintf(spec, sizeof spec, "plugin:%s:tolerance", GCK_FAULTY_PLUGIN);
+    gck_spec s;
+    cr_assert_eq(gck_spec_parse(a_case, &s, msg, sizeof msg), GCK_OK, "%s", msg);
+    gck_run_options o = {.check = {.threads = 1}};
+    gck_isolated_result *res = malloc(sizeof *res);
+    gck_kept_worker kept = {0};
+    gck_run_kept(&kept, spec, &s, &o, 10, res);
+    cr_expect_eq(res->status, GCK_ISOLATED_RAN, "%s", res->message);
+    cr_expect_eq(res->run.outcome, GCK_OUTCOME_FINDINGS);
+    pid_t first = kept.w.pid;
+    cr_expect(kept.live && first > 0);
+    gck_run_kept(&kept, spec, &s, &o, 10, res); /* the same backend and check: the same worker */
+    cr_expect_eq(res->run.outcome, GCK_OUTCOME_FINDINGS);
+    cr_expect_eq(kept.w.pid, first);
+    gck_run_kept(&kept, "ref", &s, &o, 10, res); /* another backend: ref's answer */
+    cr_expect_eq(res->status, GCK_ISOLATED_RAN, "%s", res->message);
+    cr_expect_eq(res->run.outcome, GCK_OUTCOME_PASS, "ref in the kept tolerance worker");
+    cr_expect_neq(kept.w.pid, first);
+    pid_t second = kept.w.pid;
+    o.check.strict_ieee = true; /* another check of the same backend: a worker started for it */
+    gck_run_kept(&kept, "ref", &s, &o, 10, res);
+    cr_expect_eq(res->run.outcome, GCK_OUTCOME_PASS);
+    cr_expect_neq(kept.w.pid, second);
+    cr_expect(kept.strict_ieee);
+    gck_kept_worker_end(&kept);
+    cr_expect(!kept.live && !kept.backend);
     free(res);
 }
 

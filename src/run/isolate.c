@@ -108,7 +108,18 @@ static gck_status run_kept(gck_kept_worker *k, const char *backend, const gck_sp
                            const gck_run_options *o, double call_timeout,
                            gck_isolated_result *out) {
     memset(out, 0, sizeof *out);
-    if (!k->live && !(k->live = start(&k->w, backend, o, call_timeout, out))) return GCK_OK;
+    if (k->live && (strcmp(k->backend, backend) != 0 || k->strict_ieee != o->check.strict_ieee ||
+                    k->oracle != o->check.oracle))
+        gck_kept_worker_end(k); /* started for another backend or check: not this run's worker */
+    if (!k->live) {
+        free(k->backend);
+        if (!(k->backend = strdup(backend))) {
+            set(out, GCK_ISOLATED_INTERNAL, "out of memory");
+            return GCK_OK;
+        }
+        k->strict_ieee = o->check.strict_ieee, k->oracle = o->check.oracle;
+        if (!(k->live = start(&k->w, backend, o, call_timeout, out))) return GCK_OK;
+    }
     request(&k->w, s, o, call_timeout, out);
     if (out->status != GCK_ISOLATED_RAN || gck_run_result_device_fault(&out->run))
         gck_kept_worker_end(k);
@@ -124,6 +135,8 @@ bool gck_run_result_device_fault(const gck_run_result *rr) {
 void gck_kept_worker_end(gck_kept_worker *k) {
     if (k->live) gck_worker_kill(&k->w);
     k->live = false;
+    free(k->backend);
+    k->backend = NULL;
 }
 
 /* ---- the public functions, in gemmcheck's floating-point environment (fpenv.h) ------------ */

@@ -123,9 +123,15 @@ bool gck_run_result_device_fault(const gck_run_result *rr);
 typedef struct gck_kept_worker {
     gck_worker w;
     bool live;
+    /* what the worker was started with: its backend (a copy) and the options that go to the
+     * worker's command line rather than to each request */
+    char *backend;
+    bool strict_ieee;
+    gck_oracle_kind oracle;
 } gck_kept_worker;
-/** gck_run_isolated in k's worker, started (and its backend opened) when k has none; a run
- *  that does not end with a result, or whose result is a crash (a device fault), ends the
+/** gck_run_isolated in k's worker, started (and its backend opened) when k has none, or when it
+ *  has one started for another backend, strict_ieee or oracle (then that one is ended first);
+ *  a run that does not end with a result, or whose result is a crash (a device fault), ends the
  *  worker, and the next run starts a fresh one. The worker keeps whatever state earlier cases
  *  left in the backend, as a campaign's workers do. */
 gck_status gck_run_kept(gck_kept_worker *k, const char *backend, const gck_spec *s,
