@@ -711,8 +711,9 @@ int main(int argc, char **argv) {
     __builtin_cpu_init();
     bool avx512 = __builtin_cpu_supports("avx512f"), bf16 = __builtin_cpu_supports("avx512bf16");
     bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    /* the kernels held to AVX2 on an AVX-512 CPU: the peers, the peak and the 16-bit lines are
-     * those of an AVX2 CPU (no VDPBF16PS or VFMADDPH: the path does not use them) */
+    /* the kernels held to AVX2 on an AVX-512 CPU: the BLAS peers, the peak and the 16-bit lines
+     * are those of an AVX2 CPU (no VDPBF16PS or VFMADDPH: the path does not use them); the bf16
+     * peers (oneDNN, PyTorch) still choose their own kernels */
     bool held = avx512 && gck_kpath_auto() == GCK_KPATH_AVX2;
     if (held) avx512 = bf16 = false;
     choose_peers(avx512, held);
@@ -731,8 +732,9 @@ int main(int argc, char **argv) {
     print_choice();
     if (held)
         printf(
-            "GEMMCHECK_KERNELS_PATH=avx2 on a CPU with AVX-512: the peers are held to their AVX2 "
-            "kernels too, the peak is of 256-bit FMAs\n\n");
+            "GEMMCHECK_KERNELS_PATH=avx2 on a CPU with AVX-512: OpenBLAS and BLIS are held to "
+            "their AVX2 kernels too (oneDNN and PyTorch, the bf16 peers, are not), the peak is of "
+            "256-bit FMAs\n\n");
     printf("kernels default path: %s; calibrated peak per core (%s FMA): f32 %.1f, f64 %.1f, "
            "VDPBF16PS %s, VFMADDPH %s GFLOP/s (%% of peak: per thread count, peak x threads)\n\n",
            gck_kpath_name(gck_kpath_auto()),
