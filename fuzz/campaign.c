@@ -515,10 +515,6 @@ static bool start_workers(run_ctx *x, slot *slots, int jobs) {
     return spawn(x, &slots[0], open_by(gck_wire_now(), x->end + 3.0));
 }
 
-/* A message from a busy worker. */
-/* Whether a returned call left a sticky device error (a `crash` finding in a result: a crash
- * of the process itself never sends one). Every later call in that process fails with the
- * same error, so the worker is replaced rather than charged with the next cases. */
 /* The case's result arrived (x->result, checked by the watch). */
 static void on_returned(run_ctx *x, slot *s) {
     const gck_run_result *rr = x->result;
@@ -540,7 +536,9 @@ static void on_returned(run_ctx *x, slot *s) {
     s->prev = s->spec;
     if (s->confirming) x->res->deadline_retries++; /* missed once, met this time */
     s->busy = false;
-    if (gck_run_result_device_fault(rr)) { /* the device context is gone: a fresh worker next */
+    /* the device context is gone: the worker is replaced rather than charged with the next
+     * cases, each of which would fail the same way */
+    if (gck_run_result_device_fault(rr)) {
         gck_worker_kill(&s->w);
         s->alive = false;
         s->served = 0;

@@ -111,14 +111,16 @@ static gck_status run_kept(gck_kept_worker *k, const char *backend, const gck_sp
     if (k->live && (strcmp(k->backend, backend) != 0 || k->strict_ieee != o->check.strict_ieee ||
                     k->oracle != o->check.oracle))
         gck_kept_worker_end(k); /* started for another backend or check: not this run's worker */
-    if (!k->live) {
-        free(k->backend);
+    if (!k->live) {             /* k->backend is set exactly while a worker lives */
         if (!(k->backend = strdup(backend))) {
             set(out, GCK_ISOLATED_INTERNAL, "out of memory");
             return GCK_OK;
         }
         k->strict_ieee = o->check.strict_ieee, k->oracle = o->check.oracle;
-        if (!(k->live = start(&k->w, backend, o, call_timeout, out))) return GCK_OK;
+        if (!(k->live = start(&k->w, backend, o, call_timeout, out))) {
+            gck_kept_worker_end(k);
+            return GCK_OK;
+        }
     }
     request(&k->w, s, o, call_timeout, out);
     if (out->status != GCK_ISOLATED_RAN || gck_run_result_device_fault(&out->run))

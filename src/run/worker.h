@@ -115,8 +115,9 @@ void gck_worker_kill(gck_worker *w);
  *  (worker PID)", cleaned, at most output_limit lines per worker in total. */
 void gck_worker_show_output(gck_worker *w);
 
-/** Whether a case's result holds a crash finding: a device fault (a CUDA context that is gone),
- *  after which a worker serves no more cases. */
+/** Whether a case's result holds a crash finding: a sticky device error (a CUDA context that is
+ *  gone; a crash of the process itself sends no result), after which every call in that process
+ *  fails the same way, so its worker serves no more cases. */
 bool gck_run_result_device_fault(const gck_run_result *rr);
 /** A worker kept between isolated runs of one backend (the shrinker's: a `python:` worker
  *  imports PyTorch once, not once per attempt). Zero it before the first run. */
