@@ -533,8 +533,16 @@ static bool has_a_tiles_512(const gck_kpath_ops *ops, bool f32) {
  * shapes, where a taller shape wins a tie while the passes count (64 x 4 against 32 x 4: f32 2048
  * x 4 x 1024 77 against 55 GFLOP/s). A `wide` shape's work counts WIDE_WORK of its own: two or
  * more 512-bit vectors of rows load half as many vectors and broadcasts per multiply-add as the
- * 256-bit tiles (docs/KERNELS.md, "AVX-512 f32 tiles"). *work: that work. */
-#define WIDE_WORK 0.8
+ * 256-bit tiles (docs/KERNELS.md, "AVX-512 f32 tiles"). In f64 the `wide` shapes serve only jobs
+ * that read op(B) in place stored along k (brs 1), at WIDE_WORK64 of their padded work: on a Zen 5
+ * core (512-bit FMA at twice the 256-bit rate) the 16 x 8 and 24 x 8 tiles ran such jobs at
+ * 0.49-0.57 of the AVX2 tiles' time (f64 64 x 64 x 16384 57 -> 111 GFLOP/s, 16 x 2048 x 1024 66
+ * -> 128, 12 x 2048 x 1024 63 -> 87), and 0.55 keeps a half-empty 16-row tile off an 8-row job;
+ * a job reading only op(A) in place keeps the packed_b shapes, and op(B) read in place with its
+ * columns contiguous (the transposed 2048 x 24 x 1024: 97 against 115 as it is) the AVX2 ones.
+ * *work: that work. */
+#define WIDE_WORK   0.8
+#define WIDE_WORK64 0.55
 static int sup_shape(const gck_kpath_ops *ops, bool f32, int64_t rows, int64_t cols, int64_t K,
                      int reads, int64_t brs, double *work) {
     int64_t l2 = limit_l2 > 0 ? limit_l2 : l2_size();
@@ -547,9 +555,11 @@ static int sup_shape(const gck_kpath_ops *ops, bool f32, int64_t rows, int64_t c
         bool packed_b = f32 ? ops->s32[s].packed_b : ops->s64[s].packed_b;
         if ((f32 ? ops->s32[s].lanes : ops->s64[s].lanes) && (!lanes || rows > mr)) continue;
         if (packed_b && (reads != SUP_A || nr >= 2 * cols)) continue;
+        bool wide = f32 ? ops->s32[s].wide : ops->s64[s].wide;
+        if (!f32 && wide && (!(reads & SUP_B) || brs != 1)) continue;
         double p = padded(rows, cols, mr, nr);
         if (passes) p *= (1.0 + 2.0 / nr) * (packed_b ? 0.75 : 1.0);
-        if (f32 && ops->s32[s].wide) p *= WIDE_WORK;
+        if (wide) p *= f32 ? WIDE_WORK : WIDE_WORK64;
         int best_mr = f32 ? ops->s32[best].mr : ops->s64[best].mr;
         if (s == 0 || p < *work || (passes && p == *work && mr > best_mr)) best = s, *work = p;
     }

@@ -48,9 +48,10 @@ typedef void (*gck_skernel_f64)(int64_t kc, const double *a, int64_t as, int64_t
 /** Kernels on unpacked operands, with their tiles; the first is the path's default tile. A
  *  kernel with `lanes` holds columns in its vector lanes (rows in scalars): it serves jobs of at
  *  most MR rows only. A kernel with `packed_b` serves only jobs that read op(A) in place and
- *  pack op(B). A `wide` kernel (f32 only: the AVX-512 paths' tiles of two or more 512-bit
- *  vectors of rows; f64's AVX-512 tiles are packed_b instead) is counted at WIDE_WORK of its padded
- *  work when a job's tile is chosen (gemm.c, sup_shape). */
+ *  pack op(B). A `wide` kernel (the AVX-512 paths' tiles of two or more 512-bit vectors of
+ *  rows: in f32 for any job read in place, in f64 only for jobs that read op(B) in place stored
+ *  along k) is counted at WIDE_WORK (f32) or WIDE_WORK64 (f64) of its padded work when a job's
+ *  tile is chosen (gemm.c, sup_shape). */
 enum { GCK_SUP_SHAPES = 12 };
 typedef struct gck_sup_f32 {
     int mr, nr;
@@ -60,7 +61,7 @@ typedef struct gck_sup_f32 {
 typedef struct gck_sup_f64 {
     int mr, nr;
     gck_skernel_f64 fn;
-    bool lanes, packed_b;
+    bool lanes, packed_b, wide;
 } gck_sup_f64;
 
 /** A path's micro-kernels and their register tiles. */

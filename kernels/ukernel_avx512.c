@@ -22,6 +22,11 @@ AVX512_F64_TILE(2, 6)
 AVX512_F64_TILE(3, 8)
 AVX512_F64_TILE(2, 12)
 AVX512_F64_TILE(1, 16)
+/* f64 jobs that read op(B) in place stored along k have two `wide` tiles of eight columns (the
+ * f32 ones' width, below), besides 24 x 8 above: 16 x 8 for jobs of 16, 32, 64 or 128 rows.
+ * Reading eight columns at once keeps op(B)'s streams within an L1 set's ways (the tiles of 12
+ * and 16 columns above would not); gemm.c's sup_shape says what they gained on a Zen 5. */
+AVX512_F64_TILE(2, 8)
 /* In f32 the AVX-512 paths have 512-bit tiles for every job read in place (`wide` but the one
  * of a single vector: gemm.c, sup_shape), of at most eight columns, so that the columns of op(B)
  * read in place along k stay within a cache set's ways. On a Zen 4 thread, f32 GFLOP/s against

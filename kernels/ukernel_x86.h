@@ -175,6 +175,7 @@ void gck_kavx512_s64_2x6(GCK_KTILE_ARGS(double));
 void gck_kavx512_s64_3x8(GCK_KTILE_ARGS(double));
 void gck_kavx512_s64_2x12(GCK_KTILE_ARGS(double));
 void gck_kavx512_s64_1x16(GCK_KTILE_ARGS(double));
+void gck_kavx512_s64_2x8(GCK_KTILE_ARGS(double));
 void gck_kavx512_s32_2x8(GCK_KTILE_ARGS(float));
 void gck_kavx512_s32_2x6(GCK_KTILE_ARGS(float));
 void gck_kavx512_s32_2x4(GCK_KTILE_ARGS(float));
@@ -200,12 +201,15 @@ void gck_kavx512_h16(int64_t kc, const uint16_t *a, const uint16_t *b, float *w,
  * every AVX-512 CPU has AVX2 and FMA, and gck_kpath_cpu_has requires them): reading in place is
  * what those shapes need (on a Zen 5 core the packed avx512bf16 path ran 16x2048x1024 f32 at 39
  * GFLOP/s, a Zen 3 core 88 on the avx2 in-place kernels); f64 jobs that read only op(A) in
- * place have AVX-512 tiles besides (packed_b, above), and f32 jobs their own (wide, above). */
+ * place have AVX-512 tiles besides (packed_b), f64 jobs that read op(B) in place stored along k
+ * two wide ones, and f32 jobs their own (wide; ukernel_avx512.c says which and why). */
 #define A5_S64                                                                              \
     .s64 = {A2_S64, {64, 2, gck_kavx512_s64_8x2, false, true},                                   \
             {48, 4, gck_kavx512_s64_6x4, false, true}, {16, 6, gck_kavx512_s64_2x6, false, true},       \
             {24, 8, gck_kavx512_s64_3x8, false, true}, {16, 12, gck_kavx512_s64_2x12, false, true},     \
-            {8, 16, gck_kavx512_s64_1x16, false, true}}
+            {8, 16, gck_kavx512_s64_1x16, false, true},                                           \
+            {16, 8, gck_kavx512_s64_2x8, false, false, true},                                     \
+            {24, 8, gck_kavx512_s64_3x8, false, false, true}}
 #define A5_S32                                                                              \
     .s32 = {A2_S32, {32, 8, gck_kavx512_s32_2x8, false, false, true},                             \
             {32, 6, gck_kavx512_s32_2x6, false, false, true},                                     \
