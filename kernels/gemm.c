@@ -535,9 +535,10 @@ static bool has_a_tiles_512(const gck_kpath_ops *ops, bool f32) {
  * more 512-bit vectors of rows load half as many vectors and broadcasts per multiply-add as the
  * 256-bit tiles (docs/KERNELS.md, "AVX-512 f32 tiles"). In f64 the `wide` shapes serve only jobs
  * that read op(B) in place stored along k (brs 1), at WIDE_WORK64 of their padded work: on a Zen 5
- * core (512-bit FMA at twice the 256-bit rate) the 16 x 8 and 24 x 8 tiles ran such jobs at
- * 0.49-0.57 of the AVX2 tiles' time (f64 64 x 64 x 16384 57 -> 111 GFLOP/s, 16 x 2048 x 1024 66
- * -> 128, 12 x 2048 x 1024 63 -> 87), and 0.55 keeps a half-empty 16-row tile off an 8-row job;
+ * core (512-bit FMA at twice the 256-bit rate) the 16 x 8 and 24 x 8 tiles ran such jobs of whole
+ * tiles in 0.49-0.57 of the AVX2 tiles' time (f64 64 x 64 x 16384 57 -> 111 GFLOP/s, 16 x 2048 x
+ * 1024 66 -> 128; 12 x 2048 x 1024, padded to 16 rows, 63 -> 87), and 0.55 keeps a half-empty
+ * 16-row tile off an 8-row job;
  * a job reading only op(A) in place keeps the packed_b shapes, and op(B) read in place with its
  * columns contiguous (the transposed 2048 x 24 x 1024: 97 against 115 as it is) the AVX2 ones.
  * *work: that work. */
