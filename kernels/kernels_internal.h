@@ -52,7 +52,7 @@ typedef void (*gck_skernel_f64)(int64_t kc, const double *a, int64_t as, int64_t
  *  rows: in f32 for any job read in place, in f64 only for jobs that read op(B) in place stored
  *  along k) is counted at WIDE_WORK (f32) or WIDE_WORK64 (f64) of its padded work when a job's
  *  tile is chosen (gemm.c, sup_shape). */
-enum { GCK_SUP_SHAPES = 12 };
+enum { GCK_SUP_SHAPES = 14 };
 typedef struct gck_sup_f32 {
     int mr, nr;
     gck_skernel_f32 fn; /**< NULL: no such shape */

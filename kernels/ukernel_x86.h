@@ -182,6 +182,8 @@ void gck_kavx512_s32_2x4(GCK_KTILE_ARGS(float));
 void gck_kavx512_s32_1x8(GCK_KTILE_ARGS(float));
 void gck_kavx512_s32_4x4(GCK_KTILE_ARGS(float));
 void gck_kavx512_s32_4x2(GCK_KTILE_ARGS(float));
+void gck_kavx512_l32_4x16(GCK_KTILE_ARGS(float));
+void gck_kavx512_l32_1x16(GCK_KTILE_ARGS(float));
 void gck_kavx512_f32(int64_t kc, const float *a, const float *b, float *w, int64_t ldw, bool first);
 void gck_kavx512_f64(int64_t kc, const double *a, const double *b, double *w, int64_t ldw,
                      bool first);
@@ -202,7 +204,8 @@ void gck_kavx512_h16(int64_t kc, const uint16_t *a, const uint16_t *b, float *w,
  * what those shapes need (on a Zen 5 core the packed avx512bf16 path ran 16x2048x1024 f32 at 39
  * GFLOP/s, a Zen 3 core 88 on the avx2 in-place kernels); f64 jobs that read only op(A) in
  * place have AVX-512 tiles besides (packed_b), f64 jobs that read op(B) in place stored along k
- * two wide ones, and f32 jobs their own (wide; ukernel_avx512.c says which and why). */
+ * two wide ones, and f32 jobs their own (wide), one-to-four-row ones lane tiles of 16 columns
+ * (ukernel_avx512.c says which and why). */
 #define A5_S64                                                                              \
     .s64 = {A2_S64, {64, 2, gck_kavx512_s64_8x2, false, true},                                   \
             {48, 4, gck_kavx512_s64_6x4, false, true}, {16, 6, gck_kavx512_s64_2x6, false, true},       \
@@ -215,7 +218,9 @@ void gck_kavx512_h16(int64_t kc, const uint16_t *a, const uint16_t *b, float *w,
             {32, 6, gck_kavx512_s32_2x6, false, false, true},                                     \
             {32, 4, gck_kavx512_s32_2x4, false, false, true}, {16, 8, gck_kavx512_s32_1x8},            \
             {64, 4, gck_kavx512_s32_4x4, false, false, true},                                     \
-            {64, 2, gck_kavx512_s32_4x2, false, false, true}}
+            {64, 2, gck_kavx512_s32_4x2, false, false, true},                                     \
+            {4, 16, gck_kavx512_l32_4x16, true, false, true},                                     \
+            {1, 16, gck_kavx512_l32_1x16, true, false, true}}
 #define A5_OPS .mr32 = A5_MR32, .nr32 = A5_NR, .mr64 = A5_MR64, .nr64 = A5_NR64, .f16c = true, \
                .f32 = gck_kavx512_f32, .f64 = gck_kavx512_f64, A5_S32, A5_S64
 /* The AVX-512 paths without VFMADDPH run f16 arithmetic on the emulation's 512-bit kernel */
