@@ -33,18 +33,7 @@ AVX2_TILE(gck_kavx2_s64_12x1, double, __m256d, pd, 12, 1)
  * lanes, once per call. */
 AVX2 static inline __attribute__((always_inline)) void transpose8(__m256 *c) {
     __m256 t[8], u[8];
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; i++) {
-        t[2 * i] = _mm256_unpacklo_ps(c[2 * i], c[2 * i + 1]);
-        t[2 * i + 1] = _mm256_unpackhi_ps(c[2 * i], c[2 * i + 1]);
-    }
-#pragma GCC unroll 2
-    for (int i = 0; i < 2; i++) {
-        u[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
-        u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
-        u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
-        u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
-    }
+    TRANSPOSE_IN_LANES(256, 8, c, t, u);
 #pragma GCC unroll 4
     for (int i = 0; i < 4; i++) {
         c[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);

@@ -52,19 +52,8 @@ AVX512_F32_TILE(4, 2)
  * FMA per step, k ascending, into its one accumulator. */
 AVX512 static inline __attribute__((always_inline)) void transpose16(__m512 *r) {
     __m512 t[16], u[16];
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; i++) {
-        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
     /* u[4h + g]: rows 4h..4h+3 at steps g, g+4, g+8, g+12 (one per 128-bit lane) */
-#pragma GCC unroll 4
-    for (int h = 0; h < 4; h++) {
-        u[4 * h] = _mm512_shuffle_ps(t[4 * h], t[4 * h + 2], 0x44);
-        u[4 * h + 1] = _mm512_shuffle_ps(t[4 * h], t[4 * h + 2], 0xEE);
-        u[4 * h + 2] = _mm512_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0x44);
-        u[4 * h + 3] = _mm512_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0xEE);
-    }
+    TRANSPOSE_IN_LANES(512, 16, r, t, u);
     /* t[8p + g] (steps g, g+8) and t[8p + 4 + g] (g+4, g+12): rows 8p..8p+7 */
 #pragma GCC unroll 2
     for (int p = 0; p < 2; p++)

@@ -31,6 +31,24 @@
 #define PREFETCH(p, bytes)                                                                         \
     _mm_prefetch((const char *)((uintptr_t)(p) + (uintptr_t)(bytes)), _MM_HINT_T0)
 
+/* The first two rounds of the transposition of N W-bit vectors of floats r[0..N-1] (the lane
+ * tiles': rows are columns of op(B), lanes its steps): each four rows 4h..4h+3 transposed within
+ * every 128-bit lane by an unpack and a shuffle, so that u[4h + g] holds, in each lane l, step 4l
+ * + g of those four rows; t holds the unpacked pairs. What is left is moving 128-bit lanes. */
+#define TRANSPOSE_IN_LANES(W, N, r, t, u)                                                          \
+    do {                                                                                           \
+        _Pragma("GCC unroll 8") for (int i_ = 0; i_ < (N) / 2; i_++) {                             \
+            t[2 * i_] = _mm##W##_unpacklo_ps(r[2 * i_], r[2 * i_ + 1]);                            \
+            t[2 * i_ + 1] = _mm##W##_unpackhi_ps(r[2 * i_], r[2 * i_ + 1]);                        \
+        }                                                                                          \
+        _Pragma("GCC unroll 4") for (int h_ = 0; h_ < (N) / 4; h_++) {                             \
+            u[4 * h_] = _mm##W##_shuffle_ps(t[4 * h_], t[4 * h_ + 2], 0x44);                       \
+            u[4 * h_ + 1] = _mm##W##_shuffle_ps(t[4 * h_], t[4 * h_ + 2], 0xEE);                   \
+            u[4 * h_ + 2] = _mm##W##_shuffle_ps(t[4 * h_ + 1], t[4 * h_ + 3], 0x44);               \
+            u[4 * h_ + 3] = _mm##W##_shuffle_ps(t[4 * h_ + 1], t[4 * h_ + 3], 0xEE);               \
+        }                                                                                          \
+    } while (0)
+
 enum { A2_MR32 = 16, A2_MR64 = 8, A2_NR = 6 };
 /* The f64 tile is three vectors by eight columns, not two by twelve as the f32 one: each step
  * loads three A vectors and broadcasts eight B values for its 24 FMAs, instead of two and twelve,
