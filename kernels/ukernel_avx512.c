@@ -44,12 +44,13 @@ AVX512_F32_TILE(4, 2)
 
 /* Lane tiles of sixteen columns for jobs of one to four rows that read op(B) in place (the avx2
  * path's lane tiles, ukernel_avx2.c, at twice the width). Stored along k (bs = 1), each column's
- * next sixteen steps are one whole line, loaded as it lies and transposed 16 x 16 in registers
- * (unpack, shuffle, then two rounds of 128-bit lane shuffles), so that each line of op(B) is read
- * once and used at once. A one-row job is one chain of dependent FMAs: sixteen lanes per FMA
- * instead of eight double what the chain's latency allows (on a Zen 5 core the eight-lane tile
- * ran f32 1 x 2048 x 1024 at 16.5 GFLOP/s, about 90% of that bound). Each element still takes one
- * FMA per step, k ascending, into its one accumulator. */
+ * next sixteen steps, a line's worth (one line where the column is 64-byte aligned), are loaded as
+ * they lie and transposed 16 x 16 in registers (unpack, shuffle, then two rounds of 128-bit lane
+ * shuffles), so that op(B) is used as it is read and need not stay in L1 for a later block. A
+ * one-row job is one chain of dependent FMAs: sixteen lanes per FMA instead of eight double what
+ * the chain's latency allows (on a Zen 5 core the eight-lane tile ran f32 1 x 2048 x 1024 at 16.5
+ * GFLOP/s, about 90% of that bound). Each element still takes one FMA per step, k ascending, into
+ * its one accumulator. */
 AVX512 static inline __attribute__((always_inline)) void transpose16(__m512 *r) {
     __m512 t[16], u[16];
     /* u[4h + g]: rows 4h..4h+3 at steps g, g+4, g+8, g+12 (one per 128-bit lane) */
@@ -77,7 +78,8 @@ AVX512 static inline __attribute__((always_inline)) void transpose16(__m512 *r) 
  * gives lane tiles packed slivers only, and the kernel type's contract any stride). op(B)'s
  * columns are requested LANE_PF floats ahead along k. The packed body's constant stride frees the
  * registers the sixteen steps' addresses took: f32 4 x 2048 x 1024 on a Zen 5 thread went from 67
- * to 76 GFLOP/s, 1 x 2048 x 1024 from 20 to 22. */
+ * to 76 GFLOP/s, 1 x 2048 x 1024 from 20 to 22 (measured beside another job, the two builds
+ * alternated). */
 #define LANE_PF 64
 #define LANE16_BODY(R, as)                                                                         \
     do {                                                                                           \
