@@ -538,10 +538,9 @@ static bool has_a_tiles_512(const gck_kpath_ops *ops, bool f32) {
  * core (512-bit FMA at twice the 256-bit rate) the 16 x 8 and 24 x 8 tiles ran such jobs of whole
  * tiles in 0.49-0.57 of the AVX2 tiles' time (f64 64 x 64 x 16384 57 -> 111 GFLOP/s, 16 x 2048 x
  * 1024 66 -> 128; 12 x 2048 x 1024, padded to 16 rows, 63 -> 87), and 0.55 keeps a half-empty
- * 16-row tile off an 8-row job;
- * a job reading only op(A) in place keeps the packed_b shapes, and op(B) read in place with its
- * columns contiguous (the transposed 2048 x 24 x 1024: 97 against 115 as it is) the AVX2 ones.
- * *work: that work. */
+ * 16-row tile off an 8-row job; a job reading only op(A) in place keeps the packed_b shapes, and
+ * op(B) read in place with its columns contiguous (the transposed 2048 x 24 x 1024: 97 against 115
+ * as it is) the AVX2 ones. *work: that work. */
 #define WIDE_WORK   0.8
 #define WIDE_WORK64 0.55
 static int sup_shape(const gck_kpath_ops *ops, bool f32, int64_t rows, int64_t cols, int64_t K,

@@ -23,10 +23,10 @@ AVX512_F64_TILE(3, 8)
 AVX512_F64_TILE(2, 12)
 AVX512_F64_TILE(1, 16)
 /* f64 jobs that read op(B) in place stored along k have two `wide` tiles of eight columns (the
- * f32 ones' width, below): 16 x 8, and 24 x 8 (the kernel above) where it pads less (17-24,
- * 65-72 or 113-120 rows).
- * Reading eight columns at once keeps op(B)'s streams within an L1 set's ways (the tiles of 12
- * and 16 columns above would not); gemm.c's sup_shape says what they gained on a Zen 5. */
+ * f32 ones' width, below): 16 x 8, and 24 x 8 (the kernel above) where it pads less (17-24, 65-72
+ * or 113-120 rows). Reading eight columns at once keeps op(B)'s streams within an L1 set's ways
+ * (the tiles of 12 and 16 columns above would not); gemm.c's sup_shape says what they gained on a
+ * Zen 5. */
 AVX512_F64_TILE(2, 8)
 /* In f32 the AVX-512 paths have 512-bit tiles for every job read in place (`wide` but the one
  * of a single vector: gemm.c, sup_shape), of at most eight columns, so that the columns of op(B)
