@@ -313,6 +313,70 @@ Test(certify, the_accumulator_probes_recover_known_arithmetic, .timeout = 600) {
     }
 }
 
+/* The fingerprint of the upgrade plugin's KIND (one f32 row, compute k) against name and value
+ * pairs. */
+static void expect_props(const char *kind, gck_format k, const char *const want[][2], size_t n) {
+    char spec[512];
+    snprintf(spec, sizeof spec, "plugin:%s:%s", GCK_UPGRADE_PLUGIN, kind);
+    gck_fingerprint fp;
+    fingerprint(spec, GCK_F32, GCK_F32, k, &fp);
+    for (size_t w = 0; w < n; w++)
+        cr_expect_str_eq(value(&fp, want[w][0]), want[w][1], "%s: %s", kind, want[w][0]);
+}
+
+/* The tile pass: a backend that switches arithmetic at 64 rows and columns, as a GPU library
+ * sends wide products to its tensor cores (tests/upgrade_pairs.c, tile-tc), shows its base
+ * arithmetic to the skinny probes and the tensor-core one to the tile pass; backends of one
+ * arithmetic read the same at both shapes. */
+Test(certify, the_tile_pass_finds_arithmetic_that_switches_with_the_shape, .timeout = 600) {
+    static const char *const tc[][2] = {
+        {"accumulator rounding", "to nearest"},
+        {"inputs A", "used exactly (all 24 bits of f32)"},
+        {"normalisation", "after every addition"},
+        {"accumulator bits (tile)", "24 bits, the precision of f32"},
+        {"accumulator rounding (tile)", "toward zero (truncation)"},
+        {"inputs A (tile)", "rounded to 11 bits (f32 has 24)"},
+        {"inputs B (tile)", "rounded to 11 bits (f32 has 24)"},
+        {"normalisation (tile)", "once per block of 8 terms (a block FMA)"},
+        {"products (tile)", "exact in f32 (11-bit inputs): fused or not is unobservable"},
+        {"tile against skinny", "differs: accumulator rounding, inputs A, inputs B, alpha "
+                                "applied, beta*C added, normalisation, products"},
+        {"positions (tile)", "every copy reads the same bits"}};
+    expect_props("tile-tc", GCK_F32, tc, sizeof tc / sizeof *tc);
+    /* other arithmetic from row 100 on: the copies there read other bits */
+    char spec[512];
+    snprintf(spec, sizeof spec, "plugin:%s:edge-trunc", GCK_UPGRADE_PLUGIN);
+    gck_fingerprint fp;
+    fingerprint(spec, GCK_F32, GCK_F32, GCK_F32, &fp);
+    cr_expect(strstr(value(&fp, "positions (tile)"), " copies read other bits: the arithmetic "
+                                                     "depends on the element's place") != NULL,
+              "%s", value(&fp, "positions (tile)"));
+    static const char *const same[] = {"upgrade:base", "ref", "zoo:netlib"};
+    for (size_t b = 0; b < sizeof same / sizeof *same; b++) {
+        bool plug = strchr(same[b], ':') != NULL, zoo = plug && !strncmp(same[b], "zoo:", 4);
+        snprintf(spec, sizeof spec, plug ? "plugin:%s:%s" : "%.0s%s",
+                 zoo ? GCK_ZOO_PLUGIN : GCK_UPGRADE_PLUGIN,
+                 plug ? strchr(same[b], ':') + 1 : same[b]);
+        fingerprint(spec, GCK_F32, GCK_F32, GCK_F32, &fp);
+        cr_expect_str_eq(value(&fp, "tile against skinny"), "the same at both shapes", "%s",
+                         same[b]);
+        cr_expect_str_eq(value(&fp, "normalisation (tile)"), "after every addition", "%s", same[b]);
+        cr_expect_str_eq(value(&fp, "positions (tile)"), "every copy reads the same bits", "%s",
+                         same[b]);
+    }
+}
+
+/* A row whose compute type is named tf32 but sums in f32 (cuBLAS's FAST_TF32 rows): the
+ * accumulator probe finds at least 20 bits, and the input probe, taking that bound, goes past
+ * tf32's 11 bits and sees the inputs rounded to them (with tf32's own precision as its bound it
+ * could only say "at least 11 bits kept"). */
+Test(certify, the_input_probe_sees_past_a_narrow_named_compute_type, .timeout = 600) {
+    static const char *const fast[][2] = {{"accumulator bits", "at least 20 bits (tf32 has 11)"},
+                                          {"inputs A", "rounded to 11 bits (f32 has 24)"},
+                                          {"inputs B", "rounded to 11 bits (f32 has 24)"}};
+    expect_props("fast-tf32", GCK_TF32, fast, sizeof fast / sizeof *fast);
+}
+
 /* ---- the commands ---------------------------------------------------------------------------- */
 
 /* The command's exit status, its stdout and stderr in out. */

@@ -17,7 +17,17 @@
  *   truncating     every operation rounded toward zero (a truncating accumulator)
  *   ftz            the x86 flush-to-zero and denormals-are-zero modes on (MXCSR; declared)
  *   block-fma8     products summed exactly in blocks of 8 and each block added to the
- *                  accumulator with one rounding (a block FMA, as tensor cores; declared) */
+ *                  accumulator with one rounding (a block FMA, as tensor cores; declared)
+ *   tile-tc        the base below 64 rows or 64 columns; at least 64 of both, what a GPU
+ *                  library's tensor-core tiles do: A and B rounded to 11 bits, block-fma8's
+ *                  blocks, each block's addition rounded toward zero (declared: TF32 inputs,
+ *                  blocks of 8, faithful rounding)
+ *   edge-trunc     the base, but rows 100 and beyond of a column-major product without
+ *                  transposes computed with every operation rounded toward zero (an edge
+ *                  kernel of other arithmetic, as a library's remainder tiles; declared:
+ *                  faithful rounding)
+ *   fast-tf32      tf32's arithmetic on a row whose compute type is named tf32, as cuBLAS's
+ *                  CUBLAS_COMPUTE_32F_FAST_TF32 rows are: the sum is wider than the type named */
 #include <fenv.h>
 #include <immintrin.h>
 #include <math.h>
@@ -41,12 +51,16 @@ typedef enum change {
     SIZE_WRONG,
     TRUNCATING,
     BLOCK_FMA8,
-    FTZ
+    FTZ,
+    TILE_TC,
+    EDGE_TRUNC,
+    FAST_TF32
 } change;
 
 static const char *const names[] = {"base",       "tf32",       "splitk-bf16", "kc256",
                                     "kc384",      "threads",    "beta-c-bf16", "transpose-wrong",
-                                    "size-wrong", "truncating", "block-fma8",  "ftz"};
+                                    "size-wrong", "truncating", "block-fma8",  "ftz",
+                                    "tile-tc",    "edge-trunc", "fast-tf32"};
 static change kind;
 
 typedef struct up_state {
@@ -70,12 +84,17 @@ static gck_status u_init(void **state, const char *arg, char *msg, size_t len) {
     gck_model m = gck_ref_model_declared(&rm);
     if (kind == BLOCK_FMA8) m.acc = GCK_ACC_BLOCK_FMA, m.block = 8;
     if (kind == FTZ) m.ftz = m.daz = true;
-    if (kind == TF32) m.inputs_rounded = true, m.input_format = GCK_TF32; /* declared */
+    if (kind == TF32 || kind == FAST_TF32) /* declared */
+        m.inputs_rounded = true, m.input_format = GCK_TF32;
+    if (kind == TILE_TC)
+        m.inputs_rounded = true, m.input_format = GCK_TF32, m.acc = GCK_ACC_BLOCK_FMA, m.block = 8,
+        m.rounding = GCK_ROUND_FAITHFUL;
+    if (kind == EDGE_TRUNC) m.rounding = GCK_ROUND_FAITHFUL;
     s->row = (gck_support_row){GCK_F32,
                                GCK_F32,
                                GCK_F32,
                                GCK_F32,
-                               GCK_F32,
+                               kind == FAST_TF32 ? GCK_TF32 : GCK_F32,
                                m,
                                GCK_PROMISE_ALPHA0_NO_READ_AB | GCK_PROMISE_BETA0_NO_READ_C |
                                    GCK_PROMISE_D_SEPARATE | GCK_PROMISE_D_IN_PLACE |
@@ -197,7 +216,8 @@ static gck_call_status u_call(void *state, const gck_case *c, const gck_support_
     gck_case cc = *c;
     const void *a = o->a, *b = o->b, *cv = o->c;
     float *ra = NULL, *rb = NULL, *rc = NULL;
-    if (kind == TF32) {
+    bool tile = kind == TILE_TC && c->m >= 64 && c->n >= 64;
+    if (kind == TF32 || kind == FAST_TF32 || tile) {
         a = ra = rounded(o->a, gck_case_extent(c, GCK_A), GCK_TF32);
         b = rb = rounded(o->b, gck_case_extent(c, GCK_B), GCK_TF32);
     }
@@ -209,18 +229,33 @@ static gck_call_status u_call(void *state, const gck_case *c, const gck_support_
             }
     else if (kind == BETA_C_BF16 && c->beta == 1)
         cv = rc = rounded(o->c, gck_case_extent(c, GCK_C), GCK_BF16);
-    if ((kind == TF32 && (!ra || !rb)) || (cv == NULL && o->c != NULL)) {
+    if (((kind == TF32 || kind == FAST_TF32 || tile) && (!ra || !rb)) ||
+        (cv == NULL && o->c != NULL)) {
         free(ra), free(rb), free(rc);
         snprintf(msg, len, "out of memory for the rounded operands");
         return GCK_CALL_ERROR; /* what a library does when its memory runs out */
     }
     if (kind == TRANSPOSE_WRONG && c->transa == GCK_OP_T) cc.alpha = -c->alpha;
-    if (kind == TRUNCATING) fesetround(FE_TOWARDZERO);
+    if (kind == EDGE_TRUNC && c->transa == GCK_OP_N && c->transb == GCK_OP_N && c->m > 100) {
+        float_loop(c, o);
+        gck_case edge = *c;
+        gck_operands rest = *o;
+        edge.m = c->m - 100;
+        rest.a = (const float *)o->a + 100, rest.c = o->c ? (const float *)o->c + 100 : NULL;
+        rest.d = (float *)o->d + 100;
+        fesetround(FE_TOWARDZERO);
+        float_loop(&edge, &rest);
+        fesetround(FE_TONEAREST);
+        return GCK_CALL_OK;
+    }
+    if (kind == TRUNCATING || tile) fesetround(FE_TOWARDZERO);
     unsigned csr = _mm_getcsr();
     if (kind == FTZ) _mm_setcsr(csr | 0x8040); /* FTZ (bit 15) and DAZ (bit 6) */
-    if (kind == BLOCK_FMA8 || kind == TRUNCATING || kind == FTZ) {
-        if (kind == BLOCK_FMA8)
-            block_fma8(c, o);
+    if (kind == BLOCK_FMA8 || kind == TRUNCATING || kind == FTZ || tile) {
+        gck_operands rounded_ab = *o;
+        rounded_ab.a = a, rounded_ab.b = b;
+        if (kind == BLOCK_FMA8 || tile)
+            block_fma8(c, &rounded_ab);
         else
             float_loop(c, o);
         fesetround(FE_TONEAREST);

@@ -20,8 +20,61 @@
 
 /* ---- the plan ------------------------------------------------------------------------------ */
 
+/* The arithmetic probes again at a tile shape (fp_internal.h, gck_fp_run): libraries choose
+ * kernels by shape, and the probes' own shapes (one column, or a few rows) may reach a
+ * matrix-vector or small-matrix kernel where large products run another (cuBLAS: tensor-core
+ * tiles; CPU BLAS: their small-matrix paths). Each property is added as "NAME (tile)", then
+ * one that names the properties whose values differ between the two shapes. */
+static void tile_pass(gck_fp_probe *pr, gck_fingerprint *fp) {
+    gck_fingerprint *tp = calloc(1, sizeof *tp);
+    char probe_txt[GCK_FP_PROBE], differ[GCK_FP_VALUE] = "";
+    snprintf(probe_txt, sizeof probe_txt,
+             "the accumulator, input, scaling, normalisation and product probes with M and N "
+             "padded to at least %d by copies and K to at least %d by zero terms",
+             (int)GCK_FP_TILE_MN, (int)GCK_FP_TILE_K);
+    if (!tp) {
+        gck_fp_add(fp, "tile against skinny", "out of memory", "undecided");
+        return;
+    }
+    pr->tile = GCK_FP_TILE_MN, pr->why[0] = '\0', pr->copies = pr->differ = 0;
+    gck_fp_probe_accumulator(pr, tp);
+    pr->tile = 0, pr->why[0] = '\0';
+    char copies_txt[GCK_FP_PROBE];
+    snprintf(copies_txt, sizeof copies_txt,
+             "the tile pass's %lld copies of probe elements, each compared bit for bit with the "
+             "element it copies",
+             (long long)pr->copies);
+    if (!pr->copies)
+        gck_fp_add(tp, "positions", "no tile-shaped call ran", "undecided");
+    else if (!pr->differ)
+        gck_fp_add(tp, "positions", copies_txt, "every copy reads the same bits");
+    else
+        gck_fp_add(tp, "positions", copies_txt,
+                   "%lld copies read other bits: the arithmetic depends on the element's place "
+                   "(edge or other kernels); the tile properties are the top-left block's",
+                   (long long)pr->differ);
+    int n = 0, skinny = fp->count;
+    size_t used = 0;
+    for (int p = 0; p < tp->count; p++) {
+        const gck_fp_prop *t = &tp->props[p];
+        char name[GCK_FP_NAME];
+        snprintf(name, sizeof name, "%.40s (tile)", t->name);
+        gck_fp_add(fp, name, t->probe, "%s", t->value);
+        int q = 0;
+        while (q < skinny && strcmp(fp->props[q].name, t->name) != 0) q++;
+        if (q == skinny || !strcmp(fp->props[q].value, t->value)) continue;
+        used += (size_t)snprintf(differ + used, used < sizeof differ ? sizeof differ - used : 0,
+                                 "%s%s", n++ ? ", " : "", t->name);
+    }
+    if (!n)
+        gck_fp_add(fp, "tile against skinny", probe_txt, "the same at both shapes");
+    else
+        gck_fp_add(fp, "tile against skinny", probe_txt, "differs: %s", differ);
+    free(tp);
+}
+
 void gck_fingerprint_row(gck_backend *be, const gck_support_row *row, gck_fingerprint *fp) {
-    gck_fp_probe pr = {be, row, ""};
+    gck_fp_probe pr = {be, row, "", 0, 0, 0};
     memset(fp, 0, sizeof *fp);
     int pacc = gck_fp_probe_accumulator(&pr, fp);
     uint32_t first = 0, again = 0;
@@ -43,6 +96,7 @@ void gck_fingerprint_row(gck_backend *be, const gck_support_row *row, gck_finger
     gck_fp_probe_subnormal_inputs(&pr, fp);
     gck_fp_probe_subnormal_result(&pr, fp);
     gck_fp_probe_specials(&pr, fp);
+    tile_pass(&pr, fp);
 }
 
 /* ---- threads ------------------------------------------------------------------------------- */
@@ -55,7 +109,7 @@ bool gck_fp_threads_row(const gck_support_row *row) {
 bool gck_fp_threads_run(gck_backend *be, const gck_support_row *row, double *d, char *why,
                         size_t len) {
     enum { M = GCK_FP_THREADS_M, N = GCK_FP_THREADS_N, K = GCK_FP_THREADS_K };
-    gck_fp_probe pr = {be, row, ""};
+    gck_fp_probe pr = {be, row, "", 0, 0, 0};
     gck_case c = gck_fp_row_case(row, M, N, K);
     double *a = malloc(sizeof(double) * M * K), *b = malloc(sizeof(double) * K * N);
     bool ok = a && b;

@@ -22,7 +22,7 @@
  *  D separate when the row allows it, alpha = 1, beta = 0. */
 gck_case gck_fp_row_case(const gck_support_row *row, int64_t m, int64_t n, int64_t k);
 
-enum { GCK_FP_MAX_PROPS = 40, GCK_FP_NAME = 48, GCK_FP_VALUE = 200, GCK_FP_PROBE = 240 };
+enum { GCK_FP_MAX_PROPS = 56, GCK_FP_NAME = 48, GCK_FP_VALUE = 200, GCK_FP_PROBE = 240 };
 
 /** One property: its name ("order K=64 (4x64)"), its value ("sequential, k ascending") or,
  *  when the probe could not decide, "undecided", and the probe that decided it with its

@@ -117,10 +117,11 @@ static int acc_scale(const gck_support_row *row, int tmax) {
 
 /* The bits the accumulation keeps: 2^s + 2^(s-t) - 2^s reads 2^(s-t) while the partial sum
  * holds 1 + 2^-t, 0 once it does not; the first t lost is the accumulator's precision. Returns
- * it (the smallest over the distances), 0 when undecided; *at: the distances (bit j for
- * acc_dist[j]) where the three terms met in one accumulator of that precision (at others a
- * kernel may cancel the big terms first). */
-static int probe_accumulator_bits(gck_fp_probe *pr, gck_fingerprint *fp, unsigned *at) {
+ * it (the smallest over the distances), 0 when undecided or when no t probed was lost (then
+ * *least: the bits it keeps at least, else 0); *at: the distances (bit j for acc_dist[j]) where
+ * the three terms met in one accumulator of that precision (at others a kernel may cancel the
+ * big terms first). */
+static int probe_accumulator_bits(gck_fp_probe *pr, gck_fingerprint *fp, unsigned *at, int *least) {
     const gck_format_info *fc = gck_fp_fmt(pr->row->compute);
     int pc = fc->precision, tmax = pc + ACC_EXTRA, s = acc_scale(pr->row, tmax);
     if (s == INT_MIN) tmax = pc + 1, s = acc_scale(pr->row, tmax);
@@ -177,6 +178,7 @@ static int probe_accumulator_bits(gck_fp_probe *pr, gck_fingerprint *fp, unsigne
     free(big);
     free(small);
     free(d);
+    *least = p > tmax ? tmax + 1 : 0;
     return p > tmax ? 0 : p;
 }
 
@@ -230,7 +232,9 @@ static void probe_accumulator_rounding(gck_fp_probe *pr, gck_fingerprint *fp, in
 }
 
 /* The inputs' bits: (1 + 2^-t)*1 - 1 (beta = 1, C = -1) reads 2^-t while the operand keeps its
- * bit t; the first t lost is the precision the inputs are rounded to. */
+ * bit t; the first t lost is the precision the inputs are rounded to. pacc: the bits the
+ * accumulation keeps (or keeps at least), 0 when unknown: t goes up to one below it (else below
+ * the compute format's precision), as far as D holds 2^-t. */
 static int probe_input_bits(gck_fp_probe *pr, gck_fingerprint *fp, int side, int pacc) {
     const gck_format_info *fs = gck_fp_fmt(side ? pr->row->b : pr->row->a);
     char name[GCK_FP_NAME];
@@ -372,12 +376,15 @@ static void probe_normalisation(gck_fp_probe *pr, gck_fingerprint *fp, int p) {
  * bits (0: unknown). */
 int gck_fp_probe_accumulator(gck_fp_probe *pr, gck_fingerprint *fp) {
     unsigned at = 0;
-    int p = probe_accumulator_bits(pr, fp, &at);
+    int least = 0, p = probe_accumulator_bits(pr, fp, &at, &least);
     pr->why[0] = '\0';
     probe_accumulator_rounding(pr, fp, p, at);
     pr->why[0] = '\0';
     bool nearest = !strcmp(fp->props[fp->count - 1].value, "to nearest");
-    int pa = probe_input_bits(pr, fp, 0, p), pb = probe_input_bits(pr, fp, 1, p);
+    /* an accumulation wider than the compute type names (cuBLAS's FAST_TF32 sums in f32) shows
+     * the inputs' rounding only with t beyond that type's precision */
+    int pa = probe_input_bits(pr, fp, 0, p ? p : least),
+        pb = probe_input_bits(pr, fp, 1, p ? p : least);
     probe_scaling(pr, fp, p, nearest);
     probe_normalisation(pr, fp, p);
     probe_fma(pr, fp, pa < pb ? pa : pb);

@@ -64,11 +64,9 @@ bool gck_fp_place(const gck_case *c, gck_operand x, void *buf, double *v, int64_
     return same;
 }
 
-/* Run c (any layout) with op(A), op(B), C given as doubles, column-major (exact values of their
- * types; cv may be NULL: zeros), and read D into d (m*n, column-major). false with the reason
- * in pr->why. */
-bool gck_fp_run(gck_fp_probe *pr, const gck_case *c, const double *av, const double *bv,
-                const double *cv, double *d) {
+/* One call of c as given (fp_internal.h's gck_fp_run without the tile). */
+static bool run_once(gck_fp_probe *pr, const gck_case *c, const double *av, const double *bv,
+                     const double *cv, double *d) {
     char msg[256];
     if (gck_case_validate(c, msg, sizeof msg) != GCK_OK) {
         snprintf(pr->why, sizeof pr->why, "probe case invalid: %.200s", msg);
@@ -113,6 +111,51 @@ bool gck_fp_run(gck_fp_probe *pr, const gck_case *c, const double *av, const dou
     if (dd != cc) free(dd);
     free(cc);
     return ok;
+}
+
+/* The probe c padded to the tile shape (fp_internal.h): op(A) m x k becomes M x K with row r a
+ * copy of row r mod m and zeros past k, op(B) k x n becomes K x N with column q a copy of
+ * column q mod n, C likewise; D's copies of D(i, j) compared with it. */
+static bool run_tiled(gck_fp_probe *pr, const gck_case *c, const double *av, const double *bv,
+                      const double *cv, double *d) {
+    int64_t m = c->m, n = c->n, k = c->k, t = pr->tile;
+    int64_t M = m > t ? m : t, N = n > t ? n : t, K = k > GCK_FP_TILE_K ? k : GCK_FP_TILE_K;
+    gck_case p = *c;
+    p.m = M, p.n = N, p.k = K, p.lda = M, p.ldb = K, p.ldc = p.ldd = M;
+    p.stride_a = p.stride_b = p.stride_c = p.stride_d = 0;
+    double *A = calloc((size_t)(M * K), sizeof *A), *B = calloc((size_t)(K * N), sizeof *B),
+           *C = cv ? malloc((size_t)(M * N) * sizeof *C) : NULL,
+           *D = malloc((size_t)(M * N) * sizeof *D);
+    bool ok = A && B && D && (C || !cv);
+    if (!ok) snprintf(pr->why, sizeof pr->why, "out of memory for a %s probe", "tile");
+    for (int64_t q = 0; ok && q < K; q++)
+        for (int64_t r = 0; q < k && r < M; r++) A[r + q * M] = av[r % m + q * m];
+    for (int64_t q = 0; ok && q < N; q++)
+        for (int64_t r = 0; r < k; r++) B[r + q * K] = bv[r + (q % n) * k];
+    for (int64_t q = 0; ok && C && q < N; q++)
+        for (int64_t r = 0; r < M; r++) C[r + q * M] = cv[r % m + (q % n) * m];
+    ok = ok && run_once(pr, &p, A, B, C, D);
+    int64_t differ = 0;
+    for (int64_t q = 0; ok && q < N; q++)
+        for (int64_t r = 0; r < M; r++)
+            differ += memcmp(&D[r + q * M], &D[r % m + (q % n) * M], sizeof *D) != 0;
+    for (int64_t q = 0; ok && q < n; q++)
+        for (int64_t r = 0; r < m; r++) d[r + q * m] = D[r + q * M];
+    pr->copies += ok ? M * N - m * n : 0;
+    pr->differ += differ;
+    free(A);
+    free(B);
+    free(C);
+    free(D);
+    return ok;
+}
+
+bool gck_fp_run(gck_fp_probe *pr, const gck_case *c, const double *av, const double *bv,
+                const double *cv, double *d) {
+    bool plain = c->order == GCK_COL_MAJOR && c->transa == GCK_OP_N && c->transb == GCK_OP_N &&
+                 c->batch == 1 && c->m > 0 && c->n > 0;
+    if (pr->tile > 0 && plain) return run_tiled(pr, c, av, bv, cv, d);
+    return run_once(pr, c, av, bv, cv, d);
 }
 
 const gck_format_info *gck_fp_fmt(gck_format f) { return gck_format_get(f); }

@@ -22,12 +22,18 @@ typedef enum layout {
     SKINNY_N /* one pair column and the control column per call: N = 2 */
 } layout;
 
-/** One probing session of a row: the backend, the row, and why the last call failed. */
+/** One probing session of a row: the backend, the row, why the last call failed, and the tile
+ *  shape every call is padded to (0: the probes' own shapes; see gck_fp_run). */
 typedef struct gck_fp_probe {
     gck_backend *be;
     const gck_support_row *row;
     char why[GCK_FP_PROBE];
+    int64_t tile;
+    int64_t copies, differ; /* the tile pass's copies of elements, and those read other bits */
 } gck_fp_probe;
+
+/* The tile pass's shape: M and N at least GCK_FP_TILE_MN, K at least GCK_FP_TILE_K. */
+enum { GCK_FP_TILE_MN = 128, GCK_FP_TILE_K = 64 };
 
 const gck_format_info *gck_fp_fmt(gck_format f);
 
@@ -35,7 +41,11 @@ bool gck_fp_holds(gck_format f, double x);
 
 /* Run c (any layout) with op(A), op(B), C given as doubles, column-major (exact values of their
  * types; cv may be NULL: zeros), and read D into d (m*n, column-major). false with the reason
- * in pr->why. */
+ * in pr->why. With pr->tile set, a plain case (column-major, no transposes, one matrix) runs
+ * padded to at least tile x tile x GCK_FP_TILE_K: rows of op(A) and C repeated cyclically down
+ * to M, columns of op(B) and C across to N, zero terms appended to K (which leave every exact
+ * sum, and every rounding of it, as it was); d gets the original block, and every copy of an
+ * element is compared with it bit for bit (counted in pr->copies and pr->differ). */
 bool gck_fp_run(gck_fp_probe *pr, const gck_case *c, const double *av, const double *bv,
                 const double *cv, double *d);
 

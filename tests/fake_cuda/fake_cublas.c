@@ -66,6 +66,7 @@ static cublasStatus_t gemm(cublasOperation_t ta, cublasOperation_t tb, int m, in
         case FAKE_OOM_GARBAGE: return CUBLAS_STATUS_SUCCESS;
         case FAKE_OOM_POISON: poisoned = true; return CUBLAS_STATUS_EXECUTION_FAILED;
         case FAKE_OOM_FAULT: gck_fake_cuda_fault(); return CUBLAS_STATUS_EXECUTION_FAILED;
+        case FAKE_OOM_ABORT: abort();
         default: return CUBLAS_STATUS_ALLOC_FAILED;
         }
     }

@@ -11,19 +11,24 @@
  * GCK_FAKE_CUDA_MEMORY: the device's memory in bytes (default 256 MiB).
  * GCK_FAKE_CUDA_SHARED: a file that holds the device (its allocation table and memory), so that
  * the processes that name it share one device, as the workers of a campaign share a GPU: what
- * one allocates, the others cannot (the file is created, zero-filled, by the first). Unlike a
- * real device's, the memory of a process that ends without freeing it stays taken, and a
- * process that dies inside an allocation leaves the table locked: fit for short tests of
- * backends that do not crash. */
+ * one allocates, the others cannot (the file is created, zero-filled, by the first). As a real
+ * device's, the memory of a process that ends without freeing it comes back, but only
+ * GCK_FAKE_CUDA_REAP_MS milliseconds (default 300) after an allocation or cudaMemGetInfo of
+ * another process first finds its owner gone, as a driver tears a dead process's context down
+ * after the process has ended; a process that dies inside an allocation leaves the table
+ * locked. */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fake_cuda.h"
@@ -37,6 +42,8 @@ typedef struct table {
     int nalloc;
     struct {
         size_t at, size;
+        int pid;           /* the process that made it */
+        long long gone_ms; /* when its owner was first found gone (0: not yet) */
     } alloc[MAX_ALLOCS];
 } table;
 static table *tab;
@@ -141,9 +148,37 @@ cudaError_t cudaGetLastError(void) {
     last = cudaSuccess;
     return e;
 }
+static long long now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* Under the table's lock: the allocations of processes that have ended, given back
+ * GCK_FAKE_CUDA_REAP_MS after their owner was first found gone. (A zombie still counts as
+ * alive: the campaign's supervisor reaps its workers at once.) */
+static void reap(void) {
+    const char *e = getenv("GCK_FAKE_CUDA_REAP_MS");
+    long long delay = e ? atoll(e) : 300, now = now_ms();
+    for (int i = 0; i < tab->nalloc;) {
+        int pid = tab->alloc[i].pid;
+        bool gone = pid > 0 && pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH;
+        if (gone && !tab->alloc[i].gone_ms) tab->alloc[i].gone_ms = now ? now : 1;
+        if (!gone || now - tab->alloc[i].gone_ms < delay) {
+            i++;
+            continue;
+        }
+        tab->used -= tab->alloc[i].size;
+        memmove(&tab->alloc[i], &tab->alloc[i + 1],
+                (size_t)(tab->nalloc - i - 1) * sizeof tab->alloc[0]);
+        tab->nalloc--;
+    }
+}
+
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total) {
     if (sticky != cudaSuccess) return fail(sticky);
     lock();
+    reap();
     *free_bytes = capacity - tab->used;
     unlock();
     *total = capacity;
@@ -156,6 +191,7 @@ cudaError_t cudaMalloc(void **p, size_t size) {
     size_t need = (size + ALIGN - 1) / ALIGN * ALIGN, at = 0;
     if (need == 0) need = ALIGN;
     lock();
+    reap();
     int i = 0;
     for (; i < tab->nalloc; i++) {
         if (tab->alloc[i].at - at >= need) break;
@@ -171,6 +207,8 @@ cudaError_t cudaMalloc(void **p, size_t size) {
     memmove(&tab->alloc[i + 1], &tab->alloc[i], (size_t)(tab->nalloc - i) * sizeof tab->alloc[0]);
     tab->alloc[i].at = at;
     tab->alloc[i].size = need;
+    tab->alloc[i].pid = (int)getpid();
+    tab->alloc[i].gone_ms = 0;
     tab->nalloc++;
     tab->used += need;
     mine[nmine].at = at;

@@ -81,7 +81,13 @@ static inline double fake_scalar(cudaDataType scale, const void *p) {
 /* What the fake does when an allocation of its own fails (GCK_FAKE_CUDA_OOM): "clean" returns
  * CUBLAS_STATUS_ALLOC_FAILED; "garbage" skips the product and reports success; "poison" fails
  * and makes every later call fail too; "fault" raises a sticky device error. */
-typedef enum { FAKE_OOM_CLEAN, FAKE_OOM_GARBAGE, FAKE_OOM_POISON, FAKE_OOM_FAULT } fake_oom;
+typedef enum {
+    FAKE_OOM_CLEAN,
+    FAKE_OOM_GARBAGE,
+    FAKE_OOM_POISON,
+    FAKE_OOM_FAULT,
+    FAKE_OOM_ABORT /* the process aborts, as cuBLAS 13.1's uncaught std::bad_alloc does */
+} fake_oom;
 
 static inline fake_oom fake_oom_mode(void) {
     const char *e = getenv("GCK_FAKE_CUDA_OOM");
@@ -89,6 +95,7 @@ static inline fake_oom fake_oom_mode(void) {
     if (!strcmp(e, "garbage")) return FAKE_OOM_GARBAGE;
     if (!strcmp(e, "poison")) return FAKE_OOM_POISON;
     if (!strcmp(e, "fault")) return FAKE_OOM_FAULT;
+    if (!strcmp(e, "abort")) return FAKE_OOM_ABORT;
     return FAKE_OOM_CLEAN;
 }
 

@@ -501,9 +501,62 @@ static int device_lock(bool exclusive) {
     return fd;
 }
 
-/* The library's part of one call, under `budget` bytes of device memory (0: none). */
+/* A worker that dies under a budget (cuBLAS 13.1 aborts on some refused allocations,
+ * docs/DEVIATIONS.md) releases its lock at once, but the driver frees its reservation (nearly
+ * the whole device) some time after the process is gone: on an H200 the next calls, in other
+ * workers, found the device full ("copying operands to the device: out of memory",
+ * cublasLtCreate failing) and were reported as failures of their next call. So the holder of
+ * the exclusive lock writes a mark into the file (bytes 8 to 23: its pid and the device's free
+ * memory before the reservation) and clears it after the reservation is given back; a call
+ * that finds a mark left behind waits, up to RESERVE_WAIT_MS, until the free memory is back
+ * within a 32nd of the device (2 GiB at most: other workers' contexts) of what it was, and
+ * clears it. */
+typedef struct reserve_mark {
+    int64_t pid;
+    uint64_t free_before;
+} reserve_mark;
+enum { RESERVE_MARK_AT = 8, RESERVE_WAIT_MS = 10000, RESERVE_POLL_MS = 20 };
+
+static void reserve_mark_set(const gck_cuda_api *cu, int fd) {
+    size_t free_b = 0, total = 0;
+    if (fd < 0) return;
+    if (cu->cudaMemGetInfo(&free_b, &total) != cudaSuccess) {
+        cu->cudaGetLastError();
+        return;
+    }
+    reserve_mark m = {(int64_t)getpid(), free_b};
+    ssize_t w = pwrite(fd, &m, sizeof m, RESERVE_MARK_AT); /* advice: unwritten, none waits */
+    (void)w;
+}
+
+static void reserve_mark_clear(int fd) {
+    reserve_mark m = {0, 0};
+    ssize_t w = fd >= 0 ? pwrite(fd, &m, sizeof m, RESERVE_MARK_AT) : 0;
+    (void)w;
+}
+
+static void await_dead_reservation(const gck_cuda_api *cu, int fd) {
+    reserve_mark m = {0, 0};
+    if (fd < 0 || pread(fd, &m, sizeof m, RESERVE_MARK_AT) != (ssize_t)sizeof m || m.pid == 0)
+        return;
+    for (int waited = 0; waited < RESERVE_WAIT_MS; waited += RESERVE_POLL_MS) {
+        size_t free_b = 0, total = 0;
+        if (cu->cudaMemGetInfo(&free_b, &total) != cudaSuccess) {
+            cu->cudaGetLastError();
+            break;
+        }
+        uint64_t slack = total / 32 < ((uint64_t)2 << 30) ? total / 32 : (uint64_t)2 << 30;
+        if (free_b + slack >= m.free_before) break;
+        usleep(RESERVE_POLL_MS * 1000);
+    }
+    reserve_mark_clear(fd);
+}
+
+/* The library's part of one call, under `budget` bytes of device memory (0: none); lock_fd: the
+ * device lock it holds (-1: none), where the reservation is marked. */
 static gck_call_status run_budgeted(cuda_state *s, const gck_case *c, cublasComputeType_t ct,
-                                    void *dev[4], int64_t budget, char *msg, size_t len) {
+                                    void *dev[4], int64_t budget, int lock_fd, char *msg,
+                                    size_t len) {
     balloon b;
     if (budget > 0) {
         /* The reservation is gemmcheck's: made with the host limit lifted, since each device
@@ -513,6 +566,7 @@ static gck_call_status run_budgeted(cuda_state *s, const gck_case *c, cublasComp
          * limit comes back from the size with the reservation in it, plus room for the device
          * memory left free (the budget and up to one 2 MiB grain more). */
         gck_call_budget_pause();
+        reserve_mark_set(s->cu, lock_fd);
         inflate(s->cu, budget, &b);
         gck_call_budget_resume_plus(budget + ((int64_t)2 << 20));
     }
@@ -535,7 +589,10 @@ static gck_call_status run_budgeted(cuda_state *s, const gck_case *c, cublasComp
     gck_call_status sync =
         from_cuda(s->cu, s->cu->cudaDeviceSynchronize(), "after the call", msg, len);
     if (sync != GCK_CALL_OK) out = sync;
-    if (budget > 0) deflate(s->cu, &b);
+    if (budget > 0) {
+        deflate(s->cu, &b);
+        reserve_mark_clear(lock_fd);
+    }
     return out;
 }
 
@@ -585,11 +642,12 @@ static gck_call_status cuda_call(void *state, const gck_case *c, const gck_suppo
     cublasComputeType_t ct = cts[row - rows];
     int64_t budget = gck_call_budget();
     int lock_fd = device_lock(budget > 0);
+    await_dead_reservation(s->cu, lock_fd);
     void *dregion[4] = {NULL, NULL, NULL, NULL}, *dev[4] = {NULL, NULL, NULL, NULL};
     gck_call_status out = make_handle(s, msg, len);
     if (out == GCK_CALL_OK) out = copy_in(s, c, ops, dregion, dev, msg, len);
     gck_call_budget_resume();
-    if (out == GCK_CALL_OK) out = run_budgeted(s, c, ct, dev, budget, msg, len);
+    if (out == GCK_CALL_OK) out = run_budgeted(s, c, ct, dev, budget, lock_fd, msg, len);
     /* copy every region back, so the host checks see inputs, guards and padding as the device
      * left them (skipped after a device fault: the context is gone) */
     gck_call_budget_pause();
