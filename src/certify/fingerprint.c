@@ -20,6 +20,34 @@
 
 /* ---- the plan ------------------------------------------------------------------------------ */
 
+/* "tile against skinny": the properties of the tile pass tp whose values differ from the same
+ * properties among the first `skinny` of fp; one undecided at either shape is no difference,
+ * and is named apart. */
+static void compare_shapes(gck_fingerprint *fp, int skinny, const gck_fingerprint *tp,
+                           const char *probe_txt) {
+    char differ[GCK_FP_VALUE] = "", open_[GCK_FP_VALUE] = "";
+    size_t nd = 0, no = 0;
+    for (int p = 0; p < tp->count; p++) {
+        const gck_fp_prop *t = &tp->props[p];
+        int q = 0;
+        while (q < skinny && strcmp(fp->props[q].name, t->name) != 0) q++;
+        if (q == skinny || !strcmp(fp->props[q].value, t->value)) continue;
+        bool undecided =
+            !strncmp(fp->props[q].value, "undecided", 9) || !strncmp(t->value, "undecided", 9);
+        char *list = undecided ? open_ : differ;
+        size_t *used = undecided ? &no : &nd;
+        *used += (size_t)snprintf(list + *used, *used < GCK_FP_VALUE ? GCK_FP_VALUE - *used : 0,
+                                  "%s%s", *used ? ", " : "", t->name);
+    }
+    if (nd)
+        gck_fp_add(fp, "tile against skinny", probe_txt, "differs: %s", differ);
+    else if (no)
+        gck_fp_add(fp, "tile against skinny", probe_txt,
+                   "the same where both shapes decide (undecided at one: %s)", open_);
+    else
+        gck_fp_add(fp, "tile against skinny", probe_txt, "the same at both shapes");
+}
+
 /* The arithmetic probes again at a tile shape (fp_internal.h, gck_fp_run): libraries choose
  * kernels by shape, and the probes' own shapes (one column, or a few rows) may reach a
  * matrix-vector or small-matrix kernel where large products run another (cuBLAS: tensor-core
@@ -27,7 +55,7 @@
  * one that names the properties whose values differ between the two shapes. */
 static void tile_pass(gck_fp_probe *pr, gck_fingerprint *fp) {
     gck_fingerprint *tp = calloc(1, sizeof *tp);
-    char probe_txt[GCK_FP_PROBE], differ[GCK_FP_VALUE] = "";
+    char probe_txt[GCK_FP_PROBE];
     snprintf(probe_txt, sizeof probe_txt,
              "the accumulator, input, scaling, normalisation and product probes with M and N "
              "padded to at least %d by copies and K to at least %d by zero terms",
@@ -53,23 +81,13 @@ static void tile_pass(gck_fp_probe *pr, gck_fingerprint *fp) {
                    "%lld copies read other bits: the arithmetic depends on the element's place "
                    "(edge or other kernels); the tile properties are the top-left block's",
                    (long long)pr->differ);
-    int n = 0, skinny = fp->count;
-    size_t used = 0;
+    int skinny = fp->count;
     for (int p = 0; p < tp->count; p++) {
-        const gck_fp_prop *t = &tp->props[p];
         char name[GCK_FP_NAME];
-        snprintf(name, sizeof name, "%.40s (tile)", t->name);
-        gck_fp_add(fp, name, t->probe, "%s", t->value);
-        int q = 0;
-        while (q < skinny && strcmp(fp->props[q].name, t->name) != 0) q++;
-        if (q == skinny || !strcmp(fp->props[q].value, t->value)) continue;
-        used += (size_t)snprintf(differ + used, used < sizeof differ ? sizeof differ - used : 0,
-                                 "%s%s", n++ ? ", " : "", t->name);
+        snprintf(name, sizeof name, "%.40s (tile)", tp->props[p].name);
+        gck_fp_add(fp, name, tp->props[p].probe, "%s", tp->props[p].value);
     }
-    if (!n)
-        gck_fp_add(fp, "tile against skinny", probe_txt, "the same at both shapes");
-    else
-        gck_fp_add(fp, "tile against skinny", probe_txt, "differs: %s", differ);
+    compare_shapes(fp, skinny, tp, probe_txt);
     free(tp);
 }
 

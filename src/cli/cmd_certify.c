@@ -177,10 +177,12 @@ static json_t *probe_isolated(const char *spec, unsigned timeout, unsigned cap, 
 /* ---- the fingerprint's key facts on stdout ------------------------------------------------- */
 
 /* A row's key facts in one line: products, normalisation, accumulator bits and rounding,
- * threads (the properties an upgrade most often changes). */
+ * threads (the properties an upgrade most often changes), and whether a tile-shaped product
+ * computes as the probes' skinny ones do. */
 static void key_facts(const json_t *row, char *buf, size_t len) {
-    static const char *const keys[] = {"products", "normalisation", "accumulator bits",
-                                       "accumulator rounding", "threads"};
+    static const char *const keys[] = {"products",         "normalisation",
+                                       "accumulator bits", "accumulator rounding",
+                                       "threads",          "tile against skinny"};
     size_t n = 0;
     buf[0] = '\0';
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
