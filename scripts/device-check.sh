@@ -21,11 +21,12 @@
 #   GCK_CERTIFY      the backends to certify ("cublas cublaslt");
 #   GCK_REPROS       a file of `BACKEND 'gck1 ...'` lines to run with `repro --dump` as well;
 #   GCK_TORCH_S      seconds for the PyTorch check (30; 0 skips it); GCK_JOBS workers (4)
-#   GCK_TORCH_FUZZ_S seconds for gemmcheck.fuzz of torch.matmul, all modes together (120; 0
-#                    skips it; a mode needs well over 15 s, as each of its workers imports
-#                    PyTorch and starts CUDA first); GCK_TORCH_JOBS its workers (4);
-#                    GCK_TORCH_SETTINGS the modes (f32,f32+tf32,f16,bf16; device_torch_fuzz.py
-#                    also has f16+rr and bf16+rr)
+#   GCK_TORCH_FUZZ_S seconds for gemmcheck.fuzz of PyTorch, all operations and modes together
+#                    (160; 0 skips it; a campaign needs well over 15 s, as each of its workers
+#                    imports PyTorch and starts CUDA first); GCK_TORCH_JOBS its workers (4);
+#                    GCK_TORCH_OPS the operations (matmul,addmm: torch.matmul, and torch.addmm
+#                    with torch.baddbmm); GCK_TORCH_SETTINGS the modes (f32,f32+tf32,f16,bf16;
+#                    device_torch_fuzz.py also has f16+rr and bf16+rr)
 #   GCK_PYTHON       the Python that holds PyTorch (python3); GCK_TORCH_DEVICE its device (cuda;
 #                    cpu for a dry run on a machine without a GPU)
 # Exit status: 0 every step ran (findings are in the summary, not in the exit status), 1 a step
@@ -51,7 +52,7 @@ campaign_s=${GCK_CAMPAIGN_S:-90}
 limits_s=${GCK_LIMITS_S:-45}
 certify_s=${GCK_CERTIFY_S:-30}
 torch_s=${GCK_TORCH_S:-30}
-torch_fuzz_s=${GCK_TORCH_FUZZ_S:-120}
+torch_fuzz_s=${GCK_TORCH_FUZZ_S:-160}
 torch_jobs=${GCK_TORCH_JOBS:-4}
 jobs=${GCK_JOBS:-4}
 py=${GCK_PYTHON:-python3}
@@ -199,8 +200,9 @@ if [ "$torch_s" -gt 0 ]; then
         --out "$out/torch.jsonl" --dumps "$out/torch-dumps" || failed=1
 fi
 
-# torch.matmul through the Python fuzz: gemmcheck's own generator, guard, checks and shrinker,
-# with workers that are fresh interpreters of this Python (scripts/device_torch_fuzz.py)
+# torch.matmul and torch.addmm/baddbmm through the Python fuzz: gemmcheck's own generator,
+# guard, checks and shrinker, with workers that are fresh interpreters of this Python
+# (scripts/device_torch_fuzz.py)
 if [ "$torch_fuzz_s" -gt 0 ]; then
     step torch-fuzz $((torch_fuzz_s + 120)) env \
         PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}" \
@@ -208,7 +210,8 @@ if [ "$torch_fuzz_s" -gt 0 ]; then
         GEMMCHECK_PYTHON="$(command -v "$py")" GCK_TORCH_DEVICE="$torch_device" \
         PYTHONUNBUFFERED=1 "$py" "$root/scripts/device_torch_fuzz.py" --time "$torch_fuzz_s" \
         --jobs "$torch_jobs" --seed 46 --shrink-time 10 --out "$out/torch-fuzz" \
-        --settings "${GCK_TORCH_SETTINGS:-f32,f32+tf32,f16,bf16}"
+        --settings "${GCK_TORCH_SETTINGS:-f32,f32+tf32,f16,bf16}" \
+        --ops "${GCK_TORCH_OPS:-matmul,addmm}"
     [ $? -le 1 ] || failed=1 # exit 1 = findings, read in the summary
 fi
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""torch.matmul on CUDA fuzzed by gemmcheck's own campaign (gemmcheck.fuzz): the generator's
-shapes, strides, transposed and broadcast batch views, special values and reproducer strings,
-the guard pages, the rerun and concurrency checks, and the shrinker, for one backend per math
-mode that changes the arithmetic:
+"""torch.matmul, and torch.addmm / torch.baddbmm, on CUDA fuzzed by gemmcheck's own campaign
+(gemmcheck.fuzz): the generator's shapes, strides, transposed and broadcast batch views, special
+values and reproducer strings, the guard pages, the rerun and concurrency checks, and the
+shrinker, for one backend per operation and math mode that changes the arithmetic:
 
     f32        allow_tf32 off            f32 products, f32 sums
     f32+tf32   allow_tf32 on             inputs rounded to tf32, f32 sums
@@ -11,16 +11,23 @@ mode that changes the arithmetic:
     bf16       reduced precision off     bf16 inputs, f32 sums, D rounded once
     bf16+rr    reduced precision on      bf16 inputs, sums allowed in bf16
 
-Each backend's function copies the operands (views of gemmcheck's guarded host buffers) to the
-device, calls torch.matmul there and copies D back into its view. Every model allows blocks of
-products fused before one rounding (tensor cores) and flushed subnormals.
+The operations (--ops): `matmul` is torch.matmul, a plain product (alpha = 1, beta = 0, D
+apart), with broadcast batches; `addmm` is torch.addmm for one matrix and torch.baddbmm for a
+batch of several, with alpha, beta and C, and their in-place forms (Tensor.addmm_, Tensor.baddbmm_) when D
+is C: the GEMM under nn.Linear with a bias. beta = 0 must not read C (PyTorch documents that NaN
+and Inf in it are not propagated). Each backend's function copies the operands (views of
+gemmcheck's guarded host buffers) to the device, calls PyTorch there and copies D back into its
+view. Every model allows blocks of products fused before one rounding (tensor cores) and
+flushed subnormals.
 
     device_torch_fuzz.py --time 90 --out DIR [--jobs 4] [--seed 46] [--shrink-time 15]
+                         [--settings f32,f16,...] [--ops matmul,addmm]
 
 GCK_TORCH_DEVICE (cuda, or cpu for a dry run) picks the device; the workers read it too.
-Writes DIR/torch-fuzz-SETTING.json (the campaign reports) and DIR/torch-fuzz.json (one record
-per setting: cases, findings by cause with their replay lines, the minimal case of each
-numerical kind); prints a table. Exit status: 0 no finding, 1 findings, 2 usage or set-up error
+Writes DIR/torch-fuzz-SETTING.json (torch.matmul's campaign reports), DIR/torch-fuzz-addmm-
+SETTING.json (torch.addmm's) and DIR/torch-fuzz.json (one record per operation and setting:
+cases, findings by cause with their replay lines, the minimal case of each numerical kind);
+prints a table. The time is shared evenly among the campaigns. Exit status: 0 no finding, 1 findings, 2 usage or set-up error
 (no PyTorch, no device)."""
 import argparse
 import json
@@ -30,7 +37,11 @@ import sys
 import gemmcheck
 
 DEVICE = os.environ.get("GCK_TORCH_DEVICE", "cuda")
-PROMISES = ("product_only", "b0", "row_major", "batched", "d_separate", "scale_f32")
+# the promises of each operation (docs/FRAMEWORKS.md)
+OPS = {
+    "matmul": ("product_only", "b0", "row_major", "batched", "d_separate", "scale_f32"),
+    "addmm": ("b0", "row_major", "batched", "d_separate", "d_in_place", "scale_f32"),
+}
 
 # name: (types, the torch.backends.cuda.matmul flags, the model the setting promises)
 SETTINGS = {
@@ -59,19 +70,41 @@ def _apply(flags):
         setattr(torch.backends.cuda.matmul, k, v)
 
 
-def _function(flags):
+def _same(x, y):
+    return x.data_ptr() == y.data_ptr() and x.stride() == y.stride()
+
+
+def _addmm(a, b, c, alpha, beta, out):
+    """torch.addmm (one matrix) or torch.baddbmm (a batch of several) on the device; their
+    in-place forms on the device's copy of C when D is C, copied back into C's view."""
+    import torch
+    if a.dim() == 3 and a.shape[0] == 1:  # a batch of one: the matrices themselves
+        a, b, c, out = a[0], b[0], c[0], out[0]
+    a, b, dc = a.to(DEVICE), b.to(DEVICE), c.to(DEVICE)
+    if _same(c, out):
+        (dc.addmm_ if dc.dim() == 2 else dc.baddbmm_)(a, b, beta=beta, alpha=alpha)
+        if dc.data_ptr() != c.data_ptr():
+            c.copy_(dc)
+    else:
+        out.copy_((torch.addmm if dc.dim() == 2 else torch.baddbmm)(dc, a, b, beta=beta,
+                                                                     alpha=alpha))
+
+
+def _function(op, flags):
     done = []
 
-    def matmul(a, b, c, alpha, beta, out):
+    def call(a, b, c, alpha, beta, out):
         import torch
         if not done:
             _apply(flags)
             done.append(True)
-        d = torch.matmul(a.to(DEVICE), b.to(DEVICE))
-        out.copy_(d)
+        if op == "matmul":
+            out.copy_(torch.matmul(a.to(DEVICE), b.to(DEVICE)))
+        else:
+            _addmm(a, b, c, alpha, beta, out)
         if DEVICE != "cpu":
             torch.cuda.synchronize()
-    return matmul
+    return call
 
 
 def _warm_up():
@@ -82,6 +115,8 @@ def _warm_up():
         x = torch.ones(16, 16, dtype=dt, device=DEVICE)
         torch.matmul(x, x)
         torch.matmul(x.unsqueeze(0).expand(2, 16, 16), x)
+        torch.addmm(x, x, x, beta=0.5, alpha=2)
+        torch.baddbmm(x.expand(2, 16, 16), x.expand(2, 16, 16), x.expand(2, 16, 16))
     torch.cuda.synchronize()
 
 
@@ -89,36 +124,40 @@ if os.environ.get("GEMMCHECK_IN_WORKER") and DEVICE != "cpu":
     _warm_up()
 
 
-def _version(name):
+def _title(op):
+    return "torch.matmul" if op == "matmul" else "torch.addmm/baddbmm"
+
+
+def _version(op, name):
     def version():
         import torch
         where = "the CPU"
         if DEVICE != "cpu":
             where = f"{torch.cuda.get_device_name(0)} (CUDA {torch.version.cuda})"
-        return f"torch.matmul ({name}) of PyTorch {torch.__version__} on {where}"
+        return f"{_title(op)} ({name}) of PyTorch {torch.__version__} on {where}"
     return version
 
 
-def _backend(name):
+def _backend(op, name):
     types, flags, model = SETTINGS[name]
-    row = gemmcheck.Row(types, model, PROMISES, entry=f"torch.matmul {name}")
-    return gemmcheck.Backend(_function(flags), [row], framework="torch", writes="out",
-                             name=f"torch.matmul {name}", version=_version(name))
+    row = gemmcheck.Row(types, model, OPS[op], entry=f"{_title(op)} {name}")
+    return gemmcheck.Backend(_function(op, flags), [row], framework="torch", writes="out",
+                             name=f"{_title(op)} {name}", version=_version(op, name))
 
 
-f32 = _backend("f32")
-f32_tf32 = _backend("f32+tf32")
-f16 = _backend("f16")
-f16_rr = _backend("f16+rr")
-bf16 = _backend("bf16")
-bf16_rr = _backend("bf16+rr")
-BACKENDS = {"f32": f32, "f32+tf32": f32_tf32, "f16": f16, "f16+rr": f16_rr, "bf16": bf16,
-            "bf16+rr": bf16_rr}
+# module-level names, by which the workers find each backend: f32, f16_rr, ... for torch.matmul
+# (the names of the first version), addmm_f32, addmm_f16_rr, ... for torch.addmm
+BACKENDS = {}
+for _op in OPS:
+    for _name in SETTINGS:
+        _var = ("" if _op == "matmul" else _op + "_") + _name.replace("+", "_")
+        globals()[_var] = BACKENDS[_op, _name] = _backend(_op, _name)
 
 
-def _record(name, res, report):
+def _record(op, name, res, report):
     s = res.report.get("summary", {})
-    return dict(setting=name, model=SETTINGS[name][2], cases=res.cases, exit=res.exit_status,
+    return dict(op=op, setting=name, model=SETTINGS[name][2], cases=res.cases,
+                exit=res.exit_status,
                 report=report, by_kind=res.by_kind(), seconds=s.get("seconds"),
                 version=next((b.get("version", "") for b in
                               res.report.get("environment", {}).get("backends", [])), ""),
@@ -129,9 +168,11 @@ def _record(name, res, report):
 
 def _print(r):
     if "setup_error" in r:
-        print(f"{r['setting']:9} {r['model']:40} {'-':>6}  set-up error: {r['setup_error']}")
+        print(f"{r['op']:7} {r['setting']:9} {r['model']:40} {'-':>6}  set-up error: "
+              f"{r['setup_error']}")
         return
-    print(f"{r['setting']:9} {r['model']:40} {r['cases']:6}  {r['by_kind'] or 'none'}")
+    print(f"{r['op']:7} {r['setting']:9} {r['model']:40} {r['cases']:6}  "
+          f"{r['by_kind'] or 'none'}")
     for fd in r["findings"][:4]:
         print(f"    {fd['kind']}: {fd['cause'][:90]}\n      {fd['replay']}")
     sys.stdout.flush()
@@ -145,13 +186,15 @@ def main():
     ap.add_argument("--seed", type=int, default=46)
     ap.add_argument("--shrink-time", type=float, default=15)
     ap.add_argument("--settings", default=",".join(SETTINGS))
+    ap.add_argument("--ops", default="matmul")
     o = ap.parse_args()
-    names = o.settings.split(",")
-    bad = [n for n in names if n not in SETTINGS]
-    if bad:
-        print(f"device_torch_fuzz.py: unknown setting '{bad[0]}' (known: {', '.join(SETTINGS)})",
-              file=sys.stderr)
-        return 2
+    names, ops = o.settings.split(","), o.ops.split(",")
+    for what, got, known in (("setting", names, SETTINGS), ("operation", ops, OPS)):
+        bad = [n for n in got if n not in known]
+        if bad:
+            print(f"device_torch_fuzz.py: unknown {what} '{bad[0]}' (known: "
+                  f"{', '.join(known)})", file=sys.stderr)
+            return 2
     try:
         import torch
     except ImportError as e:
@@ -162,19 +205,21 @@ def main():
               file=sys.stderr)
         return 2
     os.makedirs(o.out, exist_ok=True)
-    each = max(o.time / len(names), 1.0)
+    each = max(o.time / (len(names) * len(ops)), 1.0)
     records = []
-    print(f"{'setting':9} {'model':40} {'cases':>6}  findings by kind", flush=True)
-    for name in names:
-        report = os.path.join(o.out, f"torch-fuzz-{name.replace('+', '-')}.json")
+    print(f"{'op':7} {'setting':9} {'model':40} {'cases':>6}  findings by kind", flush=True)
+    for op, name in ((op, name) for op in ops for name in names):
+        tag = ("" if op == "matmul" else op + "-") + name.replace("+", "-")
+        report = os.path.join(o.out, f"torch-fuzz-{tag}.json")
         try:
-            res = gemmcheck.fuzz(BACKENDS[name], time=each, seed=o.seed, jobs=o.jobs,
+            res = gemmcheck.fuzz(BACKENDS[op, name], time=each, seed=o.seed, jobs=o.jobs,
                                  report=report, shrink_time=o.shrink_time, tier="hard",
                                  args=("--timeout-floor", "10"))
         except gemmcheck.GemmcheckError as e:
-            records.append(dict(setting=name, model=SETTINGS[name][2], setup_error=str(e)))
+            records.append(dict(op=op, setting=name, model=SETTINGS[name][2],
+                                setup_error=str(e)))
         else:
-            records.append(_record(name, res, report))
+            records.append(_record(op, name, res, report))
         # written after every setting: a run cut short keeps what it did
         with open(os.path.join(o.out, "torch-fuzz.json"), "w") as f:
             json.dump(records, f, indent=1)

@@ -32,8 +32,8 @@ def test_the_script_runs_every_step_and_summarises_without_a_gpu(gemmcheck_binar
     # the PyTorch campaign step runs where PyTorch is
     torch = {}
     if importlib.util.find_spec("torch") is not None:
-        torch = dict(GCK_TORCH_FUZZ_S="10", GCK_TORCH_SETTINGS="f32", GCK_TORCH_JOBS="1",
-                     GCK_TORCH_DEVICE="cpu")
+        torch = dict(GCK_TORCH_FUZZ_S="10", GCK_TORCH_SETTINGS="f32", GCK_TORCH_OPS="matmul",
+                     GCK_TORCH_JOBS="1", GCK_TORCH_DEVICE="cpu")
     r = run_script(out, build, **torch)
     steps = [line.split("\t") for line in (out / "steps.tsv").read_text().splitlines()[1:]]
     names = [s[0] for s in steps]
@@ -104,7 +104,8 @@ def test_the_pytorch_check_fails_debians_cpu_pytorch_for_its_known_deviations(tm
 def test_the_pytorch_campaign_runs_through_the_python_route_on_the_cpu(gemmcheck_binary,
                                                                        tmp_path):
     """scripts/device_torch_fuzz.py dry-run on Debian's CPU PyTorch: gemmcheck's own campaign
-    serves torch.matmul through python: workers; f32 is correct there, f16 is refused."""
+    serves torch.matmul and torch.addmm/baddbmm through python: workers; f32 is correct there,
+    f16 is refused."""
     torch = pytest.importorskip("torch", reason="python3-torch (install-deps.sh)")
     lib = os.environ.get("GEMMCHECK_LIBRARY") or str(Path(gemmcheck_binary).parent /
                                                      "libgemmcheck.so.0")
@@ -113,20 +114,36 @@ def test_the_pytorch_campaign_runs_through_the_python_route_on_the_cpu(gemmcheck
                GEMMCHECK_PYTHON=os.environ.get("GEMMCHECK_PYTHON", sys.executable))
     out = tmp_path / "tf"
     r = subprocess.run([sys.executable, str(SOURCE / "scripts" / "device_torch_fuzz.py"),
-                        "--time", "16", "--jobs", "1", "--shrink-time", "5", "--settings",
-                        "f32,f16", "--out", str(out)], env=env, capture_output=True, text=True,
-                       timeout=300)
-    recs = {x["setting"]: x for x in json.loads((out / "torch-fuzz.json").read_text())}
-    assert set(recs) == {"f32", "f16"}, r.stdout + r.stderr
-    # the campaign served cases and wrote its report, with the backend's own version line
-    assert recs["f32"]["cases"] > 20, recs["f32"]
-    assert "PyTorch" in recs["f32"]["version"] and "CPU" in recs["f32"]["version"]
-    assert json.loads((out / "torch-fuzz-f32.json").read_text())["summary"]["cases"] == \
-        recs["f32"]["cases"]
-    assert recs["f32"]["findings"] == [], recs["f32"]["findings"]
-    if torch.__version__.startswith("1."):
+                        "--time", "32", "--jobs", "1", "--shrink-time", "5", "--settings",
+                        "f32,f16", "--ops", "matmul,addmm", "--out", str(out)], env=env,
+                       capture_output=True, text=True, timeout=300)
+    recs = {(x["op"], x["setting"]): x
+            for x in json.loads((out / "torch-fuzz.json").read_text())}
+    assert set(recs) == {(op, s) for op in ("matmul", "addmm") for s in ("f32", "f16")}, \
+        r.stdout + r.stderr
+    old = torch.__version__.startswith("1.")
+    for op, tag in (("matmul", "f32"), ("addmm", "addmm-f32")):
+        f32 = recs[op, "f32"]
+        # the campaign served cases and wrote its report, with the backend's own version line
+        assert f32["cases"] > 20, f32
+        assert "PyTorch" in f32["version"] and "CPU" in f32["version"], f32["version"]
+        assert json.loads((out / f"torch-fuzz-{tag}.json").read_text())["summary"]["cases"] == \
+            f32["cases"]
+        # f32 is right but for PyTorch 1.13's baddbmm under beta = 0 (a batch of several; NaN in
+        # place, uninitialised memory in a new D: docs/DEVIATIONS.md), which addmm's draws reach
+        for f in f32["findings"]:
+            assert old and op == "addmm" and " beta=0 " in f["case"] and \
+                " batch=1 " not in f["case"] and \
+                f["kind"] in ("nonfinite_mismatch", "nondeterministic"), f
+    if old:
         assert r.returncode == 1, r.stdout + r.stderr
-        f16 = recs["f16"]["findings"]
-        assert f16 and all(f["kind"] == "unimplemented" for f in f16), f16
-        assert any("not implemented for 'Half'" in f["cause"] for f in f16), f16
-        assert all(f["replay"].startswith("gemmcheck repro --backend 'python:") for f in f16)
+        for op in ("matmul", "addmm"):
+            f16 = recs[op, "f16"]["findings"]
+            # refused, but for K = 0, where D = beta*C runs and rounds beta to f16 first
+            # (docs/DEVIATIONS.md); addmm's draws reach that, matmul's (beta = 0) cannot
+            assert f16 and all(f["kind"] == "unimplemented" or (
+                op == "addmm" and " k=0 " in (f["minimal"] or f["case"])) for f in f16), f16
+            assert any(f["kind"] == "unimplemented" and "not implemented for 'Half'" in f["cause"]
+                       for f in f16), f16
+            assert all(f["replay"].startswith("gemmcheck repro --backend 'python:")
+                       for f in f16)
