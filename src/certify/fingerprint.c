@@ -36,8 +36,9 @@ static void compare_shapes(gck_fingerprint *fp, int skinny, const gck_fingerprin
             !strncmp(fp->props[q].value, "undecided", 9) || !strncmp(t->value, "undecided", 9);
         char *list = undecided ? open_ : differ;
         size_t *used = undecided ? &no : &nd;
-        *used += (size_t)snprintf(list + *used, *used < GCK_FP_VALUE ? GCK_FP_VALUE - *used : 0,
-                                  "%s%s", *used ? ", " : "", t->name);
+        if (*used < GCK_FP_VALUE) /* a list too long for the value is cut (snprintf) */
+            *used += (size_t)snprintf(list + *used, GCK_FP_VALUE - *used, "%s%s", *used ? ", " : "",
+                                      t->name);
     }
     if (nd)
         gck_fp_add(fp, "tile against skinny", probe_txt, "differs: %s", differ);
