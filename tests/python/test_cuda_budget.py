@@ -145,7 +145,7 @@ def test_a_worker_that_dies_under_a_budget_leaves_no_false_findings(gemmcheck_bi
     # driver has torn its context down (the fake: 300 ms after another process finds it gone).
     # On an H200 the next calls of the other workers found the device full and were reported
     # as failures of their next call; the mark in the lock file makes them wait. Without the
-    # wait this campaign had 368 such findings.
+    # wait this campaign had 1,864 cases fail in their next call.
     r = run(gemmcheck_binary, ["fuzz", "--backend", "cublas", "--backend", "cublaslt",
                                "--memory-budget", "64K:64M", "--time", "6", "--seed", "7",
                                "--jobs", "4", "--no-progress", "--report", "rep.json"], tmp_path,
