@@ -122,17 +122,12 @@ AVX512 static inline __attribute__((always_inline)) void transpose16(__m512 *r) 
                      int64_t bs, int64_t bj, float *w, int64_t ldw, bool first) {                  \
         float buf[R][16] __attribute__((aligned(64)));                                             \
         __m512 acc[R];                                                                             \
-        _Pragma("GCC unroll 16") for (int j = 0; j < 16; j++)                                      \
-            _Pragma("GCC unroll 4") for (int r = 0; r < (R); r++) buf[r][j] =                      \
-                first ? 0.0f : w[r + j * ldw];                                                     \
-        _Pragma("GCC unroll 4") for (int r = 0; r < (R); r++) acc[r] = _mm512_load_ps(buf[r]);     \
+        LANE_W_IN(512, 16, R, buf, acc, w, ldw, first);                                            \
         if (as == (R))                                                                             \
             LANE16_BODY(R, R);                                                                     \
         else                                                                                       \
             LANE16_BODY(R, as);                                                                    \
-        _Pragma("GCC unroll 4") for (int r = 0; r < (R); r++) _mm512_store_ps(buf[r], acc[r]);     \
-        _Pragma("GCC unroll 16") for (int j = 0; j < 16; j++)                                      \
-            _Pragma("GCC unroll 4") for (int r = 0; r < (R); r++) w[r + j * ldw] = buf[r][j];      \
+        LANE_W_OUT(512, 16, R, buf, acc, w, ldw);                                                  \
     }
 
 LANE16_TILE(gck_kavx512_l32_4x16, 4)

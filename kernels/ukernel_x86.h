@@ -49,6 +49,26 @@
         }                                                                                          \
     } while (0)
 
+/* A lane tile's R x L block of W (column-major, ldw; zeros when first) into R accumulators of L
+ * floats, W-bit vectors: acc[r] holds row r's L columns, through the aligned buffer buf[R][L]
+ * (a transposition by memory, once per call); LANE_W_OUT stores them back. */
+#define LANE_W_IN(W, L, R, buf, acc, w, ldw, first)                                                \
+    do {                                                                                           \
+        _Pragma("GCC unroll 16") for (int j_ = 0; j_ < (L); j_++)                                  \
+            _Pragma("GCC unroll 4") for (int r_ = 0; r_ < (R); r_++) buf[r_][j_] =                 \
+                (first) ? 0.0f : (w)[r_ + j_ * (ldw)];                                             \
+        _Pragma("GCC unroll 4") for (int r_ = 0; r_ < (R); r_++) acc[r_] =                         \
+            _mm##W##_load_ps(buf[r_]);                                                             \
+    } while (0)
+#define LANE_W_OUT(W, L, R, buf, acc, w, ldw)                                                      \
+    do {                                                                                           \
+        _Pragma("GCC unroll 4") for (int r_ = 0; r_ < (R); r_++)                                   \
+            _mm##W##_store_ps(buf[r_], acc[r_]);                                                   \
+        _Pragma("GCC unroll 16") for (int j_ = 0; j_ < (L); j_++)                                  \
+            _Pragma("GCC unroll 4") for (int r_ = 0; r_ < (R); r_++)(w)[r_ + j_ * (ldw)] =         \
+                buf[r_][j_];                                                                       \
+    } while (0)
+
 enum { A2_MR32 = 16, A2_MR64 = 8, A2_NR = 6 };
 /* The f64 tile is three vectors by eight columns, not two by twelve as the f32 one: each step
  * loads three A vectors and broadcasts eight B values for its 24 FMAs, instead of two and twelve,
