@@ -35,6 +35,7 @@ import os
 import sys
 
 import gemmcheck
+from gemmcheck import frameworks
 
 DEVICE = os.environ.get("GCK_TORCH_DEVICE", "cuda")
 # the promises of each operation (docs/FRAMEWORKS.md)
@@ -70,24 +71,17 @@ def _apply(flags):
         setattr(torch.backends.cuda.matmul, k, v)
 
 
-def _same(x, y):
-    return x.data_ptr() == y.data_ptr() and x.stride() == y.stride()
-
-
 def _addmm(a, b, c, alpha, beta, out):
-    """torch.addmm (one matrix) or torch.baddbmm (a batch of several) on the device; their
-    in-place forms on the device's copy of C when D is C, copied back into C's view."""
-    import torch
+    """torch.addmm (one matrix) or torch.baddbmm (a batch of several) on the device, through
+    gemmcheck.frameworks' calls of them: their in-place forms on the device's copy of C when D
+    is C, that copy then copied back into C's view."""
     if a.dim() == 3 and a.shape[0] == 1:  # a batch of one: the matrices themselves
         a, b, c, out = a[0], b[0], c[0], out[0]
-    a, b, dc = a.to(DEVICE), b.to(DEVICE), c.to(DEVICE)
-    if _same(c, out):
-        (dc.addmm_ if dc.dim() == 2 else dc.baddbmm_)(a, b, beta=beta, alpha=alpha)
-        if dc.data_ptr() != c.data_ptr():
-            c.copy_(dc)
-    else:
-        out.copy_((torch.addmm if dc.dim() == 2 else torch.baddbmm)(dc, a, b, beta=beta,
-                                                                     alpha=alpha))
+    dc, in_place = c.to(DEVICE), frameworks._same(c, out)
+    call = frameworks._addmm if dc.dim() == 2 else frameworks._baddbmm
+    call(a.to(DEVICE), b.to(DEVICE), dc, alpha, beta, dc if in_place else out)
+    if in_place and dc.data_ptr() != c.data_ptr():
+        c.copy_(dc)
 
 
 def _function(op, flags):

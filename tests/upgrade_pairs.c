@@ -216,8 +216,9 @@ static gck_call_status u_call(void *state, const gck_case *c, const gck_support_
     gck_case cc = *c;
     const void *a = o->a, *b = o->b, *cv = o->c;
     float *ra = NULL, *rb = NULL, *rc = NULL;
-    bool tile = kind == TILE_TC && c->m >= 64 && c->n >= 64;
-    if (kind == TF32 || kind == FAST_TF32 || tile) {
+    bool tile = kind == TILE_TC && c->m >= 64 && c->n >= 64,
+         tf32_inputs = kind == TF32 || kind == FAST_TF32 || tile;
+    if (tf32_inputs) {
         a = ra = rounded(o->a, gck_case_extent(c, GCK_A), GCK_TF32);
         b = rb = rounded(o->b, gck_case_extent(c, GCK_B), GCK_TF32);
     }
@@ -229,8 +230,7 @@ static gck_call_status u_call(void *state, const gck_case *c, const gck_support_
             }
     else if (kind == BETA_C_BF16 && c->beta == 1)
         cv = rc = rounded(o->c, gck_case_extent(c, GCK_C), GCK_BF16);
-    if (((kind == TF32 || kind == FAST_TF32 || tile) && (!ra || !rb)) ||
-        (cv == NULL && o->c != NULL)) {
+    if ((tf32_inputs && (!ra || !rb)) || (cv == NULL && o->c != NULL)) {
         free(ra), free(rb), free(rc);
         snprintf(msg, len, "out of memory for the rounded operands");
         return GCK_CALL_ERROR; /* what a library does when its memory runs out */

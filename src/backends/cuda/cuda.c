@@ -430,11 +430,14 @@ typedef struct balloon {
     int n;
 } balloon;
 
+static void reserve_mark_set(int fd, uint64_t free_before);
+
 /* Take free memory less `budget`, in pieces of whole multiples of 2 MiB (the devices' allocation
  * granularity; a piece is halved when it does not fit), so that between `budget` and `budget` +
- * 2 MiB stay free. A failed cudaMalloc here is not left as the runtime's last error, where the
- * library would find it. */
-static void inflate(const gck_cuda_api *cu, int64_t budget, balloon *b) {
+ * 2 MiB stay free; the free memory found first is marked in the device lock mark_fd (-1: none)
+ * before anything is taken. A failed cudaMalloc here is not left as the runtime's last error,
+ * where the library would find it. */
+static void inflate(const gck_cuda_api *cu, int64_t budget, int mark_fd, balloon *b) {
     memset(b, 0, sizeof *b);
     const size_t grain = (size_t)2 << 20;
     size_t free_b = 0, total = 0;
@@ -442,6 +445,7 @@ static void inflate(const gck_cuda_api *cu, int64_t budget, balloon *b) {
         cu->cudaGetLastError();
         return;
     }
+    reserve_mark_set(mark_fd, free_b);
     size_t want = (free_b - (size_t)budget) / grain * grain, piece = want;
     while (want > 0 && piece > 0 && b->n < BALLOON_PIECES) {
         if (piece > want) piece = want;
@@ -517,15 +521,10 @@ typedef struct reserve_mark {
 } reserve_mark;
 enum { RESERVE_MARK_AT = 8, RESERVE_WAIT_MS = 10000, RESERVE_POLL_MS = 20 };
 
-static void reserve_mark_set(const gck_cuda_api *cu, int fd) {
-    size_t free_b = 0, total = 0;
-    if (fd < 0) return;
-    if (cu->cudaMemGetInfo(&free_b, &total) != cudaSuccess) {
-        cu->cudaGetLastError();
-        return;
-    }
-    reserve_mark m = {(int64_t)getpid(), free_b};
-    ssize_t w = pwrite(fd, &m, sizeof m, RESERVE_MARK_AT); /* advice: unwritten, none waits */
+static void reserve_mark_set(int fd, uint64_t free_before) {
+    reserve_mark m = {(int64_t)getpid(), free_before};
+    /* advice: unwritten, none waits */
+    ssize_t w = fd >= 0 ? pwrite(fd, &m, sizeof m, RESERVE_MARK_AT) : 0;
     (void)w;
 }
 
@@ -553,7 +552,7 @@ static void await_dead_reservation(const gck_cuda_api *cu, int fd) {
 }
 
 /* The library's part of one call, under `budget` bytes of device memory (0: none); lock_fd: the
- * device lock it holds (-1: none), where the reservation is marked. */
+ * device lock it holds (-1: none), where inflate marks the reservation. */
 static gck_call_status run_budgeted(cuda_state *s, const gck_case *c, cublasComputeType_t ct,
                                     void *dev[4], int64_t budget, int lock_fd, char *msg,
                                     size_t len) {
@@ -566,8 +565,7 @@ static gck_call_status run_budgeted(cuda_state *s, const gck_case *c, cublasComp
          * limit comes back from the size with the reservation in it, plus room for the device
          * memory left free (the budget and up to one 2 MiB grain more). */
         gck_call_budget_pause();
-        reserve_mark_set(s->cu, lock_fd);
-        inflate(s->cu, budget, &b);
+        inflate(s->cu, budget, lock_fd, &b);
         gck_call_budget_resume_plus(budget + ((int64_t)2 << 20));
     }
     gck_call_status out;
