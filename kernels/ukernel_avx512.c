@@ -72,66 +72,106 @@ AVX512 static inline __attribute__((always_inline)) void transpose16(__m512 *r) 
     }
 }
 
-/* The tile's body for A's steps `as` floats apart: as == R is a packed sliver (each block of 16
- * steps one run of 16 R values, requested a line at a time PF_STEPS blocks ahead), otherwise A
+/* A lane tile's body, L columns of EL in the lanes of a 512-bit VT (ps or pd: SFX), TR their L x L
+ * transposition, for A's steps `as` elements apart: as == R is a packed sliver (each block of L
+ * steps one run of L R values, requested a line at a time PF_STEPS blocks ahead), otherwise A
  * read in place (each step's R values requested pf bytes on, or PF_STEPS steps ahead; the driver
  * gives lane tiles packed slivers only, and the kernel type's contract any stride). op(B)'s
- * columns are requested LANE_PF floats ahead along k. The packed body's constant stride frees the
+ * columns are requested LANE_PF elements ahead along k. The packed body's constant stride frees the
  * registers the sixteen steps' addresses took: f32 4 x 2048 x 1024 on a Zen 5 thread went from 67
  * to 76 GFLOP/s, 1 x 2048 x 1024 from 20 to 22 (measured beside another job, the two builds
  * alternated). */
 #define LANE_PF 64
-#define LANE16_BODY(R, as)                                                                         \
+#define LANE_BODY(EL, VT, SFX, L, TR, R, as)                                                       \
     do {                                                                                           \
         int64_t k = 0;                                                                             \
         if (bs == 1)                                                                               \
-            for (; k + 16 <= kc; k += 16) {                                                        \
-                __m512 c[16];                                                                      \
-                _Pragma("GCC unroll 16") for (int j = 0; j < 16; j++) {                            \
-                    PREFETCH(b + k + j * bj, LANE_PF * 4);                                         \
-                    c[j] = _mm512_loadu_ps(b + k + j * bj);                                        \
+            for (; k + (L) <= kc; k += (L)) {                                                      \
+                VT c[L];                                                                           \
+                _Pragma("GCC unroll 16") for (int j = 0; j < (L); j++) {                           \
+                    PREFETCH(b + k + j * bj, LANE_PF * (int64_t)sizeof(EL));                       \
+                    c[j] = _mm512_loadu_##SFX(b + k + j * bj);                                     \
                 }                                                                                  \
                 if ((as) == (R))                                                                   \
                     _Pragma("GCC unroll 4") for (int l = 0; l < (R); l++)                          \
-                        PREFETCH(a + k * (R) + 16 * l, PF_STEPS * 64 * (R));                       \
-                transpose16(c);                                                                    \
-                _Pragma("GCC unroll 16") for (int q = 0; q < 16; q++) {                            \
+                        PREFETCH(a + k * (R) + (L)*l, PF_STEPS * 64 * (R));                        \
+                TR(c);                                                                             \
+                _Pragma("GCC unroll 16") for (int q = 0; q < (L); q++) {                           \
                     if ((as) != (R))                                                               \
                         PREFETCH(a + (k + q) * (as),                                               \
-                                 pf ? pf : PF_STEPS * (as) * (int64_t)sizeof(float));              \
+                                 pf ? pf : PF_STEPS * (as) * (int64_t)sizeof(EL));                 \
                     _Pragma("GCC unroll 4") for (int r = 0; r < (R); r++) acc[r] =                 \
-                        _mm512_fmadd_ps(_mm512_set1_ps(a[(k + q) * (as) + r]), c[q], acc[r]);      \
+                        _mm512_fmadd_##SFX(_mm512_set1_##SFX(a[(k + q) * (as) + r]), c[q],         \
+                                           acc[r]);                                                \
                 }                                                                                  \
             }                                                                                      \
         for (; k < kc; k++) {                                                                      \
-            const float *bk = b + k * bs;                                                          \
-            __m512 v;                                                                              \
+            const EL *bk = b + k * bs;                                                             \
+            VT v;                                                                                  \
             if (bj == 1)                                                                           \
-                v = _mm512_loadu_ps(bk);                                                           \
+                v = _mm512_loadu_##SFX(bk);                                                        \
             else {                                                                                 \
-                _Pragma("GCC unroll 16") for (int j = 0; j < 16; j++) buf[0][j] = bk[j * bj];      \
-                v = _mm512_load_ps(buf[0]);                                                        \
+                _Pragma("GCC unroll 16") for (int j = 0; j < (L); j++) buf[0][j] = bk[j * bj];     \
+                v = _mm512_load_##SFX(buf[0]);                                                     \
             }                                                                                      \
             _Pragma("GCC unroll 4") for (int r = 0; r < (R); r++) acc[r] =                         \
-                _mm512_fmadd_ps(_mm512_set1_ps(a[k * (as) + r]), v, acc[r]);                       \
+                _mm512_fmadd_##SFX(_mm512_set1_##SFX(a[k * (as) + r]), v, acc[r]);                 \
         }                                                                                          \
     } while (0)
-
-#define LANE16_TILE(NAME, R)                                                                       \
-    AVX512 void NAME(int64_t kc, const float *a, int64_t as, int64_t pf, const float *b,           \
-                     int64_t bs, int64_t bj, float *w, int64_t ldw, bool first) {                  \
-        float buf[R][16] __attribute__((aligned(64)));                                             \
-        __m512 acc[R];                                                                             \
-        LANE_W_IN(512, 16, R, buf, acc, w, ldw, first);                                            \
+/* A lane tile of R rows and L columns of EL (ukernel_x86.h's LANE_W_IN and LANE_W_OUT take W in
+ * and out) */
+#define LANE512_TILE(NAME, EL, VT, SFX, L, TR, R)                                                  \
+    AVX512 void NAME(int64_t kc, const EL *a, int64_t as, int64_t pf, const EL *b, int64_t bs,     \
+                     int64_t bj, EL *w, int64_t ldw, bool first) {                                 \
+        EL buf[R][L] __attribute__((aligned(64)));                                                 \
+        VT acc[R];                                                                                 \
+        LANE_W_IN(512, SFX, L, 1, R, buf, acc, w, ldw, first);                                     \
         if (as == (R))                                                                             \
-            LANE16_BODY(R, R);                                                                     \
+            LANE_BODY(EL, VT, SFX, L, TR, R, R);                                                   \
         else                                                                                       \
-            LANE16_BODY(R, as);                                                                    \
-        LANE_W_OUT(512, 16, R, buf, acc, w, ldw);                                                  \
+            LANE_BODY(EL, VT, SFX, L, TR, R, as);                                                  \
+        LANE_W_OUT(512, SFX, L, 1, R, buf, acc, w, ldw);                                           \
     }
 
-LANE16_TILE(gck_kavx512_l32_4x16, 4)
-LANE16_TILE(gck_kavx512_l32_1x16, 1)
+LANE512_TILE(gck_kavx512_l32_4x16, float, __m512, ps, 16, transpose16, 4)
+LANE512_TILE(gck_kavx512_l32_1x16, float, __m512, ps, 16, transpose16, 1)
+
+/* f64 lane tiles of eight columns, 4 x 8 and 1 x 8, for jobs of one to four rows that read op(B)
+ * in place stored along k: one 512-bit accumulator per row. Each column's next eight steps (a
+ * line's worth) are loaded as they lie and transposed 8 x 8 in registers (unpack within 128-bit
+ * lanes, then two rounds of `VSHUFF64X2`: 24 shuffles per 64 multiply-adds of a row). Before them
+ * such a job ran on the AVX2 8 x 6 tile, seven of its eight rows padding at M = 1. Each element
+ * still takes one FMA per step, k ascending, into its one accumulator. Tiles of sixteen columns
+ * (two accumulators per row, two chains of FMAs in a one-row job) were tried on a Zen 5 core and
+ * not kept: f64 1 x 2048 x 1024 ran 10.4-11.1 GFLOP/s on them against 12.7-14.3 on these, 4 x 2048
+ * x 1024 30-31 against 40-51 (sixteen streams of op(B) a leading dimension apart), and in L2 (1 x
+ * 64 x 1024) both ran 11.5-11.7. */
+AVX512 static inline __attribute__((always_inline)) void transpose8d(__m512d *r) {
+    __m512d t[8], u[8];
+    /* t[2i]: columns 2i, 2i+1 at the even steps; t[2i+1]: at the odd ones */
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm512_unpacklo_pd(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_pd(r[2 * i], r[2 * i + 1]);
+    }
+    /* u[4h + e]: columns 4h..4h+3 at steps s and s + 4, s = 0, 2, 1, 3 for e = 0..3 */
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++) {
+        u[4 * h] = _mm512_shuffle_f64x2(t[4 * h], t[4 * h + 2], 0x88);
+        u[4 * h + 1] = _mm512_shuffle_f64x2(t[4 * h], t[4 * h + 2], 0xDD);
+        u[4 * h + 2] = _mm512_shuffle_f64x2(t[4 * h + 1], t[4 * h + 3], 0x88);
+        u[4 * h + 3] = _mm512_shuffle_f64x2(t[4 * h + 1], t[4 * h + 3], 0xDD);
+    }
+    static const int step[4] = {0, 2, 1, 3};
+#pragma GCC unroll 4
+    for (int e = 0; e < 4; e++) {
+        r[step[e]] = _mm512_shuffle_f64x2(u[e], u[4 + e], 0x88);
+        r[step[e] + 4] = _mm512_shuffle_f64x2(u[e], u[4 + e], 0xDD);
+    }
+}
+
+LANE512_TILE(gck_kavx512_l64_4x8, double, __m512d, pd, 8, transpose8d, 4)
+LANE512_TILE(gck_kavx512_l64_1x8, double, __m512d, pd, 8, transpose8d, 1)
 
 AVX512 void gck_kavx512_f32(int64_t kc, const float *a, const float *b, float *w, int64_t ldw,
                             bool first) {

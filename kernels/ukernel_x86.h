@@ -49,21 +49,24 @@
         }                                                                                          \
     } while (0)
 
-/* A lane tile's R x L block of W (column-major, ldw; zeros when first) into R accumulators of L
- * floats, W-bit vectors: acc[r] holds row r's L columns, through the aligned buffer buf[R][L]
- * (a transposition by memory, once per call); LANE_W_OUT stores them back. */
-#define LANE_W_IN(W, L, R, buf, acc, w, ldw, first)                                                \
+/* A lane tile's R x L block of W (column-major, ldw; zeros when first) into R x NV accumulators
+ * of W-bit vectors with the suffix SFX (ps or pd), each L / NV elements: acc[r * NV + v] holds
+ * row r's columns v * L / NV on, through the aligned buffer buf[R][L] (a transposition by
+ * memory, once per call); LANE_W_OUT stores them back. */
+#define LANE_W_IN(W, SFX, L, NV, R, buf, acc, w, ldw, first)                                       \
     do {                                                                                           \
         _Pragma("GCC unroll 16") for (int j_ = 0; j_ < (L); j_++)                                  \
             _Pragma("GCC unroll 4") for (int r_ = 0; r_ < (R); r_++) buf[r_][j_] =                 \
-                (first) ? 0.0f : (w)[r_ + j_ * (ldw)];                                             \
-        _Pragma("GCC unroll 4") for (int r_ = 0; r_ < (R); r_++) acc[r_] =                         \
-            _mm##W##_load_ps(buf[r_]);                                                             \
+                (first) ? 0 : (w)[r_ + j_ * (ldw)];                                                \
+        _Pragma("GCC unroll 4") for (int r_ = 0; r_ < (R); r_++)                                   \
+            _Pragma("GCC unroll 2") for (int v_ = 0; v_ < (NV); v_++) acc[r_ * (NV) + v_] =        \
+                _mm##W##_load_##SFX(&buf[r_][v_ * ((L) / (NV))]);                                  \
     } while (0)
-#define LANE_W_OUT(W, L, R, buf, acc, w, ldw)                                                      \
+#define LANE_W_OUT(W, SFX, L, NV, R, buf, acc, w, ldw)                                             \
     do {                                                                                           \
         _Pragma("GCC unroll 4") for (int r_ = 0; r_ < (R); r_++)                                   \
-            _mm##W##_store_ps(buf[r_], acc[r_]);                                                   \
+            _Pragma("GCC unroll 2") for (int v_ = 0; v_ < (NV); v_++)                              \
+                _mm##W##_store_##SFX(&buf[r_][v_ * ((L) / (NV))], acc[r_ * (NV) + v_]);            \
         _Pragma("GCC unroll 16") for (int j_ = 0; j_ < (L); j_++)                                  \
             _Pragma("GCC unroll 4") for (int r_ = 0; r_ < (R); r_++)(w)[r_ + j_ * (ldw)] =         \
                 buf[r_][j_];                                                                       \
@@ -222,6 +225,8 @@ void gck_kavx512_s32_4x4(GCK_KTILE_ARGS(float));
 void gck_kavx512_s32_4x2(GCK_KTILE_ARGS(float));
 void gck_kavx512_l32_4x16(GCK_KTILE_ARGS(float));
 void gck_kavx512_l32_1x16(GCK_KTILE_ARGS(float));
+void gck_kavx512_l64_4x8(GCK_KTILE_ARGS(double));
+void gck_kavx512_l64_1x8(GCK_KTILE_ARGS(double));
 void gck_kavx512_f32(int64_t kc, const float *a, const float *b, float *w, int64_t ldw, bool first);
 void gck_kavx512_f64(int64_t kc, const double *a, const double *b, double *w, int64_t ldw,
                      bool first);
@@ -242,15 +247,17 @@ void gck_kavx512_h16(int64_t kc, const uint16_t *a, const uint16_t *b, float *w,
  * what those shapes need (on a Zen 5 core the packed avx512bf16 path ran 16x2048x1024 f32 at 39
  * GFLOP/s, a Zen 3 core 88 on the avx2 in-place kernels); f64 jobs that read only op(A) in
  * place have AVX-512 tiles besides (packed_b), f64 jobs that read op(B) in place stored along k
- * two wide ones, and f32 jobs their own (wide), one-to-four-row ones lane tiles of 16 columns
- * (ukernel_avx512.c says which and why). */
+ * two wide ones and, of one to four rows, lane tiles of 8 columns, and f32 jobs their own (wide),
+ * one-to-four-row ones lane tiles of 16 columns (ukernel_avx512.c says which and why). */
 #define A5_S64                                                                              \
     .s64 = {A2_S64, {64, 2, gck_kavx512_s64_8x2, false, true},                                   \
             {48, 4, gck_kavx512_s64_6x4, false, true}, {16, 6, gck_kavx512_s64_2x6, false, true},       \
             {24, 8, gck_kavx512_s64_3x8, false, true}, {16, 12, gck_kavx512_s64_2x12, false, true},     \
             {8, 16, gck_kavx512_s64_1x16, false, true},                                           \
             {16, 8, gck_kavx512_s64_2x8, false, false, true},                                     \
-            {24, 8, gck_kavx512_s64_3x8, false, false, true}}
+            {24, 8, gck_kavx512_s64_3x8, false, false, true},                                     \
+            {4, 8, gck_kavx512_l64_4x8, true, false, true},                                       \
+            {1, 8, gck_kavx512_l64_1x8, true, false, true}}
 #define A5_S32                                                                              \
     .s32 = {A2_S32, {32, 8, gck_kavx512_s32_2x8, false, false, true},                             \
             {32, 6, gck_kavx512_s32_2x6, false, false, true},                                     \

@@ -491,8 +491,8 @@ static void wide_a_cases(const gck_kpath *paths, int np, tally *tallies,
 }
 
 /* Jobs of 1 to 4 rows with op(B) stored along k (column-major and N, or row-major and T) and in
- * the compute type: the lane tiles' cases, across their 8 columns and 8-step transpositions, the
- * gathered steps and KC; on each path. */
+ * the compute type: the lane tiles' cases, across their 8 or 16 columns and 8- or 16-step
+ * transpositions, the gathered steps and KC, in f32 and f64; on each path. */
 static void lane_cases(const gck_kpath *paths, int np, tally *tallies, const gck_support_row *rows,
                        size_t nrows) {
     static const int64_t lane_cols[] = {1, 7, 8, 9, 15, 16, 17, 40, 97, 200};
@@ -500,7 +500,7 @@ static void lane_cases(const gck_kpath *paths, int np, tally *tallies, const gck
         gck_spec s;
         grid_spec(i * 3571 + 11, rows, nrows, &s);
         gck_case *c = &s.c;
-        gck_format t = i % 4 == 3 ? GCK_F64 : GCK_F32;
+        gck_format t = i % 5 == 3 ? GCK_F64 : GCK_F32; /* f64 on 4, 1, 2 and 3 rows in turn */
         c->type_b = c->compute = c->scale_type = t;
         if (i % 2) c->type_a = c->type_c = c->type_d = t;
         c->order = i % 3 ? GCK_COL_MAJOR : GCK_ROW_MAJOR;
