@@ -388,6 +388,31 @@ static int sh(const char *cmd, char *out, size_t len) {
     return run_shell(both, out, len);
 }
 
+/* Row r's fingerprint in a certificate */
+static json_t *row_fingerprint(json_t *cert, size_t r) {
+    return json_object_get(
+        json_array_get(json_object_get(json_object_get(cert, "probed"), "rows"), r), "fingerprint");
+}
+
+/* The property of a fingerprint by its name (NULL: none), and its index */
+static json_t *property_of(json_t *fp, const char *name, size_t *at) {
+    size_t i;
+    json_t *p;
+    json_array_foreach(fp, i, p) {
+        const char *x = json_string_value(json_object_get(p, "property"));
+        if (x && !strcmp(x, name)) return *at = i, p;
+    }
+    return NULL;
+}
+
+/* `compare OLD NEW`: its exit status, and each of `says` (NULL-terminated) in what it prints */
+static void expect_compare(const char *old, const char *new, int status, const char *const *says) {
+    char cmd[1024], out[8192];
+    snprintf(cmd, sizeof cmd, "%s compare %s %s", GCK_BINARY, old, new);
+    cr_expect_eq(sh(cmd, out, sizeof out), status, "%s", out);
+    for (; *says; says++) cr_expect(strstr(out, *says) != NULL, "'%s' not in:\n%s", *says, out);
+}
+
 Test(certify, certify_and_compare_from_the_command_line, .timeout = 600) {
     char cmd[2048], out[8192], blocked[96], split[96], segv[96], v9[96];
     /* names of this process's own: test runs side by side (normal and sanitizer builds) */
@@ -404,15 +429,45 @@ Test(certify, certify_and_compare_from_the_command_line, .timeout = 600) {
                           "every addition;") != NULL,
               "%s", out);
     cr_expect(strstr(out, "; tile against skinny: the same at both shapes\n") != NULL, "%s", out);
-    snprintf(cmd, sizeof cmd, "%s certify --backend plugin:%s:split-k --out %s --time 0",
-             GCK_BINARY, GCK_ZOO_PLUGIN, split);
-    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
     /* a certificate against itself: identical, exit 0 */
     snprintf(cmd, sizeof cmd, "%s compare %s %s", GCK_BINARY, blocked, blocked);
     cr_expect_eq(sh(cmd, out, sizeof out), 0, "%s", out);
     cr_expect(strstr(out, "identical:") != NULL, "%s", out);
     /* the decision comes first */
     cr_expect(!strncmp(out, "NO REGRESSION (exit 0): identical\n", 34), "%s", out);
+    /* a property the old certificate has not (an older gemmcheck's): a support difference,
+     * unless it reads wrong; a pinned case's error/bound just under 1 is not printed as "1" */
+    json_t *old = json_load_file(blocked, 0, NULL), *new = json_load_file(blocked, 0, NULL);
+    size_t at;
+    json_t *fp = row_fingerprint(old, 0);
+    cr_assert(property_of(fp, "tile against skinny", &at) != NULL, "no 'tile against skinny'");
+    json_array_remove(fp, at);
+    cr_assert_eq(json_dump_file(old, v9, JSON_INDENT(1)), 0);
+    expect_compare(v9, blocked, 0,
+                   (const char *[]){"NO REGRESSION (exit 0): 1 environment, library, support",
+                                    "[support] f32 f32 f32 f32 | f32: tile against skinny: not in "
+                                    "the old certificate -> the same at both shapes",
+                                    NULL});
+    json_object_set_new(property_of(row_fingerprint(new, 0), "tile against skinny", &at), "value",
+                        json_string("wrong at the tile shape"));
+    json_t *pin0 = json_array_get(
+        json_object_get(json_array_get(json_object_get(json_object_get(new, "probed"), "rows"), 0),
+                        "pinned"),
+        0);
+    cr_assert(pin0 != NULL, "no pinned case");
+    json_object_set_new(pin0, "digest", json_string("0000"));
+    json_object_set_new(pin0, "ratio", json_real(0.9999999998));
+    cr_assert_eq(json_dump_file(new, split, JSON_INDENT(1)), 0);
+    expect_compare(v9, split, 1,
+                   (const char *[]){"[REGRESSION: accuracy beyond the bound] f32 f32 f32 f32 | "
+                                    "f32: tile against skinny: not in the old certificate -> "
+                                    "wrong at the tile shape",
+                                    " -> 0.9999999998, largest distance", NULL});
+    json_decref(old);
+    json_decref(new);
+    snprintf(cmd, sizeof cmd, "%s certify --backend plugin:%s:split-k --out %s --time 0",
+             GCK_BINARY, GCK_ZOO_PLUGIN, split);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
     /* blocked -> split-k: reordered and FMA, named; no regression unless asked */
     snprintf(cmd, sizeof cmd, "%s compare %s %s", GCK_BINARY, blocked, split);
     cr_expect_eq(sh(cmd, out, sizeof out), 0, "%s", out);

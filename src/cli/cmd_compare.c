@@ -29,7 +29,8 @@ static const char compare_help[] =
     "  NO REGRESSION (exit 0): ...   or   REGRESSION (exit 1): ...\n"
     "with the differences counted by class. Each difference is one line \"[CLASS] what\"\n"
     "(\"[REGRESSION: CLASS]\" when it is one); the classes, from the mildest:\n"
-    "  environment, library, support (a row gained, or its exercise changed), resources\n"
+    "  environment, library, support (a row gained, its exercise changed, or a property only\n"
+    "  NEW probed: from an older gemmcheck's OLD), resources\n"
     "  (a row's memory appetite, and what it does below it: certify --appetite),\n"
     "  reordered only (same arithmetic model), bits depend on the thread count (a regression\n"
     "  with --fail-on-nondeterminism), bits changed, no probe explains why,\n"
@@ -251,6 +252,17 @@ static double element_shift(const json_t *x, const json_t *y) {
     return bytes == na ? gck_pinned_distance(c, a, b) : -1; /* D kept whole, as the case says */
 }
 
+/* An error/bound ratio in at most three significant digits, more where three would put it on
+ * the other side of 1 than it is (0.9999999998 is not "1": it is inside its bound). */
+static const char *ratio_text(double x, char *buf, size_t len) {
+    for (int digits = 3; digits <= 17; digits++) {
+        snprintf(buf, len, "%.*g", digits, x);
+        double y = strtod(buf, NULL);
+        if ((x < 1) == (y < 1) && (x > 1) == (y > 1)) break;
+    }
+    return buf;
+}
+
 /* The pinned cases, index by index: how many changed bits, the largest error/bound and
  * distance in ulps from the exact result before and after, the largest change of a case's
  * distance; a case now out of its bound that was inside it before, or a growth past
@@ -288,11 +300,12 @@ static void pinned(tally *t, const char *tuple, const json_t *a, const json_t *b
     bool grew = now > 0.01 && now > t->ratio_growth * was;
     if (grew && !over) smallest(t, worst_changed);
     if (!changed && !over && !grew) return;
+    char rw[32], rn[32];
     note(t, over > 0 || grew,
          over || grew ? "accuracy beyond the bound"
          : explained  ? classes[t->worst] /* the row's fingerprint change */
                       : "bits changed, no probe explains why",
-         "%s: %zu of %zu pinned cases changed bits%s; largest error/bound %.3g -> %.3g, largest "
+         "%s: %zu of %zu pinned cases changed bits%s; largest error/bound %s -> %s, largest "
          "distance from the exact result %.3g -> %.3g ulps (a case's largest distance moved by "
          "up to %.3g); element by element, in the %zu changed cases small enough to keep D, "
          "results up to %.3g ulps apart%s",
@@ -300,8 +313,8 @@ static void pinned(tally *t, const char *tuple, const json_t *a, const json_t *b
          changed ? (explained ? " (the fingerprint changed too)"
                               : " (no probe of the fingerprint explains why)")
                  : "",
-         was, now, ulps_was, ulps_now, shift, kept, elem,
-         over ? "; some now outside the bound" : "");
+         ratio_text(was, rw, sizeof rw), ratio_text(now, rn, sizeof rn), ulps_was, ulps_now, shift,
+         kept, elem, over ? "; some now outside the bound" : "");
 }
 
 static void fingerprint(tally *t, const char *tuple, const json_t *a, const json_t *b) {
@@ -319,6 +332,24 @@ static void fingerprint(tally *t, const char *tuple, const json_t *a, const json
               (t->fail_on_nondeterminism && !strcmp(cls, "bits depend on the thread count"));
         note(t, reg, cls, "%s: %s: %s -> %s%s%s", tuple, name, was, now ? now : "not probed",
              probe ? "; probe: " : "", probe ? json_string_value(probe) : "");
+    }
+}
+
+/* The properties only NEW's row has (a certificate of an older gemmcheck, or a probe that OLD's
+ * run left out): what the new library does there, with nothing to compare it with. A support
+ * difference, but for a value that is wrong, which is a regression as a changed one is. */
+static void newly_probed(tally *t, const char *tuple, const json_t *a, const json_t *b) {
+    size_t i;
+    json_t *p;
+    json_array_foreach(b, i, p) {
+        const char *name = json_string_value(json_object_get(p, "property")),
+                   *now = json_string_value(json_object_get(p, "value"));
+        if (!name || !now || prop_value(a, name, NULL)) continue;
+        const char *probe = json_string_value(json_object_get(p, "probe"));
+        bool wrong = strncmp(now, "wrong", 5) == 0;
+        note(t, wrong, wrong ? "accuracy beyond the bound" : "support",
+             "%s: %s: not in the old certificate -> %s%s%s", tuple, name, now,
+             probe ? "; probe: " : "", probe ? probe : "");
     }
 }
 
@@ -376,6 +407,9 @@ static void rows(tally *t, const json_t *a, const json_t *b) {
             note(t, strcmp(sa, "runs") == 0,
                  strcmp(sb, "runs") == 0 ? "support" : "crash or missing path", "%s: %s -> %s",
                  tuple, sa, sb);
+        if (!json_object_get(r, "probe_failure") && !json_object_get(n, "probe_failure"))
+            newly_probed(t, tuple, json_object_get(r, "fingerprint"),
+                         json_object_get(n, "fingerprint"));
         int before = t->differences, worst = t->worst;
         t->worst = 0;
         const char *fa = json_string_value(json_object_get(r, "probe_failure")),
