@@ -46,7 +46,7 @@ AVX2 static inline __attribute__((always_inline)) void transpose8(__m256 *c) {
                    int64_t bj, float *w, int64_t ldw, bool first) {                                \
         float buf[R][8] __attribute__((aligned(32)));                                              \
         __m256 acc[R];                                                                             \
-        LANE_W_IN(256, ps, 8, 1, R, buf, acc, w, ldw, first);                                      \
+        LANE_W_IN(256, ps, 8, R, buf, acc, w, ldw, first);                                         \
         int64_t k = 0;                                                                             \
         if (bs == 1)                                                                               \
             for (; k + 8 <= kc; k += 8) {                                                          \
@@ -68,7 +68,7 @@ AVX2 static inline __attribute__((always_inline)) void transpose8(__m256 *c) {
             _Pragma("GCC unroll 4") for (int r = 0; r < (R); r++) acc[r] =                         \
                 _mm256_fmadd_ps(_mm256_broadcast_ss(a + k * as + r), v, acc[r]);                   \
         }                                                                                          \
-        LANE_W_OUT(256, ps, 8, 1, R, buf, acc, w, ldw);                                            \
+        LANE_W_OUT(256, ps, 8, R, buf, acc, w, ldw);                                               \
     }
 
 LANE_TILE(gck_kavx2_l32_4x8, 4)

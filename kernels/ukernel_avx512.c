@@ -125,12 +125,12 @@ AVX512 static inline __attribute__((always_inline)) void transpose16(__m512 *r) 
                      int64_t bj, EL *w, int64_t ldw, bool first) {                                 \
         EL buf[R][L] __attribute__((aligned(64)));                                                 \
         VT acc[R];                                                                                 \
-        LANE_W_IN(512, SFX, L, 1, R, buf, acc, w, ldw, first);                                     \
+        LANE_W_IN(512, SFX, L, R, buf, acc, w, ldw, first);                                        \
         if (as == (R))                                                                             \
             LANE_BODY(EL, VT, SFX, L, TR, R, R);                                                   \
         else                                                                                       \
             LANE_BODY(EL, VT, SFX, L, TR, R, as);                                                  \
-        LANE_W_OUT(512, SFX, L, 1, R, buf, acc, w, ldw);                                           \
+        LANE_W_OUT(512, SFX, L, R, buf, acc, w, ldw);                                              \
     }
 
 LANE512_TILE(gck_kavx512_l32_4x16, float, __m512, ps, 16, transpose16, 4)

@@ -49,24 +49,22 @@
         }                                                                                          \
     } while (0)
 
-/* A lane tile's R x L block of W (column-major, ldw; zeros when first) into R x NV accumulators
- * of W-bit vectors with the suffix SFX (ps or pd), each L / NV elements: acc[r * NV + v] holds
- * row r's columns v * L / NV on, through the aligned buffer buf[R][L] (a transposition by
- * memory, once per call); LANE_W_OUT stores them back. */
-#define LANE_W_IN(W, SFX, L, NV, R, buf, acc, w, ldw, first)                                       \
+/* A lane tile's R x L block of W (column-major, ldw; zeros when first) into R accumulators of L
+ * elements, W-bit vectors with the suffix SFX (ps or pd): acc[r] holds row r's L columns, through
+ * the aligned buffer buf[R][L] (a transposition by memory, once per call); LANE_W_OUT stores them
+ * back. */
+#define LANE_W_IN(W, SFX, L, R, buf, acc, w, ldw, first)                                           \
     do {                                                                                           \
         _Pragma("GCC unroll 16") for (int j_ = 0; j_ < (L); j_++)                                  \
             _Pragma("GCC unroll 4") for (int r_ = 0; r_ < (R); r_++) buf[r_][j_] =                 \
                 (first) ? 0 : (w)[r_ + j_ * (ldw)];                                                \
-        _Pragma("GCC unroll 4") for (int r_ = 0; r_ < (R); r_++)                                   \
-            _Pragma("GCC unroll 2") for (int v_ = 0; v_ < (NV); v_++) acc[r_ * (NV) + v_] =        \
-                _mm##W##_load_##SFX(&buf[r_][v_ * ((L) / (NV))]);                                  \
+        _Pragma("GCC unroll 4") for (int r_ = 0; r_ < (R); r_++) acc[r_] =                         \
+            _mm##W##_load_##SFX(buf[r_]);                                                          \
     } while (0)
-#define LANE_W_OUT(W, SFX, L, NV, R, buf, acc, w, ldw)                                             \
+#define LANE_W_OUT(W, SFX, L, R, buf, acc, w, ldw)                                                 \
     do {                                                                                           \
         _Pragma("GCC unroll 4") for (int r_ = 0; r_ < (R); r_++)                                   \
-            _Pragma("GCC unroll 2") for (int v_ = 0; v_ < (NV); v_++)                              \
-                _mm##W##_store_##SFX(&buf[r_][v_ * ((L) / (NV))], acc[r_ * (NV) + v_]);            \
+            _mm##W##_store_##SFX(buf[r_], acc[r_]);                                                \
         _Pragma("GCC unroll 16") for (int j_ = 0; j_ < (L); j_++)                                  \
             _Pragma("GCC unroll 4") for (int r_ = 0; r_ < (R); r_++)(w)[r_ + j_ * (ldw)] =         \
                 buf[r_][j_];                                                                       \
