@@ -76,7 +76,8 @@ AVX512 static inline __attribute__((always_inline)) void transpose16(__m512 *r) 
  * transposition, for A's steps `as` elements apart: as == R is a packed sliver (each block of L
  * steps one run of L R values, requested a line at a time PF_STEPS blocks ahead), otherwise A
  * read in place (each step's R values requested pf bytes on, or PF_STEPS steps ahead; the driver
- * gives lane tiles packed slivers only, and the kernel type's contract any stride). op(B)'s
+ * gives lane tiles packed slivers only, the kernel type's contract any stride, and
+ * kernels::lane_tiles_keep_the_kernel_contract holds them to both). op(B)'s
  * columns are requested LANE_PF elements ahead along k. The packed body's constant stride frees the
  * registers the sixteen steps' addresses took: f32 4 x 2048 x 1024 on a Zen 5 thread went from 67
  * to 76 GFLOP/s, 1 x 2048 x 1024 from 20 to 22 (measured beside another job, the two builds

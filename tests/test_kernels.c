@@ -538,6 +538,71 @@ static void expect_ran(gck_kpath p, const tally *t) {
     }
 }
 
+/* A path's lane tiles (TBL: s32 or s64) called as the kernel type allows but the driver never
+ * calls them: A read in place (each step's R values `as` = R + 3 apart) as well as packed, B stored
+ * along k (bs = 1) or along the columns (bj = 1), kc from 1 to 40 across the transposition
+ * blocks, W fresh or accumulated: bit for bit what one FMA per element and step, k ascending,
+ * gives. The calls made. */
+#define LANE_CONTRACT(NAME, EL, FMA, TBL)                                                          \
+    static long NAME(gck_kpath p, uint64_t seed) {                                                 \
+        const gck_kpath_ops *ops = gck_kpath_ops_of(p);                                            \
+        long calls = 0;                                                                            \
+        for (int h = 0; h < GCK_SUP_SHAPES && ops->TBL[h].fn; h++) {                               \
+            if (!ops->TBL[h].lanes) continue;                                                      \
+            int64_t R = ops->TBL[h].mr, L = ops->TBL[h].nr, ldw = R + 2;                           \
+            cr_assert(R <= 4 && L <= 16, "lane tile %d x %d", (int)R, (int)L);                     \
+            for (int64_t kc = 1; kc <= 40; kc++)                                                   \
+                for (int v = 0; v < 8; v++) {                                                      \
+                    bool first = v & 1, along_k = !(v & 2), packed = v & 4;                        \
+                    int64_t as = packed ? R : R + 3, bs = along_k ? 1 : L + 1,                     \
+                            bj = along_k ? kc + 5 : 1;                                             \
+                    EL a[40 * 7], b[45 * 16 + 40], w[6 * 16], e[6 * 16];                           \
+                    for (size_t i = 0; i < sizeof a / sizeof *a; i++)                              \
+                        a[i] = (EL)((double)(gck_mix64(seed + i) >> 11) * 0x1p-52 - 1);            \
+                    for (size_t i = 0; i < sizeof b / sizeof *b; i++)                              \
+                        b[i] = (EL)((double)(gck_mix64(~seed + i) >> 11) * 0x1p-52 - 1);           \
+                    for (size_t i = 0; i < sizeof w / sizeof *w; i++)                              \
+                        w[i] = e[i] = (EL)((double)(gck_mix64(seed ^ i) >> 11) * 0x1p-53);         \
+                    for (int64_t r = 0; r < R; r++)                                                \
+                        for (int64_t j = 0; j < L; j++) {                                          \
+                            EL x = first ? 0 : e[r + j * ldw];                                     \
+                            for (int64_t k = 0; k < kc; k++)                                       \
+                                x = FMA(a[k * as + r], b[k * bs + j * bj], x);                     \
+                            e[r + j * ldw] = x;                                                    \
+                        }                                                                          \
+                    ops->TBL[h].fn(kc, a, as, 0, b, bs, bj, w, ldw, first);                        \
+                    calls++;                                                                       \
+                    cr_assert(!memcmp(w, e, sizeof w),                                             \
+                              "path %s: lane tile %d x %d, kc %d, as %d, bs %d, bj %d, first %d: " \
+                              "W differs from one FMA per element and step",                       \
+                              gck_kpath_name(p), (int)R, (int)L, (int)kc, (int)as, (int)bs,        \
+                              (int)bj, (int)first);                                                \
+                    seed += 7;                                                                     \
+                }                                                                                  \
+        }                                                                                          \
+        return calls;                                                                              \
+    }
+LANE_CONTRACT(lane_contract_f32, float, fmaf, s32)
+LANE_CONTRACT(lane_contract_f64, double, fma, s64)
+
+Test(kernels, lane_tiles_keep_the_kernel_contract) {
+    gck_kpath paths[GCK_KPATH_COUNT];
+    int np = supported_paths(paths, false);
+    long calls = 0;
+    int with_lanes = 0;
+    for (int q = 0; q < np; q++) {
+        long c = lane_contract_f32(paths[q], 11) + lane_contract_f64(paths[q], 13);
+        with_lanes += c > 0;
+        calls += c;
+    }
+    printf("[kernels] lane tiles called with A read in place and packed, B along k and along the "
+           "columns: %ld calls on %d of %d paths, W bit-identical to one FMA per element and "
+           "step\n",
+           calls, with_lanes, np);
+    /* every path but portable has lane tiles */
+    cr_expect_eq(with_lanes, np - 1, "%d of %d paths ran lane tiles", with_lanes, np);
+}
+
 /* Skinny shapes, where the kernels read an operand where it is stored instead of packing it (few
  * rows: op(B) in place; few columns: op(A) in place when its rows are contiguous; transposed when
  * that reads in place): M or N from 1 across the tiles' edges, the other up to a few hundred, K
