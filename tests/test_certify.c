@@ -435,8 +435,8 @@ Test(certify, certify_and_compare_from_the_command_line, .timeout = 600) {
     cr_expect(strstr(out, "identical:") != NULL, "%s", out);
     /* the decision comes first */
     cr_expect(!strncmp(out, "NO REGRESSION (exit 0): identical\n", 34), "%s", out);
-    /* a property the old certificate has not (an older gemmcheck's): a support difference,
-     * unless it reads wrong; a pinned case's error/bound just under 1 is not printed as "1" */
+    /* a property one certificate has not (an older gemmcheck's): a support difference, unless
+     * NEW reads it wrong; a pinned case's error/bound just under 1 is not printed as "1" */
     json_t *old = json_load_file(blocked, 0, NULL), *new = json_load_file(blocked, 0, NULL);
     size_t at;
     json_t *fp = row_fingerprint(old, 0);
@@ -448,6 +448,14 @@ Test(certify, certify_and_compare_from_the_command_line, .timeout = 600) {
                                     "[support] f32 f32 f32 f32 | f32: tile against skinny: not in "
                                     "the old certificate -> the same at both shapes",
                                     NULL});
+    /* and the other way: NEW from an older gemmcheck */
+    expect_compare(blocked, v9, 0,
+                   (const char *[]){"NO REGRESSION (exit 0): 1 environment, library, support",
+                                    "[support] f32 f32 f32 f32 | f32: tile against skinny: the "
+                                    "same at both shapes -> not in the new certificate",
+                                    NULL});
+    snprintf(cmd, sizeof cmd, "%s compare %s %s --fail-on-fingerprint", GCK_BINARY, blocked, v9);
+    cr_expect_eq(sh(cmd, out, sizeof out), 1, "%s", out);
     json_object_set_new(property_of(row_fingerprint(new, 0), "tile against skinny", &at), "value",
                         json_string("wrong at the tile shape"));
     json_t *pin0 = json_array_get(

@@ -29,8 +29,8 @@ static const char compare_help[] =
     "  NO REGRESSION (exit 0): ...   or   REGRESSION (exit 1): ...\n"
     "with the differences counted by class. Each difference is one line \"[CLASS] what\"\n"
     "(\"[REGRESSION: CLASS]\" when it is one); the classes, from the mildest:\n"
-    "  environment, library, support (a row gained, its exercise changed, or a property only\n"
-    "  NEW probed: from an older gemmcheck's OLD), resources\n"
+    "  environment, library, support (a row gained, its exercise changed, or a property one\n"
+    "  certificate has and the other, of another gemmcheck, has not), resources\n"
     "  (a row's memory appetite, and what it does below it: certify --appetite),\n"
     "  reordered only (same arithmetic model), bits depend on the thread count (a regression\n"
     "  with --fail-on-nondeterminism), bits changed, no probe explains why,\n"
@@ -325,31 +325,39 @@ static void fingerprint(tally *t, const char *tuple, const json_t *a, const json
                    *was = json_string_value(json_object_get(p, "value"));
         const json_t *probe = NULL;
         const char *now = prop_value(b, name, &probe);
-        if (!name || !was || (now && strcmp(was, now) == 0)) continue;
+        if (!name || !was || !now || strcmp(was, now) == 0) continue; /* !now: one_side */
         bool reg;
-        const char *cls = classify(name, now ? now : "absent", &reg);
+        const char *cls = classify(name, now, &reg);
         reg = reg || t->fail_on_fingerprint ||
               (t->fail_on_nondeterminism && !strcmp(cls, "bits depend on the thread count"));
-        note(t, reg, cls, "%s: %s: %s -> %s%s%s", tuple, name, was, now ? now : "not probed",
-             probe ? "; probe: " : "", probe ? json_string_value(probe) : "");
+        note(t, reg, cls, "%s: %s: %s -> %s%s%s", tuple, name, was, now, probe ? "; probe: " : "",
+             probe ? json_string_value(probe) : "");
     }
 }
 
-/* The properties only NEW's row has (a certificate of an older gemmcheck, or a probe that OLD's
- * run left out): what the new library does there, with nothing to compare it with. A support
- * difference, but for a value that is wrong, which is a regression as a changed one is. */
-static void newly_probed(tally *t, const char *tuple, const json_t *a, const json_t *b) {
-    size_t i;
-    json_t *p;
-    json_array_foreach(b, i, p) {
-        const char *name = json_string_value(json_object_get(p, "property")),
-                   *now = json_string_value(json_object_get(p, "value"));
-        if (!name || !now || prop_value(a, name, NULL)) continue;
-        const char *probe = json_string_value(json_object_get(p, "probe"));
-        bool wrong = strncmp(now, "wrong", 5) == 0;
-        note(t, wrong, wrong ? "accuracy beyond the bound" : "support",
-             "%s: %s: not in the old certificate -> %s%s%s", tuple, name, now,
-             probe ? "; probe: " : "", probe ? probe : "");
+/* The properties only one side's row has: NEW's are what an older gemmcheck did not probe (OLD
+ * from before a probe existed) or what a promise the row gained adds (row-major, batched), OLD's
+ * the other way round. Either is a support difference, with nothing to compare its value with;
+ * but a value NEW reads wrong is a regression, as a changed one is, and with
+ * --fail-on-fingerprint so is a property NEW lost. */
+static void one_side(tally *t, const char *tuple, const json_t *a, const json_t *b) {
+    for (int side = 0; side < 2; side++) {
+        size_t i;
+        json_t *p;
+        json_array_foreach(side ? a : b, i, p) {
+            const char *name = json_string_value(json_object_get(p, "property")),
+                       *v = json_string_value(json_object_get(p, "value"));
+            if (!name || !v || prop_value(side ? b : a, name, NULL)) continue;
+            const char *probe = json_string_value(json_object_get(p, "probe"));
+            bool wrong = !side && strncmp(v, "wrong", 5) == 0;
+            if (side)
+                note(t, t->fail_on_fingerprint, "support",
+                     "%s: %s: %s -> not in the new certificate", tuple, name, v);
+            else
+                note(t, wrong, wrong ? "accuracy beyond the bound" : "support",
+                     "%s: %s: not in the old certificate -> %s%s%s", tuple, name, v,
+                     probe ? "; probe: " : "", probe ? probe : "");
+        }
     }
 }
 
@@ -408,8 +416,8 @@ static void rows(tally *t, const json_t *a, const json_t *b) {
                  strcmp(sb, "runs") == 0 ? "support" : "crash or missing path", "%s: %s -> %s",
                  tuple, sa, sb);
         if (!json_object_get(r, "probe_failure") && !json_object_get(n, "probe_failure"))
-            newly_probed(t, tuple, json_object_get(r, "fingerprint"),
-                         json_object_get(n, "fingerprint"));
+            one_side(t, tuple, json_object_get(r, "fingerprint"),
+                     json_object_get(n, "fingerprint"));
         int before = t->differences, worst = t->worst;
         t->worst = 0;
         const char *fa = json_string_value(json_object_get(r, "probe_failure")),
