@@ -383,8 +383,8 @@ int gck_fp_probe_accumulator(gck_fp_probe *pr, gck_fingerprint *fp) {
     bool nearest = !strcmp(fp->props[fp->count - 1].value, "to nearest");
     /* an accumulation wider than the compute type names (cuBLAS's FAST_TF32 sums in f32) shows
      * the inputs' rounding only with t beyond that type's precision */
-    int pa = probe_input_bits(pr, fp, 0, p ? p : least),
-        pb = probe_input_bits(pr, fp, 1, p ? p : least);
+    int pin = p ? p : least, pa = probe_input_bits(pr, fp, 0, pin),
+        pb = probe_input_bits(pr, fp, 1, pin);
     probe_scaling(pr, fp, p, nearest);
     probe_normalisation(pr, fp, p);
     probe_fma(pr, fp, pa < pb ? pa : pb);

@@ -127,7 +127,7 @@ static bool run_tiled(gck_fp_probe *pr, const gck_case *c, const double *av, con
            *C = cv ? malloc((size_t)(M * N) * sizeof *C) : NULL,
            *D = malloc((size_t)(M * N) * sizeof *D);
     bool ok = A && B && D && (C || !cv);
-    if (!ok) snprintf(pr->why, sizeof pr->why, "out of memory for a %s probe", "tile");
+    if (!ok) snprintf(pr->why, sizeof pr->why, "out of memory for a tile probe");
     for (int64_t q = 0; ok && q < K; q++)
         for (int64_t r = 0; q < k && r < M; r++) A[r + q * M] = av[r % m + q * m];
     for (int64_t q = 0; ok && q < N; q++)

@@ -430,7 +430,28 @@ typedef struct balloon {
     int n;
 } balloon;
 
-static void reserve_mark_set(int fd, uint64_t free_before);
+/* A worker that dies under a budget (cuBLAS 13.1 aborts on some refused allocations,
+ * docs/DEVIATIONS.md) releases its lock at once, but the driver frees its reservation (nearly
+ * the whole device) some time after the process is gone: on an H200 the next calls, in other
+ * workers, found the device full ("copying operands to the device: out of memory",
+ * cublasLtCreate failing) and were reported as failures of their next call. So the holder of
+ * the exclusive lock writes a mark into the file (bytes 8 to 23: its pid and the device's free
+ * memory before the reservation) and clears it after the reservation is given back; a call
+ * that finds a mark left behind waits, up to RESERVE_WAIT_MS, until the free memory is back
+ * within a 32nd of the device (2 GiB at most: other workers' contexts) of what it was, and
+ * clears it. */
+typedef struct reserve_mark {
+    int64_t pid;
+    uint64_t free_before;
+} reserve_mark;
+enum { RESERVE_MARK_AT = 8, RESERVE_WAIT_MS = 10000, RESERVE_POLL_MS = 20 };
+
+/* Write m into the lock file fd (-1: none); {0, 0} clears the mark. Advice: a write that fails
+ * leaves no mark, and then none waits. */
+static void reserve_mark_write(int fd, reserve_mark m) {
+    ssize_t w = fd >= 0 ? pwrite(fd, &m, sizeof m, RESERVE_MARK_AT) : 0;
+    (void)w;
+}
 
 /* Take free memory less `budget`, in pieces of whole multiples of 2 MiB (the devices' allocation
  * granularity; a piece is halved when it does not fit), so that between `budget` and `budget` +
@@ -445,7 +466,7 @@ static void inflate(const gck_cuda_api *cu, int64_t budget, int mark_fd, balloon
         cu->cudaGetLastError();
         return;
     }
-    reserve_mark_set(mark_fd, free_b);
+    reserve_mark_write(mark_fd, (reserve_mark){(int64_t)getpid(), free_b});
     size_t want = (free_b - (size_t)budget) / grain * grain, piece = want;
     while (want > 0 && piece > 0 && b->n < BALLOON_PIECES) {
         if (piece > want) piece = want;
@@ -505,35 +526,6 @@ static int device_lock(bool exclusive) {
     return fd;
 }
 
-/* A worker that dies under a budget (cuBLAS 13.1 aborts on some refused allocations,
- * docs/DEVIATIONS.md) releases its lock at once, but the driver frees its reservation (nearly
- * the whole device) some time after the process is gone: on an H200 the next calls, in other
- * workers, found the device full ("copying operands to the device: out of memory",
- * cublasLtCreate failing) and were reported as failures of their next call. So the holder of
- * the exclusive lock writes a mark into the file (bytes 8 to 23: its pid and the device's free
- * memory before the reservation) and clears it after the reservation is given back; a call
- * that finds a mark left behind waits, up to RESERVE_WAIT_MS, until the free memory is back
- * within a 32nd of the device (2 GiB at most: other workers' contexts) of what it was, and
- * clears it. */
-typedef struct reserve_mark {
-    int64_t pid;
-    uint64_t free_before;
-} reserve_mark;
-enum { RESERVE_MARK_AT = 8, RESERVE_WAIT_MS = 10000, RESERVE_POLL_MS = 20 };
-
-static void reserve_mark_set(int fd, uint64_t free_before) {
-    reserve_mark m = {(int64_t)getpid(), free_before};
-    /* advice: unwritten, none waits */
-    ssize_t w = fd >= 0 ? pwrite(fd, &m, sizeof m, RESERVE_MARK_AT) : 0;
-    (void)w;
-}
-
-static void reserve_mark_clear(int fd) {
-    reserve_mark m = {0, 0};
-    ssize_t w = fd >= 0 ? pwrite(fd, &m, sizeof m, RESERVE_MARK_AT) : 0;
-    (void)w;
-}
-
 static void await_dead_reservation(const gck_cuda_api *cu, int fd) {
     reserve_mark m = {0, 0};
     if (fd < 0 || pread(fd, &m, sizeof m, RESERVE_MARK_AT) != (ssize_t)sizeof m || m.pid == 0)
@@ -548,7 +540,7 @@ static void await_dead_reservation(const gck_cuda_api *cu, int fd) {
         if (free_b + slack >= m.free_before) break;
         usleep(RESERVE_POLL_MS * 1000);
     }
-    reserve_mark_clear(fd);
+    reserve_mark_write(fd, (reserve_mark){0, 0});
 }
 
 /* The library's part of one call, under `budget` bytes of device memory (0: none); lock_fd: the
@@ -589,7 +581,7 @@ static gck_call_status run_budgeted(cuda_state *s, const gck_case *c, cublasComp
     if (sync != GCK_CALL_OK) out = sync;
     if (budget > 0) {
         deflate(s->cu, &b);
-        reserve_mark_clear(lock_fd);
+        reserve_mark_write(lock_fd, (reserve_mark){0, 0});
     }
     return out;
 }
