@@ -201,6 +201,10 @@ static bool KN(block)(const kjob *j, const void *A, const void *B, const void *C
         if (mc < mr) mc = mr;
         pf = 2 * mr * (int64_t)sizeof(KT);
         kc = clamp_to(bk.l1 / 2 / pf, 16, 256, 8);
+        /* a tile of one or two columns streams op(A) as fast as its lines stay in L1 */
+        if (nr <= 2)
+            kc = gck_kernels_kc_ways(kc, bk.l1, bk.l1_ways, j->acs * (int64_t)sizeof(KT),
+                                     mr * (int64_t)sizeof(KT) + pf);
     }
 #endif
     if (mc > rows) mc = rows;

@@ -256,7 +256,34 @@ gck_blocking gck_kernels_blocking(int es, int mr, int nr) {
      * does not pack all of op(A) once more for a sliver of a panel: 2048 f64 columns at NC 680
      * (an Intel core's 2 MiB of L2) took four panels of 512, and now three of 688 (driver.h) */
     int64_t nc_max = nc + nc / 8 / nr * nr;
-    return (gck_blocking){mc < mr ? mr : mc, kc, nc, nc_max, w, l1};
+    int64_t ways = cache_bytes(_SC_LEVEL1_DCACHE_ASSOC, 8);
+    return (gck_blocking){mc < mr ? mr : mc, kc, nc, nc_max, w, l1, ways};
+}
+
+/* A set of L1 holds one line of each way; lines `l1 / ways` bytes apart share one. Columns of
+ * op(A) a multiple of that apart (a power-of-two leading dimension) put the lines a tile reads of
+ * every one of them into the same sets, and a block of more columns than the sets have ways for
+ * evicts lines before they are used: on a Zen 5 core (48 KiB, 12 ways), one thread, f32 2048 x 1
+ * x 1024 (96 x 1 tile, 32 steps a block) ran 31 GFLOP/s and 38-39 at 8 steps, f64 (48 x 1) 13.6
+ * and 19-21, 2048 x 2 x 1024 f32 52 and 61, f64 27 and 32; at a leading dimension of 2000 each
+ * column's lines sit 192 bytes from the last one's, and 16 or 32 steps ran alike (41-42). Tiles
+ * of three or more columns do enough multiply-adds per line to hide it and lose at 8 steps
+ * (2048 x 4, 8, 16: 116 -> 115, 162 -> 112, 163 -> 81 in f32): driver.h asks only for tiles of
+ * one or two columns. */
+int64_t gck_kernels_kc_ways(int64_t kc, int64_t l1, int64_t ways, int64_t col_bytes,
+                            int64_t window) {
+    enum { LINE = 64, MAX_LINES = 1024 };
+    int64_t lines = ways > 0 ? l1 / ways / LINE : 0, limit = ways * 2 / 3;
+    if (lines < 1 || lines > MAX_LINES || limit < 1 || col_bytes <= 0) return kc;
+    int64_t w = (window + LINE - 1) / LINE + 1; /* an unaligned window spans one more line */
+    if (w > lines) w = lines;
+    int64_t held[MAX_LINES] = {0};
+    for (int64_t c = 0; c < kc; c++) {
+        int64_t first = c * col_bytes % (lines * LINE) / LINE;
+        for (int64_t t = 0; t < w; t++)
+            if (++held[(first + t) % lines] > limit) return c < 4 ? (kc < 4 ? kc : 4) : c;
+    }
+    return kc;
 }
 
 /* ---- arguments ---------------------------------------------------------------------------- */

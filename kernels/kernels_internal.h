@@ -242,10 +242,17 @@ bool gck_kprobe_fma16(gck_kfma16_fn f, char *why, size_t len);
  *  nc_max), from the cache sizes the machine reports, the bytes of the accumulator block (W:
  *  whole MC blocks of rows of a panel) and of the L1 data cache. */
 typedef struct gck_blocking {
-    int64_t mc, kc, nc, nc_max, w_bytes, l1;
+    int64_t mc, kc, nc, nc_max, w_bytes, l1, l1_ways;
 } gck_blocking;
 
 gck_blocking gck_kernels_blocking(int elem_bytes, int mr, int nr);
+
+/** The steps of a block (at most kc, at least 4) over which a tile of few columns reads op(A) in
+ *  place: col_bytes apart, window bytes of each column (the tile's rows and what it prefetches
+ *  ahead) at a time; as many columns as keep each L1 set holding lines of no more than two thirds
+ *  of its ways' worth of them (l1 bytes, `ways` ways of 64-byte lines). */
+int64_t gck_kernels_kc_ways(int64_t kc, int64_t l1, int64_t ways, int64_t col_bytes,
+                            int64_t window);
 
 /** For tests: at most w_bytes of accumulator block and nc columns per panel, and l2_bytes of L2
  *  when choosing the tile of a job that reads op(A) in place (0: the machine's), so that small

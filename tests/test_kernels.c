@@ -451,6 +451,16 @@ static void tallied(gck_spec *s, gck_kpath p, tally *t, uint64_t i, int64_t m, i
             t->shapes[f][h] += gck_kernels_shape_jobs(f, h) - shapes[f][h];
 }
 
+/* Grid spec `seed` made all of type t, column-major and not transposed. */
+static void plain_spec(gck_spec *s, uint64_t seed, gck_format t, const gck_support_row *rows,
+                       size_t nrows) {
+    grid_spec(seed, rows, nrows, s);
+    gck_case *c = &s->c;
+    c->type_a = c->type_b = c->type_c = c->type_d = c->compute = c->scale_type = t;
+    c->order = GCK_COL_MAJOR;
+    c->transa = c->transb = GCK_OP_N;
+}
+
 /* Jobs that read op(A) in place (rows contiguous) and pack op(B), with every width from 1 to 24
  * columns, in f32 and in f64, in both orders, taken as large (L2 limited to one byte, so that
  * each column tile counts a pass over op(A)): the cases of the AVX-512 tiles for such jobs
@@ -479,13 +489,21 @@ static void wide_a_cases(const gck_kpath *paths, int np, tally *tallies,
     static const int64_t shapes[][3] = {{320, 4, 300}, {448, 3, 77}, {16, 400, 300}, {12, 200, 9}};
     for (uint64_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         gck_spec s;
-        grid_spec(i * 5003 + 7, rows, nrows, &s);
-        gck_case *c = &s.c;
-        c->type_a = c->type_b = c->type_c = c->type_d = c->compute = c->scale_type = GCK_F32;
-        c->order = GCK_COL_MAJOR;
-        c->transa = c->transb = GCK_OP_N;
+        plain_spec(&s, i * 5003 + 7, GCK_F32, rows, nrows);
         for (int q = 0; q < np; q++)
             tallied(&s, paths[q], &tallies[q], 96 + i, shapes[i][0], shapes[i][1], shapes[i][2]);
+    }
+    /* one or two columns of op(A) 4 KiB apart (compare_shape leaves lda tight when i % 3 is
+     * 0): blocks of as few steps as L1's ways allow (gck_kernels_kc_ways), K across them */
+    static const int64_t set_shapes[][3] = {{1024, 1, 43}, {1024, 2, 300}, {2048, 1, 17}};
+    for (uint64_t i = 0; i < 6; i++) {
+        gck_spec s;
+        gck_format t = i % 2 ? GCK_F64 : GCK_F32;
+        plain_spec(&s, i * 7919 + 5, t, rows, nrows);
+        const int64_t *sh = set_shapes[i / 2];
+        int64_t m = t == GCK_F64 ? sh[0] / 2 : sh[0]; /* 4 KiB either way */
+        for (int q = 0; q < np; q++)
+            tallied(&s, paths[q], &tallies[q], 102 + 3 * i, m, sh[1], sh[2]);
     }
     gck_kernels_limit(0, 0, 0);
 }
@@ -601,6 +619,64 @@ Test(kernels, lane_tiles_keep_the_kernel_contract) {
            calls, with_lanes, np);
     /* every path but portable has lane tiles */
     cr_expect_eq(with_lanes, np - 1, "%d of %d paths ran lane tiles", with_lanes, np);
+}
+
+/* How many columns of op(A) read in place, col_bytes apart and `window` bytes of each at a time,
+ * share an L1 set at most: every byte those windows may span (one starting anywhere in its first
+ * line) mapped to its set by address, each column counted once a set. */
+static int64_t most_columns_a_set(int64_t cols, int64_t l1, int64_t ways, int64_t col_bytes,
+                                  int64_t window) {
+    int64_t sets = l1 / ways / 64, most = 0;
+    int64_t *n = calloc((size_t)sets, sizeof *n), *last = malloc((size_t)sets * sizeof *last);
+    cr_assert(n && last);
+    for (int64_t s = 0; s < sets; s++) last[s] = -1;
+    for (int64_t c = 0; c < cols; c++)
+        for (int64_t a = c * col_bytes / 64 * 64; a < c * col_bytes / 64 * 64 + 63 + window; a++) {
+            int64_t s = a / 64 % sets;
+            if (last[s] != c) last[s] = c, n[s]++;
+            if (n[s] > most) most = n[s];
+        }
+    free(n);
+    free(last);
+    return most;
+}
+
+/* gck_kernels_kc_ways against the sets counted address by address: its columns never crowd a set
+ * past two thirds of its ways, one column more would (for blocks cut short, of more than four
+ * steps), and on a 48 KiB, 12-way L1 (a Zen 5's) columns 8 KiB apart (f32 2048 x 1 x 1024) get 8
+ * steps, not 32, and 8000 bytes apart (lda 2000) at least 16. */
+Test(kernels, in_place_blocks_keep_within_l1_ways) {
+    static const int64_t l1s[][2] = {{49152, 12}, {32768, 8}, {6144, 12}, {65536, 4}};
+    static const int64_t strides[] = {4096,   8192, 8000, 16000, 12288, 1024,
+                                      64 * 7, 2112, 4160, 40960, 3904,  64};
+    static const int64_t windows[] = {1152, 768, 1536, 384, 96};
+    long checked = 0, cut = 0;
+    for (size_t l = 0; l < sizeof l1s / sizeof l1s[0]; l++)
+        for (size_t s = 0; s < sizeof strides / sizeof strides[0]; s++)
+            for (size_t w = 0; w < sizeof windows / sizeof windows[0]; w++)
+                for (int64_t kc = 1; kc <= 256; kc = kc < 8 ? kc + 1 : kc * 2) {
+                    int64_t L1 = l1s[l][0], ways = l1s[l][1], limit = ways * 2 / 3;
+                    int64_t got = gck_kernels_kc_ways(kc, L1, ways, strides[s], windows[w]);
+                    int64_t floor4 = kc < 4 ? kc : 4;
+                    cr_assert(got >= floor4 && got <= kc, "kc %lld -> %lld", (long long)kc,
+                              (long long)got);
+                    if (got > 4)
+                        cr_assert_leq(most_columns_a_set(got, L1, ways, strides[s], windows[w]),
+                                      limit, "%lld columns %lld bytes apart crowd a set",
+                                      (long long)got, (long long)strides[s]);
+                    if (got < kc && got >= 4) {
+                        cut++;
+                        cr_assert_gt(most_columns_a_set(got + 1, L1, ways, strides[s], windows[w]),
+                                     limit, "kc %lld cut to %lld, yet %lld columns fit",
+                                     (long long)kc, (long long)got, (long long)got + 1);
+                    }
+                    checked++;
+                }
+    cr_expect_eq(gck_kernels_kc_ways(32, 49152, 12, 8192, 96 * 4 * 3), 8);
+    cr_expect_geq(gck_kernels_kc_ways(32, 49152, 12, 8000, 96 * 4 * 3), 16);
+    printf("[kernels] in-place blocks: %ld cases, %ld cut short, none crowding an L1 set\n",
+           checked, cut);
+    cr_expect_gt(cut, 0);
 }
 
 /* Skinny shapes, where the kernels read an operand where it is stored instead of packing it (few
