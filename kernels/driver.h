@@ -163,12 +163,13 @@ static bool KN(block)(const kjob *j, const void *A, const void *B, const void *C
     int sup = sup_reads(c, ops, j->ars, i1 - i0, j1 - j0);
     bool ua = sup & SUP_A, ub = sup & SUP_B;
     KSKT sk = NULL;
+    bool lanes = false;
     if (sup) {
         atomic_fetch_add(&sup_jobs, 1);
         double work;
         int s = sup_shape(ops, sizeof(KT) == 4, i1 - i0, j1 - j0, c->k, sup, j->brs, &work);
         mr = ops->KSK[s].mr, nr = ops->KSK[s].nr, sk = ops->KSK[s].fn;
-        if (ops->KSK[s].lanes) atomic_fetch_add(&lane_jobs, 1);
+        if ((lanes = ops->KSK[s].lanes)) atomic_fetch_add(&lane_jobs, 1);
         atomic_fetch_add(&shape_jobs[sizeof(KT) == 4][s], 1);
     }
 #else
@@ -206,6 +207,7 @@ static bool KN(block)(const kjob *j, const void *A, const void *B, const void *C
             kc = gck_kernels_kc_ways(kc, bk.l1, bk.l1_ways, j->acs * (int64_t)sizeof(KT),
                                      mr * (int64_t)sizeof(KT) + pf);
     }
+    if (lanes) kc = gck_kernels_kc_lanes(&bk, mr, (int)sizeof(KT));
 #endif
     if (mc > rows) mc = rows;
     if (kc > kp) kc = kp;
@@ -220,7 +222,8 @@ static bool KN(block)(const kjob *j, const void *A, const void *B, const void *C
             KN(epilogue)(j, NULL, 0, C, D, ic, i1 - ic < mc ? i1 - ic : mc, j0, j1 - j0, tmp);
         return true;
     }
-    PT *bp = gck_kbuf(j->bufs, KBUF_B, (size_t)(kc * nc) * sizeof(PT));
+    /* op(B) read in place packs only its edge too: less than one tile */
+    PT *bp = gck_kbuf(j->bufs, KBUF_B, (size_t)(kc * (ub ? nr : nc)) * sizeof(PT));
     /* op(A) read in place packs only its edge: one sliver */
     PT *ap = gck_kbuf(j->bufs, KBUF_A, (size_t)((ua ? mr : mc) * kc) * sizeof(PT));
     KT *w = gck_kbuf(j->bufs, KBUF_W, (size_t)(R * nc) * sizeof(KT));

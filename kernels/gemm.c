@@ -260,6 +260,18 @@ gck_blocking gck_kernels_blocking(int es, int mr, int nr) {
     return (gck_blocking){mc < mr ? mr : mc, kc, nc, nc_max, w, l1, ways};
 }
 
+/* A lane tile runs a job of at most its rows: each line of op(B) it reads is used once, by the
+ * one tile of rows, so its block need not keep op(B) in L1, only the packed sliver of op(A) that
+ * every tile of columns reuses. Fewer, longer calls: each call's chain of dependent FMAs starts
+ * from W and ends in it, through memory. On a Zen 5 core (one thread, best of 200 calls, three
+ * rounds alternated) f32 GFLOP/s, 384 steps a block against 1,536 and 6,144: 1 x 2048 x 1024
+ * 23.1-23.7 / 26.1-27.0 / 26.4-26.7, 2 x 2048 x 1024 36.6-37.4 / 41.6-43.1 / 41.4-42.8, 4 x 2048
+ * x 1024 75.1-76.3 / 85.6-87.4 / 86.1-87.0, 4 x 64 x 4096 54.8-57.4 / 56.7-60.3 / 57.1-60.5; f64
+ * 4 x 2048 x 1024 48.3-52.2 / 54.4-56.7 / 53.6-56.7, 1 x 2048 x 1024 14.0-14.9 / 15.0-15.3. */
+int64_t gck_kernels_kc_lanes(const gck_blocking *bk, int64_t mr, int es) {
+    return clamp_to(bk->l1 / 2 / (mr * es), bk->kc, 8192, 8);
+}
+
 /* A set of L1 holds one line of each way; lines `l1 / ways` bytes apart share one. Columns of
  * op(A) a multiple of that apart (a power-of-two leading dimension) put the lines a tile reads of
  * every one of them into the same sets, and a block of more columns than the sets have ways for

@@ -524,10 +524,13 @@ static void lane_cases(const gck_kpath *paths, int np, tally *tallies, const gck
         c->order = i % 3 ? GCK_COL_MAJOR : GCK_ROW_MAJOR;
         c->transb = c->order == GCK_COL_MAJOR ? GCK_OP_N : GCK_OP_T;
         gck_blocking bk = gck_kernels_blocking(gck_format_get(t)->storage_bytes, 8, 6);
-        int64_t ks[] = {1, 7, 8, 9, 17, 64, 301, bk.kc + 9};
+        /* K across the packed blocks and the lane tiles' longer ones, of the 1-row tile too */
+        int64_t es = gck_format_get(t)->storage_bytes;
+        int64_t ks[] = {
+            1, 7, 8, 9, 17, 64, 301, bk.kc + 9, gck_kernels_kc_lanes(&bk, 1, (int)es) + 9, 1100};
         for (int q = 0; q < np; q++)
             tallied(&s, paths[q], &tallies[q], i, 1 + (int64_t)(i % 4), lane_cols[i % 10],
-                    ks[i * 7 % 8]);
+                    ks[i * 7 % 10]);
     }
 }
 
