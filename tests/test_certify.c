@@ -471,6 +471,28 @@ Test(certify, certify_and_compare_from_the_command_line, .timeout = 600) {
                                     "f32: tile against skinny: not in the old certificate -> "
                                     "wrong at the tile shape",
                                     " -> 0.9999999998, largest distance", NULL});
+    /* what the table declares: a way of calling the row withdrawn is a missing path, a model
+     * declared otherwise an arithmetic-model change, a promise gained support */
+    json_t *row0 = json_array_get(json_object_get(json_object_get(old, "probed"), "rows"), 0);
+    const char *was = json_string_value(json_object_get(row0, "declared"));
+    cr_assert(was && strstr(was, "out=nearest") && strstr(was, " row batch "), "%s",
+              was ? was : "");
+    char now[512];
+    snprintf(now, sizeof now, "%s", was);
+    memcpy(strstr(now, " row batch "), " batch     ", 11); /* row-major withdrawn */
+    memcpy(strstr(now, "out=nearest"), "out=toward0", 11);
+    json_object_set_new(row0, "declared", json_string(now));
+    cr_assert_eq(json_dump_file(old, v9, JSON_INDENT(1)), 0);
+    expect_compare(blocked, v9, 1,
+                   (const char *[]){"[REGRESSION: crash or missing path] f32 f32 f32 f32 | f32: "
+                                    "promise 'row' withdrawn (promises: a0 b0 row batch Dsep "
+                                    "Dinpl -> a0 b0 batch Dsep Dinpl)",
+                                    "[arithmetic-model change] f32 f32 f32 f32 | f32: declared "
+                                    "model: in=exact scalar epi=f32 out=nearest order=",
+                                    "-> in=exact scalar epi=f32 out=toward0 order=", NULL});
+    expect_compare(
+        v9, blocked, 0,
+        (const char *[]){"[support] f32 f32 f32 f32 | f32: promise 'row' declared", NULL});
     json_decref(old);
     json_decref(new);
     snprintf(cmd, sizeof cmd, "%s certify --backend plugin:%s:split-k --out %s --time 0",

@@ -23,25 +23,28 @@ static const char compare_help[] =
     "\n"
     "Explains what changed between two certificates of `gemmcheck certify`: the environment\n"
     "(CPU, OS, variables), the library files (SHA-256) and version, support rows gained or\n"
-    "lost or whose exercise changed, each row's fingerprint properties that changed (old -> new),\n"
+    "lost or whose exercise changed, what each row's table declares (its model, its promises,\n"
+    "the entry called), each row's fingerprint properties that changed (old -> new),\n"
     "the share of its pinned cases whose bits changed and their largest error/bound before and\n"
     "after, and the campaigns' findings new and fixed. The first line is the decision:\n"
     "  NO REGRESSION (exit 0): ...   or   REGRESSION (exit 1): ...\n"
     "with the differences counted by class. Each difference is one line \"[CLASS] what\"\n"
     "(\"[REGRESSION: CLASS]\" when it is one); the classes, from the mildest:\n"
-    "  environment, library, support (a row gained, its exercise changed, or a property one\n"
-    "  certificate has and the other, of another gemmcheck, has not), resources\n"
+    "  environment, library, support (a row gained, its exercise changed, a way of calling\n"
+    "  it declared or another entry called, or a property one certificate has and the other,\n"
+    "  of another gemmcheck, has not), resources\n"
     "  (a row's memory appetite, and what it does below it: certify --appetite),\n"
     "  reordered only (same arithmetic model), bits depend on the thread count (a regression\n"
     "  with --fail-on-nondeterminism), bits changed, no probe explains why,\n"
     "  arithmetic-model change (products, normalisation, alpha/beta, subnormals, Inf*0),\n"
     "  precision change (input or accumulator bits), accuracy beyond the bound,\n"
     "  crash or missing path.\n"
-    "Regressions: a row lost or no longer running, a probe reading a wrong value, run-to-run\n"
-    "bits lost, a probe failure, a pinned case now outside its bound or whose largest\n"
-    "error/bound grew more than F times (default 4) past 0.01, an appetite that doubled and\n"
-    "grew by 16 MiB or more or a new defect below it, and new findings (unless\n"
-    "--ignore-findings, or marked known in NEW: certify --known); with\n"
+    "Regressions: a row lost or no longer running, a way of calling a row withdrawn from its\n"
+    "declared promises (row-major, batched, D separate or in place; product only), a probe\n"
+    "reading a wrong value, run-to-run bits lost, a probe failure, a pinned case now outside\n"
+    "its bound or whose largest error/bound grew more than F times (default 4) past 0.01, an\n"
+    "appetite that doubled and grew by 16 MiB or more or a new defect below it, and new\n"
+    "findings (unless --ignore-findings, or marked known in NEW: certify --known); with\n"
     "--fail-on-fingerprint, any fingerprint change. --html writes the comparison as one\n"
     "self-contained page as well (differences, fingerprints side by side, histograms); --json\n"
     "writes the decision, the counts by class and every difference as JSON\n"
@@ -394,6 +397,76 @@ static void appetite(tally *t, const char *tuple, const json_t *a, const json_t 
              wa ? wa : "nothing failed", wb ? wb : "nothing failed");
 }
 
+/* A row's declared text (backends.c, row_describe): "types | compute | model | promises |
+ * entry". Its fields into f[5], each run of spaces one and none at the ends; false when it has
+ * not five. */
+static bool declared_fields(const char *text, char f[5][512]) {
+    const char *p = text;
+    for (int i = 0; i < 5; i++) {
+        const char *bar = i < 4 ? strstr(p, " | ") : p + strlen(p);
+        if (!bar) return false;
+        size_t n = 0;
+        for (; p < bar && n < 511; p++)
+            if (*p != ' ' || (n > 0 && f[i][n - 1] != ' ')) f[i][n++] = *p;
+        while (n > 0 && f[i][n - 1] == ' ') n--;
+        f[i][n] = 0;
+        p = bar + (i < 4 ? 3 : 0);
+    }
+    return true;
+}
+
+/* Whether the promise word w (a0, row, ...) is among the words of list. */
+static bool has_word(const char *list, const char *w) {
+    size_t n = strlen(w);
+    for (const char *p = strstr(list, w); p; p = strstr(p + 1, w))
+        if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == 0)) return true;
+    return false;
+}
+
+/* What the two certificates' support tables declare of a row: the checker holds the row to its
+ * declared model and exercises it only as its promises allow, so a change there changes what
+ * the rest of the comparison means. A model declared otherwise is an arithmetic-model change; a
+ * way of calling the row withdrawn (row-major, batched, D separate or in place; or C no longer
+ * read: product-only) is a missing path, and a regression; a promise about what alpha = 0 or beta
+ * = 0 reads, or about zero terms, changed is an arithmetic-model change; any other difference
+ * (a way gained, the entry called) is support. */
+static void declared(tally *t, const char *tuple, const json_t *a, const json_t *b) {
+    const char *da = json_string_value(json_object_get(a, "declared")),
+               *db = json_string_value(json_object_get(b, "declared"));
+    static char fa[5][512], fb[5][512];
+    if (!da || !db || !strcmp(da, db)) return;
+    if (!declared_fields(da, fa) || !declared_fields(db, fb)) {
+        note(t, t->fail_on_fingerprint, "support", "%s: declared: %s -> %s", tuple, da, db);
+        return;
+    }
+    if (strcmp(fa[2], fb[2]))
+        note(t, t->fail_on_fingerprint, "arithmetic-model change", "%s: declared model: %s -> %s",
+             tuple, fa[2], fb[2]);
+    static const struct {
+        const char *word;
+        bool a_way; /* a way of calling the row: losing it is a missing path */
+    } words[] = {{"row", true}, {"batch", true}, {"Dsep", true},  {"Dinpl", true},
+                 {"a0", false}, {"b0", false},   {"skip0", false}};
+    for (size_t w = 0; w < sizeof words / sizeof words[0]; w++) {
+        bool before = has_word(fa[3], words[w].word), after = has_word(fb[3], words[w].word);
+        if (before == after) continue;
+        /* skip0 is a licence, not a promise: gaining it weakens the row */
+        bool lost = words[w].word[0] == 's' ? after : before;
+        const char *cls = words[w].a_way ? (lost ? "crash or missing path" : "support")
+                                         : "arithmetic-model change";
+        note(t, words[w].a_way ? lost : t->fail_on_fingerprint, cls,
+             "%s: promise '%s' %s (promises: %s -> %s)", tuple, words[w].word,
+             after ? "declared" : "withdrawn", fa[3], fb[3]);
+    }
+    bool po_a = has_word(fa[3], "product-only"), po_b = has_word(fb[3], "product-only");
+    if (po_a != po_b)
+        note(t, po_b, po_b ? "crash or missing path" : "support", "%s: %s (promises: %s -> %s)",
+             tuple,
+             po_b ? "now a plain product only (alpha 1, beta 0)" : "no longer a plain product only",
+             fa[3], fb[3]);
+    if (strcmp(fa[4], fb[4])) note(t, false, "support", "%s: entry: %s -> %s", tuple, fa[4], fb[4]);
+}
+
 static const char *support_status(const json_t *row) {
     const char *s = json_string_value(json_object_get(json_object_get(row, "support"), "status"));
     return s ? s : "not exercised";
@@ -420,6 +493,7 @@ static void rows(tally *t, const json_t *a, const json_t *b) {
                      json_object_get(n, "fingerprint"));
         int before = t->differences, worst = t->worst;
         t->worst = 0;
+        declared(t, tuple, r, n);
         const char *fa = json_string_value(json_object_get(r, "probe_failure")),
                    *fb = json_string_value(json_object_get(n, "probe_failure"));
         if (fa || fb) { /* a row whose probes crashed has no fingerprint to compare */
