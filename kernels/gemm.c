@@ -210,13 +210,20 @@ static int64_t cache_bytes(int name, int64_t fallback) {
 /* L2 per core, as the machine reports it (1 MiB when it does not). */
 static int64_t l2_size(void) { return cache_bytes(_SC_LEVEL2_CACHE_SIZE, 1 << 20); }
 
+static int64_t limit_l1;
+
+/* L1 data per core, as the machine reports it (32 KiB when it does not) or a test limits it. */
+static int64_t l1_size(void) {
+    return limit_l1 > 0 ? limit_l1 : cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 32768);
+}
+
 static int64_t clamp_to(int64_t v, int64_t lo, int64_t hi, int64_t multiple) {
     v = v < lo ? lo : v > hi ? hi : v;
     return v / multiple * multiple;
 }
 
 /* test limits (gck_kernels_limit, gck_kernels_limit_l1); 0: none */
-static int64_t limit_w, limit_nc, limit_l2, limit_l1;
+static int64_t limit_w, limit_nc, limit_l2;
 
 void gck_kernels_limit(int64_t w_bytes, int64_t nc, int64_t l2_bytes) {
     limit_w = w_bytes;
@@ -227,7 +234,7 @@ void gck_kernels_limit(int64_t w_bytes, int64_t nc, int64_t l2_bytes) {
 void gck_kernels_limit_l1(int64_t l1_bytes) { limit_l1 = l1_bytes; }
 
 gck_blocking gck_kernels_blocking(int es, int mr, int nr) {
-    int64_t l1 = limit_l1 > 0 ? limit_l1 : cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 32768);
+    int64_t l1 = l1_size();
     int64_t l2 = l2_size();
     /* a B sliver of KC steps in half of L1 (the A slivers stream through the other half); an
      * MC x KC block of A in half of L2; a panel of B of NC columns packed a KC block at a time
@@ -500,9 +507,16 @@ enum { PACK_CHUNK = 64, PACK_MAX_LEN = 32, PACK_PF = 4 };
 
 /* Operands read where they are stored, not packed (BLIS's "sup" case): op(B) when a job has
  * at most SUP_TILES_B row tiles to reuse its packed slivers, op(A) (rows contiguous, ars = 1)
- * when it has at most SUP_TILES_A column slivers; only operands already in the compute type, on
- * paths with kernels for it, and only whole tiles (edges are packed). op(B) read in place by up
- * to 16 row tiles still beats packing it (a Zen 3 core, GFLOP/s at 4, 8 and 16 tiles: f32
+ * when it has at most SUP_TILES_A column slivers or, for a job of at least two tiles of rows,
+ * when the job's op(A) takes at most half of L1 (each column sliver's pass then reads it from
+ * L1, and packing it saved nothing: on a Zen 5 core, one thread, best of 5,000 calls, two or
+ * three rounds, GFLOP/s packed / in place: f32 64^3 147-150 / 175-178, 32^3 63-64 / 75, f64
+ * 48^3 69 / 80-81; with all of L1 instead of half, f32 96^3 188 -> 210 and 128 x 128 x 64 182 ->
+ * 197 on one thread, but two threads ran 256 x 256 x 64 (jobs of 128 rows) at 297-303 instead
+ * of 330-334, and with up to 1 MiB f64 256 x 256 x 128 fell from 97 to 47); only operands
+ * already in the compute type, on paths with kernels for it, and only whole tiles (edges are
+ * packed). op(B) read in place by up to 16 row tiles still beats packing it (a Zen 3 core,
+ * GFLOP/s at 4, 8 and 16 tiles: f32
  * 128x2048x1024 69, 84, -; 256x2048x1024 64, 56, 82; f64 64x2048x1024 27, 38, -;
  * 128x2048x1024 31, 32, 37; 64x64x16384 20, 34, 33). */
 #ifndef SUP_TILES_A
@@ -537,7 +551,11 @@ static int sup_reads(const gck_case *c, const gck_kpath_ops *ops, int64_t ars, i
         return 0;
     /* in tiles of the in-place kernels' first shape */
     int64_t mr = f32 ? ops->s32[0].mr : ops->s64[0].mr, nr = f32 ? ops->s32[0].nr : ops->s64[0].nr;
-    return (c->type_a == c->compute && ars == 1 && cols <= SUP_TILES_A * nr ? SUP_A : 0) |
+    /* and, for a job of at least two tiles of rows, op(A) within half of L1 */
+    bool a_in_l1 =
+        rows >= 2 * mr && (double)rows * (double)c->k * (f32 ? 4 : 8) <= (double)l1_size() / 2;
+    return (c->type_a == c->compute && ars == 1 && (cols <= SUP_TILES_A * nr || a_in_l1) ? SUP_A
+                                                                                         : 0) |
            (c->type_b == c->compute && rows <= SUP_TILES_B * mr ? SUP_B : 0);
 }
 
@@ -707,9 +725,9 @@ static int split(const gck_case *c, const kjob *proto, int threads, kjob *jobs) 
                                       * one, or on a tie the one read in place (not packed) */
         int rows_split = sup_reads(c, proto->ops, proto->ars, (c->m + threads - 1) / threads, c->n);
         int cols_split = sup_reads(c, proto->ops, proto->ars, c->m, (c->n + threads - 1) / threads);
-        if (rows_split == SUP_B && c->m >= threads * mr)
+        if ((rows_split & SUP_B) && c->m >= threads * mr)
             by_rows = true;
-        else if (cols_split == SUP_A && c->n >= threads * nr)
+        else if ((cols_split & SUP_A) && c->n >= threads * nr)
             by_rows = false;
     }
     int64_t len = by_batch  ? c->batch

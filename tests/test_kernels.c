@@ -494,14 +494,18 @@ static void wide_a_cases(const gck_kpath *paths, int np, tally *tallies,
             tallied(&s, paths[q], &tallies[q], 96 + i, shapes[i][0], shapes[i][1], shapes[i][2]);
     }
     /* one or two columns of op(A) 4 KiB apart (compare_shape leaves lda tight when i % 3 is
-     * 0): blocks of as few steps as L1's ways allow (gck_kernels_kc_ways), K across them */
-    static const int64_t set_shapes[][3] = {{1024, 1, 43}, {1024, 2, 300}, {2048, 1, 17}};
-    for (uint64_t i = 0; i < 6; i++) {
+     * 0): blocks of as few steps as L1's ways allow (gck_kernels_kc_ways), K across them; then
+     * jobs whose op(A) fits in half of L1, read in place by each of many column slivers
+     * (sup_reads) */
+    static const int64_t more[][3] = {{1024, 1, 43}, {1024, 2, 300}, {2048, 1, 17},
+                                      {64, 64, 64},  {96, 90, 40},   {33, 47, 29}};
+    for (uint64_t i = 0; i < 12; i++) {
         gck_spec s;
         gck_format t = i % 2 ? GCK_F64 : GCK_F32;
         plain_spec(&s, i * 7919 + 5, t, rows, nrows);
-        const int64_t *sh = set_shapes[i / 2];
-        int64_t m = t == GCK_F64 ? sh[0] / 2 : sh[0]; /* 4 KiB either way */
+        const int64_t *sh = more[i / 2];
+        /* the first three: 4 KiB either way */
+        int64_t m = t == GCK_F64 && i < 6 ? sh[0] / 2 : sh[0];
         for (int q = 0; q < np; q++)
             tallied(&s, paths[q], &tallies[q], 102 + 3 * i, m, sh[1], sh[2]);
     }
