@@ -141,7 +141,10 @@ static void KN(epilogue)(const kjob *j, const KT *w, int64_t ldw, const void *C,
                 KT t = alpha * wq[r];
                 tmp[r] = t + beta * tmp[r];
             }
-        else if (wq)
+        else if (wq && alpha == 1) { /* 1 * w is w, bit for bit: W goes out as it is */
+            KOUT((char *)D + (i0 * j->drs + col * j->dcs) * esd, td, j->drs, wq, mb, j->ops->f16c);
+            continue;
+        } else if (wq)
             for (int64_t r = 0; r < mb; r++) tmp[r] = alpha * wq[r];
         else if (rc)
             for (int64_t r = 0; r < mb; r++) tmp[r] = beta * tmp[r];
