@@ -247,15 +247,15 @@ typedef struct gck_blocking {
 
 gck_blocking gck_kernels_blocking(int elem_bytes, int mr, int nr);
 
-/** The steps of a block (at most kc, at least 4) over which a tile of few columns reads op(A) in
- *  place: col_bytes apart, window bytes of each column (the tile's rows and what it prefetches
- *  ahead) at a time; as many columns as keep each L1 set holding lines of no more than two thirds
- *  of its ways' worth of them (l1 bytes, `ways` ways of 64-byte lines). */
 /** The steps of a block for a lane tile of mr rows (a job of at most mr rows reading op(B) in
  *  place): as many as keep the packed sliver of op(A), mr x kc values of elem_bytes, within half
  *  of L1, at least bk->kc and at most 8,192. */
 int64_t gck_kernels_kc_lanes(const gck_blocking *bk, int64_t mr, int elem_bytes);
 
+/** The steps of a block (at most kc, at least 4) over which a tile of few columns reads op(A) in
+ *  place: col_bytes apart, window bytes of each column (the tile's rows and what it prefetches
+ *  ahead) at a time; as many columns as keep each L1 set holding lines of no more than two thirds
+ *  of its ways' worth of them (l1 bytes, `ways` ways of 64-byte lines). */
 int64_t gck_kernels_kc_ways(int64_t kc, int64_t l1, int64_t ways, int64_t col_bytes,
                             int64_t window);
 
