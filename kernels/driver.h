@@ -132,7 +132,7 @@ static void KN(epilogue)(const kjob *j, const KT *w, int64_t ldw, const void *C,
     int64_t esc = gck_format_get(c->type_c)->storage_bytes, esd = gck_format_get(td)->storage_bytes;
     for (int64_t q = 0; q < nb; q++) {
         int64_t col = j0 + q;
-        const KT *wq = w ? w + q * ldw : NULL;
+        const KT *wq = w ? w + q * ldw : NULL, *out = tmp;
         if (rc)
             KIN(tmp, 1, (const char *)C + (i0 * j->crs + col * j->ccs) * esc, c->type_c, j->crs, mb,
                 false);
@@ -141,16 +141,15 @@ static void KN(epilogue)(const kjob *j, const KT *w, int64_t ldw, const void *C,
                 KT t = alpha * wq[r];
                 tmp[r] = t + beta * tmp[r];
             }
-        else if (wq && alpha == 1) { /* 1 * w is w, bit for bit: W goes out as it is */
-            KOUT((char *)D + (i0 * j->drs + col * j->dcs) * esd, td, j->drs, wq, mb, j->ops->f16c);
-            continue;
-        } else if (wq)
+        else if (wq && alpha == 1) /* 1 * w is w, bit for bit: W goes out as it is */
+            out = wq;
+        else if (wq)
             for (int64_t r = 0; r < mb; r++) tmp[r] = alpha * wq[r];
         else if (rc)
             for (int64_t r = 0; r < mb; r++) tmp[r] = beta * tmp[r];
         else
             for (int64_t r = 0; r < mb; r++) tmp[r] = 0;
-        KOUT((char *)D + (i0 * j->drs + col * j->dcs) * esd, td, j->drs, tmp, mb, j->ops->f16c);
+        KOUT((char *)D + (i0 * j->drs + col * j->dcs) * esd, td, j->drs, out, mb, j->ops->f16c);
     }
 }
 

@@ -433,7 +433,7 @@ static bool has_word(const char *list, const char *w) {
 static void declared(tally *t, const char *tuple, const json_t *a, const json_t *b) {
     const char *da = json_string_value(json_object_get(a, "declared")),
                *db = json_string_value(json_object_get(b, "declared"));
-    static char fa[5][512], fb[5][512];
+    char fa[5][512], fb[5][512];
     if (!da || !db || !strcmp(da, db)) return;
     if (!declared_fields(da, fa) || !declared_fields(db, fb)) {
         note(t, t->fail_on_fingerprint, "support", "%s: declared: %s -> %s", tuple, da, db);
@@ -444,14 +444,15 @@ static void declared(tally *t, const char *tuple, const json_t *a, const json_t 
              tuple, fa[2], fb[2]);
     static const struct {
         const char *word;
-        bool a_way; /* a way of calling the row: losing it is a missing path */
-    } words[] = {{"row", true}, {"batch", true}, {"Dsep", true},  {"Dinpl", true},
-                 {"a0", false}, {"b0", false},   {"skip0", false}};
+        bool a_way;   /* a way of calling the row: losing it is a missing path */
+        bool licence; /* not a promise but a licence: gaining it weakens the row */
+    } words[] = {{"row", true, false},   {"batch", true, false}, {"Dsep", true, false},
+                 {"Dinpl", true, false}, {"a0", false, false},   {"b0", false, false},
+                 {"skip0", false, true}};
     for (size_t w = 0; w < sizeof words / sizeof words[0]; w++) {
         bool before = has_word(fa[3], words[w].word), after = has_word(fb[3], words[w].word);
         if (before == after) continue;
-        /* skip0 is a licence, not a promise: gaining it weakens the row */
-        bool lost = words[w].word[0] == 's' ? after : before;
+        bool lost = words[w].licence ? after : before;
         const char *cls = words[w].a_way ? (lost ? "crash or missing path" : "support")
                                          : "arithmetic-model change";
         note(t, words[w].a_way ? lost : t->fail_on_fingerprint, cls,
