@@ -70,6 +70,21 @@
                 buf[r_][j_];                                                                       \
     } while (0)
 
+/* The steps a lane tile takes before its first block, so that each column's later runs of
+ * `width` bytes (the vector it loads) start at a multiple of `width`: op(B) stored along k (bs =
+ * 1) at b, columns bj elements of es bytes apart. None where b already is so aligned, where the
+ * columns are not a whole number of widths apart or b not a whole number of elements, or where
+ * kc has fewer steps. The AVX-512 lane tiles load the columns' runs aligned down, masked to the
+ * steps from 0 on (the AVX2 ones do not: docs/KERNELS.md, "Lane tiles' loads on line
+ * boundaries"). Runs that straddle two lines cost a Zen 5 thread f32 4 x 2048 x 1024 about a
+ * sixth (82-84 against 96-102 GFLOP/s, op(B) 16 bytes past a line, as malloc returns it). */
+static inline int64_t lane_lead(const void *b, int64_t bj, int64_t es, int64_t width, int64_t kc) {
+    int64_t off = (int64_t)((uintptr_t)b % (uintptr_t)width);
+    if (!off || off % es || bj * es % width) return 0;
+    int64_t lead = (width - off) / es;
+    return lead <= kc ? lead : 0;
+}
+
 enum { A2_MR32 = 16, A2_MR64 = 8, A2_NR = 6 };
 /* The f64 tile is three vectors by eight columns, not two by twelve as the f32 one: each step
  * loads three A vectors and broadcasts eight B values for its 24 FMAs, instead of two and twelve,

@@ -566,8 +566,11 @@ static void expect_ran(gck_kpath p, const tally *t) {
 /* A path's lane tiles (TBL: s32 or s64) called as the kernel type allows but the driver never
  * calls them: A read in place (each step's R values `as` = R + 3 apart) as well as packed, B stored
  * along k (bs = 1) or along the columns (bj = 1), kc from 1 to 40 across the transposition
- * blocks, W fresh or accumulated: bit for bit what one FMA per element and step, k ascending,
- * gives. The calls made. */
+ * blocks, W fresh or accumulated; and B stored along k with its columns a whole number of lines
+ * apart, starting at each element of a line (where a tile first steps to the next line and loads
+ * whole lines from there on): bit for bit what one FMA per element and step, k ascending, gives.
+ * The calls made. */
+#define LINE_ELEMS(EL) ((int)(64 / sizeof(EL)))
 #define LANE_CONTRACT(NAME, EL, FMA, TBL)                                                          \
     static long NAME(gck_kpath p, uint64_t seed) {                                                 \
         const gck_kpath_ops *ops = gck_kpath_ops_of(p);                                            \
@@ -577,15 +580,21 @@ static void expect_ran(gck_kpath p, const tally *t) {
             int64_t R = ops->TBL[h].mr, L = ops->TBL[h].nr, ldw = R + 2;                           \
             cr_assert(R <= 4 && L <= 16, "lane tile %d x %d", (int)R, (int)L);                     \
             for (int64_t kc = 1; kc <= 40; kc++)                                                   \
-                for (int v = 0; v < 8; v++) {                                                      \
-                    bool first = v & 1, along_k = !(v & 2), packed = v & 4;                        \
+                for (int v = 0; v < 8 + LINE_ELEMS(EL); v++) {                                     \
+                    /* v >= 8: B along k, lines apart, starting at element v - 8 of a line */      \
+                    bool lined = v >= 8, first = v & 1, along_k = lined || !(v & 2),               \
+                         packed = !lined && (v & 4);                                               \
                     int64_t as = packed ? R : R + 3, bs = along_k ? 1 : L + 1,                     \
-                            bj = along_k ? kc + 5 : 1;                                             \
-                    EL a[40 * 7], b[45 * 16 + 40], w[6 * 16], e[6 * 16];                           \
+                            bj = !along_k ? 1                                                      \
+                                 : lined  ? (kc + 5 + LINE_ELEMS(EL) - 1) / LINE_ELEMS(EL) *       \
+                                               LINE_ELEMS(EL)                                      \
+                                         : kc + 5;                                                 \
+                    EL a[40 * 7], bline[64 * 16 + 64] __attribute__((aligned(64))),                \
+                        *b = bline + (lined ? v - 8 : 0), w[6 * 16], e[6 * 16];                    \
                     for (size_t i = 0; i < sizeof a / sizeof *a; i++)                              \
                         a[i] = (EL)((double)(gck_mix64(seed + i) >> 11) * 0x1p-52 - 1);            \
-                    for (size_t i = 0; i < sizeof b / sizeof *b; i++)                              \
-                        b[i] = (EL)((double)(gck_mix64(~seed + i) >> 11) * 0x1p-52 - 1);           \
+                    for (size_t i = 0; i < sizeof bline / sizeof *bline; i++)                      \
+                        bline[i] = (EL)((double)(gck_mix64(~seed + i) >> 11) * 0x1p-52 - 1);       \
                     for (size_t i = 0; i < sizeof w / sizeof *w; i++)                              \
                         w[i] = e[i] = (EL)((double)(gck_mix64(seed ^ i) >> 11) * 0x1p-53);         \
                     for (int64_t r = 0; r < R; r++)                                                \
@@ -620,9 +629,9 @@ Test(kernels, lane_tiles_keep_the_kernel_contract) {
         with_lanes += c > 0;
         calls += c;
     }
-    printf("[kernels] lane tiles called with A read in place and packed, B along k and along the "
-           "columns: %ld calls on %d of %d paths, W bit-identical to one FMA per element and "
-           "step\n",
+    printf("[kernels] lane tiles called with A read in place and packed, B along k (from every "
+           "element of a line too) and along the columns: %ld calls on %d of %d paths, W "
+           "bit-identical to one FMA per element and step\n",
            calls, with_lanes, np);
     /* every path but portable has lane tiles */
     cr_expect_eq(with_lanes, np - 1, "%d of %d paths ran lane tiles", with_lanes, np);
