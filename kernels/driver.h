@@ -230,12 +230,28 @@ static bool KN(block)(const kjob *j, const void *A, const void *B, const void *C
     PT *ap = gck_kbuf(j->bufs, KBUF_A, (size_t)((ua ? mr : mc) * kc) * sizeof(PT));
     KT *w = gck_kbuf(j->bufs, KBUF_W, (size_t)(R * nc) * sizeof(KT));
     bool ok = bp && ap && w;
+    /* W straight in D where the epilogue would copy it unchanged: D column-major in the compute
+     * type (aligned to it), alpha 1 and C not read, one block of k (each tile then writes its
+     * sums once: read back a block later from D's columns, a leading dimension of 2048 apart,
+     * they cost f32 2048 x 16 x 1024 5%), and a block of whole tiles */
+    bool to_d = !C && kc >= kp && (KT)c->alpha == 1 && j->drs == 1 &&
+                (uintptr_t)D % sizeof(KT) == 0 &&
+                gck_case_type(c, GCK_D) == (sizeof(KT) == 4 ? GCK_F32 : GCK_F64);
+#if KP == 2
+    to_d = to_d && !ops->bf16tile;
+#endif
     kpanel pa = {A, c->type_a, gck_format_get(c->type_a)->storage_bytes, j->ars, j->acs, ops->f16c};
     kpanel pb = {B, c->type_b, gck_format_get(c->type_b)->storage_bytes, j->bcs, j->brs, ops->f16c};
     for (int64_t jc = j0; ok && jc < j1; jc += nc) {
         int64_t nb = j1 - jc < nc ? j1 - jc : nc;
         for (int64_t i2 = i0; i2 < i1; i2 += R) {
             int64_t rb = i1 - i2 < R ? i1 - i2 : R, ldw = (rb + mr - 1) / mr * mr;
+            bool direct = to_d && rb % mr == 0 && nb % nr == 0;
+            KT *wb = direct ? (KT *)D + i2 + jc * j->dcs : w;
+            if (direct) {
+                ldw = j->dcs;
+                atomic_fetch_add(&direct_blocks, 1);
+            }
             for (int64_t pc = 0; pc < c->k; pc += kc) {
                 int64_t kb = c->k - pc < kc ? c->k - pc : kc, kbp = (kb + kal - 1) / kal * kal;
                 /* unpacked: only the edge sliver, at the buffer's start */
@@ -253,7 +269,7 @@ static bool KN(block)(const kjob *j, const void *A, const void *B, const void *C
                     int64_t nt = (nb + nr - 1) / nr, mt = (mb + mr - 1) / mr;
                     for (int64_t q = 0; q < nt * mt; q++) {
                         int64_t jr = (ua ? q % nt : q / mt) * nr, ir = (ua ? q / nt : q % mt) * mr;
-                        KT *wt = w + (ic - i2) + ir + jr * ldw;
+                        KT *wt = wb + (ic - i2) + ir + jr * ldw;
                         const PT *at = ap + (ir < ax ? 0 : ir - ax) * kbp,
                                  *bt = bp + (jr < bx ? 0 : jr - bx) * kbp;
 #if KP == 1 && !defined(KNOSUP)
@@ -271,7 +287,7 @@ static bool KN(block)(const kjob *j, const void *A, const void *B, const void *C
                     }
                 }
             }
-            KN(epilogue)(j, w, ldw, C, D, i2, rb, jc, nb, tmp);
+            if (!direct) KN(epilogue)(j, w, ldw, C, D, i2, rb, jc, nb, tmp);
         }
     }
     return ok;

@@ -531,7 +531,9 @@ static atomic_long sup_jobs;
 
 long gck_kernels_sup_jobs(void) { return atomic_load(&sup_jobs); }
 
-static atomic_long lane_jobs, shape_jobs[2][GCK_SUP_SHAPES];
+static atomic_long lane_jobs, shape_jobs[2][GCK_SUP_SHAPES], direct_blocks;
+
+long gck_kernels_direct_blocks(void) { return atomic_load(&direct_blocks); }
 
 long gck_kernels_lane_jobs(void) { return atomic_load(&lane_jobs); }
 

@@ -282,6 +282,10 @@ long gck_kernels_lane_jobs(void);
 /** For tests: how many of those jobs ran on shape `s` of a path's f32 (f32) or f64 table. */
 long gck_kernels_shape_jobs(bool f32, int s);
 
+/** For tests: how many blocks of rows and columns so far had their sums kept in D itself instead
+ *  of W (D column-major in the compute type, alpha 1, C not read, whole tiles), over all calls. */
+long gck_kernels_direct_blocks(void);
+
 /* Packing buffers kept from one call to the next (kernels/gemm.c): a set taken from a shared
  * cache (NULL when out of memory), buffer `slot` of it grown to at least `bytes` (64-byte
  * aligned; NULL when out of memory), and the set given back (kept while the cache has room, freed

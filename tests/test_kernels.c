@@ -748,6 +748,48 @@ static bool same_model(const gck_model *a, const gck_model *b) {
            a->daz == b->daz;
 }
 
+/* Sums kept in D itself instead of W (alpha 1, C not read, D column-major in the compute type,
+ * a block of whole tiles): f32 and f64 products with M and N whole tiles of the paths' shapes or
+ * not, K across KC blocks, D's leading dimension padded or not, 1 and 2 threads, on every path:
+ * every element of D's extent, its padding included, bit for bit what the declared tree gives.
+ * Blocks (of the products in one block of k) went straight to D on every path, and none did with
+ * alpha 2 or with C read. */
+Test(kernels, sums_kept_in_d_keep_the_tree, .timeout = 600) {
+    static const int64_t shapes[][3] = {{64, 64, 64},   {96, 48, 600},  {32, 24, 1000},
+                                        {33, 47, 29},   {128, 96, 385}, {16, 16, 2000},
+                                        {256, 36, 777}, {48, 12, 1537}, {200, 200, 64}};
+    gck_backend be;
+    const gck_support_row *rows;
+    size_t nrows = open_kernels(&be, &rows);
+    gck_kpath paths[GCK_KPATH_COUNT];
+    int np = supported_paths(paths, false);
+    for (int q = 0; q < np; q++) {
+        long direct = 0, elements = 0;
+        for (size_t h = 0; h < sizeof shapes / sizeof shapes[0]; h++)
+            for (int v = 0; v < 8; v++) { /* f32 or f64; alpha 1 and beta 0, alpha 2, or beta 1/2 */
+                gck_spec s;
+                plain_spec(&s, h * 31 + (uint64_t)v, v & 1 ? GCK_F64 : GCK_F32, rows, nrows);
+                s.c.alpha = v >> 1 == 2 ? 2 : 1;
+                s.c.beta = v >> 1 == 3 ? 0.5 : 0;
+                s.c.d_is_c = false;
+                long before = gck_kernels_direct_blocks();
+                elements += compare_shape(&s, paths[q], h + (uint64_t)v, shapes[h][0], shapes[h][1],
+                                          shapes[h][2]);
+                long now = gck_kernels_direct_blocks() - before;
+                if (v >> 1 >= 2)
+                    cr_expect_eq(now, 0, "path %s: %ld blocks kept their sums in D with %s",
+                                 gck_kpath_name(paths[q]), now, v >> 1 == 2 ? "alpha 2" : "C read");
+                direct += now;
+            }
+        printf("[kernels] path %s: %lld elements bit-identical to the declared tree, %ld blocks "
+               "with their sums kept in D\n",
+               gck_kpath_name(paths[q]), (long long)elements, direct);
+        cr_expect_gt(direct, 0, "path %s: no block kept its sums in D", gck_kpath_name(paths[q]));
+    }
+    forget();
+    gck_backend_close(&be);
+}
+
 /* On every supported path, the backend's rows declare gck_gemm_model of their types, which is the
  * reference evaluation's model, with DAZ and FTZ added exactly where the pair or the tile dot
  * product runs (bf16 x bf16 in f32 on avx512bf16, on amx). */
