@@ -77,13 +77,12 @@ AVX512 static inline __attribute__((always_inline)) void transpose16(__m512 *r) 
  * steps one run of L R values, requested a line at a time PF_STEPS blocks ahead), otherwise A
  * read in place (each step's R values requested pf bytes on, or PF_STEPS steps ahead; the driver
  * gives lane tiles packed slivers only, the kernel type's contract any stride, and
- * kernels::lane_tiles_keep_the_kernel_contract holds them to both). op(B)'s
- * columns are requested LANE_PF elements ahead along k, and where they start off a line (lane_lead)
- * a first block masked to their first steps puts every later one on lines. The packed body's
- * constant stride frees the
- * registers the sixteen steps' addresses took: f32 4 x 2048 x 1024 on a Zen 5 thread went from 67
- * to 76 GFLOP/s, 1 x 2048 x 1024 from 20 to 22 (measured beside another job, the two builds
- * alternated). */
+ * kernels::lane_tiles_keep_the_kernel_contract holds them to both). op(B)'s columns are
+ * requested LANE_PF elements ahead along k, and where they start off a line (lane_lead) a first
+ * block masked to their first steps puts every later block on lines. The packed body's constant
+ * stride frees the registers the sixteen steps' addresses took: f32 4 x 2048 x 1024 on a Zen 5
+ * thread went from 67 to 76 GFLOP/s, 1 x 2048 x 1024 from 20 to 22 (measured beside another job,
+ * the two builds alternated). */
 #define LANE_PF 64
 #define LANE_BODY(EL, VT, SFX, L, TR, R, as)                                                       \
     do {                                                                                           \
@@ -96,9 +95,12 @@ AVX512 static inline __attribute__((always_inline)) void transpose16(__m512 *r) 
                 _Pragma("GCC unroll 16") for (int j = 0; j < (L); j++) c[j] =                      \
                     _mm512_maskz_loadu_##SFX((((1u << (L)) - 1) >> o) << o, b - o + j * bj);       \
                 TR(c);                                                                             \
-                _Pragma("GCC unroll 16") for (int q = 0; q < (L); q++) if (q >= o) _Pragma(        \
-                    "GCC unroll 4") for (int r = 0; r < (R); r++) acc[r] =                         \
-                    _mm512_fmadd_##SFX(_mm512_set1_##SFX(a[(q - o) * (as) + r]), c[q], acc[r]);    \
+                _Pragma("GCC unroll 16") for (int q = 0; q < (L); q++) {                           \
+                    if (q < o) continue;                                                           \
+                    _Pragma("GCC unroll 4") for (int r = 0; r < (R); r++) acc[r] =                 \
+                        _mm512_fmadd_##SFX(_mm512_set1_##SFX(a[(q - o) * (as) + r]), c[q],         \
+                                           acc[r]);                                                \
+                }                                                                                  \
                 k = lead;                                                                          \
             }                                                                                      \
             for (; k + (L) <= kc; k += (L)) {                                                      \
