@@ -286,6 +286,10 @@ long gck_kernels_shape_jobs(bool f32, int s);
  *  of W (D column-major in the compute type, alpha 1, C not read, whole tiles), over all calls. */
 long gck_kernels_direct_blocks(void);
 
+/** For tests: how many epilogues so far wrote D by rows (D's rows contiguous, its columns' lines
+ *  crowding an L1 set), over all calls. */
+long gck_kernels_rows_epilogues(void);
+
 /* Packing buffers kept from one call to the next (kernels/gemm.c): a set taken from a shared
  * cache (NULL when out of memory), buffer `slot` of it grown to at least `bytes` (64-byte
  * aligned; NULL when out of memory), and the set given back (kept while the cache has room, freed

@@ -748,6 +748,56 @@ static bool same_model(const gck_model *a, const gck_model *b) {
            a->daz == b->daz;
 }
 
+/* Products the driver computes transposed (op(B) read in place as the A operand: many rows, few
+ * columns) into a C and D whose leading dimension is a power of two (or 1,024 for 520 rows), so
+ * that writing D a column of W at a time would crowd an L1 set: the epilogue writes such a D by
+ * rows. f32 and f64, and C and D in bf16 and f16 with f32 compute; alpha 1, 2 and -1, beta 0, 1/2
+ * and 2 (C read); 1 and 2 threads; on every path: every element of D's extent bit for bit what
+ * the declared tree gives, and epilogues by rows ran on every path. */
+static void by_rows_on_path(gck_kpath p, const gck_support_row *rows, size_t nrows) {
+    static const int64_t shapes[][4] = {{512, 64, 64, 512},   {256, 64, 40, 256},
+                                        {300, 48, 33, 512},   {1024, 16, 100, 1024},
+                                        {520, 100, 17, 1024}, {2048, 8, 9, 2048}};
+    static const gck_format outs[] = {GCK_F32, GCK_F64, GCK_BF16, GCK_F16};
+    long by_rows = 0, elements = 0;
+    for (size_t h = 0; h < sizeof shapes / sizeof shapes[0]; h++)
+        for (int v = 0; v < 16; v++) {
+            gck_format out = outs[v % 4];
+            gck_spec s;
+            plain_spec(&s, h * 131 + (uint64_t)v, out == GCK_F64 ? GCK_F64 : GCK_F32, rows, nrows);
+            gck_case *c = &s.c;
+            c->type_c = c->type_d = out;
+            c->alpha = v / 4 == 1 ? 2 : v / 4 == 3 ? -1 : 1;
+            c->beta = v / 4 == 2 ? 0.5 : v / 4 == 3 ? 2 : 0;
+            c->d_is_c = false;
+            c->m = shapes[h][0], c->n = shapes[h][1], c->k = shapes[h][2], c->batch = 1;
+            c->lda = gck_case_min_ld(c, GCK_A), c->ldb = gck_case_min_ld(c, GCK_B);
+            c->ldc = c->ldd = shapes[h][3];
+            char msg[512];
+            cr_assert_eq(gck_case_validate(c, msg, sizeof msg), GCK_OK, "%s", msg);
+            long before = gck_kernels_rows_epilogues();
+            int64_t got = compare(&s, p, 1 + v % 2);
+            cr_assert_gt(got, 0, "path %s: a %lldx%lldx%lld case differs", gck_kpath_name(p),
+                         (long long)c->m, (long long)c->n, (long long)c->k);
+            elements += got;
+            by_rows += gck_kernels_rows_epilogues() - before;
+        }
+    printf("[kernels] path %s: %ld elements of products computed transposed bit-identical to the "
+           "declared tree, %ld epilogues by rows\n",
+           gck_kpath_name(p), elements, by_rows);
+    cr_expect_gt(by_rows, 0, "path %s: no epilogue wrote D by rows", gck_kpath_name(p));
+}
+Test(kernels, transposed_products_write_d_by_rows, .timeout = 600) {
+    gck_backend be;
+    const gck_support_row *rows;
+    size_t nrows = open_kernels(&be, &rows);
+    gck_kpath paths[GCK_KPATH_COUNT];
+    for (int q = 0, np = supported_paths(paths, false); q < np; q++)
+        by_rows_on_path(paths[q], rows, nrows);
+    forget();
+    gck_backend_close(&be);
+}
+
 /* Sums kept in D itself instead of W (alpha 1, C not read, D column-major in the compute type,
  * a block of whole tiles): f32 and f64 products with M and N whole tiles of the paths' shapes or
  * not, K across KC blocks, D's leading dimension padded or not, 1 and 2 threads, on every path:
