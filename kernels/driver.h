@@ -121,6 +121,27 @@ static void KN(pack)(PT *dst, int len, const kpanel *p, int64_t x0, int64_t xn, 
     }
 }
 
+/* One column of the epilogue's elements: h values of W's column wq (NULL where A and B are not
+ * read) into t, `ts` apart, t holding C's values where C is read (rc): alpha*w + beta*c (not
+ * fused), alpha*w, beta*c or 0; where alpha is 1 and C is not read, w itself (1 * w is w, bit for
+ * bit). */
+static inline void KN(combine)(KT *t, int64_t ts, const KT *wq, int64_t h, bool rc, KT alpha,
+                               KT beta) {
+    if (wq && rc)
+        for (int64_t r = 0; r < h; r++) {
+            KT p = alpha * wq[r];
+            t[r * ts] = p + beta * t[r * ts];
+        }
+    else if (wq && alpha == 1)
+        for (int64_t r = 0; r < h; r++) t[r * ts] = wq[r];
+    else if (wq)
+        for (int64_t r = 0; r < h; r++) t[r * ts] = alpha * wq[r];
+    else if (rc)
+        for (int64_t r = 0; r < h; r++) t[r * ts] = beta * t[r * ts];
+    else
+        for (int64_t r = 0; r < h; r++) t[r * ts] = 0;
+}
+
 /* The epilogue's elements (below) where D's rows are contiguous, in blocks of up to EPI_ROWS x
  * EPI_COLS elements through tmp (element (r, q) of a block at tmp[r * g + q]): each row's values
  * of C read and of D written along the row. */
@@ -141,20 +162,7 @@ static void KN(epilogue_by_rows)(const kjob *j, const KT *w, int64_t ldw, const 
                         c->type_c, j->ccs, g, false);
             for (int64_t q = 0; q < g; q++) {
                 const KT *wq = w ? w + (q0 + q) * ldw + r0 : NULL;
-                KT *t = tmp + q;
-                if (wq && C)
-                    for (int64_t r = 0; r < h; r++) {
-                        KT p = alpha * wq[r];
-                        t[r * g] = p + beta * t[r * g];
-                    }
-                else if (wq && alpha == 1) /* 1 * w is w, bit for bit */
-                    for (int64_t r = 0; r < h; r++) t[r * g] = wq[r];
-                else if (wq)
-                    for (int64_t r = 0; r < h; r++) t[r * g] = alpha * wq[r];
-                else if (C)
-                    for (int64_t r = 0; r < h; r++) t[r * g] = beta * t[r * g];
-                else
-                    for (int64_t r = 0; r < h; r++) t[r * g] = 0;
+                KN(combine)(tmp + q, g, wq, h, C != NULL, alpha, beta);
             }
             for (int64_t r = 0; r < h; r++)
                 KOUT((char *)D + ((i0 + r0 + r) * j->drs + (j0 + q0) * j->dcs) * esd, td, j->dcs,
@@ -163,14 +171,13 @@ static void KN(epilogue_by_rows)(const kjob *j, const KT *w, int64_t ldw, const 
 }
 
 /* D = alpha*W + beta*C over rows i0..i0+mb, columns j0..j0+nb (W: that block, leading
- * dimension ldw; NULL when A and B are not read), a column at a time through tmp (mb values);
- * each element alpha*w + beta*c (not fused), alpha*w, beta*c, 0, or w itself where alpha is 1
- * and C is not read. Where D's rows are contiguous (a product computed transposed) and the lines
- * of a column's values, a leading dimension apart, would crowd an L1 set (lines_crowd_a_set),
- * by rows instead (epilogue_by_rows): written a column at a time into a D stored by rows with a
- * leading dimension of a power of two, each value went to a line of its own in the same few
- * sets, evicted before the next column's value came, and f32 512 x 128 x 128 spent 72% of its
- * time there (53 GFLOP/s on a Zen 5 thread). */
+ * dimension ldw; NULL when A and B are not read), a column at a time through tmp (mb values),
+ * each element as combine says. Where D's rows are contiguous (a product computed transposed) and
+ * the lines of a column's values, a leading dimension apart, would crowd an L1 set
+ * (lines_crowd_a_set), by rows instead (epilogue_by_rows): written a column at a time into a D
+ * stored by rows with a leading dimension of a power of two, each value went to a line of its own
+ * in the same few sets, evicted before the next column's value came, and f32 512 x 128 x 128 spent
+ * 72% of its time there (53 GFLOP/s on a Zen 5 thread). */
 static void KN(epilogue)(const kjob *j, const gck_blocking *bk, const KT *w, int64_t ldw,
                          const void *C, void *D, int64_t i0, int64_t mb, int64_t j0, int64_t nb,
                          KT *tmp) {
@@ -190,19 +197,10 @@ static void KN(epilogue)(const kjob *j, const gck_blocking *bk, const KT *w, int
         if (rc)
             KIN(tmp, 1, (const char *)C + (i0 * j->crs + col * j->ccs) * esc, c->type_c, j->crs, mb,
                 false);
-        if (wq && rc)
-            for (int64_t r = 0; r < mb; r++) {
-                KT t = alpha * wq[r];
-                tmp[r] = t + beta * tmp[r];
-            }
-        else if (wq && alpha == 1) /* 1 * w is w, bit for bit: W goes out as it is */
+        if (wq && !rc && alpha == 1) /* W goes out as it is, without the copy */
             out = wq;
-        else if (wq)
-            for (int64_t r = 0; r < mb; r++) tmp[r] = alpha * wq[r];
-        else if (rc)
-            for (int64_t r = 0; r < mb; r++) tmp[r] = beta * tmp[r];
         else
-            for (int64_t r = 0; r < mb; r++) tmp[r] = 0;
+            KN(combine)(tmp, 1, wq, mb, rc, alpha, beta);
         KOUT((char *)D + (i0 * j->drs + col * j->dcs) * esd, td, j->drs, out, mb, j->ops->f16c);
     }
 }

@@ -279,6 +279,10 @@ int64_t gck_kernels_kc_lanes(const gck_blocking *bk, int64_t mr, int es) {
     return clamp_to(bk->l1 / 2 / (mr * es), bk->kc, 8192, 8);
 }
 
+/* The lines of a strided operand one set of L1 may hold before it counts as crowded: two thirds
+ * of its ways, the rest left to the other data the kernels touch. */
+static int64_t set_lines_limit(int64_t ways) { return ways * 2 / 3; }
+
 /* A set of L1 holds one line of each way; lines `l1 / ways` bytes apart share one. Columns of
  * op(A) a multiple of that apart (a power-of-two leading dimension) put the lines a tile reads of
  * every one of them into the same sets, and a block of more columns than the sets have ways for
@@ -292,7 +296,7 @@ int64_t gck_kernels_kc_lanes(const gck_blocking *bk, int64_t mr, int es) {
 int64_t gck_kernels_kc_ways(int64_t kc, int64_t l1, int64_t ways, int64_t col_bytes,
                             int64_t window) {
     enum { LINE = 64, MAX_LINES = 1024 };
-    int64_t lines = ways > 0 ? l1 / ways / LINE : 0, limit = ways * 2 / 3;
+    int64_t lines = ways > 0 ? l1 / ways / LINE : 0, limit = set_lines_limit(ways);
     if (lines < 1 || lines > MAX_LINES || limit < 1 || col_bytes <= 0) return kc;
     int64_t w = (window + LINE - 1) / LINE + 1; /* an unaligned window spans one more line */
     if (w > lines) w = lines;
@@ -507,7 +511,7 @@ static bool lines_crowd_a_set(int64_t n, int64_t stride, const gck_blocking *bk)
         a = t;
     }
     int64_t period = sets / b; /* b: gcd(stride in lines, sets), or sets where it is 0 */
-    return (n + period - 1) / period > bk->l1_ways * 2 / 3;
+    return (n + period - 1) / period > set_lines_limit(bk->l1_ways);
 }
 
 /* The epilogue's block where D is stored by rows (driver.h): EPI_ROWS rows of W by EPI_COLS
